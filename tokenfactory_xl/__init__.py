@@ -1,0 +1,19 @@
+"""tokenfactory_xl: the economics of token factories, in Python and in Excel.
+
+A token factory is an AI inference cluster judged by the tokens it sells, not by the GPUs it
+owns. This package turns throughput and latency (TPS, TPM, TTFT) into money (revenue, EBITDA,
+ROI) and shows how much of a fleet's theoretical capacity is actually sold:
+
+- :mod:`tokenfactory_xl.catalogue` — every site input, its unit, default and allowed range;
+- :mod:`tokenfactory_xl.inputs` — one site's checked inputs (:func:`make_inputs`);
+- :mod:`tokenfactory_xl.model` — the formulas: TEF, TFI, breakeven utilisation, equivalent GPUs…;
+- :mod:`tokenfactory_xl.operating_model` — the monthly Token Factory Operating Model (TFOM).
+"""
+
+__version__ = "0.1.0"
+
+from .errors import InputError, Problem  # noqa: E402
+from .inputs import SiteInputs, make_inputs  # noqa: E402
+from .operating_model import Result, run  # noqa: E402
+
+__all__ = ["InputError", "Problem", "Result", "SiteInputs", "__version__", "make_inputs", "run"]

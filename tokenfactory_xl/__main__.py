@@ -1,0 +1,7 @@
+"""``python -m tokenfactory_xl`` runs the ``tokenfactory-xl`` command line."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

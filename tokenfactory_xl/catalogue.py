@@ -1,0 +1,329 @@
+"""The input catalogue: every input of a token-factory site, stated once.
+
+A site is described by the inputs of TFOM-SPEC section 6: the fleet (GPUs, ownership, CapEx),
+its running costs (power, PUE, opex), its capacity and efficiency (theoretical and measured
+tokens per second), its latency (TTFT p50/p99 against the objective sold), how much of what it
+produces it sells, at what prices, and the finance assumptions. Three of them (the TEF target,
+the sell-through target and the price decline) take one value per scenario.
+
+This module is the single source of each input's name, label, unit, default, allowed range and
+help text. The workbook's Inputs sheet and its data validation, the sites-file schema, the CLI's
+``--set`` and every input check are built from :data:`INPUTS`; nothing else restates them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+#: The scenarios, in the order of every per-scenario value.
+SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
+
+Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "currency"]
+
+#: What the parsers return for an empty cell or an absent value: the caller takes the default.
+MISSING = None
+
+# Characters that are not allowed in the XML of a workbook (openpyxl's ILLEGAL_CHARACTERS_RE).
+_CONTROL_CHARS = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+
+
+class BadValue(ValueError):
+    """A single value is not allowed: ``message`` says why, ``fix`` what to enter instead."""
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of the site schema (TFOM-SPEC section 6).
+
+    ``low``/``high`` bound numbers (``low_open`` makes the lower bound strict: "> 0").
+    ``default`` is one value, or a tuple with one value per scenario when ``per_scenario``.
+    """
+
+    name: str
+    label: str
+    unit: str
+    group: str
+    kind: Kind
+    default: object
+    description: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    choices: tuple[str, ...] = ()
+    per_scenario: bool = False
+    max_length: int = 80
+
+    # -- what is allowed, in words ------------------------------------------------------------
+    @property
+    def allowed(self) -> str:
+        """What is allowed, as a sentence fragment for messages and data-validation prompts."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.kind == "date":
+            return "a date on the first of a month, e.g. 2027-01-01"
+        if self.kind == "currency":
+            return "a three-letter ISO 4217 currency code such as USD or EUR"
+        if self.kind == "text":
+            return f"text of 1 to {self.max_length} characters"
+        noun = {"integer": "a whole number", "fraction": "a fraction"}.get(self.kind, "a number")
+        if self.low is not None and self.high is not None:
+            text = f"{noun} from {fmt_number(self.low)} to {fmt_number(self.high)}"
+        elif self.low is not None:
+            above = "above" if self.low_open else "of at least"
+            text = f"{noun} {above} {fmt_number(self.low)}"
+        else:
+            text = noun
+        if self.kind == "fraction":
+            text += " (e.g. 0.65 or 65%)"
+        return text
+
+    def default_for(self, scenario: str) -> object:
+        """The default value, for ``scenario`` when the input is per-scenario."""
+        if self.per_scenario:
+            return self.default[SCENARIOS.index(scenario)]  # type: ignore[index]
+        return self.default
+
+    # -- checking one value -------------------------------------------------------------------
+    def parse(self, value: object) -> object:
+        """Return ``value`` as the model uses it, or raise :class:`BadValue`.
+
+        Empty text and ``None`` return :data:`MISSING`. Numbers may come as text (``"1,024"``,
+        ``"65%"`` for a fraction), dates as ISO text; choices match without regard to case.
+        """
+        if value is None or (isinstance(value, str) and value.strip() == ""):
+            return MISSING
+        if self.kind in ("number", "integer", "fraction"):
+            return self._parse_number(value)
+        if self.kind == "date":
+            return self._parse_date(value)
+        text = _as_text(value)
+        if _CONTROL_CHARS.search(text):
+            raise BadValue("contains control characters", "remove them")
+        if self.kind == "choice":
+            for choice in self.choices:
+                if text.lower() == choice.lower():
+                    return choice
+            raise BadValue(f"must be {self.allowed}", _did_you_mean(text, self.choices))
+        if self.kind == "currency":
+            code = text.upper()
+            if not re.fullmatch(r"[A-Z]{3}", code):
+                raise BadValue(f"must be {self.allowed}")
+            return code
+        if len(text) > self.max_length:
+            raise BadValue(
+                f"is {len(text)} characters long; allowed: {self.allowed}",
+                f"shorten it to {self.max_length} characters",
+            )
+        return text
+
+    def _parse_number(self, value: object) -> float:
+        percent = False
+        if isinstance(value, bool):
+            raise BadValue(f"is TRUE/FALSE, not a number; allowed: {self.allowed}")
+        if isinstance(value, str):
+            text = value.strip().replace("\u00a0", "").replace(" ", "")
+            if text.endswith("%"):
+                percent, text = True, text[:-1]
+            if _THOUSANDS.match(text):
+                text = text.replace(",", "")
+            try:
+                number = float(text)
+            except ValueError:
+                raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+            if percent:
+                if self.kind != "fraction":
+                    raise BadValue(f"is a percentage, but this input is {self.allowed}")
+                number /= 100
+        elif isinstance(value, (int, float)) or hasattr(value, "__float__"):
+            try:
+                number = float(value)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+        else:
+            raise BadValue(f"is not a number; allowed: {self.allowed}")
+        if math.isnan(number):
+            raise BadValue(f"is not a number (NaN); allowed: {self.allowed}")
+        if math.isinf(number):
+            raise BadValue(f"is infinite; allowed: {self.allowed}")
+        if (
+            self.kind == "fraction"
+            and not percent
+            and self.high is not None
+            and self.high <= 1
+            and 1 < number <= 100
+        ):
+            shown = fmt_number(number)
+            raise BadValue("looks like a percentage", f"enter {shown}% or {fmt_number(number / 100)}")
+        if self.kind == "integer" and not number.is_integer():
+            raise BadValue(f"must be {self.allowed}", f"enter a whole number such as {round(number)}")
+        too_low = self.low is not None and (
+            number <= self.low if self.low_open else number < self.low
+        )
+        too_high = self.high is not None and number > self.high
+        if too_low or too_high:
+            raise BadValue(f"is out of range; allowed: {self.allowed}")
+        return number
+
+    def _parse_date(self, value: object) -> _dt.date:
+        if isinstance(value, _dt.datetime):
+            if value.time() != _dt.time(0):
+                raise BadValue(f"has a time of day; allowed: {self.allowed}")
+            day = value.date()
+        elif isinstance(value, _dt.date):
+            day = value
+        elif isinstance(value, str):
+            text = value.strip()
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}([ T]00:00(:00)?)?", text):
+                text = text[:10]
+            try:
+                day = _dt.date.fromisoformat(text)
+            except ValueError:
+                raise BadValue(f"is not a date; allowed: {self.allowed}") from None
+        else:
+            raise BadValue(f"is not a date; allowed: {self.allowed}")
+        if day.day != 1:
+            raise BadValue(
+                f"is not the first of a month; allowed: {self.allowed}",
+                f"enter {day.replace(day=1).isoformat()}",
+            )
+        return day
+
+
+def fmt_number(x: float) -> str:
+    """A number as a finance user writes it: ``1,000,000``, ``0.99``, ``2.5``."""
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.10g}" if abs(x) >= 1000 else f"{x:.10g}"
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _did_you_mean(word: str, options: Sequence[str]) -> str:
+    lowered = {o.lower(): o for o in options}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.5)
+    return f"did you mean {lowered[close[0]]}?" if close else ""
+
+
+def closest_name(word: str) -> str:
+    """The known input name nearest to ``word`` (for unknown columns and ``--set`` names)."""
+    base = word.split(".", 1)[0]
+    close = difflib.get_close_matches(base.lower(), [i.name for i in INPUTS], n=1, cutoff=0.6)
+    return close[0] if close else ""
+
+
+_S, _F, _C, _L, _M, _P, _X = (
+    "Site",
+    "Fleet and costs",
+    "Capacity and efficiency",
+    "Latency and SLA",
+    "Sell-through",
+    "Prices",
+    "Finance",
+)
+
+#: Every input, in the order of the workbook's Inputs sheet and of a sites file.
+INPUTS: tuple[Input, ...] = (
+    Input("site_name", "Site name", "text", _S, "text", "Example site",
+          "The site; also the workbook's file name when batch-generated."),
+    Input("currency", "Currency", "ISO 4217", _S, "currency", "USD",
+          "Label for every money figure; no conversion is done."),
+    Input("start_date", "Start date", "date", _S, "date", _dt.date(2027, 1, 1),
+          "Month 1 of the timeline; the first of a month."),
+    Input("horizon_months", "Horizon", "months", _S, "integer", 60,
+          "Length of the monthly timeline.", low=1, high=240),
+    Input("scenario", "Live scenario", "scenario", _S, "choice", "Base",
+          "The scenario the model computes.", choices=SCENARIOS),
+    Input("gpus", "GPUs", "GPUs", _F, "integer", 1024,
+          "GPUs in the fleet.", low=1, high=1_000_000),
+    Input("gpu_model", "GPU model", "text", _F, "text", "H200",
+          "Label, and the GPU catalogue key where one exists."),
+    Input("ownership", "Ownership", "own / rent", _F, "choice", "own",
+          "Owned fleets have CapEx and depreciation; rented ones pay rent.",
+          choices=("own", "rent")),
+    Input("capex_per_gpu", "CapEx per GPU", "money/GPU", _F, "number", 40_000,
+          "All-in cost per GPU: server, network, installation share.", low=0),
+    Input("salvage_per_gpu", "Salvage per GPU", "money/GPU", _F, "number", 0,
+          "Resale value per GPU, received at the end of the horizon (at most the CapEx).",
+          low=0),
+    Input("life_years", "Depreciation life", "years", _F, "number", 4,
+          "Straight-line depreciation life.", low=1, high=10),
+    Input("rent_per_gpu_hour", "Rent per GPU-hour", "money/GPU-h", _F, "number", 2.00,
+          "Rent paid per GPU-hour when the fleet is rented.", low=0),
+    Input("power_kw_per_gpu", "Power per GPU", "kW", _F, "number", 1.0,
+          "Draw per GPU including its share of the server.", low=0, high=5),
+    Input("pue", "PUE", "ratio", _F, "number", 1.3,
+          "Data-centre power usage effectiveness.", low=1, high=3),
+    Input("electricity_per_kwh", "Electricity price", "money/kWh", _F, "number", 0.08,
+          "Price of one kWh.", low=0, high=2),
+    Input("opex_per_gpu_hour", "Other opex per GPU-hour", "money/GPU-h", _F, "number", 0.15,
+          "Staff, colocation, network, software.", low=0),
+    Input("fixed_opex_per_month", "Fixed opex per month", "money/month", _F, "number", 0,
+          "Site overheads.", low=0),
+    Input("theoretical_tps_per_gpu", "Theoretical TPS per GPU", "tokens/s", _C, "number", 10_000,
+          "Full-load capacity of one GPU at its best configuration (the TEF denominator).",
+          low=0, low_open=True),
+    Input("measured_tps", "Measured TPS (cluster)", "tokens/s", _C, "number", 3_072_000,
+          "Measured cluster throughput while the service is up (the TEF numerator).", low=0),
+    Input("tef_target", "TEF target", "fraction", _C, "fraction", (0.30, 0.65, 0.30),
+          "TEF reached after the ramp.", low=0, high=1, per_scenario=True),
+    Input("tef_ramp_months", "TEF ramp", "months", _C, "integer", 6,
+          "Months of linear ramp from TEF now to the target.", low=0, high=120),
+    Input("availability", "Availability", "fraction", _L, "fraction", 0.995,
+          "Share of hours the service is up.", low=0, high=1),
+    Input("ttft_p50_ms", "TTFT p50", "ms", _L, "number", 400,
+          "Measured median time to first token.", low=0, low_open=True),
+    Input("ttft_p99_ms", "TTFT p99", "ms", _L, "number", 1500,
+          "Measured 99th-percentile time to first token (above the p50).", low=0,
+          low_open=True),
+    Input("ttft_slo_ms", "TTFT objective", "ms", _L, "number", 2000,
+          "The time-to-first-token objective sold to customers.", low=0, low_open=True),
+    Input("sell_through_start", "Sell-through today", "fraction", _M, "fraction", 0.50,
+          "Tokens billed / tokens produced today; the ramp starts from it.", low=0, high=1),
+    Input("sell_through_target", "Sell-through target", "fraction", _M, "fraction",
+          (0.80, 0.85, 0.60), "Sell-through reached after the ramp.", low=0, high=1,
+          per_scenario=True),
+    Input("sell_through_ramp_months", "Sell-through ramp", "months", _M, "integer", 12,
+          "Months of linear ramp from today's sell-through to the target.", low=0, high=120),
+    Input("price_input_per_mtok", "Input price", "money/Mtok", _P, "number", 0.28,
+          "Price of a million uncached input tokens.", low=0),
+    Input("price_cached_input_per_mtok", "Cached input price", "money/Mtok", _P, "number", 0.07,
+          "Price of a million input tokens served from the prompt cache.", low=0),
+    Input("price_output_per_mtok", "Output price", "money/Mtok", _P, "number", 1.10,
+          "Price of a million output tokens.", low=0),
+    Input("output_share", "Output share", "fraction", _P, "fraction", 0.25,
+          "Output tokens / all tokens.", low=0, high=1),
+    Input("cache_hit_rate", "Cache-hit rate", "fraction", _P, "fraction", 0.50,
+          "Share of input tokens served from the prompt cache.", low=0, high=1),
+    Input("batch_share", "Batch share", "fraction", _P, "fraction", 0.20,
+          "Share of tokens sold as batch work.", low=0, high=1),
+    Input("batch_discount", "Batch discount", "fraction", _P, "fraction", 0.50,
+          "Discount on batch work (50% for work done within 24 hours).", low=0, high=1),
+    Input("decline_per_quarter", "Price decline per quarter", "fraction", _P, "fraction",
+          (0.10, 0.10, 0.25), "Share by which prices fall each quarter.", low=0, high=0.99,
+          per_scenario=True),
+    Input("discount_rate", "Discount rate", "fraction/year", _X, "fraction", 0.10,
+          "Yearly discount rate for the NPV.", low=0, high=1),
+    Input("tax_rate", "Tax rate", "fraction", _X, "fraction", 0.25,
+          "Tax on positive monthly EBIT; no loss carry-forward.", low=0, high=1),
+)
+
+BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
+
+#: The input groups, in the order they appear.
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.group for i in INPUTS))

@@ -1,0 +1,64 @@
+"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
+
+A finance user who types a bad value wants to know four things: which input, what they typed,
+what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
+carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
+not five.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad input.
+
+    Attributes
+    ----------
+    name : the input's name as the user wrote it (``gpus``, ``tef_target.Optimised``).
+    value : what the user gave, unchanged.
+    message : what is wrong and what is allowed, in plain words.
+    fix : the likely fix, or ``""`` when the message already says it.
+    where : where the value came from (``row 4``), or ``""``.
+    """
+
+    name: str
+    value: object
+    message: str
+    fix: str = ""
+    where: str = ""
+
+    def __str__(self) -> str:
+        head = f"{self.where}: " if self.where else ""
+        text = f"{head}{self.name}={_show(self.value)}: {self.message}"
+        if self.fix:
+            text += f"; {self.fix}"
+        return text
+
+
+class InputError(ValueError):
+    """One or more inputs are not allowed; ``problems`` lists each of them."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        if len(self.problems) == 1:
+            return str(self.problems[0])
+        lines = [f"{len(self.problems)} inputs need fixing:"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _show(value: object) -> str:
+    """How a user's value is echoed back: text in quotes, numbers as typed."""
+    if isinstance(value, str):
+        plain = value and value == value.strip() and not any(c in value for c in " '\"=")
+        return value if plain else repr(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)

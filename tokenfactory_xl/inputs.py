@@ -1,0 +1,224 @@
+"""One site's inputs, checked: the values the model computes from.
+
+:func:`make_inputs` takes what a user typed (a ``--set`` on the command line, a row of a sites
+file, the input cells of a filled-in workbook, a Python dict), starts from the catalogue's
+defaults, checks every value against the catalogue and the few rules that tie inputs together
+(salvage at most the CapEx, TTFT p99 above p50, measured throughput at most the theoretical), and
+returns :class:`SiteInputs`, or raises :class:`~tokenfactory_xl.errors.InputError` listing every
+problem at once.
+
+Per-scenario inputs are addressed as ``tef_target.Optimised`` for one scenario; a bare
+``tef_target`` means the live scenario's value (the CLI's ``--set``) or all three (a sites-file
+column), as the caller chooses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Literal
+
+from .catalogue import BY_NAME, INPUTS, MISSING, SCENARIOS, BadValue, closest_name
+from .errors import InputError, Problem
+
+
+class SiteInputs(Mapping[str, object]):
+    """The checked inputs of one site, keyed by the catalogue's names.
+
+    A per-scenario input maps to a tuple ``(Base, Optimised, Downside)``; :meth:`live` gives the
+    live scenario's value. Instances are immutable; :meth:`replace` returns a checked copy.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, object]):
+        self._values = dict(values)
+
+    def __getitem__(self, name: str) -> object:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"SiteInputs({self._values!r})"
+
+    @property
+    def scenario(self) -> str:
+        """The live scenario."""
+        return self._values["scenario"]  # type: ignore[return-value]
+
+    def live(self, name: str, scenario: str | None = None) -> object:
+        """The value of ``name`` in ``scenario`` (default: the live one)."""
+        value = self._values[name]
+        if BY_NAME[name].per_scenario:
+            return value[SCENARIOS.index(scenario or self.scenario)]  # type: ignore[index]
+        return value
+
+    def replace(self, changes: Mapping[str, object], *, bare: Literal["live", "all"] = "live"):
+        """A checked copy with ``changes`` applied (same key forms as :func:`make_inputs`)."""
+        return make_inputs({**self.flat(), **changes}, bare=bare)
+
+    def flat(self) -> dict[str, object]:
+        """Every value under its sites-file column name (``tef_target.Base`` …)."""
+        out: dict[str, object] = {}
+        for spec in INPUTS:
+            if spec.per_scenario:
+                for scenario, value in zip(SCENARIOS, self._values[spec.name]):  # type: ignore
+                    out[f"{spec.name}.{scenario}"] = value
+            else:
+                out[spec.name] = self._values[spec.name]
+        return out
+
+    @property
+    def tef_now(self) -> float:
+        """Measured ÷ theoretical cluster throughput [fraction]."""
+        theoretical = self["gpus"] * self["theoretical_tps_per_gpu"]  # type: ignore[operator]
+        return self["measured_tps"] / theoretical  # type: ignore[operator]
+
+
+def split_key(key: str) -> tuple[str, str | None]:
+    """``"tef_target.optimised"`` → ``("tef_target", "Optimised")``; bare names → ``(name, None)``.
+
+    Raises :class:`BadValue` for a scenario suffix that is not a scenario, or one on an input that
+    has a single value.
+    """
+    name, _, suffix = key.strip().partition(".")
+    if not suffix:
+        return name, None
+    for scenario in SCENARIOS:
+        if suffix.lower() == scenario.lower():
+            if name in BY_NAME and not BY_NAME[name].per_scenario:
+                raise BadValue(f"{name} has one value for all scenarios", f"use the column {name}")
+            return name, scenario
+    raise BadValue("is not a scenario", "the scenarios are " + ", ".join(SCENARIOS))
+
+
+def make_inputs(
+    values: Mapping[str, object] | None = None,
+    *,
+    bare: Literal["live", "all"] = "live",
+    where: str = "",
+) -> SiteInputs:
+    """Check ``values`` against the catalogue and return the site's inputs.
+
+    Parameters
+    ----------
+    values : input name → value; missing names and empty values take the catalogue default.
+        Per-scenario inputs accept ``name.Scenario`` keys, and a bare name with one value or a
+        sequence of three (Base, Optimised, Downside).
+    bare : what a bare per-scenario name with a single value sets: the live scenario's value
+        (``"live"``, the CLI's ``--set``) or every scenario's (``"all"``, a sites-file column).
+    where : prefix for every problem, e.g. ``"row 4"`` of a sites file.
+
+    Raises
+    ------
+    InputError
+        listing every problem found, each naming the input, the value, what is allowed and the fix.
+    """
+    values = dict(values or {})
+    problems: list[Problem] = []
+
+    def bad(key: str, value: object, exc: BadValue) -> None:
+        problems.append(Problem(key, value, exc.message, exc.fix, where))
+
+    # Sort the keys: unknown ones are reported, scenario-specific ones wait for the scenario.
+    plain: dict[str, object] = {}
+    scenario_keys: list[tuple[str, str, str, object]] = []
+    for key, value in values.items():
+        try:
+            name, scenario = split_key(str(key))
+        except BadValue as exc:
+            bad(str(key), value, exc)
+            continue
+        if name not in BY_NAME:
+            hint = closest_name(name)
+            fix = f"did you mean {hint}?" if hint else "see `tokenfactory-xl inputs` for the names"
+            problems.append(Problem(str(key), value, "is not a known input", fix, where))
+        elif scenario is None:
+            plain[name] = value
+        else:
+            scenario_keys.append((str(key), name, scenario, value))
+
+    out: dict[str, object] = {}
+    for spec in INPUTS:
+        if spec.per_scenario:
+            out[spec.name] = list(spec.default)  # type: ignore[arg-type]
+            continue
+        raw = plain.get(spec.name, MISSING)
+        try:
+            parsed = spec.parse(raw)
+        except BadValue as exc:
+            bad(spec.name, raw, exc)
+            parsed = MISSING
+        out[spec.name] = spec.default if parsed is MISSING else parsed
+    live = SCENARIOS.index(out["scenario"])  # type: ignore[arg-type]
+
+    def set_scenario_value(key: str, name: str, index: int, raw: object) -> None:
+        try:
+            parsed = BY_NAME[name].parse(raw)
+        except BadValue as exc:
+            bad(key, raw, exc)
+            return
+        if parsed is not MISSING:
+            out[name][index] = parsed  # type: ignore[index]
+
+    for spec in INPUTS:
+        if not spec.per_scenario or spec.name not in plain:
+            continue
+        raw = plain[spec.name]
+        if isinstance(raw, Sequence) and not isinstance(raw, str):
+            if len(raw) != len(SCENARIOS):
+                bad(spec.name, raw, BadValue(
+                    f"needs {len(SCENARIOS)} values ({', '.join(SCENARIOS)})",
+                    f"or set one scenario with {spec.name}.{SCENARIOS[1]}"))
+                continue
+            for index, item in enumerate(raw):
+                set_scenario_value(f"{spec.name}.{SCENARIOS[index]}", spec.name, index, item)
+        elif bare == "all":
+            for index in range(len(SCENARIOS)):
+                set_scenario_value(spec.name, spec.name, index, raw)
+        else:
+            set_scenario_value(spec.name, spec.name, live, raw)
+    for key, name, scenario, raw in scenario_keys:
+        set_scenario_value(key, name, SCENARIOS.index(scenario), raw)
+    for spec in INPUTS:
+        if spec.per_scenario:
+            out[spec.name] = tuple(out[spec.name])  # type: ignore[arg-type]
+
+    problems += _cross_checks(out, where)
+    if problems:
+        raise InputError(problems)
+    return SiteInputs(out)
+
+
+def _cross_checks(v: dict[str, object], where: str) -> list[Problem]:
+    """The rules that tie two or more inputs together."""
+    found: list[Problem] = []
+    if v["salvage_per_gpu"] > v["capex_per_gpu"]:  # type: ignore[operator]
+        found.append(Problem(
+            "salvage_per_gpu", v["salvage_per_gpu"],
+            f"is more than capex_per_gpu ({v['capex_per_gpu']:,g})",
+            "salvage is the resale value of a GPU and cannot exceed what it cost", where))
+    if v["ttft_p99_ms"] <= v["ttft_p50_ms"]:  # type: ignore[operator]
+        found.append(Problem(
+            "ttft_p99_ms", v["ttft_p99_ms"],
+            f"must be above ttft_p50_ms ({v['ttft_p50_ms']:,g} ms)",
+            "the 99th percentile of TTFT is always above its median; check the two are not "
+            "swapped", where))
+    theoretical = v["gpus"] * v["theoretical_tps_per_gpu"]  # type: ignore[operator]
+    if v["measured_tps"] > theoretical:  # type: ignore[operator]
+        found.append(Problem(
+            "measured_tps", v["measured_tps"],
+            f"is above the theoretical {theoretical:,g} tokens/s (gpus × theoretical_tps_per_gpu)"
+            ", so TEF now would exceed 100%",
+            "measured_tps is the whole cluster's throughput and theoretical_tps_per_gpu one "
+            "GPU's peak: check both, and that gpus counts the whole fleet", where))
+    return found
+
+
+def default_inputs() -> SiteInputs:
+    """The catalogue's default site."""
+    return make_inputs({})
