@@ -1,0 +1,523 @@
+"""The audit of one filled-in TFOM workbook: what changed against the template, and how badly.
+
+Before finance trusts a number from a site's workbook it wants to know whether someone typed
+over a formula, edited one, used an old template, typed 95 where 95 % was meant, or edited the
+file outside Excel so that the figures it shows are not the ones its formulas give. This module
+compares a workbook read by :mod:`tokenfactory_xl.safe_xlsx` with the template that
+:func:`tokenfactory_xl.workbook.build_workbook` makes, reads its inputs by their ``in_`` defined
+names, checks them with the input catalogue, recomputes the site with the Python model and
+compares the recomputation with the values the file stores.
+
+Each finding has a severity:
+
+- ``error``: a figure of the workbook cannot be trusted, or the file cannot be used at all
+  (unreadable, not a TFOM, a bad input, a formula edited, replaced or deleted, a sheet deleted,
+  a defined name missing, stored values that disagree with the recomputation);
+- ``warning``: worth a look, the figures are still right (an old template, a sheet added, a
+  formula added beside the model, an input cell left empty or holding a formula, a defined
+  name that points somewhere else, two workbooks for the same site);
+- ``info``: a note (no stored values: the file was saved by a program that does not calculate).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from . import __version__
+from .catalogue import INPUTS, SCENARIOS, fmt_number
+from .errors import InputError
+from .inputs import SiteInputs, make_inputs
+from .operating_model import Result, run
+from .safe_xlsx import Cell, Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
+from .safe_xlsx import parse_reference as _parse_reference
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+
+VERSION_NAME = "tfom_version"
+
+#: Stored values within this relative (or absolute) distance of the recomputation agree; Excel
+#: and LibreOffice add the same months in another order and iterate IRR to about 1e-7.
+VALUE_REL_TOL = 1e-6
+VALUE_ABS_TOL = 1e-6
+
+#: Stale stored values listed one by one before the rest are counted in a single finding.
+MAX_VALUE_FINDINGS = 20
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing found in a workbook.
+
+    Attributes
+    ----------
+    severity : ``error``, ``warning`` or ``info``.
+    code : a short stable key (``formula_edited``, ``input``, ``sheet_added`` …).
+    where : the cell (``Timeline!D14``), the sheet or the defined name; ``""`` for the file.
+    message : what is wrong, in plain words, with the fix where there is one.
+    expected, found : the template's formula or the recomputed value, and what the file has.
+    """
+
+    severity: Severity
+    code: str
+    where: str
+    message: str
+    expected: str = ""
+    found: str = ""
+
+
+@dataclass
+class WorkbookAudit:
+    """The audit of one file: its findings and, when its inputs are valid, the recomputation."""
+
+    path: Path
+    findings: list[Finding] = field(default_factory=list)
+    version: str | None = None
+    inputs: SiteInputs | None = None
+    result: Result | None = None
+    refused: bool = False
+
+    @property
+    def included(self) -> bool:
+        """Whether the workbook goes into the portfolio (read, and its inputs valid)."""
+        return self.result is not None
+
+    def count(self, severity: Severity) -> int:
+        return sum(f.severity == severity for f in self.findings)
+
+    @property
+    def status(self) -> str:
+        """``refused``, ``error``, ``warning``, ``info`` or ``ok``: the worst thing found."""
+        if self.refused:
+            return "refused"
+        for severity in SEVERITIES:
+            if self.count(severity):
+                return severity
+        return "ok"
+
+    def add(self, severity: Severity, code: str, where: str, message: str,
+            expected: str = "", found: str = "") -> None:
+        self.findings.append(Finding(severity, code, where, message, expected, found))
+
+
+# -- the template ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Template:
+    """What an untouched TFOM workbook of this version holds, for comparing.
+
+    ``formulas`` maps sheet title → cell → formula (without ``=``); ``names`` maps each defined
+    name to its reference, written as :func:`~tokenfactory_xl.safe_xlsx.canonical_reference`.
+    """
+
+    version: str
+    sheets: tuple[str, ...]
+    names: dict[str, str]
+    formulas: dict[str, dict[str, str]]
+
+    @classmethod
+    def from_workbook(cls, wb) -> Template:  # type: ignore[no-untyped-def]
+        """Read the template from an openpyxl workbook (:func:`workbook.build_workbook`)."""
+        names = {name: canonical_reference(d.attr_text) for name, d in wb.defined_names.items()}
+        formulas: dict[str, dict[str, str]] = {}
+        for ws in wb.worksheets:
+            sheet: dict[str, str] = {}
+            for row in ws.iter_rows():
+                for cell in row:
+                    text = _formula_of(cell.value)
+                    if text is not None:
+                        sheet[cell.coordinate] = text
+            formulas[ws.title] = sheet
+        version = __version__
+        ref = _parse_reference(wb.defined_names[VERSION_NAME].attr_text) \
+            if VERSION_NAME in wb.defined_names else None
+        if ref is not None and ref[0] in wb.sheetnames:
+            version = str(wb[ref[0]][ref[1][0]].value)
+        return cls(version, tuple(wb.sheetnames), names, formulas)
+
+
+def _formula_of(value: object) -> str | None:
+    if isinstance(value, str):
+        return value[1:] if value.startswith("=") else None
+    text = getattr(value, "text", None)  # openpyxl's ArrayFormula
+    if isinstance(text, str):
+        return text[1:] if text.startswith("=") else text
+    return None
+
+
+@lru_cache(maxsize=1)
+def current_template() -> Template:
+    """The template of this version, built once per process by the workbook builder."""
+    from .workbook import build_workbook
+
+    return Template.from_workbook(build_workbook())
+
+
+# -- comparing formulas -------------------------------------------------------------------------
+_STRING_OR_SPACE = re.compile(r'("(?:[^"]|"")*")|\s+')
+_NEEDLESS_QUOTES = re.compile(r"'([A-Za-z_][A-Za-z0-9_.]*)'!")
+
+
+def normalise_formula(text: str) -> str:
+    """A formula as Excel means it: no ``=``, no spaces, upper case outside string literals.
+
+    Excel and LibreOffice rewrite a formula they save in small ways (case of function names,
+    needless quotes around a sheet name, the ``_xlfn.`` prefix of newer functions); none of
+    those is an edit.
+    """
+    text = text.strip()
+    if text.startswith("="):
+        text = text[1:]
+    parts = []
+    last = 0
+    for match in _STRING_OR_SPACE.finditer(text):
+        parts.append(text[last:match.start()].upper())
+        if match.group(1):
+            parts.append(match.group(1))
+        last = match.end()
+    parts.append(text[last:].upper())
+    out = "".join(parts).replace("_XLFN.", "").replace("_XLWS.", "")
+    return _NEEDLESS_QUOTES.sub(r"\1!", out)
+
+
+def _show_formula(text: str) -> str:
+    return "=" + text
+
+
+def show_value(value: object) -> str:
+    """A stored or recomputed value as the report prints it."""
+    if value is None:
+        return "(empty)"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:,.10g}"
+    if isinstance(value, (int, dt.date)):
+        return fmt_number(value) if isinstance(value, int) else value.isoformat()
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+# -- reading the inputs -----------------------------------------------------------------------
+def _excel_date(value: object, date1904: bool) -> object:
+    """A date input stored as an Excel serial number → a date; anything else unchanged."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        from openpyxl.utils.datetime import CALENDAR_MAC_1904, CALENDAR_WINDOWS_1900, from_excel
+
+        try:
+            day = from_excel(value, CALENDAR_MAC_1904 if date1904 else CALENDAR_WINDOWS_1900)
+        except (ValueError, OverflowError):
+            return value
+        return day.date() if isinstance(day, dt.datetime) and day.time() == dt.time(0) else day
+    return value
+
+
+def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict, set]:
+    """Input values by name, cell address by input key, and the cells that hold inputs."""
+    values: dict[str, object] = {}
+    where: dict[str, str] = {}
+    input_cells: set[tuple[str, str]] = set()
+    missing = False
+    titles = {s.title for s in content.sheets}
+    for spec in INPUTS:
+        name = f"in_{spec.name}"
+        text = content.defined_names.get(name)
+        ref = _parse_reference(text) if text is not None else None
+        width = len(SCENARIOS) if spec.per_scenario else 1
+        if text is None:
+            missing = True  # reported with the other defined names
+            continue
+        if ref is None or ref[0] not in titles or len(ref[1]) != width:
+            audit.add("error", "name_broken", name,
+                      f"the defined name {name} refers to {text}, not to "
+                      f"{'a row of ' + str(width) + ' cells' if width > 1 else 'one cell'} of a "
+                      "sheet, so the input cannot be read",
+                      found=text)
+            missing = True
+            continue
+        sheet, coords = ref
+        cells = content.cells(sheet)
+        read = []
+        for index, coord in enumerate(coords):
+            key = f"{spec.name}.{SCENARIOS[index]}" if spec.per_scenario else spec.name
+            address = f"{sheet}!{coord}"
+            where[key] = address
+            input_cells.add((sheet, coord))
+            cell = cells.get(coord, Cell(None, None))
+            value = cell.value
+            if cell.formula is not None:
+                if value is None:
+                    audit.add("error", "input_formula", address,
+                              f"{key} holds the formula ={cell.formula} and no stored value; "
+                              "type the value itself", found=_show_formula(cell.formula))
+                    missing = True
+                else:
+                    audit.add("warning", "input_formula", address,
+                              f"{key} holds the formula ={cell.formula}; its stored value "
+                              f"{show_value(value)} is used, but type the value itself",
+                              found=_show_formula(cell.formula))
+            if value is None or (isinstance(value, str) and not value.strip()):
+                default = spec.default_for(SCENARIOS[index]) if spec.per_scenario \
+                    else spec.default
+                if cell.formula is None:
+                    audit.add("warning", "input_empty", address,
+                              f"{key} is empty, so the default {show_value(default)} is used")
+            if spec.kind == "date":
+                value = _excel_date(value, content.date1904)
+            read.append(value)
+        values[spec.name] = tuple(read) if spec.per_scenario else read[0]
+    if missing:
+        return {}, where, input_cells
+    return values, where, input_cells
+
+
+def _check_inputs(values: dict, where: dict[str, str], audit: WorkbookAudit) -> None:
+    try:
+        audit.inputs = make_inputs(values)
+    except InputError as exc:
+        for p in exc.problems:
+            text = f"{p.name}={show_value(p.value)}: {p.message}"
+            if p.fix:
+                text += f"; {p.fix}"
+            audit.add("error", "input", where.get(p.name, where.get(p.name + ".Base", "")),
+                      text, found=show_value(p.value))
+
+
+# -- the parts of the audit ----------------------------------------------------------------------
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    match = re.fullmatch(r"\s*v?(\d+(?:\.\d+)*)\s*", text)
+    return tuple(int(x) for x in match.group(1).split(".")) if match else None
+
+
+def _check_version(content: XlsxContent, template: Template, audit: WorkbookAudit) -> None:
+    text = content.defined_names.get(VERSION_NAME)
+    ref = _parse_reference(text) if text else None
+    if ref is None:
+        audit.add("warning", "version_unknown", VERSION_NAME,
+                  f"the template version cannot be read (no defined name {VERSION_NAME}); "
+                  f"formulas are compared with template {template.version}")
+        return
+    sheet, coords = ref
+    value = content.cells(sheet).get(coords[0], Cell(None, None)).value
+    shown = show_value(value) if not isinstance(value, str) else value
+    audit.version = shown
+    mine, theirs = _version_tuple(template.version), _version_tuple(str(shown))
+    if str(shown) == template.version:
+        return
+    where = f"{sheet}!{coords[0]}"
+    if theirs is None or mine is None:
+        audit.add("warning", "version_unknown", where,
+                  f"unknown template version {shown}; formulas are compared with template "
+                  f"{template.version}", expected=template.version, found=shown)
+    elif theirs < mine:
+        audit.add("warning", "version_old", where,
+                  f"made from the old template {shown} (current: {template.version}); formulas "
+                  "are compared with the current template: send the site a new workbook",
+                  expected=template.version, found=shown)
+    elif theirs > mine:
+        audit.add("warning", "version_newer", where,
+                  f"made from template {shown}, newer than this tokenfactory_xl "
+                  f"({template.version}): upgrade tokenfactory_xl",
+                  expected=template.version, found=shown)
+
+
+def _check_sheets(content: XlsxContent, template: Template, audit: WorkbookAudit) -> None:
+    found = [s.title for s in content.sheets]
+    for title in template.sheets:
+        if title not in found:
+            audit.add("error", "sheet_deleted", title,
+                      f"the sheet {title} of the template is missing (deleted or renamed)")
+    for title in found:
+        if title not in template.sheets:
+            audit.add("warning", "sheet_added", title,
+                      f"the sheet {title} is not in the template (added)")
+
+
+def _check_names(content: XlsxContent, template: Template, audit: WorkbookAudit) -> None:
+    for name, expected in template.names.items():
+        text = content.defined_names.get(name)
+        if text is None:
+            audit.add("error", "name_missing", name,
+                      f"the defined name {name} is missing"
+                      + (", so the input cannot be read" if name.startswith("in_") else ""),
+                      expected=expected)
+        elif _parse_reference(text) is None:
+            if not name.startswith("in_"):  # a broken in_ name is reported with the inputs
+                audit.add("error", "name_broken", name,
+                          f"the defined name {name} refers to {text}, not to a cell",
+                          expected=expected, found=text)
+        elif canonical_reference(text) != expected:
+            audit.add("warning", "name_moved", name,
+                      f"the defined name {name} points to {canonical_reference(text)}, not to "
+                      f"{expected} as in the template"
+                      + (" (the input is read from there)" if name.startswith("in_") else ""),
+                      expected=expected, found=canonical_reference(text))
+
+
+def _check_formulas(content: XlsxContent, template: Template, audit: WorkbookAudit,
+                    input_cells: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Formula findings; returns the cells whose formula is not the template's."""
+    changed: set[tuple[str, str]] = set()
+    titles = {s.title for s in content.sheets}
+    for title, expected_cells in template.formulas.items():
+        if title not in titles:
+            continue
+        cells = content.cells(title)
+        for coord, expected in expected_cells.items():
+            where = f"{title}!{coord}"
+            cell = cells.get(coord)
+            if cell is None:
+                audit.add("error", "formula_deleted", where,
+                          "formula deleted: the cell is empty", _show_formula(expected), "(empty)")
+            elif cell.formula is None:
+                kind = "number" if isinstance(cell.value, float) else "text" \
+                    if isinstance(cell.value, str) else "value"
+                audit.add("error", "formula_replaced", where,
+                          f"formula replaced by a typed {kind}", _show_formula(expected),
+                          show_value(cell.value))
+            elif normalise_formula(cell.formula) != normalise_formula(expected):
+                audit.add("error", "formula_edited", where, "formula edited",
+                          _show_formula(expected), _show_formula(cell.formula))
+            else:
+                continue
+            changed.add((title, coord))
+        for coord, cell in cells.items():
+            if cell.formula is not None and coord not in expected_cells \
+                    and (title, coord) not in input_cells:
+                audit.add("warning", "formula_added", f"{title}!{coord}",
+                          "formula added where the template has none", "",
+                          _show_formula(cell.formula))
+                changed.add((title, coord))
+    return changed
+
+
+def _same_value(expected: object, stored: object) -> bool:
+    if isinstance(expected, dt.datetime):
+        from openpyxl.utils.datetime import to_excel
+
+        expected = float(to_excel(expected))
+    elif isinstance(expected, dt.date):
+        from openpyxl.utils.datetime import to_excel
+
+        expected = float(to_excel(expected))
+    if expected is None or expected == "":
+        return stored is None or stored == ""
+    if isinstance(expected, bool) or isinstance(stored, bool):
+        return bool(expected) == stored if isinstance(stored, bool) else False
+    if isinstance(expected, (int, float)):
+        if isinstance(expected, float) and not math.isfinite(expected):
+            return isinstance(stored, str) and stored.startswith("#")
+        if not isinstance(stored, float):
+            return False
+        return math.isclose(float(expected), stored, rel_tol=VALUE_REL_TOL,
+                            abs_tol=VALUE_ABS_TOL)
+    if isinstance(expected, str) and expected.startswith("#"):
+        # No result either way: Excel says #NUM! where LibreOffice says #N/A.
+        return isinstance(stored, str) and stored.startswith("#")
+    return str(expected) == str(stored)
+
+
+def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit,
+                  expected: Mapping[str, Mapping[str, object]],
+                  changed: set[tuple[str, str]]) -> None:
+    titles = {s.title for s in content.sheets}
+    compared = absent = 0
+    stale: list[tuple[str, object, object]] = []
+    for title, formulas in template.formulas.items():
+        if title not in titles:
+            continue
+        cells = content.cells(title)
+        values = expected.get(title, {})
+        for coord in formulas:
+            cell = cells.get(coord)
+            if cell is None or cell.formula is None or coord not in values:
+                continue
+            if cell.value is None and values[coord] not in ("", None):
+                absent += 1
+                continue
+            compared += 1
+            if (title, coord) not in changed and not _same_value(values[coord], cell.value):
+                stale.append((f"{title}!{coord}", values[coord], cell.value))
+    if compared == 0 and absent:
+        audit.add("info", "values_absent", "",
+                  "the file stores no calculated values (saved by a program that does not "
+                  "calculate, such as openpyxl): nothing to compare; the portfolio uses the "
+                  "recomputation")
+        return
+    if absent:
+        audit.add("info", "values_absent", "",
+                  f"{absent:,} formula cells store no value; the others were compared")
+    if not stale:
+        return
+    if changed:
+        audit.add("warning", "values_differ", stale[0][0],
+                  f"{len(stale):,} stored values differ from the recomputation, as the formula "
+                  "changes above explain; the portfolio uses the recomputation")
+        return
+    for where, want, got in stale[:MAX_VALUE_FINDINGS]:
+        audit.add("error", "values_stale", where,
+                  "the stored value disagrees with the recomputation from the file's inputs: "
+                  "the file was edited outside Excel, or not recalculated",
+                  show_value(want), show_value(got))
+    if len(stale) > MAX_VALUE_FINDINGS:
+        audit.add("error", "values_stale", "",
+                  f"and {len(stale) - MAX_VALUE_FINDINGS:,} more stored values disagree with "
+                  "the recomputation")
+
+
+# -- one workbook ---------------------------------------------------------------------------------
+def audit_workbook(path: str | Path, template: Template | None = None,
+                   limits: Limits | None = None) -> WorkbookAudit:
+    """Audit one file and, when its inputs are valid, recompute it with the Python model.
+
+    Parameters
+    ----------
+    path : the workbook; it is only read.
+    template : what it is compared with (default: :func:`current_template`).
+    limits : the size limits for untrusted zips.
+
+    Returns
+    -------
+    WorkbookAudit
+        the findings; ``inputs`` and ``result`` are set when the workbook goes into the portfolio.
+    """
+    from .workbook import cell_values
+
+    audit = WorkbookAudit(Path(path))
+    template = template or current_template()
+    try:
+        with open_xlsx(path, limits) as content:
+            if not any(name.startswith("in_") for name in content.defined_names):
+                audit.refused = True
+                audit.add("error", "not_tfom", "",
+                          "not a TFOM workbook: it has no in_ defined names (the names of the "
+                          "input cells); was the right file sent?")
+                return audit
+            _check_version(content, template, audit)
+            _check_sheets(content, template, audit)
+            _check_names(content, template, audit)
+            values, where, input_cells = _read_inputs(content, audit)
+            if values:
+                _check_inputs(values, where, audit)
+            changed = _check_formulas(content, template, audit, input_cells)
+            if audit.inputs is not None:
+                audit.result = run(audit.inputs)
+                _check_values(content, template, audit, cell_values(audit.inputs), changed)
+    except RefusedFile as exc:
+        audit.refused = True
+        audit.result = audit.inputs = None
+        audit.findings = [Finding("error", "refused", "", str(exc))]
+    return audit
+
+
+__all__ = [
+    "Finding", "Template", "WorkbookAudit", "audit_workbook", "current_template",
+    "normalise_formula",
+]

@@ -1,0 +1,489 @@
+"""Reading workbooks that come back from site managers: untrusted files, read safely and fast.
+
+A filled-in TFOM workbook is a file from outside: it may be an old ``.xls``, a password-protected
+workbook, a CSV someone renamed, a truncated download, or a file built to hurt the machine that
+opens it (an XML entity attack, a zip bomb). This module opens one such file, recognises each of
+those cases and refuses it with one sentence a finance user can act on (:class:`RefusedFile`),
+and otherwise reads only what the audit needs: the sheet list and defined names of
+``xl/workbook.xml``, the shared strings, and each worksheet's cells (formula, stored value).
+Styles, drawings, charts and document properties are never parsed.
+
+Safety:
+
+- nothing is ever written to the file: it is opened read-only, once;
+- before any XML is parsed, the zip's directory is checked against :class:`Limits`: the number of
+  members, the total uncompressed size, each member's size and its compression ratio; while a
+  member is read, the bytes actually inflated are counted too, so a directory that lies about
+  sizes is caught as well;
+- every XML part goes through defusedxml's ``iterparse`` with document type declarations
+  forbidden (a workbook never has one), so entity expansion ("billion laughs") and external
+  entities are refused before they are expanded.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree.ElementTree import ParseError
+
+import defusedxml
+import defusedxml.ElementTree as safe_et
+
+#: First bytes of an OLE2 compound file: an Excel 97–2003 ``.xls``, or an encrypted workbook.
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+
+_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_OFFICE_DOC = "/officeDocument"
+_NS = {"m": _MAIN}
+_C, _F, _V, _IS, _T, _SI, _RPH = (f"{{{_MAIN}}}{tag}" for tag in
+                                  ("c", "f", "v", "is", "t", "si", "rPh"))
+_REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a workbook from outside may take before it is refused unread.
+
+    A TFOM workbook is about 0.1–0.3 MB zipped and 2–5 MB of XML, and deflate shrinks its
+    sheets 5–20×; the defaults leave a wide margin while refusing zip bombs in milliseconds.
+
+    Attributes
+    ----------
+    max_uncompressed : the total uncompressed size of all members [bytes] (default 200 MB).
+    max_ratio : the largest uncompressed ÷ compressed size of one member [ratio] (default 100),
+        checked for members above ``ratio_floor``: tiny parts compress well without harm.
+    ratio_floor : members at most this large are exempt from the ratio check [bytes] (1 MB).
+    max_members : the number of members in the zip (default 10,000).
+    """
+
+    max_uncompressed: int = 200 * MB
+    max_ratio: float = 100.0
+    ratio_floor: int = 1 * MB
+    max_members: int = 10_000
+
+
+class RefusedFile(Exception):
+    """The file cannot be read as a workbook; ``reason`` says why in one sentence."""
+
+    def __init__(self, reason: str, fix: str = ""):
+        super().__init__(reason)
+        self.reason = reason
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.reason}; {self.fix}" if self.fix else self.reason
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell as the file stores it.
+
+    ``formula`` is the formula text without the leading ``=`` (``None`` for a constant);
+    ``value`` is the stored value: a number, text, a bool, an error text such as ``#N/A``, or
+    ``None`` when the file holds none (openpyxl saves formulas without values).
+    """
+
+    formula: str | None
+    value: object
+
+
+@dataclass(frozen=True)
+class SheetPart:
+    """A sheet of the workbook: its title, its kind and where its XML is in the zip."""
+
+    title: str
+    kind: str  # worksheet | chartsheet | other
+    part: str | None
+
+
+@dataclass
+class XlsxContent:
+    """What was read from one workbook; ``cells(title)`` parses a worksheet on first use."""
+
+    path: Path
+    sheets: list[SheetPart]
+    defined_names: dict[str, str]
+    date1904: bool
+    _zip: zipfile.ZipFile
+    _limits: Limits
+    _strings: list[str] | None = None
+    _cells: dict[str, dict[str, Cell]] = field(default_factory=dict)
+    _strings_part: str | None = None
+
+    def cells(self, title: str) -> dict[str, Cell]:
+        """Coordinate (``"C5"``) → :class:`Cell` for every non-empty cell of sheet ``title``."""
+        if title not in self._cells:
+            sheet = next((s for s in self.sheets if s.title == title), None)
+            if sheet is None or sheet.kind != "worksheet" or sheet.part is None:
+                self._cells[title] = {}
+            else:
+                self._cells[title] = _read_cells(self, sheet.part)
+        return self._cells[title]
+
+    def strings(self) -> list[str]:
+        """The shared strings table (read on first use)."""
+        if self._strings is None:
+            self._strings = ([] if self._strings_part is None
+                             else _read_shared_strings(self, self._strings_part))
+        return self._strings
+
+    def close(self) -> None:
+        self._zip.close()
+
+    def __enter__(self) -> XlsxContent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- recognising what the file is ---------------------------------------------------------------
+def sniff(path: Path) -> str:
+    """What the file looks like from its first bytes: ``zip``, ``ole2``, ``empty`` or ``other``."""
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    if not head:
+        return "empty"
+    if head.startswith(ZIP_MAGICS):
+        return "zip"
+    if head == OLE2_MAGIC:
+        return "ole2"
+    return "other"
+
+
+def _is_encrypted_ole2(path: Path) -> bool:
+    """Whether an OLE2 file holds the streams of an encrypted OOXML workbook.
+
+    Excel saves a password-protected ``.xlsx`` as an OLE2 compound file with the streams
+    ``EncryptionInfo`` and ``EncryptedPackage``; their names are stored in UTF-16LE in the
+    file's directory sectors, which may be anywhere in the file, so the whole file is scanned
+    in overlapping chunks.
+    """
+    needles = [name.encode("utf-16-le") for name in ("EncryptedPackage", "EncryptionInfo")]
+    found = set()
+    overlap = max(len(n) for n in needles)
+    tail = b""
+    with open(path, "rb") as handle:
+        while True:
+            chunk = handle.read(1 << 20)
+            if not chunk:
+                break
+            window = tail + chunk
+            found.update(i for i, n in enumerate(needles) if n in window)
+            tail = window[-overlap:]
+    return len(found) == len(needles)
+
+
+def _describe_other(path: Path) -> str:
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    if text and all(ch.isprintable() or ch in "\r\n\t" for ch in text.lstrip("\ufeff")):
+        if text.lstrip().startswith("<"):
+            return "not an Excel workbook: it is an XML or HTML text file"
+        if "," in text or ";" in text or "\t" in text:
+            return "not an Excel workbook: it is a text file (a CSV renamed to .xlsx?)"
+        return "not an Excel workbook: it is a text file"
+    return "not an Excel workbook: its content is neither an .xlsx (zip) nor an .xls"
+
+
+def open_xlsx(path: str | Path, limits: Limits | None = None) -> XlsxContent:
+    """Open an untrusted ``.xlsx`` for reading its defined names and cells.
+
+    Parameters
+    ----------
+    path : the file; it is only ever read.
+    limits : the size limits a zip must respect before anything in it is parsed.
+
+    Raises
+    ------
+    RefusedFile
+        when the file is not an ``.xlsx``/``.xlsm`` workbook, is encrypted, damaged, over the
+        limits, or holds XML that defusedxml refuses.
+    """
+    path = Path(path)
+    limits = limits or Limits()
+    kind = sniff(path)
+    if kind == "empty":
+        raise RefusedFile("not an Excel workbook: the file is empty")
+    if kind == "ole2":
+        if _is_encrypted_ole2(path):
+            raise RefusedFile("password-protected workbook: it cannot be read without the "
+                              "password", "ask the site to send it without a password")
+        raise RefusedFile("an Excel 97-2003 .xls file (or another OLE2 document), not an .xlsx",
+                          "open it in Excel and save it as .xlsx")
+    if kind != "zip":
+        raise RefusedFile(_describe_other(path))
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise RefusedFile(f"damaged or truncated zip ({exc})",
+                          "ask the site to send the file again") from None
+    try:
+        _check_sizes(archive, limits)
+        content = _read_workbook(path, archive, limits)
+    except BaseException:
+        archive.close()
+        raise
+    return content
+
+
+def _check_sizes(archive: zipfile.ZipFile, limits: Limits) -> None:
+    members = archive.infolist()
+    if len(members) > limits.max_members:
+        raise RefusedFile(f"refused: the zip has {len(members):,} members, more than the limit "
+                          f"of {limits.max_members:,}")
+    total = sum(m.file_size for m in members)
+    if total > limits.max_uncompressed:
+        raise RefusedFile(
+            f"refused as a possible zip bomb: {total:,} bytes uncompressed, more than the limit "
+            f"of {limits.max_uncompressed:,}", "raise --max-uncompressed if the file is genuine")
+    for m in members:
+        ratio = m.file_size / max(m.compress_size, 1)
+        if m.file_size > limits.ratio_floor and ratio > limits.max_ratio:
+            raise RefusedFile(
+                f"refused as a possible zip bomb: {m.filename} expands {ratio:,.0f}× "
+                f"({m.file_size:,} bytes), more than the limit of {limits.max_ratio:g}×",
+                "raise --max-ratio if the file is genuine")
+        if m.flag_bits & 0x1:
+            raise RefusedFile("encrypted zip: the workbook parts cannot be read")
+
+
+class _CountingReader(io.RawIOBase):
+    """A zip member stream that stops once more bytes come out than the limits allow."""
+
+    def __init__(self, stream: io.BufferedIOBase, budget: list[int], name: str):
+        self._stream = stream
+        self._budget = budget
+        self._name = name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        data = self._stream.read(len(buffer))
+        self._budget[0] -= len(data)
+        if self._budget[0] < 0:
+            raise RefusedFile(f"refused as a possible zip bomb: {self._name} inflates to more "
+                              "than its zip directory says and past the size limit")
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _member(content_or_zip: XlsxContent | zipfile.ZipFile, name: str,
+            budget: list[int]) -> io.BufferedReader:
+    archive = content_or_zip._zip if isinstance(content_or_zip, XlsxContent) else content_or_zip
+    try:
+        raw = archive.open(name)
+    except KeyError:
+        raise RefusedFile(f"damaged workbook: the part {name} is missing") from None
+    return io.BufferedReader(_CountingReader(raw, budget, name), 1 << 16)
+
+
+def _iterparse(stream: io.BufferedReader, name: str,
+               events: tuple[str, ...] = ("end",)) -> Iterator[tuple[str, object]]:
+    """defusedxml's iterparse with DTDs forbidden; refusals and damage become RefusedFile."""
+    try:
+        yield from safe_et.iterparse(stream, events=events, forbid_dtd=True,
+                                     forbid_entities=True, forbid_external=True)
+    except defusedxml.DefusedXmlException as exc:
+        raise RefusedFile(f"refused: {name} declares a document type or XML entities "
+                          f"({type(exc).__name__}), as an entity attack does") from None
+    except ParseError as exc:
+        raise RefusedFile(f"damaged workbook: {name} is not well-formed XML ({exc})") from None
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise RefusedFile(f"damaged or truncated zip: {name} cannot be read ({exc})") from None
+
+
+def _rels(archive: zipfile.ZipFile, part: str, budget: list[int]) -> dict[str, tuple[str, str]]:
+    """Relationship id → (type, target part) of ``part``'s ``.rels`` (empty when absent)."""
+    folder, base = posixpath.split(part)
+    rels_name = posixpath.join(folder, "_rels", base + ".rels")
+    if rels_name not in archive.NameToInfo:
+        return {}
+    out = {}
+    for _, elem in _iterparse(_member(archive, rels_name, budget), rels_name):
+        if elem.tag == _PKG_REL:  # type: ignore[attr-defined]
+            target = elem.get("Target", "")  # type: ignore[attr-defined]
+            if elem.get("TargetMode") == "External":  # type: ignore[attr-defined]
+                continue
+            if target.startswith("/"):
+                resolved = target.lstrip("/")
+            else:
+                resolved = posixpath.normpath(posixpath.join(folder, target))
+            out[elem.get("Id", "")] = (elem.get("Type", ""), resolved)  # type: ignore
+    return out
+
+
+def _read_workbook(path: Path, archive: zipfile.ZipFile, limits: Limits) -> XlsxContent:
+    budget = [limits.max_uncompressed]
+    root = _rels(archive, "", budget) if "_rels/.rels" in archive.NameToInfo else {}
+    main = next((target for kind, target in root.values() if kind.endswith(_OFFICE_DOC)), None)
+    if main is None:
+        main = "xl/workbook.xml" if "xl/workbook.xml" in archive.NameToInfo else None
+    if main is None or main not in archive.NameToInfo:
+        if "word/document.xml" in archive.NameToInfo or "ppt/presentation.xml" in \
+                archive.NameToInfo:
+            raise RefusedFile("not an Excel workbook: it is a Word or PowerPoint document")
+        raise RefusedFile("not an Excel workbook: a zip file without a workbook part")
+    if main.endswith(".bin"):
+        raise RefusedFile("an Excel binary workbook (.xlsb), not an .xlsx",
+                          "open it in Excel and save it as .xlsx")
+    rels = _rels(archive, main, budget)
+    sheets: list[SheetPart] = []
+    names: dict[str, str] = {}
+    date1904 = False
+    sheet_tag, name_tag, pr_tag = (f"{{{_MAIN}}}{t}" for t in ("sheet", "definedName",
+                                                                 "workbookPr"))
+    local: list[tuple[str, str]] = []
+    for _, elem in _iterparse(_member(archive, main, budget), main):
+        tag = elem.tag  # type: ignore[attr-defined]
+        if tag == sheet_tag:
+            rid = elem.get(f"{{{_REL_NS}}}id", "")  # type: ignore[attr-defined]
+            kind, target = rels.get(rid, ("", None))
+            short = kind.rsplit("/", 1)[-1]
+            sheets.append(SheetPart(elem.get("name", ""),  # type: ignore[attr-defined]
+                                    short if short in ("worksheet", "chartsheet") else "other",
+                                    target))
+        elif tag == name_tag:
+            name = elem.get("name", "")  # type: ignore[attr-defined]
+            text = (elem.text or "").strip()  # type: ignore[attr-defined]
+            if elem.get("localSheetId") is not None:  # type: ignore[attr-defined]
+                # A sheet-scoped name never stands in for a workbook-level one.
+                local.append((name, text))
+            else:
+                names[name] = text
+        elif tag == pr_tag:
+            date1904 = elem.get("date1904", "0").lower() in ("1", "true")  # type: ignore
+    strings_part = next((t for k, t in rels.values() if k.endswith("/sharedStrings")), None)
+    if strings_part is not None and strings_part not in archive.NameToInfo:
+        strings_part = None
+    return XlsxContent(path, sheets, names, date1904, archive, limits,
+                       _strings_part=strings_part)
+
+
+def _text_of(elem) -> str:  # type: ignore[no-untyped-def]
+    """The text of a shared or inline string: every ``<t>`` run, phonetic runs excluded."""
+    phonetic = {id(t) for run in elem.iter(_RPH) for t in run.iter(_T)}
+    return "".join(t.text for t in elem.iter(_T) if t.text and id(t) not in phonetic)
+
+
+def _read_shared_strings(content: XlsxContent, part: str) -> list[str]:
+    budget = [content._limits.max_uncompressed]
+    strings: list[str] = []
+    for _, elem in _iterparse(_member(content, part, budget), part):
+        if elem.tag == _SI:  # type: ignore[attr-defined]
+            strings.append(_text_of(elem))
+            elem.clear()  # type: ignore[attr-defined]
+    return strings
+
+
+_ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
+
+
+def _read_cells(content: XlsxContent, part: str) -> dict[str, Cell]:
+    """Every cell of a worksheet that has a formula or a value, streamed with iterparse."""
+    budget = [content._limits.max_uncompressed]
+    cells: dict[str, Cell] = {}
+    shared: dict[str, tuple[str, str]] = {}  # shared-formula index → (formula, anchor cell)
+    for _, elem in _iterparse(_member(content, part, budget), part):
+        if elem.tag != _C:  # type: ignore[attr-defined]
+            continue
+        coord = elem.get("r")  # type: ignore[attr-defined]
+        kind = elem.get("t", "n")  # type: ignore[attr-defined]
+        formula = None
+        value: object = None
+        f = elem.find(_F)  # type: ignore[attr-defined]
+        if f is not None:
+            formula = f.text or ""
+            if f.get("t") == "shared":
+                index = f.get("si", "")
+                if formula:
+                    shared[index] = (formula, coord)
+                elif index in shared:
+                    formula = _translate(*shared[index], coord)
+        v = elem.find(_V)  # type: ignore[attr-defined]
+        if kind == "inlineStr":
+            inline = elem.find(_IS)  # type: ignore[attr-defined]
+            value = _text_of(inline) if inline is not None else None
+        elif v is not None and v.text is not None:
+            value = _value(kind, v.text, content)
+        elem.clear()  # type: ignore[attr-defined]
+        if coord is None or (formula is None and value is None):
+            continue
+        cells[coord] = Cell(formula, value)
+    return cells
+
+
+def _value(kind: str, text: str, content: XlsxContent) -> object:
+    if kind == "s":
+        strings = content.strings()
+        try:
+            return strings[int(text)]
+        except (ValueError, IndexError):
+            return None
+    if kind in ("str", "d"):
+        return text
+    if kind == "b":
+        return text.strip() in ("1", "true")
+    if kind == "e":
+        return text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _translate(formula: str, anchor: str, coord: str) -> str:
+    """A shared formula's text at ``coord``, moved from its anchor cell as Excel fills it."""
+    from openpyxl.formula.translate import Translator
+
+    return Translator("=" + formula, origin=anchor).translate_formula(coord)[1:]
+
+
+# -- defined names --------------------------------------------------------------------------------
+_REF = re.compile(r"^(?:'((?:[^']|'')+)'|([^'!:]+))!\$?([A-Z]{1,3})\$?(\d+)"
+                  r"(?::\$?([A-Z]{1,3})\$?(\d+))?$")
+
+
+def parse_reference(text: str) -> tuple[str, list[str]] | None:
+    """``"Inputs!$C$30:$E$30"`` → ``("Inputs", ["C30", "D30", "E30"])``; ``None`` if not a range.
+
+    Only a reference to one sheet's cell or rectangle is understood; a formula, a constant or
+    ``#REF!`` gives ``None``.
+    """
+    from openpyxl.utils.cell import column_index_from_string, get_column_letter
+
+    match = _REF.match(text.strip())
+    if not match:
+        return None
+    quoted, plain, col1, row1, col2, row2 = match.groups()
+    sheet = quoted.replace("''", "'") if quoted is not None else plain
+    col2, row2 = col2 or col1, row2 or row1
+    c1, c2 = column_index_from_string(col1), column_index_from_string(col2)
+    r1, r2 = int(row1), int(row2)
+    if c2 < c1 or r2 < r1 or (c2 - c1 + 1) * (r2 - r1 + 1) > 1000:
+        return None
+    cells = [f"{get_column_letter(c)}{r}" for r in range(r1, r2 + 1) for c in range(c1, c2 + 1)]
+    return sheet, cells
+
+
+def canonical_reference(text: str) -> str:
+    """A reference written one way (quotes only where needed, ``$`` everywhere) for comparing."""
+    parsed = parse_reference(text)
+    if parsed is None:
+        return text.strip()
+    sheet, cells = parsed
+    return f"{sheet}!{cells[0]}:{cells[-1]}"
