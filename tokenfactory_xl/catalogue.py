@@ -128,7 +128,7 @@ class Input:
             )
         return text
 
-    def _parse_number(self, value: object) -> float:
+    def _parse_number(self, value: object) -> float | int:
         percent = False
         if isinstance(value, bool):
             raise BadValue(f"is TRUE/FALSE, not a number; allowed: {self.allowed}")
@@ -174,7 +174,7 @@ class Input:
         too_high = self.high is not None and number > self.high
         if too_low or too_high:
             raise BadValue(f"is out of range; allowed: {self.allowed}")
-        return number
+        return int(number) if self.kind == "integer" else number
 
     def _parse_date(self, value: object) -> _dt.date:
         if isinstance(value, _dt.datetime):

@@ -59,7 +59,16 @@ class SiteInputs(Mapping[str, object]):
 
     def replace(self, changes: Mapping[str, object], *, bare: Literal["live", "all"] = "live"):
         """A checked copy with ``changes`` applied (same key forms as :func:`make_inputs`)."""
-        return make_inputs({**self.flat(), **changes}, bare=bare)
+        base = self.flat()
+        asked = str(changes.get("scenario", self.scenario)).strip().lower()
+        live = next((s for s in SCENARIOS if s.lower() == asked), self.scenario)
+        for key in changes:
+            name, scenario = split_key(str(key))
+            if scenario is None and name in BY_NAME and BY_NAME[name].per_scenario:
+                # a bare per-scenario change replaces the scenario values it targets
+                for target in (SCENARIOS if bare == "all" else (live,)):
+                    base.pop(f"{name}.{target}", None)
+        return make_inputs({**base, **changes}, bare=bare)
 
     def flat(self) -> dict[str, object]:
         """Every value under its sites-file column name (``tef_target.Base`` …)."""
