@@ -71,6 +71,7 @@ def reference(v: dict) -> tuple[dict[str, list[float]], dict[str, float | None]]
         for name, value in zip(
             LINE_NAMES[:13],
             (hours, tef, sell, tokens, price, revenue, power, other, rent, ebitda, dep, ebit, tax),
+            strict=True,
         ):
             lines[name].append(value)
         lines["cash_flow"].append(flow)

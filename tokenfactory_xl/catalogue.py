@@ -164,10 +164,10 @@ class Input:
             and self.high <= 1
             and 1 < number <= 100
         ):
-            shown = fmt_number(number)
-            raise BadValue("looks like a percentage", f"enter {shown}% or {fmt_number(number / 100)}")
+            shown, fraction = fmt_number(number), fmt_number(number / 100)
+            raise BadValue("looks like a percentage", f"enter {shown}% or {fraction}")
         if self.kind == "integer" and not number.is_integer():
-            raise BadValue(f"must be {self.allowed}", f"enter a whole number such as {round(number)}")
+            raise BadValue(f"must be {self.allowed}", f"enter a whole number, e.g. {round(number)}")
         too_low = self.low is not None and (
             number <= self.low if self.low_open else number < self.low
         )

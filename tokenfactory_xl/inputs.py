@@ -75,7 +75,7 @@ class SiteInputs(Mapping[str, object]):
         out: dict[str, object] = {}
         for spec in INPUTS:
             if spec.per_scenario:
-                for scenario, value in zip(SCENARIOS, self._values[spec.name]):  # type: ignore
+                for scenario, value in zip(SCENARIOS, self[spec.name], strict=True):  # type: ignore
                     out[f"{spec.name}.{scenario}"] = value
             else:
                 out[spec.name] = self._values[spec.name]
