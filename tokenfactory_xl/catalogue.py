@@ -220,6 +220,20 @@ def _did_you_mean(word: str, options: Sequence[str]) -> str:
     return f"did you mean {lowered[close[0]]}?" if close else ""
 
 
+#: Names users reach for that the model derives: what to set instead.
+DERIVED_FROM: dict[str, str] = {
+    "sla": "availability and ttft_p50_ms / ttft_p99_ms / ttft_slo_ms",
+    "slo_attainment": "ttft_p50_ms, ttft_p99_ms and ttft_slo_ms",
+    "tef": "measured_tps ÷ (gpus × theoretical_tps_per_gpu); tef_target for the target",
+    "tef_now": "measured_tps ÷ (gpus × theoretical_tps_per_gpu)",
+    "tfi": "TEF × SLA × sell-through",
+    "sell_through": "sell_through_start and sell_through_target",
+    "blended_price": "the price_* inputs, output_share, cache_hit_rate and the batch inputs",
+    "price_per_mtok": "the price_* inputs, output_share, cache_hit_rate and the batch inputs",
+    "capex": "gpus × capex_per_gpu",
+}
+
+
 def closest_name(word: str) -> str:
     """The known input name nearest to ``word`` (for unknown columns and ``--set`` names)."""
     base = word.split(".", 1)[0]
