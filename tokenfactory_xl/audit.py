@@ -439,7 +439,7 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
             cell = cells.get(coord)
             if cell is None or cell.formula is None or coord not in values:
                 continue
-            if cell.value is None and values[coord] not in ("", None):
+            if cell.value is None:
                 absent += 1
                 continue
             compared += 1
@@ -488,10 +488,7 @@ def audit_workbook(path: str | Path, template: Template | None = None,
     WorkbookAudit
         the findings; ``inputs`` and ``result`` are set when the workbook goes into the portfolio.
     """
-    from .workbook import cell_values
-
     audit = WorkbookAudit(Path(path))
-    template = template or current_template()
     try:
         with open_xlsx(path, limits) as content:
             if not any(name.startswith("in_") for name in content.defined_names):
@@ -500,6 +497,7 @@ def audit_workbook(path: str | Path, template: Template | None = None,
                           "not a TFOM workbook: it has no in_ defined names (the names of the "
                           "input cells); was the right file sent?")
                 return audit
+            template = template or current_template()
             _check_version(content, template, audit)
             _check_sheets(content, template, audit)
             _check_names(content, template, audit)
@@ -508,6 +506,8 @@ def audit_workbook(path: str | Path, template: Template | None = None,
                 _check_inputs(values, where, audit)
             changed = _check_formulas(content, template, audit, input_cells)
             if audit.inputs is not None:
+                from .workbook import cell_values
+
                 audit.result = run(audit.inputs)
                 _check_values(content, template, audit, cell_values(audit.inputs), changed)
     except RefusedFile as exc:

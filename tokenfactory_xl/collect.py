@@ -170,7 +170,8 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
         if a.version:
             facts.append(f"template version {a.version}")
         facts.append("in the portfolio" if a.included else "**left out of the portfolio**")
-        lines.append("; ".join(facts).capitalize() + ".")
+        sentence = "; ".join(facts)
+        lines.append(sentence[:1].upper() + sentence[1:] + ".")
         lines.append("")
         if not a.findings:
             lines.append("No findings: the workbook matches the template and its stored values "

@@ -420,6 +420,8 @@ def _read_cells(content: XlsxContent, part: str) -> dict[str, Cell]:
             value = _text_of(inline) if inline is not None else None
         elif v is not None and v.text is not None:
             value = _value(kind, v.text, content)
+        elif v is not None and kind == "str":
+            value = ""  # a formula whose result is empty text, as Excel stores it
         elem.clear()  # type: ignore[attr-defined]
         if coord is None or (formula is None and value is None):
             continue

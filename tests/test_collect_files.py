@@ -1,0 +1,266 @@
+"""Untrusted files: each hostile or broken file is recognised and refused in one sentence.
+
+Every bad file is made here in a few lines (no committed binaries). These tests call the safe
+reader directly; ``test_collect_cli.py`` checks that a run over a folder of them goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.workbook.defined_name import DefinedName
+
+from tokenfactory_xl.audit import audit_workbook, normalise_formula
+from tokenfactory_xl.safe_xlsx import (
+    MB,
+    OLE2_MAGIC,
+    Limits,
+    RefusedFile,
+    canonical_reference,
+    open_xlsx,
+    parse_reference,
+)
+
+BILLION_LAUGHS = (
+    '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + "".join(f'<!ENTITY lol{i} "{("&lol%s;" % (i - 1 if i > 1 else "")) * 10}">'
+              for i in range(1, 10))
+    + ']>\n'
+)
+EXTERNAL_ENTITY = '<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>\n'
+
+
+def plain_workbook(path: Path, names: dict[str, str] | None = None) -> Path:
+    """A small genuine .xlsx written by openpyxl: one sheet, a number, a text, a formula."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Data"
+    ws["A1"], ws["B1"], ws["C1"] = "GPUs", 1024, "=B1*2"
+    for name, ref in (names or {}).items():
+        wb.defined_names[name] = DefinedName(name, attr_text=ref)
+    wb.save(path)
+    return path
+
+
+def rewrite_member(path: Path, member: str, edit) -> None:
+    """Rewrite one member of a zip (the rest copied as they are)."""
+    with zipfile.ZipFile(path) as src:
+        items = [(info, src.read(info.filename)) for info in src.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info, data in items:
+            dst.writestr(info.filename, edit(data) if info.filename == member else data)
+
+
+def refusal(path: Path, limits: Limits | None = None) -> str:
+    with pytest.raises(RefusedFile) as caught:
+        open_xlsx(path, limits)
+    return str(caught.value)
+
+
+# -- what the file is ---------------------------------------------------------------------------
+def test_random_bytes_are_not_a_workbook(tmp_path):
+    path = tmp_path / "site.xlsx"
+    path.write_bytes(bytes(range(256)) * 8)
+    assert "not an Excel workbook" in refusal(path)
+
+
+def test_a_csv_renamed_to_xlsx_is_named_as_such(tmp_path):
+    path = tmp_path / "site.xlsx"
+    path.write_text("site_name,gpus\nOslo,1024\n", encoding="utf-8")
+    assert "a CSV renamed" in refusal(path)
+
+
+def test_an_empty_file(tmp_path):
+    path = tmp_path / "site.xlsx"
+    path.write_bytes(b"")
+    assert "empty" in refusal(path)
+
+
+def test_an_xls_is_recognised_by_its_ole2_header(tmp_path):
+    path = tmp_path / "site.xls"
+    path.write_bytes(OLE2_MAGIC + bytes(504) + b"Workbook".decode().encode("utf-16-le"))
+    text = refusal(path)
+    assert ".xls" in text and "save it as .xlsx" in text
+
+
+def test_an_encrypted_workbook_stand_in_says_password_protected(tmp_path):
+    # An OLE2 container with the two streams Excel writes for a password-protected .xlsx.
+    path = tmp_path / "site.xlsx"
+    names = b"".join(n.encode("utf-16-le") + bytes(64) for n in ("EncryptionInfo",
+                                                               "EncryptedPackage"))
+    path.write_bytes(OLE2_MAGIC + bytes(2048) + names)
+    assert "password-protected" in refusal(path)
+
+
+def test_a_real_password_protected_workbook_says_password_protected(tmp_path):
+    ooxml = pytest.importorskip("msoffcrypto.format.ooxml")
+    plain = plain_workbook(tmp_path / "plain.xlsx")
+    path = tmp_path / "locked.xlsx"
+    with open(plain, "rb") as src, open(path, "wb") as dst:
+        ooxml.OOXMLFile(src).encrypt("s3cret", dst)
+    assert path.read_bytes()[:8] == OLE2_MAGIC
+    assert "password-protected" in refusal(path)
+
+
+def test_a_truncated_zip_is_damaged(tmp_path):
+    data = plain_workbook(tmp_path / "whole.xlsx").read_bytes()
+    path = tmp_path / "site.xlsx"
+    path.write_bytes(data[: len(data) // 2])
+    assert "damaged or truncated" in refusal(path)
+
+
+def test_a_zip_that_is_no_workbook(tmp_path):
+    path = tmp_path / "site.xlsx"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("notes.txt", "hello")
+    assert "without a workbook part" in refusal(path)
+
+
+def test_a_corrupted_member_is_damaged(tmp_path):
+    path = plain_workbook(tmp_path / "site.xlsx")
+    rewrite_member(path, "xl/worksheets/sheet1.xml", lambda data: data[: len(data) // 2])
+    with open_xlsx(path) as content:
+        with pytest.raises(RefusedFile, match="not well-formed XML"):
+            content.cells("Data")
+
+
+# -- hostile XML ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("member", ["xl/workbook.xml", "xl/worksheets/sheet1.xml"])
+@pytest.mark.parametrize("prolog", [BILLION_LAUGHS, EXTERNAL_ENTITY], ids=["laughs", "xxe"])
+def test_entity_attacks_are_refused_before_expansion(tmp_path, member, prolog):
+    path = plain_workbook(tmp_path / "site.xlsx", {"in_gpus": "Data!$B$1"})
+
+    def attack(data: bytes) -> bytes:
+        body = data.decode("utf-8").split("?>", 1)[-1]
+        # The entity is used in a cell text, where an unguarded parser would expand it.
+        body = body.replace("<v>1024</v>", "<v>&lol9;</v>" if "lol" in prolog else "<v>&e;</v>")
+        return (prolog + body).encode("utf-8")
+
+    rewrite_member(path, member, attack)
+    with pytest.raises(RefusedFile) as caught:
+        with open_xlsx(path) as content:
+            content.cells("Data")
+    assert "entity attack" in str(caught.value) and member in str(caught.value)
+
+
+# -- zip bombs ------------------------------------------------------------------------------------
+def test_a_member_that_expands_past_the_ratio_is_refused_unread(tmp_path):
+    path = plain_workbook(tmp_path / "site.xlsx")
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("xl/media/padding.xml", b" " * (3 * MB))
+    info = zipfile.ZipFile(path).getinfo("xl/media/padding.xml")
+    assert info.file_size / info.compress_size > 100  # the bomb is real
+    text = refusal(path)
+    assert "zip bomb" in text and "xl/media/padding.xml" in text
+    # Allowed with a looser limit.
+    open_xlsx(path, Limits(max_ratio=10 * info.file_size / info.compress_size)).close()
+
+
+def test_a_workbook_past_the_uncompressed_limit_is_refused(tmp_path):
+    path = plain_workbook(tmp_path / "site.xlsx")
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("xl/media/photo.bin", os.urandom(300_000))  # incompressible: no ratio alarm
+    total = sum(i.file_size for i in zipfile.ZipFile(path).infolist())
+    text = refusal(path, Limits(max_uncompressed=total - 1))
+    assert "zip bomb" in text and f"{total:,} bytes" in text
+    open_xlsx(path, Limits(max_uncompressed=total)).close()
+
+
+def test_too_many_members(tmp_path):
+    path = plain_workbook(tmp_path / "site.xlsx")
+    with zipfile.ZipFile(path, "a") as z:
+        for i in range(30):
+            z.writestr(f"xl/extra/{i}.xml", "<x/>")
+    assert "members" in refusal(path, Limits(max_members=20))
+
+
+# -- what is read ---------------------------------------------------------------------------------
+def test_cells_and_defined_names_are_read(tmp_path):
+    path = plain_workbook(tmp_path / "site.xlsx", {"in_gpus": "Data!$B$1",
+                                                   "in_tef_target": "'Data'!$B$2:$D$2"})
+    with open_xlsx(path) as content:
+        assert [s.title for s in content.sheets] == ["Data"]
+        assert content.defined_names == {"in_gpus": "Data!$B$1",
+                                         "in_tef_target": "'Data'!$B$2:$D$2"}
+        cells = content.cells("Data")
+    assert cells["A1"].value == "GPUs" and cells["A1"].formula is None
+    assert cells["B1"].value == 1024.0
+    assert cells["C1"].formula == "B1*2" and cells["C1"].value is None  # openpyxl stores none
+
+
+def test_a_shared_formula_is_expanded_at_each_cell(tmp_path):
+    # Excel writes a filled-down formula once, as a shared formula; its cells must each read
+    # as the formula Excel shows there.
+    path = plain_workbook(tmp_path / "site.xlsx")
+
+    def share(data: bytes) -> bytes:
+        text = data.decode("utf-8")
+        row = ('<row r="2"><c r="C2"><f t="shared" ref="C2:C4" si="0">B2*2</f><v>4</v></c></row>'
+               '<row r="3"><c r="C3"><f t="shared" si="0"/><v>6</v></c></row>'
+               '<row r="4"><c r="C4"><f t="shared" si="0"/><v>8</v></c></row>')
+        return text.replace("</sheetData>", row + "</sheetData>").encode("utf-8")
+
+    rewrite_member(path, "xl/worksheets/sheet1.xml", share)
+    with open_xlsx(path) as content:
+        cells = content.cells("Data")
+    assert [cells[c].formula for c in ("C2", "C3", "C4")] == ["B2*2", "B3*2", "B4*2"]
+    assert cells["C4"].value == 8.0
+
+
+def test_nothing_is_written_to_the_file(tmp_path):
+    path = plain_workbook(tmp_path / "site.xlsx", {"in_gpus": "Data!$B$1"})
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    with open_xlsx(path) as content:
+        content.cells("Data")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+def test_a_workbook_without_in_names_is_not_a_tfom(tmp_path):
+    audit = audit_workbook(plain_workbook(tmp_path / "budget.xlsx"))
+    assert audit.refused and not audit.included
+    assert [(f.severity, f.code) for f in audit.findings] == [("error", "not_tfom")]
+    assert "not a TFOM workbook" in audit.findings[0].message
+
+
+# -- references and formulas ----------------------------------------------------------------------
+def test_references_resolve_to_cells():
+    assert parse_reference("Inputs!$C$5") == ("Inputs", ["C5"])
+    assert parse_reference("'Inputs'!$C$30:$E$30") == ("Inputs", ["C30", "D30", "E30"])
+    assert parse_reference("'It''s'!A1") == ("It's", ["A1"])
+    assert parse_reference("#REF!") is None and parse_reference("Inputs!#REF!") is None
+    assert canonical_reference("'Inputs'!$C$5") == canonical_reference("Inputs!C5")
+    assert canonical_reference("Inputs!$C$5") != canonical_reference("Inputs!$C$6")
+
+
+def test_formulas_compare_as_excel_means_them():
+    assert normalise_formula("=sum(A1:A3)") == normalise_formula("SUM( A1:A3 )")
+    assert normalise_formula("'Inputs'!C5*2") == normalise_formula("Inputs!C5*2")
+    assert normalise_formula("_xlfn.NORM.S.DIST(A1,TRUE)") == normalise_formula(
+        "NORM.S.DIST(A1,TRUE)")
+    assert normalise_formula('IF(A1="a b","",1)') != normalise_formula('IF(A1="ab","",1)')
+    assert normalise_formula('IF(A1="x","",1)') != normalise_formula('IF(A1="X","",1)')
+    assert normalise_formula("A1*2") != normalise_formula("A1*3")
+
+
+def test_the_readers_streams_do_not_hold_the_whole_member(tmp_path):
+    # A 4 MB sheet is parsed cell by cell: far less than the member is held at once.
+    import tracemalloc
+
+    path = tmp_path / "big.xlsx"
+    rows = "".join(f'<row r="{r}"><c r="A{r}"><v>{r}</v></c></row>' for r in range(1, 60_000))
+    sheet = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+             f"<sheetData>{rows}</sheetData></worksheet>")
+    plain_workbook(path)
+    rewrite_member(path, "xl/worksheets/sheet1.xml", lambda _: sheet.encode())
+    with open_xlsx(path) as content:
+        tracemalloc.start()
+        cells = content.cells("Data")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert len(cells) == 59_999 and cells["A59999"].value == 59_999.0
+    assert len(sheet) > 3 * MB
+    assert peak < 40 * MB  # the cells themselves, not several copies of the XML
