@@ -22,6 +22,7 @@ Safety:
 
 from __future__ import annotations
 
+import html
 import io
 import posixpath
 import re
@@ -29,6 +30,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 from xml.etree.ElementTree import ParseError
 
 import defusedxml
@@ -83,8 +85,7 @@ class RefusedFile(Exception):
         return f"{self.reason}; {self.fix}" if self.fix else self.reason
 
 
-@dataclass(frozen=True)
-class Cell:
+class Cell(NamedTuple):
     """One cell as the file stores it.
 
     ``formula`` is the formula text without the leading ``=`` (``None`` for a constant);
@@ -393,12 +394,110 @@ def _read_shared_strings(content: XlsxContent, part: str) -> list[str]:
 _ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
 
 
+# A cell as openpyxl, the batch and Excel write the common ones: ``r`` first, then plain
+# attributes, an optional plain formula, an optional value or one-run inline string. Anything
+# else (shared or array formulas, rich text, prefixes, another attribute order) is left to the
+# full parser: a sheet is scanned only when every cell start in it matched.
+_FAST_CELL = re.compile(
+    r'<c r="([A-Z]{1,3}[0-9]{1,7})"((?: [a-z]+="[^"<>]*")*)\s*'
+    r"(?:/>|>(?:<f>([^<]*)</f>)?(<v>[^<]*</v>|<v\s*/>)?"
+    r'(?:<is><t(?: xml:space="preserve")?>([^<]*)</t></is>)?</c>)')
+_T_ATTR = re.compile(r' t="([a-zA-Z]+)"')
+
+
 def _read_cells(content: XlsxContent, part: str) -> dict[str, Cell]:
-    """Every cell of a worksheet that has a formula or a value, streamed with iterparse."""
+    """Every cell of a worksheet that has a formula or a value.
+
+    The member is read once (within the size limits) and its prolog checked by defusedxml,
+    which refuses any document type declaration, so no entity can be declared, expanded or
+    fetched. Common cells are then scanned with one regular expression that expands nothing;
+    a sheet with any other kind of cell is parsed in full by defusedxml's iterparse.
+    """
     budget = [content._limits.max_uncompressed]
+    data = _member(content, part, budget).read()
+    _check_prolog(data, part)
+    cells = _scan_cells(data, content)
+    if cells is None:
+        cells = _parse_cells(io.BufferedReader(io.BytesIO(data)), part, content)  # type: ignore
+    return cells
+
+
+class _RootSeen(Exception):
+    """The root element started: the prolog, the only place a DTD can be, is behind us."""
+
+
+class _StopAtRoot:
+    def start(self, tag: str, attrs: dict) -> None:
+        raise _RootSeen
+
+    def end(self, tag: str) -> None:  # pragma: no cover - never reached
+        pass
+
+    def data(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _check_prolog(data: bytes, name: str) -> None:
+    """Let defusedxml read the XML declaration and prolog; a DTD or an entity is refused."""
+    parser = safe_et.DefusedXMLParser(target=_StopAtRoot(), forbid_dtd=True,
+                                      forbid_entities=True, forbid_external=True)
+    try:
+        for start in range(0, len(data), 1 << 14):
+            parser.feed(data[start:start + (1 << 14)])
+        parser.close()
+    except _RootSeen:
+        return
+    except defusedxml.DefusedXmlException as exc:
+        raise RefusedFile(f"refused: {name} declares a document type or XML entities "
+                          f"({type(exc).__name__}), as an entity attack does") from None
+    except ParseError as exc:
+        raise RefusedFile(f"damaged workbook: {name} is not well-formed XML ({exc})") from None
+    raise RefusedFile(f"damaged workbook: {name} has no XML element")
+
+
+def _unescape(text: str) -> str:
+    return html.unescape(text) if "&" in text else text
+
+
+def _scan_cells(data: bytes, content: XlsxContent) -> dict[str, Cell] | None:
+    """The cells of a sheet whose cells all have the common form, or ``None``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # another encoding (UTF-16 is allowed): the parser reads it
+    if not text.rstrip().endswith("</worksheet>"):
+        return None  # truncated, or written with a namespace prefix: the parser decides
+    found = _FAST_CELL.findall(text)
+    if len(found) != text.count("<c ") + text.count("<c>") + text.count("<c/>"):
+        return None
+    cells: dict[str, Cell] = {}
+    for coord, attrs, formula, v, inline in found:
+        kind = "n"
+        if ' t="' in attrs:
+            match = _T_ATTR.search(attrs)
+            kind = match.group(1) if match else "n"
+        value: object = None
+        if kind == "inlineStr":
+            value = _unescape(inline)
+        elif len(v) > 7 and v[2] == ">":  # <v>…</v> with text
+            value = _value(kind, _unescape(v[3:-4]), content)
+        elif v and kind == "str":
+            value = ""  # a formula whose result is empty text, as Excel stores it
+        if formula:
+            cells[coord] = Cell(_unescape(formula), value)
+        elif value is not None:
+            cells[coord] = Cell(None, value)
+    return cells
+
+
+def _parse_cells(stream: io.BufferedReader, part: str, content: XlsxContent) -> dict[str, Cell]:
+    """Every cell of a worksheet, parsed element by element with defusedxml's iterparse."""
     cells: dict[str, Cell] = {}
     shared: dict[str, tuple[str, str]] = {}  # shared-formula index → (formula, anchor cell)
-    for _, elem in _iterparse(_member(content, part, budget), part):
+    for _, elem in _iterparse(stream, part):
         if elem.tag != _C:  # type: ignore[attr-defined]
             continue
         coord = elem.get("r")  # type: ignore[attr-defined]
