@@ -35,13 +35,15 @@ from .catalogue import INPUTS, SCENARIOS, fmt_number
 from .errors import InputError
 from .inputs import SiteInputs, make_inputs
 from .operating_model import Result, run
-from .safe_xlsx import Cell, Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
+from .safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from .safe_xlsx import parse_reference as _parse_reference
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 VERSION_NAME = "tfom_version"
+#: The first sheet of a portfolio workbook (:mod:`tokenfactory_xl.portfolio`).
+PORTFOLIO_SHEET = "Portfolio"
 
 #: Stored values within this relative (or absolute) distance of the recomputation agree; Excel
 #: and LibreOffice add the same months in another order and iterate IRR to about 1e-7.
@@ -83,6 +85,7 @@ class WorkbookAudit:
     inputs: SiteInputs | None = None
     result: Result | None = None
     refused: bool = False
+    skipped: bool = False
 
     @property
     def included(self) -> bool:
@@ -97,6 +100,8 @@ class WorkbookAudit:
         """``refused``, ``error``, ``warning``, ``info`` or ``ok``: the worst thing found."""
         if self.refused:
             return "refused"
+        if self.skipped:
+            return "skipped"
         for severity in SEVERITIES:
             if self.count(severity):
                 return severity
@@ -250,23 +255,23 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
             address = f"{sheet}!{coord}"
             where[key] = address
             input_cells.add((sheet, coord))
-            cell = cells.get(coord, Cell(None, None))
-            value = cell.value
-            if cell.formula is not None:
+            value = cells.values.get(coord)
+            formula = cells.formulas.get(coord)
+            if formula is not None:
                 if value is None:
                     audit.add("error", "input_formula", address,
-                              f"{key} holds the formula ={cell.formula} and no stored value; "
-                              "type the value itself", found=_show_formula(cell.formula))
+                              f"{key} holds the formula ={formula} and no stored value; "
+                              "type the value itself", found=_show_formula(formula))
                     missing = True
                 else:
                     audit.add("warning", "input_formula", address,
-                              f"{key} holds the formula ={cell.formula}; its stored value "
+                              f"{key} holds the formula ={formula}; its stored value "
                               f"{show_value(value)} is used, but type the value itself",
-                              found=_show_formula(cell.formula))
+                              found=_show_formula(formula))
             if value is None or (isinstance(value, str) and not value.strip()):
                 default = spec.default_for(SCENARIOS[index]) if spec.per_scenario \
                     else spec.default
-                if cell.formula is None:
+                if formula is None:
                     audit.add("warning", "input_empty", address,
                               f"{key} is empty, so the default {show_value(default)} is used")
             if spec.kind == "date":
@@ -305,7 +310,7 @@ def _check_version(content: XlsxContent, template: Template, audit: WorkbookAudi
                   f"formulas are compared with template {template.version}")
         return
     sheet, coords = ref
-    value = content.cells(sheet).get(coords[0], Cell(None, None)).value
+    value = content.cells(sheet).values.get(coords[0])
     shown = show_value(value) if not isinstance(value, str) else value
     audit.version = shown
     mine, theirs = _version_tuple(template.version), _version_tuple(str(shown))
@@ -369,31 +374,35 @@ def _check_formulas(content: XlsxContent, template: Template, audit: WorkbookAud
     for title, expected_cells in template.formulas.items():
         if title not in titles:
             continue
-        cells = content.cells(title)
+        sheet = content.cells(title)
+        if sheet.formulas == expected_cells:
+            continue  # the untouched case, compared in one step
         for coord, expected in expected_cells.items():
             where = f"{title}!{coord}"
-            cell = cells.get(coord)
-            if cell is None:
+            found = sheet.formulas.get(coord)
+            if found == expected:
+                continue
+            if found is None and coord not in sheet.values:
                 audit.add("error", "formula_deleted", where,
                           "formula deleted: the cell is empty", _show_formula(expected), "(empty)")
-            elif cell.formula is None:
-                kind = "number" if isinstance(cell.value, float) else "text" \
-                    if isinstance(cell.value, str) else "value"
+            elif found is None:
+                value = sheet.values[coord]
+                kind = "number" if isinstance(value, float) else "text" \
+                    if isinstance(value, str) else "value"
                 audit.add("error", "formula_replaced", where,
                           f"formula replaced by a typed {kind}", _show_formula(expected),
-                          show_value(cell.value))
-            elif normalise_formula(cell.formula) != normalise_formula(expected):
+                          show_value(value))
+            elif normalise_formula(found) != normalise_formula(expected):
                 audit.add("error", "formula_edited", where, "formula edited",
-                          _show_formula(expected), _show_formula(cell.formula))
+                          _show_formula(expected), _show_formula(found))
             else:
                 continue
             changed.add((title, coord))
-        for coord, cell in cells.items():
-            if cell.formula is not None and coord not in expected_cells \
-                    and (title, coord) not in input_cells:
+        for coord, found in sheet.formulas.items():
+            if coord not in expected_cells and (title, coord) not in input_cells:
                 audit.add("warning", "formula_added", f"{title}!{coord}",
                           "formula added where the template has none", "",
-                          _show_formula(cell.formula))
+                          _show_formula(found))
                 changed.add((title, coord))
     return changed
 
@@ -433,18 +442,21 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
     for title, formulas in template.formulas.items():
         if title not in titles:
             continue
-        cells = content.cells(title)
+        sheet = content.cells(title)
         values = expected.get(title, {})
         for coord in formulas:
-            cell = cells.get(coord)
-            if cell is None or cell.formula is None or coord not in values:
-                continue
-            if cell.value is None:
+            if coord not in sheet.formulas or coord not in values:
+                continue  # a formula deleted or replaced is reported as such
+            stored = sheet.values.get(coord)
+            if stored is None:
                 absent += 1
                 continue
             compared += 1
-            if (title, coord) not in changed and not _same_value(values[coord], cell.value):
-                stale.append((f"{title}!{coord}", values[coord], cell.value))
+            want = values[coord]
+            if stored == want and type(want) is not bool:
+                continue  # the common case: stored exactly as recomputed
+            if (title, coord) not in changed and not _same_value(want, stored):
+                stale.append((f"{title}!{coord}", want, stored))
     if compared == 0 and absent:
         audit.add("info", "values_absent", "",
                   "the file stores no calculated values (saved by a program that does not "
@@ -492,6 +504,12 @@ def audit_workbook(path: str | Path, template: Template | None = None,
     try:
         with open_xlsx(path, limits) as content:
             if not any(name.startswith("in_") for name in content.defined_names):
+                if [sh.title for sh in content.sheets][:1] == [PORTFOLIO_SHEET]:
+                    # The batch writes its portfolio beside the site workbooks it collects.
+                    audit.skipped = True
+                    audit.add("info", "portfolio", "",
+                              "a portfolio from batch or collect, not a site workbook")
+                    return audit
                 audit.refused = True
                 audit.add("error", "not_tfom", "",
                           "not a TFOM workbook: it has no in_ defined names (the names of the "

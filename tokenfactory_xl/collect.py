@@ -116,6 +116,15 @@ def _totals(audits: Sequence[WorkbookAudit]) -> str:
             f"{_plural(counts['info'], 'note')}")
 
 
+def _headcount(audits: Sequence[WorkbookAudit]) -> str:
+    """``6 files: 4 in the portfolio, 1 left out, 1 skipped``."""
+    included = sum(a.included for a in audits)
+    skipped = sum(a.skipped for a in audits)
+    text = (f"{_plural(len(audits), 'file')}: {included:,} in the portfolio, "
+            f"{len(audits) - included - skipped:,} left out")
+    return text + (f", {skipped:,} skipped" if skipped else "")
+
+
 def _site(audit: WorkbookAudit) -> str:
     return str(audit.inputs["site_name"]) if audit.inputs is not None else ""
 
@@ -136,14 +145,11 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
     """The audit report: a summary table, then every workbook with each of its findings."""
     template = current_template()
     when = when or dt.datetime.now(dt.timezone.utc)
-    included = sum(a.included for a in audits)
     lines = [
         "# TFOM collect report",
         "",
-        f"Collected {_plural(len(audits), 'file')} on {when:%Y-%m-%d %H:%M} UTC with "
-        f"tokenfactory_xl {__version__} (template version {template.version}): "
-        f"{included:,} in the portfolio, {len(audits) - included:,} left out; "
-        f"{_totals(audits)}.",
+        f"Collected on {when:%Y-%m-%d %H:%M} UTC with tokenfactory_xl {__version__} (template "
+        f"version {template.version}). {_headcount(audits)}; {_totals(audits)}.",
         "",
     ]
     lines += [f"- {label}: `{path}`" for label, path in outputs]
@@ -160,7 +166,8 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
     for i, a in enumerate(audits, 1):
         lines.append(
             f"| {i} | {_md(str(a.path))} | {_md(_site(a))} | {_md(a.version or '')} | "
-            f"{'yes' if a.included else 'left out'} | {a.count('error')} | "
+            f"{'yes' if a.included else 'skipped' if a.skipped else 'left out'} | "
+            f"{a.count('error')} | "
             f"{a.count('warning')} | {a.count('info')} |")
     for i, a in enumerate(audits, 1):
         lines += ["", f"## {i}. {a.path}", ""]
@@ -169,7 +176,8 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
             facts.append(f"site {_site(a)!r}")
         if a.version:
             facts.append(f"template version {a.version}")
-        facts.append("in the portfolio" if a.included else "**left out of the portfolio**")
+        facts.append("in the portfolio" if a.included else "skipped" if a.skipped
+                     else "**left out of the portfolio**")
         sentence = "; ".join(facts)
         lines.append(sentence[:1].upper() + sentence[1:] + ".")
         lines.append("")
@@ -202,16 +210,14 @@ def report_short(audits: Sequence[WorkbookAudit], width: int = 110) -> str:
                            (("error", "error"), ("warning", "warning"), ("info", "note"))
                            if a.count(s))
         text = f"{a.status:<8} {str(a.path):<{name_width}}"
-        if a.refused:
+        if a.refused or a.skipped:
             text += f"  {_headline(worst)}" if worst else ""
         elif worst is None:
             text += f"  {_site(a)}"
         else:
             text += f"  {counts}; first: {_headline(worst)}"
         lines.append(text if len(text) <= width else text[: width - 1] + "…")
-    included = sum(a.included for a in audits)
-    lines.append(f"{_plural(len(audits), 'file')}: {included:,} in the portfolio, "
-                 f"{len(audits) - included:,} left out; {_totals(audits)}")
+    lines.append(_headcount(audits) + f"; {_totals(audits)}")
     return "\n".join(lines)
 
 

@@ -30,7 +30,6 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 from xml.etree.ElementTree import ParseError
 
 import defusedxml
@@ -85,16 +84,17 @@ class RefusedFile(Exception):
         return f"{self.reason}; {self.fix}" if self.fix else self.reason
 
 
-class Cell(NamedTuple):
-    """One cell as the file stores it.
+@dataclass
+class Sheet:
+    """The cells of one worksheet as the file stores them, by coordinate (``"C5"``).
 
-    ``formula`` is the formula text without the leading ``=`` (``None`` for a constant);
-    ``value`` is the stored value: a number, text, a bool, an error text such as ``#N/A``, or
-    ``None`` when the file holds none (openpyxl saves formulas without values).
+    ``formulas`` holds each formula's text without the leading ``=``; ``values`` each stored
+    value: a number, text, a bool, an error text such as ``#N/A``. A formula cell without a
+    stored value (openpyxl saves none) is in ``formulas`` only; an empty cell is in neither.
     """
 
-    formula: str | None
-    value: object
+    formulas: dict[str, str] = field(default_factory=dict)
+    values: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -117,15 +117,15 @@ class XlsxContent:
     _zip: zipfile.ZipFile
     _limits: Limits
     _strings: list[str] | None = None
-    _cells: dict[str, dict[str, Cell]] = field(default_factory=dict)
+    _cells: dict[str, Sheet] = field(default_factory=dict)
     _strings_part: str | None = None
 
-    def cells(self, title: str) -> dict[str, Cell]:
-        """Coordinate (``"C5"``) → :class:`Cell` for every non-empty cell of sheet ``title``."""
+    def cells(self, title: str) -> Sheet:
+        """The formulas and stored values of sheet ``title`` (empty for a chart sheet)."""
         if title not in self._cells:
             sheet = next((s for s in self.sheets if s.title == title), None)
             if sheet is None or sheet.kind != "worksheet" or sheet.part is None:
-                self._cells[title] = {}
+                self._cells[title] = Sheet()
             else:
                 self._cells[title] = _read_cells(self, sheet.part)
         return self._cells[title]
@@ -399,13 +399,13 @@ _ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
 # else (shared or array formulas, rich text, prefixes, another attribute order) is left to the
 # full parser: a sheet is scanned only when every cell start in it matched.
 _FAST_CELL = re.compile(
-    r'<c r="([A-Z]{1,3}[0-9]{1,7})"((?: [a-z]+="[^"<>]*")*)\s*'
+    r'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?(?: [a-z]+="[^"<>]*")*\s*'
     r"(?:/>|>(?:<f>([^<]*)</f>)?(<v>[^<]*</v>|<v\s*/>)?"
     r'(?:<is><t(?: xml:space="preserve")?>([^<]*)</t></is>)?</c>)')
-_T_ATTR = re.compile(r' t="([a-zA-Z]+)"')
+_XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
 
 
-def _read_cells(content: XlsxContent, part: str) -> dict[str, Cell]:
+def _read_cells(content: XlsxContent, part: str) -> Sheet:
     """Every cell of a worksheet that has a formula or a value.
 
     The member is read once (within the size limits) and its prolog checked by defusedxml,
@@ -459,43 +459,49 @@ def _check_prolog(data: bytes, name: str) -> None:
 
 
 def _unescape(text: str) -> str:
-    return html.unescape(text) if "&" in text else text
+    """Text of an XML element: the five predefined entities and character references."""
+    if "&" not in text:
+        return text
+    if "&#" in text:
+        return html.unescape(text)
+    for entity, char in _XML_ENTITIES:
+        text = text.replace(entity, char)
+    return text
 
 
-def _scan_cells(data: bytes, content: XlsxContent) -> dict[str, Cell] | None:
+def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     """The cells of a sheet whose cells all have the common form, or ``None``."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None  # another encoding (UTF-16 is allowed): the parser reads it
-    if not text.rstrip().endswith("</worksheet>"):
-        return None  # truncated, or written with a namespace prefix: the parser decides
+    if not text.rstrip().endswith("</worksheet>") or "<c>" in text or "<c/>" in text:
+        return None  # truncated, or written another way: the parser decides
     found = _FAST_CELL.findall(text)
-    if len(found) != text.count("<c ") + text.count("<c>") + text.count("<c/>"):
+    if len(found) != text.count("<c "):
         return None
-    cells: dict[str, Cell] = {}
-    for coord, attrs, formula, v, inline in found:
-        kind = "n"
-        if ' t="' in attrs:
-            match = _T_ATTR.search(attrs)
-            kind = match.group(1) if match else "n"
-        value: object = None
-        if kind == "inlineStr":
-            value = _unescape(inline)
-        elif len(v) > 7 and v[2] == ">":  # <v>…</v> with text
-            value = _value(kind, _unescape(v[3:-4]), content)
+    formulas = {coord: f if "&" not in f else _unescape(f)
+                for coord, _, f, _, _ in found if f}
+    values: dict[str, object] = {}
+    for coord, kind, _, v, inline in found:
+        if len(v) > 7:  # <v>…</v> with text
+            if not kind or kind == "n":
+                try:
+                    values[coord] = float(v[3:-4])
+                    continue
+                except ValueError:
+                    pass
+            values[coord] = _value(kind or "n", _unescape(v[3:-4]), content)
+        elif kind == "inlineStr":
+            values[coord] = _unescape(inline)
         elif v and kind == "str":
-            value = ""  # a formula whose result is empty text, as Excel stores it
-        if formula:
-            cells[coord] = Cell(_unescape(formula), value)
-        elif value is not None:
-            cells[coord] = Cell(None, value)
-    return cells
+            values[coord] = ""  # a formula whose result is empty text, as Excel stores it
+    return Sheet(formulas, values)
 
 
-def _parse_cells(stream: io.BufferedReader, part: str, content: XlsxContent) -> dict[str, Cell]:
+def _parse_cells(stream: io.BufferedReader, part: str, content: XlsxContent) -> Sheet:
     """Every cell of a worksheet, parsed element by element with defusedxml's iterparse."""
-    cells: dict[str, Cell] = {}
+    sheet = Sheet()
     shared: dict[str, tuple[str, str]] = {}  # shared-formula index → (formula, anchor cell)
     for _, elem in _iterparse(stream, part):
         if elem.tag != _C:  # type: ignore[attr-defined]
@@ -522,10 +528,13 @@ def _parse_cells(stream: io.BufferedReader, part: str, content: XlsxContent) -> 
         elif v is not None and kind == "str":
             value = ""  # a formula whose result is empty text, as Excel stores it
         elem.clear()  # type: ignore[attr-defined]
-        if coord is None or (formula is None and value is None):
-            continue
-        cells[coord] = Cell(formula, value)
-    return cells
+        if coord is None:
+            continue  # cells without an address are not written by any spreadsheet
+        if formula:
+            sheet.formulas[coord] = formula
+        if value is not None:
+            sheet.values[coord] = value
+    return sheet
 
 
 def _value(kind: str, text: str, content: XlsxContent) -> object:
