@@ -199,7 +199,7 @@ def _headline(f: Finding) -> str:
     return f"{where}{f.message}{extra}"
 
 
-def report_short(audits: Sequence[WorkbookAudit], width: int = 110) -> str:
+def report_short(audits: Sequence[WorkbookAudit]) -> str:
     """The short form printed on the standard output: one line per file, then the totals."""
     lines = []
     name_width = min(max((len(str(a.path)) for a in audits), default=4), 48)
@@ -216,7 +216,7 @@ def report_short(audits: Sequence[WorkbookAudit], width: int = 110) -> str:
             text += f"  {_site(a)}"
         else:
             text += f"  {counts}; first: {_headline(worst)}"
-        lines.append(text if len(text) <= width else text[: width - 1] + "…")
+        lines.append(text)
     lines.append(_headcount(audits) + f"; {_totals(audits)}")
     return "\n".join(lines)
 

@@ -1,0 +1,180 @@
+"""The audit finds each tampering of a generated workbook, with its cell address.
+
+Every workbook here comes from the real batch; each test copies one and changes it the way a
+site manager (or someone editing the file behind Excel's back) would.
+"""
+
+from __future__ import annotations
+
+import pytest
+from openpyxl.workbook.defined_name import DefinedName
+
+from tokenfactory_xl.audit import MAX_VALUE_FINDINGS, audit_workbook, current_template
+from tokenfactory_xl.inputs import make_inputs
+from tokenfactory_xl.operating_model import run
+
+from .collect_support import (
+    cell_of,
+    copy,
+    edit_stored_value,
+    edit_with_openpyxl,
+    generate,
+    set_input,
+    site_rows,
+)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    return generate(tmp_path_factory.mktemp("batch"))
+
+
+@pytest.fixture
+def alpha(generated, tmp_path):
+    """A copy of Alpha's workbook to tamper with."""
+    return copy(generated["Alpha"], tmp_path)
+
+
+def codes(audit, severity=None):
+    return {(f.code, f.where) for f in audit.findings if severity in (None, f.severity)}
+
+
+def test_an_untouched_generated_workbook_gives_no_finding(generated):
+    for site, path in generated.items():
+        audit = audit_workbook(path)
+        assert audit.findings == [], (site, audit.findings)
+        assert audit.included and audit.version == current_template().version
+        expected = run(make_inputs(site_rows()[site]))
+        assert audit.result.summary == expected.summary
+
+
+def test_a_formula_edited(alpha):
+    sheet, coord = cell_of("out_npv")
+    original = current_template().formulas[sheet][coord]
+
+    def edit(wb):
+        wb[sheet][coord] = f"=({original})*1.1"
+
+    audit = audit_workbook(edit_with_openpyxl(alpha, edit))
+    [finding] = [f for f in audit.findings if f.code == "formula_edited"]
+    assert (finding.severity, finding.where) == ("error", f"{sheet}!{coord}")
+    assert finding.expected == "=" + original and finding.found == f"=({original})*1.1"
+    # The portfolio still gets the model's figure, not the edited formula's.
+    assert audit.included
+    assert audit.result.summary["npv"] == run(make_inputs(site_rows()["Alpha"])).summary["npv"]
+
+
+def test_a_formula_replaced_by_a_typed_number(alpha):
+    sheet, coord = cell_of("out_ebitda_total")
+    audit = audit_workbook(edit_with_openpyxl(alpha, lambda wb: wb[sheet].__setitem__(
+        coord, 123456789)))
+    [finding] = [f for f in audit.findings if f.code == "formula_replaced"]
+    assert (finding.severity, finding.where) == ("error", f"{sheet}!{coord}")
+    assert "typed number" in finding.message and finding.found == "123,456,789"
+    assert finding.expected == "=" + current_template().formulas[sheet][coord]
+
+
+def test_a_formula_deleted(alpha):
+    sheet, coord = cell_of("out_irr")
+    audit = audit_workbook(edit_with_openpyxl(alpha, lambda wb: wb[sheet].__setitem__(
+        coord, None)))
+    assert ("formula_deleted", f"{sheet}!{coord}") in codes(audit, "error")
+
+
+def test_a_sheet_added_and_a_sheet_deleted(alpha):
+    def edit(wb):
+        wb.create_sheet("My notes")["A1"] = "call the site on Monday"
+        del wb["Sensitivity"]
+
+    audit = audit_workbook(edit_with_openpyxl(alpha, edit))
+    assert ("sheet_added", "My notes") in codes(audit, "warning")
+    assert ("sheet_deleted", "Sensitivity") in codes(audit, "error")
+
+
+def test_an_input_typed_as_95_where_95_percent_was_meant(alpha):
+    where = []
+    audit = audit_workbook(edit_with_openpyxl(
+        alpha, lambda wb: where.append(set_input(wb, "availability", 95))))
+    [finding] = [f for f in audit.findings if f.code == "input"]
+    assert (finding.severity, finding.where) == ("error", where[0])
+    assert "availability=95: looks like a percentage" in finding.message
+    assert "95% or 0.95" in finding.message
+    assert not audit.included  # an input that cannot be trusted keeps the site out
+
+
+def test_an_input_out_of_range_in_one_scenario(alpha):
+    where = []
+    audit = audit_workbook(edit_with_openpyxl(
+        alpha, lambda wb: where.append(set_input(wb, "decline_per_quarter", -0.2, scenario=2))))
+    [finding] = [f for f in audit.findings if f.code == "input"]
+    assert finding.where == where[0]
+    assert finding.message.startswith("decline_per_quarter.Downside=-0.2: is out of range")
+
+
+def test_an_old_template_version(alpha):
+    sheet, coord = cell_of("tfom_version")
+    audit = audit_workbook(edit_with_openpyxl(alpha, lambda wb: wb[sheet].__setitem__(
+        coord, "0.0.9")))
+    assert ("version_old", f"{sheet}!{coord}") in codes(audit, "warning")
+    assert audit.version == "0.0.9" and audit.included
+
+
+def test_stale_stored_values_edited_in_the_xml(alpha):
+    sheet, coord = cell_of("out_npv")
+    old = edit_stored_value(alpha, sheet, coord, "999999999")
+    audit = audit_workbook(alpha)
+    assert [(f.severity, f.code, f.where) for f in audit.findings] == [
+        ("error", "values_stale", f"{sheet}!{coord}")]
+    finding = audit.findings[0]
+    assert finding.found == "999,999,999"
+    assert float(old) == pytest.approx(run(make_inputs(site_rows()["Alpha"])).summary["npv"])
+
+
+def test_an_input_edited_in_the_xml_leaves_every_dependent_value_stale(alpha):
+    # Typing a value into the XML without recalculating: the inputs say one thing, the stored
+    # figures another; the recomputation follows the inputs.
+    sheet, coord = cell_of("in_gpus")
+    edit_stored_value(alpha, sheet, coord, "4096")
+    audit = audit_workbook(alpha)
+    assert audit.inputs["gpus"] == 4096
+    assert audit.result.summary == run(make_inputs({**site_rows()["Alpha"],
+                                                    "gpus": 4096})).summary
+    stale = [f for f in audit.findings if f.code == "values_stale"]
+    assert {f.severity for f in stale} == {"error"}
+    assert len(stale) == MAX_VALUE_FINDINGS + 1
+    assert all("!" in f.where for f in stale[:-1])
+    assert stale[-1].message.startswith("and ") and "more stored values" in stale[-1].message
+
+
+def test_a_moved_input_cell_still_resolves(alpha):
+    def edit(wb):
+        wb["Inputs"]["Z99"] = 3000
+        wb.defined_names["in_gpus"] = DefinedName("in_gpus", attr_text="Inputs!$Z$99")
+
+    audit = audit_workbook(edit_with_openpyxl(alpha, edit))
+    assert audit.inputs["gpus"] == 3000
+    assert ("name_moved", "in_gpus") in codes(audit, "warning")
+    expected = make_inputs({**site_rows()["Alpha"], "gpus": 3000})
+    assert audit.result.summary == run(expected).summary
+
+
+def test_a_missing_input_name_keeps_the_site_out(alpha):
+    def edit(wb):
+        del wb.defined_names["in_pue"]
+
+    audit = audit_workbook(edit_with_openpyxl(alpha, edit))
+    assert ("name_missing", "in_pue") in codes(audit, "error")
+    assert not audit.included
+
+
+def test_an_openpyxl_edit_of_inputs_only_is_a_note(alpha):
+    audit = audit_workbook(edit_with_openpyxl(alpha, lambda wb: set_input(wb, "gpus", 2000)))
+    assert [(f.severity, f.code) for f in audit.findings] == [("info", "values_absent")]
+    assert audit.result.summary == run(make_inputs({**site_rows()["Alpha"],
+                                                    "gpus": 2000})).summary
+
+
+def test_nothing_is_written_to_the_audited_file(alpha):
+    before = (alpha.read_bytes(), alpha.stat().st_mtime_ns)
+    audit_workbook(alpha)
+    assert (alpha.read_bytes(), alpha.stat().st_mtime_ns) == before
