@@ -97,7 +97,12 @@ def classic_registration() -> dict[str, object]:
             "call_in_wizard": xlfunc["call_in_wizard"],
             "options": {a["name"]: a["options"] for a in xlfunc["args"]},
         })
-    return {"xlwings": xlwings.__version__, "vba": vba.getvalue(), "functions": functions}
+    return {"xlwings": xlwings.__version__, "runtime": module.runtime(), "vba": vba.getvalue(),
+            "functions": functions,
+            # Two calls as classic Excel makes them (ranges as lists of rows): a good one and a
+            # percentage typed without its % sign, which must come back as the cell's text.
+            "calls": {"TEF": module.TEF([[210_000], [1]], [[700_000], [0]]),
+                      "TFI": module.TFI([[65]], [[0.99]], [[0.8]])}}
 
 
 def registration_json(functions: list[dict]) -> str:
