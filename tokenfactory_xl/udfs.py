@@ -280,11 +280,11 @@ def _read(param: Param, raw: object) -> _Values:
     cells = np.asarray(raw, dtype=object) if raw is not None else np.array(None, dtype=object)
     if cells.ndim > 2:
         raise ArgumentError(f"{param.name}: give a single cell or a range of rows and columns")
-    flat = cells.ravel()
-    if any(isinstance(x, (list, tuple, np.ndarray)) for x in flat):
+    types = set(map(type, cells.ravel()))
+    if types & {list, tuple, np.ndarray}:  # numpy keeps the rows of a ragged range as lists
         raise ArgumentError(f"{param.name}: the rows of the range have different lengths; "
                             "give a rectangular range")
-    if set(map(type, flat)) <= _NUMERIC_TYPES | {type(None)}:
+    if types <= _NUMERIC_TYPES | {type(None)}:
         numbers = cells.astype(float)  # None becomes nan: an empty cell
         return _check_numbers(param, cells, numbers, np.isnan(numbers))
     numbers = np.empty(cells.shape, dtype=float)
