@@ -9,6 +9,7 @@ may pass.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import math
 from statistics import NormalDist
 
@@ -295,3 +296,67 @@ def test_runtime_follows_the_decorators_xlwings_bound(monkeypatch):
         stand_in.__module__ = module
         monkeypatch.setattr(xlwings, "func", stand_in)
         assert udfs.runtime() == expected
+
+
+# -- every function: scalars, 1-D and 2-D ranges, empty cells, text -------------------------------
+#: One valid call per function and its value worked out by hand (no model code involved).
+HAND = {
+    "TEF": ((210_000, 700_000), 0.3),
+    "TFI": ((0.5, 0.9, 0.8), 0.36),
+    "EQUIV_GPU": ((100, 0.25, 0.5), 200.0),
+    "AVOIDED_CAPEX": ((100, 0.25, 0.5, 40_000), 4_000_000.0),
+    "LOAD_FACTOR": ((3e9, 1.2e10), 0.25),
+    "TPM": ((250,), 15_000.0),
+    "TOKENS_PER_DAY": ((250,), 21_600_000.0),
+    "BREAKEVEN_UTIL": ((1.8, 10_000, 0.1), 0.5),          # 1.8 / (10,000 x 3,600 x 0.1 / 1e6)
+    "MARGIN_AT_UTIL": ((0.8, 1.8, 10_000, 0.1), 0.375),   # 1 - 0.5 / 0.8
+    "COST_PER_MTOK": ((1.8, 10_000, 0.5), 0.1),
+    "REVENUE_PER_GPU_HOUR": ((10_000, 0.5, 0.1), 1.8),
+    "DAILY_TOKEN_VALUE": ((10_000, 0.5, 0.1), 43.2),
+    "IMPLIED_PRICE_PER_MTOK": ((2.4e9, 10, 2), 0.2),      # 2 x 10 x 24 / 2,400
+    "GPU_HOUR_COST": ((35_040, 4, 1, 1.5, 0.1, 0.05, 0), 1.2),  # 1 + 0.15 + 0.05
+    "BLENDED_PRICE": ((0.2, 1.0, 0.5, 0, 0.2, 0.5, 0.5), 0.45),  # 0.6 x 0.75
+    "PRICE_AFTER": ((1.0, 0.19, 6), 0.6561),              # 0.81 ** 2
+    "ECONOMIC_LIFE_MONTHS": ((4.0, 1.0, 0.75), 3.0),       # 3 x ln(1/4) / ln(1/4)
+    "SLO_ATTAINMENT": ((100, 1_000, 100), 0.5),
+}
+
+
+#: (function, argument position) for every argument of every function above.
+ARGUMENTS = [(name, i) for name, (args, _) in HAND.items() for i in range(len(args))]
+
+
+def argument_name(name: str, position: int) -> str:
+    return list(inspect.signature(getattr(udfs, name)).parameters)[position]
+
+
+@pytest.mark.parametrize("name", list(HAND))
+def test_each_function_by_hand_as_a_scalar(name):
+    args, expected = HAND[name]
+    assert getattr(udfs, name)(*args) == approx(expected)
+
+
+@pytest.mark.parametrize(("name", "position"), ARGUMENTS)
+def test_each_argument_as_a_column_with_an_empty_cell(name, position):
+    args, expected = HAND[name]
+    column = list(args)
+    column[position] = [[args[position]], [None], [args[position]]]
+    result = getattr(udfs, name)(*column)
+    optional = udfs.PARAMS[argument_name(name, position)].default
+    if optional is None:
+        assert result == [[approx(expected)], [None], [approx(expected)]]
+    else:  # an empty optional cell takes the default
+        assert len(result) == 3 and result[0] == [approx(expected)]
+    row = list(args)
+    row[position] = [args[position], None, args[position]]
+    result = getattr(udfs, name)(*row)
+    assert result[0] == approx(expected) and result[2] == approx(expected)
+
+
+@pytest.mark.parametrize(("name", "position"), ARGUMENTS)
+def test_text_in_each_argument_is_named(name, position):
+    args, _ = HAND[name]
+    bad = list(args)
+    bad[position] = "n/a"
+    argument = argument_name(name, position)
+    assert message(getattr(udfs, name), *bad).startswith(f"{argument}=n/a: is not a number")

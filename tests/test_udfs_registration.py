@@ -176,3 +176,31 @@ def test_officejs_would_accept_the_name(name):
     assert name not in BUILTINS
     assert not looks_like_a_cell(name)
     assert not any(looks_like_a_cell(part) for part in name.split("."))
+
+
+# -- the xlwings behaviour the error conventions rest on (read in the installed source) ----------
+XLWINGS = Path(inspect.getfile(__import__("xlwings"))).parent
+
+
+def source(relative: str) -> str:
+    return (XLWINGS / relative).read_text(encoding="utf-8")
+
+
+def test_officejs_turns_our_error_strings_into_error_values():
+    # read, not imported: xlwings.pro is licensed separately and nothing here may need it
+    officejs = source("pro/_xlofficejs.py")
+    table = re.search(r"error_to_type = \{(.*?)\}", officejs, re.S)[1]
+    for code in (udfs.DIV0, udfs.NUM, udfs.NA):
+        assert f'"{code}":' in table
+    assert 'isinstance(x, str) and x.startswith("#")' in officejs
+    assert "return errorstr_to_errortype(x" in officejs
+
+
+def test_officejs_takes_an_empty_single_cell_as_the_optional_default():
+    calls = source("pro/udfs_officejs.py")
+    assert 'args[i] = arg_info.get("optional", None)' in calls
+
+
+def test_classic_cannot_show_nan_and_puts_an_exception_text_in_the_cell():
+    assert re.search(r"np\.isnan\(x\):\s*return \"\"", source("_xlwindows.py"))
+    assert 'vba.writeln(fname + " = Err.Description")' in source("udfs.py")
