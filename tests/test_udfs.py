@@ -360,3 +360,22 @@ def test_text_in_each_argument_is_named(name, position):
     bad[position] = "n/a"
     argument = argument_name(name, position)
     assert message(getattr(udfs, name), *bad).startswith(f"{argument}=n/a: is not a number")
+
+
+# -- the shared conventions, as a new function (GPU_SPEC …) would use them -----------------------
+def test_text_arguments_use_the_catalogue_rule(monkeypatch):
+    from tokenfactory_xl.catalogue import BY_NAME
+
+    monkeypatch.setitem(udfs.PARAMS, "scenario",
+                        udfs.Param("scenario", BY_NAME["scenario"], "A scenario"))
+    factor = {"Base": 1.0, "Optimised": 2.0, "Downside": 0.5}
+
+    def formula(scenario, tps):
+        return np.vectorize(lambda s, t: factor[s] * t if s else np.nan)(scenario, tps)
+
+    assert udfs._call(formula, ("scenario", "tps"), ("optimised", 10)) == 20.0
+    assert udfs._call(formula, ("scenario", "tps"), ([["Base"], [None], ["Downside"]], 10)) == [
+        [10.0], [None], [5.0]]
+    with pytest.raises(ArgumentError, match="scenario=Bse: must be one of Base, Optimised, "
+                                            "Downside; did you mean Base?"):
+        udfs._call(formula, ("scenario", "tps"), ("Bse", 10))

@@ -18,22 +18,28 @@ Conventions every function follows (the specs functions ``THEORETICAL_TPS``, ``M
    parameters are the spec's names, positional, optional ones last with their default. No
    keyword-only parameters, none named ``caller``, no VBA reserved words (``currency``, ``date``,
    ``type`` …), no type annotations (xlwings reads annotations as converters).
-2. **Help.** The docstring, collapsed to one line by :func:`_excel_help`, is the description the
+2. **One source.** Each argument name is declared once in :data:`PARAMS` with its rule (the
+   catalogue's where the argument is a site input) and its help; a new function adds its names
+   there, a thin decorated function calling :func:`_call` with the model's formula, and its
+   name to ``__all__``; then ``python -m tests.tools.regen_golden`` regenerates the golden
+   registration files.
+3. **Help.** The docstring, collapsed to one line by :func:`_excel_help`, is the description the
    function wizard shows; each argument's help comes from :data:`PARAMS` (the argument's meaning,
    its unit in words, its allowed range derived from the rule). Both must stay within Excel's
    255 characters (tests check). Category :data:`CATEGORY`.
-3. **Ranges in, ranges out.** Every argument is declared ``ndim=2`` so a range keeps its
+4. **Ranges in, ranges out.** Every argument is declared ``ndim=2`` so a range keeps its
    orientation; any argument may be one cell or a range. :func:`_call` broadcasts like numpy and
    returns a plain number for an all-single-cell call, a list of lists (rows of cells) for ranges,
    which Excel 365 spills. An empty cell in a required argument gives an empty result at that
    position; an empty cell (or an omitted argument) in an optional argument takes its default.
-4. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
+5. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
    sizes do not fit, p99 ≤ p50 …) stop the whole call with one short message that names the
    argument, the value, what is allowed and the fix. The number rules are the input catalogue's
    (:meth:`tokenfactory_xl.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
-   reported as a percentage typed without its % sign. How the message reaches the user depends
-   on the runtime (see below).
-5. **Undefined results** of one element (a division by zero, no finite answer) give that element
+   reported as a percentage typed without its % sign. An argument whose rule is text or a
+   choice (a GPU model) reaches the formula as an object array of parsed texts, ``None`` where
+   empty. How the message reaches the user depends on the runtime (see below).
+6. **Undefined results** of one element (a division by zero, no finite answer) give that element
    one of Excel's error codes, ``"#DIV/0!"``, ``"#NUM!"`` or ``"#N/A"``; the other elements compute.
 
 How each runtime shows them (read in xlwings 0.37's own source, ``xlwings/udfs.py``,
@@ -273,18 +279,18 @@ def _bad(param: Param, value: object, error: BadValue, where: str = "") -> Argum
 
 
 def _read(param: Param, raw: object) -> _Values:
-    """Check one argument (a number, None, a 1-D or 2-D range) and return it as numbers."""
+    """Check one argument (a number, None, a 1-D or 2-D range) and return it as numbers.
+
+    An argument whose rule is text or a choice (a GPU model, a scenario) comes back as an object
+    array of the parsed texts instead, ``None`` where empty.
+    """
+    if param.rule.kind in ("text", "choice", "currency"):
+        return _read_text(param, raw)
     if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu":
         cells = raw.astype(float, copy=False)
         return _check_numbers(param, cells, cells, np.isnan(cells))
-    cells = np.asarray(raw, dtype=object) if raw is not None else np.array(None, dtype=object)
-    if cells.ndim > 2:
-        raise ArgumentError(f"{param.name}: give a single cell or a range of rows and columns")
-    types = set(map(type, cells.ravel()))
-    if types & {list, tuple, np.ndarray}:  # numpy keeps the rows of a ragged range as lists
-        raise ArgumentError(f"{param.name}: the rows of the range have different lengths; "
-                            "give a rectangular range")
-    if types <= _NUMERIC_TYPES | {type(None)}:
+    cells = _cells(param, raw)  # numpy keeps the rows of a ragged range as lists: refused
+    if set(map(type, cells.ravel())) <= _NUMERIC_TYPES | {type(None)}:
         numbers = cells.astype(float)  # None becomes nan: an empty cell
         return _check_numbers(param, cells, numbers, np.isnan(numbers))
     numbers = np.empty(cells.shape, dtype=float)
@@ -302,6 +308,29 @@ def _read(param: Param, raw: object) -> _Values:
         else:
             numbers[index] = float(parsed)  # type: ignore[arg-type]
     return _Values(numbers, empty, cells.size == 1)
+
+
+def _cells(param: Param, raw: object) -> np.ndarray:
+    cells = np.asarray(raw, dtype=object) if raw is not None else np.array(None, dtype=object)
+    if cells.ndim > 2:
+        raise ArgumentError(f"{param.name}: give a single cell or a range of rows and columns")
+    if set(map(type, cells.ravel())) & {list, tuple, np.ndarray}:
+        raise ArgumentError(f"{param.name}: the rows of the range have different lengths; "
+                            "give a rectangular range")
+    return cells
+
+
+def _read_text(param: Param, raw: object) -> _Values:
+    cells = _cells(param, raw)
+    texts = np.empty(cells.shape, dtype=object)
+    empty = np.zeros(cells.shape, dtype=bool)
+    for index, cell in np.ndenumerate(cells):
+        try:
+            texts[index] = param.rule.parse(cell)
+        except BadValue as error:
+            raise _bad(param, cell, error, _where(index, cells.shape, param.name)) from None
+        empty[index] = texts[index] is None
+    return _Values(texts, empty, cells.size == 1)
 
 
 def _check_numbers(param: Param, cells: np.ndarray, numbers: np.ndarray,
@@ -373,9 +402,13 @@ def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[ob
             default = PARAMS[name].default
             if default is None or not values.empty.any():
                 continue
-            fill = read[default].values if isinstance(default, str) else default
+            if isinstance(default, str):  # another argument's value, element by element
+                fill, fill_empty = read[default].values, read[default].empty
+            else:
+                fill, fill_empty = default, np.zeros((), dtype=bool)
             filled = np.where(values.empty, fill, values.values)
-            read[name] = _Values(filled, np.isnan(filled), values.single and filled.size == 1)
+            read[name] = _Values(filled, values.empty & fill_empty,
+                                 values.single and filled.size == 1)
         try:
             shape = np.broadcast_shapes(*(v.values.shape for v in read.values()))
         except ValueError:
