@@ -253,7 +253,8 @@ _NUMERIC_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int
 
 @dataclass
 class _Values:
-    """One argument as numbers: ``values`` (nan where empty), ``empty`` and its shape."""
+    """One checked argument: ``values`` (numbers, nan where empty; texts for a text rule) and
+    ``empty``, both in the argument's own shape."""
 
     values: np.ndarray
     empty: np.ndarray
