@@ -258,3 +258,10 @@ def test_a_large_sheet_is_read_cell_by_cell(tmp_path):
         data = content.cells("Data")
     assert len(data.values) == len(data.formulas) == 59_999
     assert data.values["A59999"] == 59_999.0 and data.formulas["B59999"] == "A59999*2"
+
+
+def test_a_text_file_that_is_no_csv_is_not_called_one(tmp_path):
+    path = tmp_path / "notes.xlsx"
+    path.write_text("# Notes\n\nGPUs arrive in May, and the racks in June.\n", encoding="utf-8")
+    text = refusal(path)
+    assert text == "not an Excel workbook: it is a text file"

@@ -407,15 +407,16 @@ def _check_formulas(content: XlsxContent, template: Template, audit: WorkbookAud
     return changed
 
 
-def _same_value(expected: object, stored: object) -> bool:
-    if isinstance(expected, dt.datetime):
-        from openpyxl.utils.datetime import to_excel
+_ABSENT = object()
+_EXCEL_DAY0 = dt.datetime(1899, 12, 30)  # day 0 of Excel's 1900 date system, after 1900-02-28
 
-        expected = float(to_excel(expected))
-    elif isinstance(expected, dt.date):
-        from openpyxl.utils.datetime import to_excel
 
-        expected = float(to_excel(expected))
+def _same_value(expected: object, stored: object, date1904: bool = False) -> bool:
+    """Whether a stored value shows the recomputed one (dates as Excel serial numbers)."""
+    if isinstance(expected, dt.date):
+        moment = expected if isinstance(expected, dt.datetime) else \
+            dt.datetime.combine(expected, dt.time(0))
+        expected = (moment - _EXCEL_DAY0) / dt.timedelta(days=1) - (1462 if date1904 else 0)
     if expected is None or expected == "":
         return stored is None or stored == ""
     if isinstance(expected, bool) or isinstance(stored, bool):
@@ -443,19 +444,20 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
         if title not in titles:
             continue
         sheet = content.cells(title)
+        stored_values, found = sheet.values, sheet.formulas
         values = expected.get(title, {})
-        for coord in formulas:
-            if coord not in sheet.formulas or coord not in values:
+        # Formula cells that store no value, and those whose stored value is not exactly the
+        # recomputed one; found in one pass each, since nearly every cell is neither.
+        no_value = [c for c in formulas if c in found and c in values and c not in stored_values]
+        absent += len(no_value)
+        compared += sum(c in found and c in values for c in formulas) - len(no_value)
+        odd = [c for c in formulas if stored_values.get(c, _ABSENT) != values.get(c, _ABSENT)]
+        for coord in odd:
+            if coord not in found or coord not in values or coord not in stored_values:
                 continue  # a formula deleted or replaced is reported as such
-            stored = sheet.values.get(coord)
-            if stored is None:
-                absent += 1
-                continue
-            compared += 1
-            want = values[coord]
-            if stored == want and type(want) is not bool:
-                continue  # the common case: stored exactly as recomputed
-            if (title, coord) not in changed and not _same_value(want, stored):
+            want, stored = values[coord], stored_values[coord]
+            if (title, coord) not in changed and not _same_value(want, stored,
+                                                                 content.date1904):
                 stale.append((f"{title}!{coord}", want, stored))
     if compared == 0 and absent:
         audit.add("info", "values_absent", "",

@@ -184,6 +184,18 @@ def _is_encrypted_ole2(path: Path) -> bool:
     return len(found) == len(needles)
 
 
+def _looks_delimited(text: str) -> bool:
+    """Whether the first lines share one delimiter, the same number of times: a CSV."""
+    lines = [line for line in text.splitlines()[:6] if line.strip()]
+    if len(lines) > 1 and not text.endswith(("\n", "\r")):
+        lines = lines[:-1]  # the last line may be cut by the 4 kB read
+    for delimiter in ",;\t":
+        counts = {line.count(delimiter) for line in lines}
+        if len(counts) == 1 and counts != {0}:
+            return True
+    return False
+
+
 def _describe_other(path: Path) -> str:
     with open(path, "rb") as handle:
         head = handle.read(4096)
@@ -194,7 +206,7 @@ def _describe_other(path: Path) -> str:
     if text and all(ch.isprintable() or ch in "\r\n\t" for ch in text.lstrip("\ufeff")):
         if text.lstrip().startswith("<"):
             return "not an Excel workbook: it is an XML or HTML text file"
-        if "," in text or ";" in text or "\t" in text:
+        if _looks_delimited(text):
             return "not an Excel workbook: it is a text file (a CSV renamed to .xlsx?)"
         return "not an Excel workbook: it is a text file"
     return "not an Excel workbook: its content is neither an .xlsx (zip) nor an .xls"

@@ -1,0 +1,113 @@
+"""Benchmark: collecting filled-in TFOM workbooks against a plain openpyxl load of each file.
+
+Generates N site workbooks with the batch (different inputs per site), then measures, in the
+same run and on the same files:
+
+- the baseline: ``openpyxl.load_workbook(path)`` of each file, doing nothing with it;
+- collect: the whole audit of each file (defined names, inputs, every formula against the
+  template, stored values against the recomputation, the model run) and the portfolio written.
+
+Prints files per second (wall clock and CPU time of this process: the CPU figure is steadier on
+a shared machine) and the ratio, then the peak memory traced while collecting a sample and while
+loading one file with openpyxl.
+
+    python benchmarks/collect.py                 # 1,000 workbooks
+    python benchmarks/collect.py --files 200 --baseline-files 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import openpyxl  # noqa: E402
+from tokenfactory_xl.batch import run_batch  # noqa: E402
+
+from tokenfactory_xl.collect import collect, write_outputs  # noqa: E402
+
+MB = 1e6
+
+
+def sites_csv(count: int) -> str:
+    """``count`` sites whose inputs differ (fleet, throughput, targets, horizon)."""
+    lines = ["site_name,gpus,measured_tps,tef_target.Optimised,availability,horizon_months,"
+             "ownership"]
+    for i in range(count):
+        gpus = 256 + 64 * (i % 50)
+        tef_now = 0.2 + 0.01 * (i % 20)
+        lines.append(f"Site {i:04d},{gpus},{gpus * 10_000 * tef_now:.0f},"
+                     f"{0.55 + 0.01 * (i % 30):.2f},{0.99 + 0.0001 * (i % 90):.4f},"
+                     f"{24 + 12 * (i % 6)},{'rent' if i % 4 == 0 else 'own'}")
+    return "\n".join(lines) + "\n"
+
+
+def timed(fn) -> tuple[float, float, object]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1000, help="workbooks to collect")
+    parser.add_argument("--baseline-files", type=int, default=0,
+                        help="files loaded with openpyxl (default: all of them)")
+    parser.add_argument("--jobs", type=int, default=2, help="processes for the batch")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "sites.csv").write_text(sites_csv(args.files), encoding="utf-8")
+        wall, _, report = timed(lambda: run_batch(folder / "sites.csv", folder / "out",
+                                                  jobs=args.jobs))
+        files = sorted(report.written)
+        size = sum(p.stat().st_size for p in files) / len(files)
+        print(f"generated {len(files):,} workbooks with the batch in {wall:.1f} s "
+              f"({size / 1000:.0f} kB each)")
+
+        sample = files[: args.baseline_files or len(files)]
+        base_wall, base_cpu, _ = timed(lambda: [openpyxl.load_workbook(p) for p in sample])
+
+        def run_collect():
+            audits = collect(files)
+            write_outputs(audits, folder / "portfolio.xlsx", folder / "report.md")
+            return audits
+
+        wall, cpu, audits = timed(run_collect)
+        findings = sum(len(a.findings) for a in audits)
+        included = sum(a.included for a in audits)
+        print(f"collect: {len(files):,} files, {included:,} in the portfolio, {findings} findings")
+
+        rows = [("openpyxl.load_workbook", len(sample), base_wall, base_cpu),
+                ("collect (audit + portfolio)", len(files), wall, cpu)]
+        print(f"{'':30s} {'files':>6s} {'files/s wall':>13s} {'files/s CPU':>12s}")
+        for label, n, w, c in rows:
+            print(f"{label:30s} {n:6,d} {n / w:13.1f} {n / c:12.1f}")
+        ratio_wall = (len(files) / wall) / (len(sample) / base_wall)
+        ratio_cpu = (len(files) / cpu) / (len(sample) / base_cpu)
+        print(f"collect vs plain load: {ratio_wall:.1f}x (wall), {ratio_cpu:.1f}x (CPU)")
+
+        traced = files[:100]
+        tracemalloc.start()
+        collect(traced)
+        _, peak_collect = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        tracemalloc.start()
+        openpyxl.load_workbook(files[0])
+        _, peak_load = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"peak traced memory: collect of {len(traced)} files {peak_collect / MB:.1f} MB; "
+              f"openpyxl.load_workbook of one file {peak_load / MB:.1f} MB")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1000
+        print(f"peak resident memory of this process: {rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
