@@ -227,3 +227,20 @@ def test_usage_mistakes_exit_2_with_a_message(tmp_path):
     size = collect("empty", "-o", "p.xlsx", "--max-uncompressed", "lots", cwd=tmp_path)
     assert size.returncode == 2 and "'lots' is not a size" in size.stderr
     assert not (tmp_path / "p.xlsx").exists()
+
+
+def test_workbooks_recalculated_by_libreoffice_audit_clean(generated, tmp_path, soffice):
+    # A real spreadsheet engine recalculates and saves the files as a site's Excel would:
+    # formulas rewritten in its own spelling, every value stored by it. The audit must find
+    # nothing, and LibreOffice's stored values must agree with the Python recomputation.
+    from tokenfactory_xl.collect import collect as collect_files
+    from tokenfactory_xl.libreoffice import recalculate
+
+    edited = copy(generated["Gamma"], tmp_path / "edited")
+    edit_with_openpyxl(edited, lambda wb: (set_input(wb, "gpus", 700),
+                                           set_input(wb, "tef_target", 0.5, 1)))
+    files = recalculate([generated["Alpha"].resolve(), edited.resolve()], tmp_path / "lo")
+    audits = collect_files(files)
+    assert [a.findings for a in audits] == [[], []]
+    changed = {**site_rows()["Gamma"], "gpus": 700, "tef_target.Optimised": 0.5}
+    assert audits[1].result.summary == run(make_inputs(changed)).summary

@@ -243,6 +243,9 @@ def test_formulas_compare_as_excel_means_them():
     assert normalise_formula('IF(A1="a b","",1)') != normalise_formula('IF(A1="ab","",1)')
     assert normalise_formula('IF(A1="x","",1)') != normalise_formula('IF(A1="X","",1)')
     assert normalise_formula("A1*2") != normalise_formula("A1*3")
+    # LibreOffice saves TRUE as TRUE().
+    assert normalise_formula("NORM.S.DIST(x,TRUE())") == normalise_formula("NORM.S.DIST(x,TRUE)")
+    assert normalise_formula('IF(A1="TRUE()",1,0)') != normalise_formula('IF(A1="TRUE",1,0)')
 
 
 def test_a_large_sheet_is_read_cell_by_cell(tmp_path):

@@ -167,14 +167,16 @@ def current_template() -> Template:
 # -- comparing formulas -------------------------------------------------------------------------
 _STRING_OR_SPACE = re.compile(r'("(?:[^"]|"")*")|\s+')
 _NEEDLESS_QUOTES = re.compile(r"'([A-Za-z_][A-Za-z0-9_.]*)'!")
+# LibreOffice writes the constants TRUE and FALSE as the functions TRUE() and FALSE().
+_LOGICAL_CALL = re.compile(r"(?<![A-Z0-9_.])(TRUE|FALSE)\(\)")
 
 
 def normalise_formula(text: str) -> str:
     """A formula as Excel means it: no ``=``, no spaces, upper case outside string literals.
 
     Excel and LibreOffice rewrite a formula they save in small ways (case of function names,
-    needless quotes around a sheet name, the ``_xlfn.`` prefix of newer functions); none of
-    those is an edit.
+    needless quotes around a sheet name, the ``_xlfn.`` prefix of newer functions, ``TRUE()``
+    for ``TRUE``); none of those is an edit.
     """
     text = text.strip()
     if text.startswith("="):
@@ -182,13 +184,19 @@ def normalise_formula(text: str) -> str:
     parts = []
     last = 0
     for match in _STRING_OR_SPACE.finditer(text):
-        parts.append(text[last:match.start()].upper())
+        parts.append(_formula_words(text[last:match.start()]))
         if match.group(1):
             parts.append(match.group(1))
         last = match.end()
-    parts.append(text[last:].upper())
-    out = "".join(parts).replace("_XLFN.", "").replace("_XLWS.", "")
+    parts.append(_formula_words(text[last:]))
+    out = "".join(parts)
     return _NEEDLESS_QUOTES.sub(r"\1!", out)
+
+
+def _formula_words(text: str) -> str:
+    """A stretch of formula outside string literals, as compared."""
+    text = text.upper().replace("_XLFN.", "").replace("_XLWS.", "")
+    return _LOGICAL_CALL.sub(r"\1", text) if "()" in text else text
 
 
 def _show_formula(text: str) -> str:
@@ -408,6 +416,13 @@ def _check_formulas(content: XlsxContent, template: Template, audit: WorkbookAud
 
 
 _ABSENT = object()
+
+
+def _no_result(value: object) -> bool:
+    """Whether a value says "no result": an error value, or the workbook's ``none``."""
+    return isinstance(value, str) and (value.startswith("#") or value == "none")
+
+
 _EXCEL_DAY0 = dt.datetime(1899, 12, 30)  # day 0 of Excel's 1900 date system, after 1900-02-28
 
 
@@ -423,14 +438,14 @@ def _same_value(expected: object, stored: object, date1904: bool = False) -> boo
         return bool(expected) == stored if isinstance(stored, bool) else False
     if isinstance(expected, (int, float)):
         if isinstance(expected, float) and not math.isfinite(expected):
-            return isinstance(stored, str) and stored.startswith("#")
+            return _no_result(stored)
         if not isinstance(stored, float):
             return False
         return math.isclose(float(expected), stored, rel_tol=VALUE_REL_TOL,
                             abs_tol=VALUE_ABS_TOL)
-    if isinstance(expected, str) and expected.startswith("#"):
-        # No result either way: Excel says #NUM! where LibreOffice says #N/A.
-        return isinstance(stored, str) and stored.startswith("#")
+    if _no_result(expected):
+        # No result either way: the model's "none", Excel's #NUM!, LibreOffice's #N/A.
+        return _no_result(stored)
     return str(expected) == str(stored)
 
 
