@@ -288,6 +288,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
     portfolio = Path(args.output)
     report = Path(args.report) if args.report else default_report_path(portfolio)
     summary_csv = Path(args.summary_csv) if args.summary_csv else None
+    if portfolio.suffix.lower() != ".xlsx":
+        raise UserError(f"-o {portfolio}: the portfolio is a workbook; give a name ending in "
+                        ".xlsx")
     outputs = [p for p in (portfolio, summary_csv, report) if p is not None]
     if len({_same_file_key(p) for p in outputs}) < len(outputs):
         raise UserError("the portfolio, the summary CSV and the report need different file names")
