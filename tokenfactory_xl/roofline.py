@@ -174,6 +174,20 @@ def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
     return _out(_div(_f(peak_flops) * _f(mfu), 2 * _f(active_params)))
 
 
+def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
+                output_share: ArrayLike) -> Numeric:
+    """Tokens per second of a mix of prompt and output tokens [tokens/s].
+
+    A GPU that reads prompts at P tokens/s and writes output at D tokens/s spends
+    (1 − o) ÷ P + o ÷ D seconds per token of a mix whose output share is o, so it makes
+    1 ÷ ((1 − o) ÷ P + o ÷ D) tokens/s of that mix: the ceiling to set against a measured
+    throughput that counts input and output tokens alike.
+    """
+    o = _f(output_share)
+    seconds = _div(1 - o, prefill_tps) + _div(o, decode_tps)
+    return _out(_div(1.0, seconds))
+
+
 def max_batch(
     memory_bytes: ArrayLike, gpus_per_replica: ArrayLike, weight_bytes: ArrayLike,
     kv_bytes_per_sequence: ArrayLike,
