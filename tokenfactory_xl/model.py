@@ -334,7 +334,7 @@ def irr(cash_flows: ArrayLike) -> float | None:
     signs = np.sign(flows[flows != 0])
     if signs.size == 0 or np.all(signs == signs[0]):
         return None
-    grid = np.concatenate([-1 + np.geomspace(1e-9, 1, 200)[:-1], np.geomspace(1e-9, 1e3, 400)])
+    grid = np.concatenate([-1 + np.geomspace(1e-9, 1, 200)[:-1], np.geomspace(1e-9, 1e9, 600)])
     grid = np.unique(np.concatenate([grid, -grid[grid < 1], [0.0]]))
     grid = grid[grid > -1]
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
