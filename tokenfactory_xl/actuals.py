@@ -681,10 +681,14 @@ def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
     name_col = header.index("site_name")
     body = rows[1:]
     index = _site_index([r[name_col] if name_col < len(r) else "" for r in body], site, path)
-    for name in values:
-        if name not in header:
-            header.append(name)
-            rows[0].append(name)
+    added = [name for name in values if name not in header]
+    for name in added:
+        header.append(name)
+        rows[0].append(name)
+    if added:  # keep the file rectangular: every row gets the new (empty) cells
+        for other in body:
+            if any(cell != "" for cell in other):
+                other.extend([""] * (len(header) - len(other)))
     row = body[index]
     row.extend([""] * (len(header) - len(row)))
     old = {name: row[header.index(name)] for name in values}
