@@ -66,6 +66,7 @@ from pathlib import Path
 from . import model, roofline, specs
 from .catalogue import BY_NAME
 from .errors import InputError, Problem
+from .theoretical import fraction_arg
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
@@ -927,9 +928,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", type=_positive_int, default=1, metavar="N",
                    help="GPUs serving the measured instance (the tensor-parallel GPUs of its "
                         "replica); measured TPS per GPU divides by it (default 1)")
-    p.add_argument("--mbu", type=_positive_float, default=roofline.DEFAULT_MBU,
+    p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
                    help="memory-bandwidth utilisation for the roofline (default 1.0)")
-    p.add_argument("--mfu", type=_positive_float, default=roofline.DEFAULT_MFU,
+    p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
                    help="model-FLOPs utilisation for the roofline (default 1.0)")
     p.add_argument("--slo-ms", type=_positive_float, metavar="MS",
                    help=f"TTFT objective for the SLO attainment (default "

@@ -36,6 +36,10 @@ GPU's; the replica's tokens per second are divided by ``gpus_per_replica`` to gi
 second **per GPU**, the figure the site inputs (``theoretical_tps_per_gpu``) take. Inter-GPU
 communication is not charged: a bound, not a forecast.
 
+**Mixture of experts.** Following the spec, a decode step reads the *active* parameters.
+The tokens of a batch are routed to different experts, so a large batch of a MoE model reads
+more than that: for MoE models the bound is the more optimistic the larger the batch.
+
 **Memory.** Weights resident in memory are the *total* parameters (every expert of a MoE
 model); a decode step reads the *active* ones. GB are 10⁹ bytes. No room is reserved for
 activations or the runtime, so :func:`max_batch` is an upper bound too.
