@@ -307,7 +307,8 @@ def load_models(catalogue_dir: str | os.PathLike | None = None) -> dict[str, Mod
 def _close(word: str, names: list[str], n: int = 3) -> list[str]:
     keyed = {normalise(x): x for x in names}
     hits = difflib.get_close_matches(normalise(word), list(keyed), n=n, cutoff=0.4)
-    contained = [x for k, x in keyed.items() if normalise(word) and normalise(word) in k]
+    short = len(normalise(word)) < 3  # "5" is in "MI325X" but means nothing by it
+    contained = [] if short else [x for k, x in keyed.items() if normalise(word) in k]
     return list(dict.fromkeys([keyed[h] for h in hits] + contained))[:n]
 
 
