@@ -613,6 +613,12 @@ def _site_index(names: list[str], site: str, path) -> int:
     return hits[0]
 
 
+def _column(header: object) -> str:
+    """A header cell as the sites file reader takes it: catalogue names match in any case."""
+    text = "" if header is None else str(header).strip()
+    return text.lower() if text.lower() in BY_NAME else text
+
+
 def _cell_text(value: float) -> str:
     return f"{value:.10g}"
 
@@ -621,13 +627,15 @@ def _changes(old: dict[str, object], new: dict[str, float]) -> list[tuple[str, o
     return [(k, old.get(k), v) for k, v in new.items()]
 
 
-def _refuse_overwrite(changes, force: bool, path) -> None:
+def _refuse_overwrite(changes, force: bool, path, decimal_comma: bool = False) -> None:
     clashes = []
     for name, before, after in changes:
         if before in (None, ""):
             continue
+        text = str(before).strip()
+        text = text.replace(",", ".") if decimal_comma else text.replace(",", "")
         try:
-            same = math.isclose(float(str(before).replace(",", "")), after, rel_tol=1e-9)
+            same = math.isclose(float(text), after, rel_tol=1e-9)
         except ValueError:
             same = False
         if not same:
@@ -675,10 +683,10 @@ def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
     except csv.Error:
         delimiter = ","
     rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
-    if not rows or "site_name" not in [c.strip() for c in rows[0]]:
+    header = [_column(c) for c in rows[0]] if rows else []
+    if "site_name" not in header:
         raise InputError([Problem("--sites", str(path), "has no site_name column in its "
                                   "header row", "the first row names the columns")])
-    header = [c.strip() for c in rows[0]]
     name_col = header.index("site_name")
     body = rows[1:]
     index = _site_index([r[name_col] if name_col < len(r) else "" for r in body], site, path)
@@ -694,9 +702,11 @@ def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
     row.extend([""] * (len(header) - len(row)))
     old = {name: row[header.index(name)] for name in values}
     changes = _changes(old, values)
-    _refuse_overwrite(changes, force, path)
+    _refuse_overwrite(changes, force, path, decimal_comma=delimiter == ";")
     for name, value in values.items():
-        row[header.index(name)] = _cell_text(value)
+        # a semicolon-separated file is Excel's CSV in a decimal-comma locale: 412,5 not 412.5
+        shown = _cell_text(value)
+        row[header.index(name)] = shown.replace(".", ",") if delimiter == ";" else shown
     out = io.StringIO(newline="")
     writer = csv.writer(out, delimiter=delimiter, lineterminator=newline)
     writer.writerows(rows)
@@ -719,17 +729,15 @@ def _write_xlsx(path: Path, site: str, values: dict[str, float], force: bool,
         raise InputError([Problem("--sites", str(path), f"unpacks to {size:,} bytes, more "
                                   "than a sites file can be", "check the file")])
     book = openpyxl.load_workbook(path, keep_vba=path.suffix.lower() == ".xlsm")
-    sheets = [book[sheet]] if sheet else book.worksheets
-    target = None
-    for ws in sheets:
-        header = [c.value for c in ws[1]] if ws.max_row >= 1 else []
-        if "site_name" in [str(h).strip() if h is not None else None for h in header]:
-            target = ws
-            break
-    if target is None:
-        raise InputError([Problem("--sites", str(path), "has no sheet whose first row holds "
-                                  "a site_name column", "the first row names the columns")])
-    header = [str(c.value).strip() if c.value is not None else "" for c in target[1]]
+    if sheet is not None and sheet not in book.sheetnames:
+        raise InputError([Problem("--sheet", sheet, f"is not a sheet of {path.name}",
+                                  "the sheets are " + ", ".join(book.sheetnames))])
+    target = book[sheet] if sheet else book.worksheets[0]  # the sheet the batch reads
+    header = [_column(c.value) for c in target[1]]
+    if "site_name" not in header:
+        raise InputError([Problem("--sites", str(path), f"has no site_name column in the first "
+                                  f"row of sheet {target.title!r}",
+                                  "the first row names the columns; --sheet picks the sheet")])
     name_col = header.index("site_name") + 1
     names = [str(target.cell(r, name_col).value or "") for r in range(2, target.max_row + 1)]
     row = _site_index(names, site, path) + 2
@@ -943,8 +951,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "measured_tps written to a sites file is the instance's × N")
     p.add_argument("--sites", metavar="FILE", help="sites file (.csv or .xlsx) to update")
     p.add_argument("--site", metavar="NAME", help="site_name of the row to update")
-    p.add_argument("--sheet", help="worksheet of an .xlsx sites file (default: the first "
-                                   "with a site_name column)")
+    p.add_argument("--sheet", help="worksheet of an .xlsx sites file (default: the first)")
     p.add_argument("--force", action="store_true",
                    help="replace measured values the site's row already holds")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")

@@ -322,3 +322,25 @@ def test_sites_need_a_site_name_column(tmp_path):
     with pytest.raises(InputError) as err:
         actuals.write_site_values(path, "A", {"measured_tps": 1.0})
     assert "no site_name column" in str(err.value)
+
+
+def test_a_semicolon_sites_file_gets_decimal_commas(tmp_path):
+    # Excel in a decimal-comma locale saves CSV with semicolons and 0,5 for 0.5
+    path = tmp_path / "sites.csv"
+    text = "Site_Name;GPUs;TTFT_P50_MS\r\nLyon;64;412,5\r\nNice;32;300,25\r\n"
+    path.write_text(text, encoding="utf-8")
+    actuals.write_site_values(path, "Lyon", {"ttft_p50_ms": 412.5, "ttft_p99_ms": 1650.25})
+    lines = path.read_bytes().decode("utf-8").split("\r\n")
+    assert lines[0] == "Site_Name;GPUs;TTFT_P50_MS;ttft_p99_ms"  # the same value: no --force
+    assert lines[1] == "Lyon;64;412,5;1650,25" and lines[2] == "Nice;32;300,25;"
+
+
+def test_an_xlsx_sheet_that_is_not_there(tmp_path):
+    path = tmp_path / "sites.xlsx"
+    book = openpyxl.Workbook()
+    book.active.append(["site_name", "gpus"])
+    book.active.append(["Oslo", 8])
+    book.save(path)
+    with pytest.raises(InputError) as err:
+        actuals.write_site_values(path, "Oslo", {"measured_tps": 1.0}, sheet="Sites")
+    assert "--sheet=Sites: is not a sheet of sites.xlsx; the sheets are Sheet" in str(err.value)
