@@ -8,8 +8,9 @@ replica would produce if nothing but memory bandwidth and tensor throughput limi
 
 The functions come in two layers:
 
-- spec formulas on plain numbers (:func:`bytes_per_step`, :func:`flops_per_step`,
-  :func:`step_time`, :func:`decode_tps_per_gpu`, :func:`prefill_tps_per_gpu`,
+- spec formulas on plain numbers (:func:`kv_bytes_per_token`, :func:`kv_bytes_per_sequence`,
+  :func:`bytes_per_step`, :func:`flops_per_step`, :func:`step_time`,
+  :func:`decode_tps_per_gpu`, :func:`prefill_tps_per_gpu`, :func:`blended_tps`,
   :func:`max_batch`), each taking scalars or numpy arrays and broadcasting like
   :mod:`tokenfactory_xl.model`;
 - catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
@@ -34,7 +35,10 @@ correspondingly higher.
 parallel). Its aggregate memory bandwidth, FLOPS and memory are ``gpus_per_replica`` × one
 GPU's; the replica's tokens per second are divided by ``gpus_per_replica`` to give tokens per
 second **per GPU**, the figure the site inputs (``theoretical_tps_per_gpu``) take. Inter-GPU
-communication is not charged: a bound, not a forecast.
+communication is not charged: a bound, not a forecast. The KV cache is taken as split across
+the replica's GPUs; an engine that copies it to every GPU instead (an MLA latent under tensor
+parallelism, or more GPUs than KV heads) fits fewer sequences and reads more per step, which
+data-parallel attention avoids.
 
 **Mixture of experts.** Following the spec, a decode step reads the *active* parameters.
 The tokens of a batch are routed to different experts, so a large batch of a MoE model reads
