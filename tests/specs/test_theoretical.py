@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,19 @@ def test_missing_options_and_unknown_names_exit_2():
                "1", "--context", "1")
     assert proc.returncode == 2 and "did you mean H200" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_users_catalogue_folder_reaches_the_command(tmp_path):
+    (tmp_path / "gpus.csv").write_text(
+        "name,vendor,hbm_gb,bandwidth_tbps,bf16_tflops,fp8_tflops,power_w\n"
+        "Lab-1,Acme,100,2,500,1000,600\n", encoding="utf-8")
+    env = {**os.environ, "TOKENFACTORY_XL_CATALOGUE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "theoretical", "--gpu",
+                           "lab-1", "--model", "Llama-3.1-8B", "--precision", "fp8", "--batch",
+                           "1", "--context", "1000", "--json"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["gpu"] == "Lab-1"
+    assert got["decode_tps_per_gpu"] == pytest.approx(
+        2e12 / (8_030_261_248 + 1000 * 2 * 32 * 8 * 128))
