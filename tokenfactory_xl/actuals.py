@@ -38,8 +38,8 @@ Formats, and the source file each reader follows:
   ``histogram_quantile`` does. The time of a scrape is taken from the samples' own timestamps
   (the optional third field of the exposition format, ms since the epoch), else from a comment
   line ``# scraped_at <unix seconds or ISO 8601 time>`` (e.g.
-  ``{ echo "# scraped_at $(date +%s)"; curl -s $SERVER/metrics; } > before.prom``), else from
-  ``--interval SECONDS`` (then the first file given is the earlier).
+  ``{ echo "# scraped_at $(date +%s)"; curl -s $SERVER/metrics; } > before.prom``);
+  ``--interval SECONDS`` overrides both (then the first file given is the earlier).
 
 Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A benchmark
 measures one serving instance; a site's ``measured_tps`` is the whole cluster's, so
@@ -475,8 +475,14 @@ def from_scrapes(first: Scrape, second: Scrape, interval_s: float | None = None)
         if set(before.buckets) != set(after.buckets):
             raise FileProblem(after.path, f"{TTFT_HISTOGRAM} has other buckets than in "
                                           f"{before.path}; scrape the same server twice")
+        if math.inf not in after.buckets:
+            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} has no le=\"+Inf\" bucket; "
+                                          "expected a complete Prometheus histogram")
         increase = {le: after.buckets[le] - before.buckets[le] for le in after.buckets}
-        if increase.get(math.inf, 0) > 0:
+        if any(v < 0 for v in increase.values()):
+            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} buckets fell: the server "
+                                          "restarted between the scrapes; scrape again")
+        if increase[math.inf] > 0:
             p50 = histogram_quantile(0.50, increase) * 1000
             p99 = histogram_quantile(0.99, increase) * 1000
         else:

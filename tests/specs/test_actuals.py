@@ -344,3 +344,13 @@ def test_an_xlsx_sheet_that_is_not_there(tmp_path):
     with pytest.raises(InputError) as err:
         actuals.write_site_values(path, "Oslo", {"measured_tps": 1.0}, sheet="Sites")
     assert "--sheet=Sites: is not a sheet of sites.xlsx; the sheets are Sheet" in str(err.value)
+
+
+def test_a_histogram_without_its_inf_bucket_is_named():
+    text = Path(fixture("vllm_metrics_after.prom")).read_text()
+    broken = "\n".join(line for line in text.splitlines() if 'le="+Inf"' not in line)
+    before = actuals.read_scrape(fixture("vllm_metrics_before.prom"))
+    before.buckets.pop(math.inf)
+    with pytest.raises(actuals.FileProblem) as err:
+        actuals.from_scrapes(before, actuals.read_scrape("after.prom", broken), interval_s=60)
+    assert "after.prom" in str(err.value) and "+Inf" in str(err.value)
