@@ -734,7 +734,12 @@ def _write_xlsx(path: Path, site: str, values: dict[str, float], force: bool,
     if size > _MAX_XLSX_BYTES:
         raise InputError([Problem("--sites", str(path), f"unpacks to {size:,} bytes, more "
                                   "than a sites file can be", "check the file")])
-    book = openpyxl.load_workbook(path, keep_vba=path.suffix.lower() == ".xlsm")
+    try:
+        book = openpyxl.load_workbook(path, keep_vba=path.suffix.lower() == ".xlsm")
+    except Exception as exc:  # openpyxl raises many types for a damaged package
+        raise InputError([Problem("--sites", str(path), f"is not a readable .xlsx workbook "
+                                  f"({type(exc).__name__})", "open it in Excel and save it "
+                                  "again")]) from None
     if sheet is not None and sheet not in book.sheetnames:
         raise InputError([Problem("--sheet", sheet, f"is not a sheet of {path.name}",
                                   "the sheets are " + ", ".join(book.sheetnames))])

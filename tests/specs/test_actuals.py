@@ -354,3 +354,17 @@ def test_a_histogram_without_its_inf_bucket_is_named():
     with pytest.raises(actuals.FileProblem) as err:
         actuals.from_scrapes(before, actuals.read_scrape("after.prom", broken), interval_s=60)
     assert "after.prom" in str(err.value) and "+Inf" in str(err.value)
+
+
+def test_a_damaged_xlsx_sites_file_is_named(tmp_path):
+    import zipfile
+
+    path = tmp_path / "sites.xlsx"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("hello.txt", "not a workbook")
+    proc = run(fixture("vllm_bench_serve.json"), "--sites", str(path), "--site", "Oslo")
+    assert proc.returncode == 2 and "is not a readable .xlsx workbook" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    path.write_text("plain text", encoding="utf-8")
+    proc = run(fixture("vllm_bench_serve.json"), "--sites", str(path), "--site", "Oslo")
+    assert proc.returncode == 2 and "not a zip" in proc.stderr
