@@ -46,6 +46,11 @@ TABLE = {
     "ECONOMIC_LIFE_MONTHS": "revenue_per_gpu_hour, cash_cost_per_gpu_hour, decline_per_quarter",
     "SLO_ATTAINMENT": "ttft_p50, ttft_p99, ttft_slo",
     "PAYBACK_MONTHS": "cash_flows",
+    "THEORETICAL_TPS": "gpu, model, precision, batch, context_tokens, [gpus_per_replica=1], "
+                       "[mbu=1], [mfu=1]",
+    "MAX_BATCH": "gpu, model, precision, context_tokens, [gpus_per_replica=1]",
+    "GPU_SPEC": "gpu, field",
+    "MODEL_SPEC": "model, field",
 }
 #: What a Python default stands for where the table names another argument.
 SAME_AS = {None: "price_input"}

@@ -65,15 +65,16 @@ How each runtime shows them (read in xlwings 0.37's own source, ``xlwings/udfs.p
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import xlwings as xw
 
-from . import model
+from . import model, roofline, specs
 from .catalogue import BY_NAME, BadValue, Input, fmt_number
-from .errors import Problem
+from .errors import InputError, Problem
 
 #: The function-wizard category of every function of this module.
 CATEGORY = "Token Factory"
@@ -120,6 +121,8 @@ def _range_words(rule: Input) -> str:
     def show(x: float) -> str:
         return f"{fmt_number(x * 100)}%" if rule.kind == "fraction" else fmt_number(x)
 
+    if rule.kind in ("text", "choice"):  # a name, or one of a list: say which
+        return rule.allowed
     whole = "whole number, " if rule.kind == "integer" else ""
     if rule.low is not None and rule.high is not None:
         return f"{whole}{show(rule.low)} to {show(rule.high)}"
@@ -722,10 +725,212 @@ def _series(raw: object) -> np.ndarray:
     return flows[: filled[-1] + 1]
 
 
+# -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
+# The catalogue functions take names (a GPU, a model, a field) and a precision as well as
+# numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
+# once in the catalogues of tokenfactory_xl.specs and runs the roofline of
+# tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
+# the close matches.
+
+def _text(name: str) -> Input:
+    return Input(name, name, "text", "Excel functions", "text", None, "")
+
+
+def _choice(name: str, choices: tuple[str, ...]) -> Input:
+    return Input(name, name, "choice", "Excel functions", "choice", None, "", choices=choices)
+
+
+PARAMS.update({p.name: p for p in (
+    Param("gpu", _text("gpu"), "GPU name from the GPU catalogue, e.g. H200, B200 or MI300X; "
+                               "case ignored"),
+    Param("model", _text("model"), "Model name from the model catalogue, e.g. Llama-3.1-70B "
+                                   "or DeepSeek-V3; case ignored"),
+    Param("precision", _choice("precision", tuple(roofline.PRECISIONS)),
+          "Weight precision: it sets the bytes per weight and per KV-cache element and the "
+          "peak FLOPS used"),
+    Param("field", _text("field"), "The figure to look up, e.g. hbm_gb, bandwidth_tbps, "
+                                   "fp8_tflops (GPU_SPEC) or total_params, active_params, "
+                                   "layers (MODEL_SPEC); a wrong name lists the fields"),
+    Param("batch", _rule("batch", "integer", low=1), "Sequences decoded together, a count"),
+    Param("context_tokens", _rule("context_tokens", "integer", low=1),
+          "Context length of each sequence, tokens"),
+    Param("gpus_per_replica", _rule("gpus_per_replica", "integer", low=1),
+          "Tensor-parallel GPUs holding one model replica, a count; default 1", 1.0),
+    Param("mbu", _rule("mbu", "fraction", "fraction", 0, 1, low_open=True),
+          f"Memory-bandwidth utilisation, {_FRACTION}; default 100%, the pure bound",
+          roofline.DEFAULT_MBU),
+    Param("mfu", _rule("mfu", "fraction", "fraction", 0, 1, low_open=True),
+          f"Model-FLOPs utilisation, {_FRACTION}; default 100%, the pure bound",
+          roofline.DEFAULT_MFU),
+)})
+
+
+def _field_of(fields: tuple[str, ...]) -> Callable[[str], str]:
+    def resolve(text: str) -> str:
+        key = text.strip().lower()
+        if key not in fields:
+            close = difflib.get_close_matches(key, list(fields), n=3, cutoff=0.4)
+            fix = f"did you mean {' or '.join(close)}?" if close else f"one of {', '.join(fields)}"
+            raise InputError([Problem("field", text, "is not a field", fix)])
+        return key
+    return resolve
+
+
+def _resolve(names: tuple[str, ...], resolvers: tuple[Callable[[str], object], ...],
+             texts: list[np.ndarray], shape: tuple[int, ...], known: np.ndarray
+             ) -> list[tuple[list[object], np.ndarray]]:
+    """The distinct combinations of names among the ``known`` cells, resolved, each with the
+    mask of the cells that share it; an unknown name raises ArgumentError saying where."""
+    cells = np.flatnonzero(known)
+    if cells.size == 0:
+        return []
+    # numpy groups the cells by their names at array speed: a column of 100,000 GPU names is
+    # resolved once per distinct name
+    distinct, codes, found = [], [], []
+    for name, resolve, text in zip(names, resolvers, texts, strict=True):
+        values, inverse = np.unique(np.broadcast_to(text, shape).reshape(-1)[cells].astype(str),
+                                    return_inverse=True)
+        entries = []
+        for value in values:
+            try:
+                entries.append(resolve(str(value)))
+            except InputError as error:
+                at = tuple(int(i) for i in np.argwhere(text.astype(str) == value)[0])
+                where = _where(at, text.shape, name)
+                problem = dataclasses.replace(error.problems[0], name=name, where=where)
+                raise ArgumentError(str(problem)) from None
+        distinct.append(values)
+        codes.append(inverse.reshape(-1))
+        found.append(entries)
+    sizes = [len(d) for d in distinct]
+    combined = np.ravel_multi_index(codes, sizes)
+    resolved = []
+    for combo in np.unique(combined):
+        mask = np.zeros(shape, dtype=bool)
+        mask.reshape(-1)[cells[combined == combo]] = True
+        picks = np.unravel_index(combo, sizes)
+        resolved.append(([entries[i] for entries, i in zip(found, picks, strict=True)], mask))
+    return resolved
+
+
+def _by_name(compute: Callable[..., object], names: tuple[str, ...],
+             resolvers: tuple[Callable[[str], object], ...]) -> Callable[..., np.ndarray]:
+    """A formula for :func:`_call`: ``compute`` once per distinct combination of names, over
+    the numbers of the cells that share it."""
+    def formula(*arrays: np.ndarray) -> np.ndarray:
+        texts, numbers = list(arrays[: len(names)]), arrays[len(names):]
+        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
+        known = np.ones(shape, dtype=bool)
+        for t in texts:
+            known &= np.broadcast_to(np.vectorize(lambda x: x is not None, otypes=[bool])(t)
+                                     if t.size else t, shape)
+        numbers = [np.broadcast_to(n, shape) for n in numbers]
+        for n in numbers:
+            known &= np.isfinite(n)
+        out = np.full(shape, np.nan)
+        for found, mask in _resolve(names, resolvers, texts, shape, known):
+            try:
+                out[mask] = compute(*found, *(n[mask] for n in numbers))
+            except InputError as error:  # pragma: no cover - the rules above catch these
+                raise ArgumentError(str(error)) from None
+        return out
+    return formula
+
+
+_ROOFLINE_NAMES = ("gpu", "model", "precision")
+_ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
+@xw.arg("model", ndim=2, doc=_doc("model"))
+@xw.arg("precision", ndim=2, doc=_doc("precision"))
+@xw.arg("batch", ndim=2, doc=_doc("batch"))
+@xw.arg("context_tokens", ndim=2, doc=_doc("context_tokens"))
+@xw.arg("gpus_per_replica", ndim=2, doc=_doc("gpus_per_replica"))
+@xw.arg("mbu", ndim=2, doc=_doc("mbu"))
+@xw.arg("mfu", ndim=2, doc=_doc("mfu"))
+@_excel_help
+def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_replica=1, mbu=1,
+                    mfu=1):
+    """Theoretical decode tokens per second per GPU (roofline): batch / max(bytes / bandwidth,
+    FLOPs / peak) / GPUs per replica, from the GPU and model catalogues. #NUM! where the batch
+    does not fit in memory."""
+    formula = _by_name(roofline.theoretical_tps, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    return _call(formula, ("gpu", "model", "precision", "batch", "context_tokens",
+                           "gpus_per_replica", "mbu", "mfu"),
+                 (gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu),
+                 undefined=NUM)
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
+@xw.arg("model", ndim=2, doc=_doc("model"))
+@xw.arg("precision", ndim=2, doc=_doc("precision"))
+@xw.arg("context_tokens", ndim=2, doc=_doc("context_tokens"))
+@xw.arg("gpus_per_replica", ndim=2, doc=_doc("gpus_per_replica"))
+@_excel_help
+def MAX_BATCH(gpu, model, precision, context_tokens, gpus_per_replica=1):
+    """Largest batch of sequences whose KV cache fits beside the weights: (memory x GPUs per
+    replica - weights) / KV bytes per sequence, rounded down; 0 where the weights alone do not
+    fit."""
+    formula = _by_name(roofline.max_batch_for, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    return _call(formula, ("gpu", "model", "precision", "context_tokens", "gpus_per_replica"),
+                 (gpu, model, precision, context_tokens, gpus_per_replica), undefined=NUM)
+
+
+def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
+                 resolvers: tuple[Callable[[str], object], Callable[[str], object]]) -> object:
+    """GPU_SPEC / MODEL_SPEC: a figure or a text per cell; #N/A for a figure the entry lacks."""
+    try:
+        read = [_read(PARAMS[n], r) for n, r in zip(names, raws, strict=True)]
+        try:
+            shape = np.broadcast_shapes(*(v.values.shape for v in read))
+        except ValueError:
+            raise ArgumentError(f"the ranges do not fit together ({names[0]} and {names[1]}); "
+                                "give ranges of the same size, or single cells") from None
+        texts = [v.values for v in read]
+        empty = np.logical_or.reduce([np.broadcast_to(v.empty, shape) for v in read])
+        cells = np.empty(shape, dtype=object)
+        for (entry, field_name), mask in _resolve(names, resolvers, texts, shape, ~empty):
+            value = getattr(entry, field_name)  # type: ignore[arg-type]
+            cells[mask] = NA if value is None else (
+                float(value) if isinstance(value, (int, float)) else value)
+    except ArgumentError as error:
+        return _reply_to(error)
+    if all(v.single for v in read):
+        return cells.ravel()[0]
+    return cells.tolist()
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
+@xw.arg("field", ndim=2, doc=_doc("field"))
+@_excel_help
+def GPU_SPEC(gpu, field):
+    """One figure of a catalogue GPU, dense and per GPU: GPU_SPEC("H200", "bandwidth_tbps") is
+    4.8 (TB/s); fields hbm_gb, bf16_tflops, fp8_tflops, fp4_tflops, power_w, vendor … #N/A where
+    the GPU lacks it."""
+    return _spec_lookup(("gpu", "field"), (gpu, field), (specs.gpu, _field_of(specs.GPU_FIELDS)))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("model", ndim=2, doc=_doc("model"))
+@xw.arg("field", ndim=2, doc=_doc("field"))
+@_excel_help
+def MODEL_SPEC(model, field):
+    """One figure of a catalogue model: MODEL_SPEC("DeepSeek-V3", "active_params") is 37 billion;
+    fields total_params, layers, kv_heads, head_dim, kv_latent_dim, source … #N/A where the model
+    has none."""
+    return _spec_lookup(("model", "field"), (model, field),
+                        (specs.model, _field_of(specs.MODEL_FIELDS)))
+
+
 #: The Excel functions of this module, in the order of issue 3's table.
 __all__ = [
     "TEF", "TFI", "EQUIV_GPU", "AVOIDED_CAPEX", "LOAD_FACTOR", "TPM", "TOKENS_PER_DAY",
     "BREAKEVEN_UTIL", "MARGIN_AT_UTIL", "COST_PER_MTOK", "REVENUE_PER_GPU_HOUR",
     "DAILY_TOKEN_VALUE", "IMPLIED_PRICE_PER_MTOK", "GPU_HOUR_COST", "BLENDED_PRICE",
     "PRICE_AFTER", "ECONOMIC_LIFE_MONTHS", "SLO_ATTAINMENT", "PAYBACK_MONTHS",
+    "THEORETICAL_TPS", "MAX_BATCH", "GPU_SPEC", "MODEL_SPEC",
 ]

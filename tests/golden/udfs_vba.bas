@@ -105,6 +105,19 @@ failed:
     GPU_HOUR_COST = Err.Description
 End Function
 
+Function GPU_SPEC(gpu, field)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        GPU_SPEC = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_SPEC", Array(gpu, field), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        GPU_SPEC = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_SPEC", Array(gpu, field))
+        Exit Function
+    #End If
+failed:
+    GPU_SPEC = Err.Description
+End Function
+
 Function IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
@@ -142,6 +155,32 @@ Function MARGIN_AT_UTIL(util, gpu_hour_cost, tps_per_gpu, price_per_mtok)
     #End If
 failed:
     MARGIN_AT_UTIL = Err.Description
+End Function
+
+Function MAX_BATCH(gpu, model, precision, context_tokens, Optional gpus_per_replica)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        MAX_BATCH = XLPy.CallUDF("tokenfactory_xl.udfs", "MAX_BATCH", Array(gpu, model, precision, context_tokens, gpus_per_replica), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        MAX_BATCH = XLPy.CallUDF("tokenfactory_xl.udfs", "MAX_BATCH", Array(gpu, model, precision, context_tokens, gpus_per_replica))
+        Exit Function
+    #End If
+failed:
+    MAX_BATCH = Err.Description
+End Function
+
+Function MODEL_SPEC(model, field)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        MODEL_SPEC = XLPy.CallUDF("tokenfactory_xl.udfs", "MODEL_SPEC", Array(model, field), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        MODEL_SPEC = XLPy.CallUDF("tokenfactory_xl.udfs", "MODEL_SPEC", Array(model, field))
+        Exit Function
+    #End If
+failed:
+    MODEL_SPEC = Err.Description
 End Function
 
 Function PAYBACK_MONTHS(cash_flows)
@@ -220,6 +259,19 @@ Function TFI(tef, sla, sell_through)
     #End If
 failed:
     TFI = Err.Description
+End Function
+
+Function THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, Optional gpus_per_replica, Optional mbu, Optional mfu)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        THEORETICAL_TPS = XLPy.CallUDF("tokenfactory_xl.udfs", "THEORETICAL_TPS", Array(gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        THEORETICAL_TPS = XLPy.CallUDF("tokenfactory_xl.udfs", "THEORETICAL_TPS", Array(gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu))
+        Exit Function
+    #End If
+failed:
+    THEORETICAL_TPS = Err.Description
 End Function
 
 Function TOKENS_PER_DAY(tps)
