@@ -86,6 +86,7 @@ class WorkbookAudit:
     result: Result | None = None
     refused: bool = False
     skipped: bool = False
+    site_name: str = ""
 
     @property
     def included(self) -> bool:
@@ -145,6 +146,22 @@ class Template:
         if ref is not None and ref[0] in wb.sheetnames:
             version = str(wb[ref[0]][ref[1][0]].value)
         return cls(version, tuple(wb.sheetnames), names, formulas)
+
+    def name_at(self, sheet: str, coord: str) -> str:
+        """The defined name of a one-cell reference to ``sheet!coord`` (``out_npv``), or ``""``."""
+        if not hasattr(self, "_by_cell"):
+            by_cell = {}
+            for name, ref in self.names.items():
+                parsed = _parse_reference(ref)
+                if parsed is not None and len(parsed[1]) == 1:
+                    by_cell.setdefault((parsed[0], parsed[1][0]), name)
+            object.__setattr__(self, "_by_cell", by_cell)
+        return self._by_cell.get((sheet, coord), "")  # type: ignore[attr-defined]
+
+    def about(self, sheet: str, coord: str) -> str:
+        """`` (out_npv)`` when the cell has a defined name, to say what a finding concerns."""
+        name = self.name_at(sheet, coord)
+        return f" ({name})" if name else ""
 
 
 def _formula_of(value: object) -> str | None:
@@ -286,6 +303,8 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
                 value = _excel_date(value, content.date1904)
             read.append(value)
         values[spec.name] = tuple(read) if spec.per_scenario else read[0]
+        if spec.name == "site_name" and read[0] is not None:
+            audit.site_name = str(read[0])  # shown even when the inputs are not valid
     if missing:
         return {}, where, input_cells
     return values, where, input_cells
@@ -390,18 +409,20 @@ def _check_formulas(content: XlsxContent, template: Template, audit: WorkbookAud
             found = sheet.formulas.get(coord)
             if found == expected:
                 continue
+            about = template.about(title, coord)
             if found is None and coord not in sheet.values:
                 audit.add("error", "formula_deleted", where,
-                          "formula deleted: the cell is empty", _show_formula(expected), "(empty)")
+                          f"formula deleted: the cell is empty{about}", _show_formula(expected),
+                          "(empty)")
             elif found is None:
                 value = sheet.values[coord]
                 kind = "number" if isinstance(value, float) else "text" \
                     if isinstance(value, str) else "value"
                 audit.add("error", "formula_replaced", where,
-                          f"formula replaced by a typed {kind}", _show_formula(expected),
+                          f"formula replaced by a typed {kind}{about}", _show_formula(expected),
                           show_value(value))
             elif normalise_formula(found) != normalise_formula(expected):
-                audit.add("error", "formula_edited", where, "formula edited",
+                audit.add("error", "formula_edited", where, f"formula edited{about}",
                           _show_formula(expected), _show_formula(found))
             else:
                 continue
@@ -454,26 +475,29 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
                   changed: set[tuple[str, str]]) -> None:
     titles = {s.title for s in content.sheets}
     compared = absent = 0
-    stale: list[tuple[str, object, object]] = []
+    stale: list[tuple[str, object, object, str]] = []
     for title, formulas in template.formulas.items():
         if title not in titles:
             continue
         sheet = content.cells(title)
         stored_values, found = sheet.values, sheet.formulas
         values = expected.get(title, {})
-        # Formula cells that store no value, and those whose stored value is not exactly the
-        # recomputed one; found in one pass each, since nearly every cell is neither.
-        no_value = [c for c in formulas if c in found and c in values and c not in stored_values]
-        absent += len(no_value)
-        compared += sum(c in found and c in values for c in formulas) - len(no_value)
+        # The formula cells whose stored value is not exactly the recomputed one, in one
+        # pass: nearly every cell of a workbook that was calculated is not among them.
         odd = [c for c in formulas if stored_values.get(c, _ABSENT) != values.get(c, _ABSENT)]
+        present = len(found.keys() & formulas.keys())
         for coord in odd:
-            if coord not in found or coord not in values or coord not in stored_values:
+            if coord not in found or coord not in values:
                 continue  # a formula deleted or replaced is reported as such
+            if coord not in stored_values:
+                absent += 1
+                continue
             want, stored = values[coord], stored_values[coord]
             if (title, coord) not in changed and not _same_value(want, stored,
                                                                  content.date1904):
-                stale.append((f"{title}!{coord}", want, stored))
+                stale.append((f"{title}!{coord}", want, stored, template.about(title, coord)))
+        compared += present
+    compared -= absent
     if compared == 0 and absent:
         audit.add("info", "values_absent", "",
                   "the file stores no calculated values (saved by a program that does not "
@@ -490,10 +514,10 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
                   f"{len(stale):,} stored values differ from the recomputation, as the formula "
                   "changes above explain; the portfolio uses the recomputation")
         return
-    for where, want, got in stale[:MAX_VALUE_FINDINGS]:
+    for where, want, got, about in stale[:MAX_VALUE_FINDINGS]:
         audit.add("error", "values_stale", where,
-                  "the stored value disagrees with the recomputation from the file's inputs: "
-                  "the file was edited outside Excel, or not recalculated",
+                  f"the stored value{about} disagrees with the recomputation from the file's "
+                  "inputs: the file was edited outside Excel, or not recalculated",
                   show_value(want), show_value(got))
     if len(stale) > MAX_VALUE_FINDINGS:
         audit.add("error", "values_stale", "",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from . import __version__
-from .audit import Finding, WorkbookAudit, audit_workbook, current_template
+from .audit import SEVERITIES, Finding, WorkbookAudit, audit_workbook, current_template
 from .safe_xlsx import MB, Limits
 
 #: Files a folder is searched for (any file named on the command line is read, whatever its name).
@@ -126,7 +126,7 @@ def _headcount(audits: Sequence[WorkbookAudit]) -> str:
 
 
 def _site(audit: WorkbookAudit) -> str:
-    return str(audit.inputs["site_name"]) if audit.inputs is not None else ""
+    return str(audit.inputs["site_name"]) if audit.inputs is not None else audit.site_name
 
 
 def _md(text: str) -> str:
@@ -172,22 +172,21 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
     for i, a in enumerate(audits, 1):
         lines += ["", f"## {i}. {a.path}", ""]
         facts = []
-        if a.inputs is not None:
-            facts.append(f"site {_site(a)!r}")
+        if _site(a):
+            facts.append(f"Site {_site(a)!r}")
         if a.version:
             facts.append(f"template version {a.version}")
         facts.append("in the portfolio" if a.included else "skipped" if a.skipped
                      else "**left out of the portfolio**")
         sentence = "; ".join(facts)
-        lines.append(sentence[:1].upper() + sentence[1:] + ".")
-        lines.append("")
+        lines += [sentence[:1].upper() + sentence[1:] + ".", ""]
         if not a.findings:
             lines.append("No findings: the workbook matches the template and its stored values "
                          "match the recomputation.")
             continue
         lines += ["| severity | where | finding | expected | found |",
                   "|---|---|---|---|---|"]
-        for f in a.findings:
+        for f in sorted(a.findings, key=lambda f: SEVERITIES.index(f.severity)):
             lines.append(f"| {f.severity} | {_md(f.where)} | {_md(f.message)} | "
                          f"{_code(_md(f.expected))} | {_code(_md(f.found))} |")
     return "\n".join(lines) + "\n"

@@ -407,12 +407,13 @@ _ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
 
 
 # A cell as openpyxl, the batch and Excel write the common ones: ``r`` first, then plain
-# attributes, an optional plain formula, an optional value or one-run inline string. Anything
+# attributes, an optional plain formula, an optional value (text, or an empty element) or
+# one-run inline string. Anything
 # else (shared or array formulas, rich text, prefixes, another attribute order) is left to the
 # full parser: a sheet is scanned only when every cell start in it matched.
 _FAST_CELL = re.compile(
     r'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?(?: [a-z]+="[^"<>]*")*\s*'
-    r"(?:/>|>(?:<f>([^<]*)</f>)?(<v>[^<]*</v>|<v\s*/>)?"
+    r"(?:/>|>(?:<f>([^<]*)</f>)?(?:<v>([^<]+)</v>|(<v></v>|<v\s*/>))?"
     r'(?:<is><t(?: xml:space="preserve")?>([^<]*)</t></is>)?</c>)')
 _XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
 
@@ -493,20 +494,20 @@ def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     if len(found) != text.count("<c "):
         return None
     formulas = {coord: f if "&" not in f else _unescape(f)
-                for coord, _, f, _, _ in found if f}
-    values: dict[str, object] = {}
-    for coord, kind, _, v, inline in found:
-        if len(v) > 7:  # <v>…</v> with text
-            if not kind or kind == "n":
-                try:
-                    values[coord] = float(v[3:-4])
-                    continue
-                except ValueError:
-                    pass
-            values[coord] = _value(kind or "n", _unescape(v[3:-4]), content)
+                for coord, _, f, _, _, _ in found if f}
+    # Numbers are nearly every stored value: converted in one pass; the rest one by one.
+    try:
+        values: dict[str, object] = {coord: float(v) for coord, kind, _, v, _, _ in found
+                                     if v and (not kind or kind == "n")}
+        rest = [cell for cell in found if cell[1] and cell[1] != "n"]
+    except ValueError:
+        values, rest = {}, found
+    for coord, kind, _, v, empty, inline in rest:
+        if v:
+            values[coord] = _value(kind or "n", _unescape(v), content)
         elif kind == "inlineStr":
             values[coord] = _unescape(inline)
-        elif v and kind == "str":
+        elif kind == "str" and empty:
             values[coord] = ""  # a formula whose result is empty text, as Excel stores it
     return Sheet(formulas, values)
 
