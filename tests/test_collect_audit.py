@@ -182,3 +182,25 @@ def test_nothing_is_written_to_the_audited_file(alpha):
     before = (alpha.read_bytes(), alpha.stat().st_mtime_ns)
     audit_workbook(alpha)
     assert (alpha.read_bytes(), alpha.stat().st_mtime_ns) == before
+
+
+def test_the_fast_scan_reads_exactly_what_the_full_parser_reads(generated, tmp_path):
+    # The common cells are scanned with a regular expression; defusedxml's full parse of the
+    # same sheets is the reference, on a batch workbook and on one saved by openpyxl.
+    import io
+
+    from tokenfactory_xl import safe_xlsx
+
+    edited = edit_with_openpyxl(copy(generated["Beta"], tmp_path),
+                                lambda wb: set_input(wb, "site_name", 'Beta & "Co" <HQ>'))
+    for path in (generated["Alpha"], edited):
+        with safe_xlsx.open_xlsx(path) as content:
+            for sheet in content.sheets:
+                data = content._zip.read(sheet.part)
+                fast = safe_xlsx._scan_cells(data, content)
+                assert fast is not None, (path.name, sheet.title)  # these take the fast path
+                full = safe_xlsx._parse_cells(io.BufferedReader(io.BytesIO(data)), sheet.part,
+                                              content)
+                assert fast == full, (path.name, sheet.title)
+                assert fast.values
+    assert audit_workbook(edited).inputs["site_name"] == 'Beta & "Co" <HQ>'

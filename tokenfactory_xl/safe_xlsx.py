@@ -414,7 +414,7 @@ _ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
 _FAST_CELL = re.compile(
     r'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?(?: [a-z]+="[^"<>]*")*\s*'
     r"(?:/>|>(?:<f>([^<]*)</f>)?(?:<v>([^<]+)</v>|(<v></v>|<v\s*/>))?"
-    r'(?:<is><t(?: xml:space="preserve")?>([^<]*)</t></is>)?</c>)')
+    r'(?:(<is>)<t(?: xml:space="preserve")?>([^<]*)</t></is>)?</c>)')
 _XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
 
 
@@ -494,18 +494,18 @@ def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     if len(found) != text.count("<c "):
         return None
     formulas = {coord: f if "&" not in f else _unescape(f)
-                for coord, _, f, _, _, _ in found if f}
+                for coord, _, f, _, _, _, _ in found if f}
     # Numbers are nearly every stored value: converted in one pass; the rest one by one.
     try:
-        values: dict[str, object] = {coord: float(v) for coord, kind, _, v, _, _ in found
+        values: dict[str, object] = {coord: float(v) for coord, kind, _, v, _, _, _ in found
                                      if v and (not kind or kind == "n")}
         rest = [cell for cell in found if cell[1] and cell[1] != "n"]
     except ValueError:
         values, rest = {}, found
-    for coord, kind, _, v, empty, inline in rest:
+    for coord, kind, _, v, empty, inline_string, inline in rest:
         if v:
             values[coord] = _value(kind or "n", _unescape(v), content)
-        elif kind == "inlineStr":
+        elif kind == "inlineStr" and inline_string:
             values[coord] = _unescape(inline)
         elif kind == "str" and empty:
             values[coord] = ""  # a formula whose result is empty text, as Excel stores it
