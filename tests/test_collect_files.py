@@ -227,9 +227,9 @@ def test_a_workbook_without_in_names_is_not_a_tfom(tmp_path):
 
 # -- references and formulas ----------------------------------------------------------------------
 def test_references_resolve_to_cells():
-    assert parse_reference("Inputs!$C$5") == ("Inputs", ["C5"])
-    assert parse_reference("'Inputs'!$C$30:$E$30") == ("Inputs", ["C30", "D30", "E30"])
-    assert parse_reference("'It''s'!A1") == ("It's", ["A1"])
+    assert parse_reference("Inputs!$C$5") == ("Inputs", ("C5",))
+    assert parse_reference("'Inputs'!$C$30:$E$30") == ("Inputs", ("C30", "D30", "E30"))
+    assert parse_reference("'It''s'!A1") == ("It's", ("A1",))
     assert parse_reference("#REF!") is None and parse_reference("Inputs!#REF!") is None
     assert canonical_reference("'Inputs'!$C$5") == canonical_reference("Inputs!C5")
     assert canonical_reference("Inputs!$C$5") != canonical_reference("Inputs!$C$6")

@@ -22,6 +22,7 @@ Safety:
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import posixpath
@@ -581,8 +582,9 @@ _REF = re.compile(r"^(?:'((?:[^']|'')+)'|([^'!:]+))!\$?([A-Z]{1,3})\$?(\d+)"
                   r"(?::\$?([A-Z]{1,3})\$?(\d+))?$")
 
 
-def parse_reference(text: str) -> tuple[str, list[str]] | None:
-    """``"Inputs!$C$30:$E$30"`` → ``("Inputs", ["C30", "D30", "E30"])``; ``None`` if not a range.
+@functools.lru_cache(maxsize=4096)  # every workbook of a batch has the same names
+def parse_reference(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """``"Inputs!$C$30:$E$30"`` → ``("Inputs", ("C30", "D30", "E30"))``; ``None`` if not a range.
 
     Only a reference to one sheet's cell or rectangle is understood; a formula, a constant or
     ``#REF!`` gives ``None``.
@@ -599,10 +601,12 @@ def parse_reference(text: str) -> tuple[str, list[str]] | None:
     r1, r2 = int(row1), int(row2)
     if c2 < c1 or r2 < r1 or (c2 - c1 + 1) * (r2 - r1 + 1) > 1000:
         return None
-    cells = [f"{get_column_letter(c)}{r}" for r in range(r1, r2 + 1) for c in range(c1, c2 + 1)]
+    cells = tuple(f"{get_column_letter(c)}{r}" for r in range(r1, r2 + 1)
+                  for c in range(c1, c2 + 1))
     return sheet, cells
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_reference(text: str) -> str:
     """A reference written one way (quotes only where needed, ``$`` everywhere) for comparing."""
     parsed = parse_reference(text)
