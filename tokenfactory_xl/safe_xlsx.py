@@ -50,6 +50,10 @@ _PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relati
 
 MB = 1_000_000
 
+#: Sheets up to this size [bytes] are read whole and scanned; larger ones are streamed. The
+#: largest sheet of a TFOM workbook (the Timeline) is about 0.7 MB.
+SCAN_LIMIT = 16 * MB
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -425,9 +429,13 @@ def _read_cells(content: XlsxContent, part: str) -> Sheet:
     The member is read once (within the size limits) and its prolog checked by defusedxml,
     which refuses any document type declaration, so no entity can be declared, expanded or
     fetched. Common cells are then scanned with one regular expression that expands nothing;
-    a sheet with any other kind of cell is parsed in full by defusedxml's iterparse.
+    a sheet with any other kind of cell, or larger than :data:`SCAN_LIMIT`, is parsed by
+    defusedxml's iterparse.
     """
     budget = [content._limits.max_uncompressed]
+    if content._zip.getinfo(part).file_size > SCAN_LIMIT:
+        # A sheet this large is no TFOM sheet: streamed, so only its cells are held.
+        return _parse_cells(_member(content, part, budget), part, content)
     data = _member(content, part, budget).read()
     _check_prolog(data, part)
     cells = _scan_cells(data, content)
