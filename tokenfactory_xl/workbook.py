@@ -664,7 +664,7 @@ def _output_formulas() -> dict[str, str]:
         "ebitda_total": f"={_tl_total('ebitda')}",
         "ebitda_margin": f"=IF(out_revenue_total=0,{_NONE},out_ebitda_total/out_revenue_total)",
         "npv": f"={_tl_total('discounted_cash_flow')}",
-        "irr": f"=IF(AND(MIN({cf})<0,MAX({cf})>0),(1+IRR({cf}))^12-1,{_NONE})",
+        "irr": f"=IF(ISNUMBER(irr_monthly),(1+irr_monthly)^12-1,{_NONE})",
         "payback_months": f"=IF(COUNT({crossing})=0,{_NONE},MIN({crossing}))",
         "roi": f"=IF(capex_total=0,{_NONE},{_tl_total('cash_flow')}/capex_total)",
         "cost_per_mtok": f"=IF(out_tokens_sold_total=0,{_NONE},"
@@ -704,9 +704,19 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
         b.plan.rows[f"out.{out.name}"] = row
         row += 1
     row += 1
-    _section(ws, row, "Breakeven against the TFI", 5)
+    _section(ws, row, "Breakeven against the TFI, and the IRR", 5)
     row += 1
+    cf = _tl("cash_flow")
+    operating = f"{_tl_total('cash_flow')}+capex_total"
     for key, label, unit, text, kind in (
+        # Excel's IRR searches by Newton's method from a starting guess; starting from the
+        # rate that spreads the ROI evenly over the horizon finds the root nearest 0 (the
+        # Python model's) where the default 10% fails to converge (deep losses, short horizons).
+        ("irr_guess", "IRR starting guess", "fraction/month",
+         f"=IF(AND(capex_total>0,{operating}>0),"
+         f"(({operating})/capex_total)^(1/in_horizon_months)-1,0)", "rate"),
+        ("irr_monthly", "IRR, monthly", "fraction/month",
+         f"=IF(AND(MIN({cf})<0,MAX({cf})>0),IRR({cf},irr_guess),{_NONE})", "rate"),
         ("ret.tfi", "TFI now", "fraction", "=tfi_now", "fraction2"),
         ("ret.breakeven", "Breakeven utilisation", "fraction", "=breakeven_util", "fraction2"),
         ("ret.headroom", "TFI now above breakeven", "fraction", "=breakeven_headroom",
@@ -720,7 +730,8 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
          "money"),
     ):
         ws.cell(row, 1, label)
-        b.formula(ws, f"B{row}", key, text, kind)
+        b.formula(ws, f"B{row}", key, text, kind,
+                  name=key if key.startswith("irr_") else None)
         ws.cell(row, 3, unit).font = st.NOTE_FONT
         row += 1
     for col, width in {"A": 34, "B": 20, "C": 14, "D": 28, "E": 70}.items():
@@ -1223,6 +1234,12 @@ def workbook_bytes(wb: Workbook) -> bytes:
     return out.getvalue()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def save_workbook(wb: Workbook, path: str | os.PathLike, *, force: bool = True) -> Path:
     """Write ``wb`` to ``path`` deterministically and atomically (temp file, then rename).
 
@@ -1236,6 +1253,7 @@ def save_workbook(wb: Workbook, path: str | os.PathLike, *, force: bool = True) 
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private; a workbook is not
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

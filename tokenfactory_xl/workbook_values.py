@@ -191,6 +191,12 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
     # -- Returns
     for name in OUTPUT_NAMES:
         out[f"out.{name}"] = _or_none(s[name])
+    operating = float(np.sum(cf)) + d["capex"]
+    guess = ((operating / d["capex"]) ** (1 / horizon) - 1
+             if d["capex"] > 0 and operating > 0 else 0)
+    out["irr_guess"] = guess
+    # The monthly rate itself: going back from the yearly one would lose digits near -100%.
+    out["irr_monthly"] = NONE if s["irr"] is None else m.irr(cf)
     out.update({
         "ret.tfi": s["tfi_now"], "ret.breakeven": out["breakeven_util"],
         "ret.headroom": out["breakeven_headroom"], "ret.revenue_hour": out["revenue_per_gpu_hour"],
