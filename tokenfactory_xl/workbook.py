@@ -32,7 +32,9 @@ from pathlib import Path
 
 import numpy as np
 from openpyxl import Workbook
-from openpyxl.chart import BarChart, LineChart, Reference
+from openpyxl.chart import BarChart, LineChart, Reference, Series
+from openpyxl.chart.shapes import GraphicalProperties
+from openpyxl.drawing.line import LineProperties
 from openpyxl.formatting.rule import CellIsRule, ColorScaleRule, FormulaRule
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
@@ -532,6 +534,7 @@ _LINES: tuple[tuple[object, ...], ...] = (
      '({c}${month}-1)+(-{p}{cumulative_cash_flow})/{c}{cash_flow},"")', "months", False, False),
 )
 TIMELINE_HEADER_ROWS = {"month": 4, "end": 5, "flag": 6}
+_LINE_LABELS = {str(item[0]): item[1] for item in _LINES if item[0] != "#"}
 
 
 def _timeline_rows() -> dict[str, int]:
@@ -1039,7 +1042,6 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Dashboard --------------------------------------------------------------------------------
-DASH_DATA_TOP = 60
 _KPIS = (
     ("npv", "NPV"), ("irr", "IRR (yearly)"), ("payback_months", "Payback (months)"),
     ("ebitda_margin", "EBITDA margin"), ("revenue_total", "Revenue"),
@@ -1081,58 +1083,54 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.column_dimensions[col].width = 17
     ws.row_dimensions[5].height = 30
 
-    # Chart data: the Timeline's lines, #N/A beyond the horizon so charts leave a gap.
-    top = DASH_DATA_TOP
-    ws.cell(top - 1, 1, "Chart data (from the Timeline; #N/A beyond the horizon leaves a gap "
-            "in the charts)").font = st.NOTE_FONT
-    series = (("end", "Month ending", "month"), ("revenue", "Revenue", "money"),
-              ("ebitda", "EBITDA", "money"), ("cumulative_cash_flow", "Cumulative cash flow",
-                                              "money"))
-    data_cols = [_col(2 + i) for i in range(MAX_MONTHS)]
-    for i, (key, label, kind) in enumerate(series):
-        r = top + i
-        ws.cell(r, 1, label).font = st.NOTE_FONT
-        if key == "end":
-            texts = [f"=Timeline!{c}${TIMELINE_ROWS['end']}" for c in MONTH_COLS]
-        else:
-            texts = [f"=IF(Timeline!{c}${TIMELINE_ROWS['flag']}=1,"
-                     f"Timeline!{c}{TIMELINE_ROWS[key]},NA())" for c in MONTH_COLS]
-        b.vector(ws, [f"{c}{r}" for c in data_cols], f"dash.{key}", texts, "all", kind,
-                 font=st.NOTE_FONT)
-    dates = Reference(ws, min_col=2, max_col=1 + MAX_MONTHS, min_row=top)
+    # The monthly charts read the Timeline: months beyond the horizon show "" there, which
+    # charts draw as zero-height columns (invisible) rather than a line falling to zero.
+    tl = b.wb["Timeline"]
+    first_col, last_col = FIRST_MONTH_COL, LAST_COL
+    dates = Reference(tl, min_col=first_col, max_col=last_col, min_row=TIMELINE_ROWS["end"])
 
-    def line_chart(title: str, rows: Sequence[int], y_title: str) -> LineChart:
-        chart = LineChart()
+    def column_chart(title: str, keys: Sequence[str], y_title: str) -> BarChart:
+        chart = BarChart()
+        chart.type = "col"
+        chart.grouping = "clustered"
         chart.title = title
-        chart.height, chart.width = 7.5, 16
-        for r in rows:
-            chart.add_data(Reference(ws, min_col=1, max_col=1 + MAX_MONTHS, min_row=r),
-                           from_rows=True, titles_from_data=True)
+        chart.height, chart.width = 10, 20.5
+        for key in keys:
+            ref = Reference(tl, min_col=first_col, max_col=last_col, min_row=TIMELINE_ROWS[key])
+            series = Series(ref, title=str(_LINE_LABELS[key]))
+            chart.series.append(series)
         chart.set_categories(dates)
+        chart.gapWidth = 20
+        chart.overlap = 100  # EBITDA drawn inside revenue
         chart.x_axis.number_format = "mmm yy"
         chart.x_axis.tickLblSkip = 12
         chart.x_axis.tickMarkSkip = 12
+        chart.x_axis.tickLblPos = "low"
         chart.y_axis.title = y_title
-        chart.y_axis.number_format = "#,##0,,\"m\""
+        chart.y_axis.number_format = '#,##0.0,,"m"'
+        chart.y_axis.majorGridlines.spPr = GraphicalProperties(ln=LineProperties(
+            solidFill="D9D9D9"))
         chart.x_axis.delete = False
         chart.y_axis.delete = False
         chart.legend.position = "b"
-        chart.display_blanks = "gap"
-        for s in chart.series:
-            s.smooth = False
-            s.graphicalProperties.line.width = 22000
+        if len(keys) == 1:
+            chart.legend = None
+        colours = ("1F3864", "70AD47")
+        for series, colour in zip(chart.series, colours):
+            series.graphicalProperties.solidFill = colour
+            series.graphicalProperties.line.solidFill = colour
         return chart
 
-    ws.add_chart(line_chart("Monthly revenue and EBITDA", [top + 1, top + 2],
-                            "money per month (millions)"), "A7")
-    ws.add_chart(line_chart("Cumulative cash flow (payback where it crosses 0)", [top + 3],
-                            "money (millions)"), "F7")
+    ws.add_chart(column_chart("Monthly revenue and EBITDA", ["revenue", "ebitda"],
+                              "per month (millions)"), "A7")
+    ws.add_chart(column_chart("Cumulative cash flow (payback where it crosses 0)",
+                              ["cumulative_cash_flow"], "millions"), "F7")
 
     cap = b.wb["Capacity"]
     funnel = BarChart()
     funnel.type = "bar"
     funnel.title = "Token funnel: a year at today's rates"
-    funnel.height, funnel.width = 7.5, 16
+    funnel.height, funnel.width = 10, 20.5
     first = b.plan.rows["funnel_theoretical"]
     funnel.add_data(Reference(cap, min_col=2, min_row=first, max_row=first + 3),
                     titles_from_data=False)
@@ -1143,12 +1141,14 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     funnel.y_axis.title = "tokens per year (trillions)"
     funnel.x_axis.delete = False
     funnel.y_axis.delete = False
-    ws.add_chart(funnel, "A23")
+    funnel.series[0].graphicalProperties.solidFill = "1F3864"
+    funnel.gapWidth = 40
+    ws.add_chart(funnel, "A28")
 
     sens = b.wb["Sensitivity"]
     margin = LineChart()
     margin.title = "Margin against utilisation (breakeven where it crosses 0)"
-    margin.height, margin.width = 7.5, 16
+    margin.height, margin.width = 10, 20.5
     last = SENS_UTIL_FIRST + SENS_UTIL_COUNT - 1
     margin.add_data(Reference(sens, min_col=2, min_row=SENS_UTIL_FIRST - 1, max_row=last),
                     titles_from_data=True)
@@ -1162,8 +1162,14 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     margin.x_axis.delete = False
     margin.y_axis.delete = False
     margin.legend = None
-    ws.add_chart(margin, "F23")
-    ws.print_area = "A1:J39"
+    margin.x_axis.tickLblSkip = 3
+    margin.x_axis.tickLblPos = "low"
+    for series in margin.series:
+        series.smooth = False
+        series.graphicalProperties.line.solidFill = "1F3864"
+        series.graphicalProperties.line.width = 28000
+    ws.add_chart(margin, "F28")
+    ws.print_area = "A1:J48"
     _print_setup(ws, fit_height=1)
     ws.page_setup.fitToHeight = 1
 
@@ -1266,8 +1272,7 @@ def cell_values(inputs: SiteInputs) -> dict[str, dict[str, object]]:
     """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
 
     Numbers are floats (input counts ints, dates ``datetime``), texts are strings, ``"none"``
-    where the spec says none, ``""`` for months beyond the horizon, ``"#N/A"`` for the
-    Dashboard's chart data beyond the horizon (a gap in the charts).
+    where the spec says none, ``""`` for months beyond the horizon.
     """
     from .workbook_values import model_values
 

@@ -26,7 +26,6 @@ from .operating_model import OUTPUT_NAMES, run, sweep
 from .workbook import CONSTANT_VALUES, MAX_MONTHS, cross_checks
 
 NONE = "none"
-NA = "#N/A"
 _TOTALS = ("hours", "theoretical_tokens", "tokens_sold", "revenue", "power", "other_opex",
            "rent", "ebitda", "depreciation", "ebit", "tax", "investment", "salvage",
            "cash_flow", "discounted_cash_flow")
@@ -281,9 +280,4 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
     out["dash.check"] = master
     for name in OUTPUT_NAMES:
         out[f"dash.kpi.{name}"] = out[f"out.{name}"]
-    out["dash.end"] = ends[1:]
-    na = [NA] * pad
-    for key in ("revenue", "ebitda"):
-        out[f"dash.{key}"] = lines[key].tolist() + na
-    out["dash.cumulative_cash_flow"] = cum[1:].tolist() + na
     return out
