@@ -75,6 +75,11 @@ CONSTANTS: tuple[tuple[str, str, str, object, str], ...] = (
      "how closely two ways of computing a total must agree"),
     ("k_sens_tef_targets", "Sensitivity: TEF targets", "fraction",
      (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "rows of the NPV grid"),
+    ("k_irr_grid", "IRR search: monthly rates that bracket the IRR", "fraction",
+     (-0.9999, -0.999, -0.99, -0.95, -0.9, -0.8, -0.6, -0.4, -0.3, -0.2, -0.15, -0.1, -0.07,
+      -0.05, -0.03, -0.02, -0.01, -0.005, -0.002, -0.001, -0.0001, 0.0, 0.0001, 0.001, 0.002,
+      0.005, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0),
+     "Returns: the NPV changes sign between two of them around each IRR"),
     ("k_sens_declines", "Sensitivity: price declines per quarter", "fraction",
      (0.0, 0.05, 0.10, 0.15, 0.25, 0.47), "columns of the NPV grid (0.47: seed 001's Red Queen)"),
 )
@@ -448,8 +453,11 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
                                                   "integer")
             if name == "k_check_tolerance":
                 cell.number_format = "0.0E+00"
+            if name == "k_irr_grid":
+                cell.number_format = st.number_format("rate")
         last = _col(1 + len(values))
         b.name(name, ws, f"B{row}" + (f":{last}{row}" if len(values) > 1 else ""))
+        b.plan.rows[name] = row
         if len(values) == 1:
             ws.cell(row, 3, unit).font = st.NOTE_FONT
             ws.cell(row, 4, f"{name}: {note}").font = st.NOTE_FONT
@@ -710,16 +718,10 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
     _section(ws, row, "Breakeven against the TFI, and the IRR", 5)
     row += 1
     cf = _tl("cash_flow")
-    operating = f"{_tl_total('cash_flow')}+capex_total"
     for key, label, unit, text, kind in (
-        # Excel's IRR searches by Newton's method from a starting guess; starting from the
-        # rate that spreads the ROI evenly over the horizon finds the root nearest 0 (the
-        # Python model's) where the default 10% fails to converge (deep losses, short horizons).
-        ("irr_guess", "IRR starting guess", "fraction/month",
-         f"=IF(AND(capex_total>0,{operating}>0),"
-         f"(({operating})/capex_total)^(1/in_horizon_months)-1,0)", "rate"),
-        ("irr_monthly", "IRR, monthly", "fraction/month",
-         f"=IF(AND(MIN({cf})<0,MAX({cf})>0),IRR({cf},irr_guess),{_NONE})", "rate"),
+        ("irr_monthly", "IRR, monthly (from the search below)", "fraction/month",
+         f"=IF(AND(MIN({cf})<0,MAX({cf})>0,irr_bracket_found=1),"
+         f"${_col(IRR_MID_COL)}${IRR_BISECT_TOP + IRR_STEPS - 1},{_NONE})", "rate"),
         ("ret.tfi", "TFI now", "fraction", "=tfi_now", "fraction2"),
         ("ret.breakeven", "Breakeven utilisation", "fraction", "=breakeven_util", "fraction2"),
         ("ret.headroom", "TFI now above breakeven", "fraction", "=breakeven_headroom",
@@ -737,10 +739,84 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
                   name=key if key.startswith("irr_") else None)
         ws.cell(row, 3, unit).font = st.NOTE_FONT
         row += 1
-    for col, width in {"A": 34, "B": 20, "C": 14, "D": 28, "E": 70}.items():
+    _irr_search(b, ws)
+    for col, width in {"A": 34, "B": 20, "C": 14, "D": 28, "E": 70, "F": 20}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     _print_setup(ws, fit_height=1)
+    ws.print_area = f"A1:E{IRR_TOP - 2}"
+
+
+# The IRR, found the way the Python model finds it: the rates of k_irr_grid bracket the roots
+# of NPV(rate); the bracket nearest 0 is halved IRR_STEPS times. Unlike Excel's IRR (Newton's
+# method from a guess), this cannot fail to converge, and it picks the same root as the Python
+# model where the cash flows change sign more than once (a rented fleet, a price collapse).
+IRR_TOP = 40  # header row of the grid
+IRR_STEPS = 60  # halvings: any bracket of k_irr_grid shrinks below 1e-16
+IRR_MID_COL = 5  # column E: the midpoint of each halving
+IRR_BISECT_TOP = IRR_TOP + len(CONSTANT_VALUES["k_irr_grid"]) + 6  # type: ignore[arg-type]
+
+
+def _npv_at(rate: str) -> str:
+    # Months beyond the horizon count as month 0 (factor 1; their cash flow is ""), so that
+    # no engine raises a factor beyond the horizon to an overflowing power.
+    last = MONTH_COLS[-1]
+    months = (f"Timeline!$D${TIMELINE_ROWS['month']}:${last}${TIMELINE_ROWS['month']}"
+              f"*Timeline!$D${TIMELINE_ROWS['flag']}:${last}${TIMELINE_ROWS['flag']}")
+    return f"SUMPRODUCT({_tl('cash_flow')},(1+{rate})^(-{months}))"
+
+
+def _irr_search(b: _Builder, ws: Worksheet) -> None:
+    grid = CONSTANT_VALUES["k_irr_grid"]
+    n = len(grid)  # type: ignore[arg-type]
+    top = IRR_TOP
+    _section(ws, top - 1, "IRR search: NPV at a grid of monthly rates, then halving the "
+             "bracket nearest 0", 6)
+    _header(ws, top, ["Monthly rate", "", "NPV at the rate", "Sign change to next",
+                      "Distance from 0"], first_col=1)
+    rows = [top + 1 + i for i in range(n)]
+    const_row = b.plan.rows["k_irr_grid"]
+    b.vector(ws, [f"A{r}" for r in rows], "irr.rate",
+             [f"=Capacity!{_col(2 + i)}${const_row}" for i in range(n)], "all", "rate")
+    b.vector(ws, [f"C{r}" for r in rows], "irr.npv",
+             [f'=IFERROR({_npv_at(f"$A{r}")},"")' for r in rows], "all", "money")
+    b.vector(ws, [f"D{r}" for r in rows], "irr.change",
+             [f"=IF(AND(ISNUMBER(C{r}),ISNUMBER(C{r + 1})),IF(SIGN(C{r})*SIGN(C{r + 1})<=0,1,0),0)"
+              for r in rows], "all", "flag")
+    b.vector(ws, [f"E{r}" for r in rows], "irr.distance",
+             [f'=IF(D{r}=1,MIN(ABS(A{r}),ABS(A{r + 1})),"")' for r in rows], "all", "rate")
+    dist = f"$E${rows[0]}:$E${rows[-1]}"
+    rates = f"$A${rows[0]}:$A${rows[-1]}"
+    npvs = f"$C${rows[0]}:$C${rows[-1]}"
+    r = rows[-1] + 2
+    ws.cell(r, 1, "Bracket found (1 = yes)")
+    b.formula(ws, f"B{r}", "irr.found", f"=IF(COUNT({dist})>0,1,0)", "flag",
+              name="irr_bracket_found")
+    ws.cell(r + 1, 1, "Bracket: position in the grid")
+    b.formula(ws, f"B{r + 1}", "irr.position",
+              f'=IF(irr_bracket_found=1,MATCH(MIN({dist}),{dist},0),"")', "integer",
+              name="irr_bracket_position")
+    top2 = r + 3
+    assert top2 + 1 == IRR_BISECT_TOP, (top2, IRR_BISECT_TOP)
+    _header(ws, top2, ["Halving", "Low rate", "High rate", "NPV at low", "Mid rate",
+                       "NPV at mid"], first_col=1)
+    steps = [top2 + 1 + k for k in range(IRR_STEPS)]
+    found = "irr_bracket_found=1"
+    b.vector(ws, [f"A{x}" for x in steps], "irr.step",
+             [f'=IF({found},ROWS($B${steps[0]}:B{x}),"")' for x in steps], "all", "integer")
+    low = [f'=IF({found},INDEX({rates},irr_bracket_position),"")'] + [
+        f'=IF({found},IF((F{x - 1}>0)=(D{x - 1}>0),E{x - 1},B{x - 1}),"")' for x in steps[1:]]
+    high = [f'=IF({found},INDEX({rates},irr_bracket_position+1),"")'] + [
+        f'=IF({found},IF((F{x - 1}>0)=(D{x - 1}>0),C{x - 1},E{x - 1}),"")' for x in steps[1:]]
+    f_low = [f'=IF({found},INDEX({npvs},irr_bracket_position),"")'] + [
+        f'=IF({found},IF((F{x - 1}>0)=(D{x - 1}>0),F{x - 1},D{x - 1}),"")' for x in steps[1:]]
+    b.vector(ws, [f"B{x}" for x in steps], "irr.low", low, "all", "rate")
+    b.vector(ws, [f"C{x}" for x in steps], "irr.high", high, "all", "rate")
+    b.vector(ws, [f"D{x}" for x in steps], "irr.f_low", f_low, "all", "money")
+    b.vector(ws, [f"E{x}" for x in steps], "irr.mid",
+             [f'=IF({found},AVERAGE(B{x},C{x}),"")' for x in steps], "all", "rate")
+    b.vector(ws, [f"F{x}" for x in steps], "irr.f_mid",
+             [f'=IF({found},{_npv_at(f"E{x}")},"")' for x in steps], "all", "money")
 
 
 # -- Sensitivity ------------------------------------------------------------------------------
@@ -792,13 +868,15 @@ def _sensitivity_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.cell(top, 1).fill = st.HEADER_FILL
     grid_cols = [_col(2 + j) for j in range(N_DECLINE)]
     b.vector(ws, [f"{c}{top}" for c in grid_cols], "sens.declines",
-             [f"=INDEX(k_sens_declines,1,{j + 1})" for j in range(N_DECLINE)], "all",
+             [f"=Capacity!{_col(2 + j)}${b.plan.rows['k_sens_declines']}"
+              for j in range(N_DECLINE)], "all",
              "fraction", font=st.HEADER_FONT)
     for c in grid_cols:
         ws[f"{c}{top}"].fill = st.HEADER_FILL
     tef_rows = [top + 1 + i for i in range(N_TEF)]
     b.vector(ws, [f"A{r}" for r in tef_rows], "sens.tef_targets",
-             [f"=INDEX(k_sens_tef_targets,1,{i + 1})" for i in range(N_TEF)], "all",
+             [f"=Capacity!{_col(2 + i)}${b.plan.rows['k_sens_tef_targets']}"
+              for i in range(N_TEF)], "all",
              "fraction", font=st.TOTAL_FONT)
     first, last = MONTH_COLS[0], MONTH_COLS[-1]
 

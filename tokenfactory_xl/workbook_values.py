@@ -74,6 +74,61 @@ def _input_ok(spec, value) -> bool:
     return all(lows) and all(highs) and all(whole)
 
 
+def _npv_at(flows: np.ndarray, rates: np.ndarray, horizon: int) -> np.ndarray:
+    """SUMPRODUCT(cash flows, (1 + rate)^-(month × in horizon)); nan where it overflows."""
+    months = np.arange(MAX_MONTHS + 1)
+    months = np.where(months <= horizon, months, 0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        powers = (1 + rates[:, None]) ** (-months)
+        npv = (flows * powers).sum(axis=1)
+    return np.where(np.all(np.isfinite(powers), axis=1), npv, np.nan)
+
+
+def _irr_search(cf: np.ndarray, horizon: int) -> dict[str, object]:
+    """The Returns sheet's IRR search: the grid of rates, its brackets, and the halvings."""
+    from .workbook import IRR_STEPS
+
+    flows = np.concatenate([cf, np.zeros(MAX_MONTHS - horizon)])
+    rates = np.array(CONSTANT_VALUES["k_irr_grid"], dtype=float)
+    npv = _npv_at(flows, rates, horizon)
+    ok = np.isfinite(npv)
+    change = np.zeros(len(rates), dtype=int)
+    sign = np.sign(np.where(ok, npv, 0))
+    change[:-1] = (ok[:-1] & ok[1:] & (sign[:-1] * sign[1:] <= 0)).astype(int)
+    nearest = np.minimum(np.abs(rates[:-1]), np.abs(rates[1:]))
+    distance: list[object] = [float(nearest[i]) if change[i] else "" for i in range(len(rates))]
+    out: dict[str, object] = {
+        "irr.rate": rates, "irr.npv": [float(x) if k else "" for x, k in zip(npv, ok)],
+        "irr.change": change, "irr.distance": distance,
+    }
+    if not change.any():
+        blank = [""] * IRR_STEPS
+        out.update({"irr.found": 0, "irr.position": "", "irr.step": blank, "irr.low": blank,
+                    "irr.high": blank, "irr.f_low": blank, "irr.mid": blank,
+                    "irr.f_mid": blank})
+        return out
+    # the first bracket nearest 0, as MATCH(MIN(distances), distances, 0) picks it
+    i = int(np.argmin(np.where(change == 1, np.append(nearest, np.inf), np.inf)))
+    low, high, f_low = float(rates[i]), float(rates[i + 1]), float(npv[i])
+    lows, highs, f_lows, mids, f_mids = [], [], [], [], []
+    for _ in range(IRR_STEPS):
+        mid = (low + high) / 2  # AVERAGE(low, high)
+        f_mid = float(_npv_at(flows, np.array([mid]), horizon)[0])
+        lows.append(low)
+        highs.append(high)
+        f_lows.append(f_low)
+        mids.append(mid)
+        f_mids.append(f_mid)
+        if (f_mid > 0) == (f_low > 0):
+            low, f_low = mid, f_mid
+        else:
+            high = mid
+    out.update({"irr.found": 1, "irr.position": i + 1, "irr.step": list(range(1, IRR_STEPS + 1)),
+                "irr.low": lows, "irr.high": highs, "irr.f_low": f_lows, "irr.mid": mids,
+                "irr.f_mid": f_mids})
+    return out
+
+
 def model_values(inputs: SiteInputs) -> dict[str, object]:
     """Workbook quantity key → its value (a number, a text, or an array over months)."""
     v = inputs
@@ -190,12 +245,9 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
     # -- Returns
     for name in OUTPUT_NAMES:
         out[f"out.{name}"] = _or_none(s[name])
-    operating = float(np.sum(cf)) + d["capex"]
-    guess = ((operating / d["capex"]) ** (1 / horizon) - 1
-             if d["capex"] > 0 and operating > 0 else 0)
-    out["irr_guess"] = guess
-    # The monthly rate itself: going back from the yearly one would lose digits near -100%.
-    out["irr_monthly"] = NONE if s["irr"] is None else m.irr(cf)
+    out.update(_irr_search(cf, horizon))
+    signs = (np.min(cf) < 0) and (np.max(cf) > 0)
+    out["irr_monthly"] = out["irr.mid"][-1] if signs and out["irr.found"] == 1 else NONE
     out.update({
         "ret.tfi": s["tfi_now"], "ret.breakeven": out["breakeven_util"],
         "ret.headroom": out["breakeven_headroom"], "ret.revenue_hour": out["revenue_per_gpu_hour"],
