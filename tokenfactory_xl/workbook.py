@@ -45,7 +45,7 @@ from openpyxl.writer.excel import ExcelWriter
 
 from . import __version__
 from . import workbook_style as st
-from .catalogue import BY_NAME, INPUTS, SCENARIOS, Input
+from .catalogue import BY_NAME, INPUTS, Input
 from .inputs import SiteInputs, default_inputs
 from .operating_model import OUTPUTS
 
@@ -134,7 +134,7 @@ class _Builder:
     def vector(self, ws: Worksheet, coords: list[str], key: str, texts: list[str], pad: str,
                kind: str, font=st.CALC_FONT) -> None:
         fmt = st.number_format(kind)
-        for coord, text in zip(coords, texts):
+        for coord, text in zip(coords, texts, strict=True):
             cell = ws[coord]
             cell.value = text
             cell.number_format = fmt
@@ -389,7 +389,8 @@ _CAPACITY: tuple[tuple[str, ...], ...] = (
      "=(1-in_output_share)*input_price+in_output_share*in_price_output_per_mtok", "price",
      "(1 − o) × input + o × output"),
     ("blended_price", "Blended price today", "money/Mtok",
-     "=list_price*(1-in_batch_share*in_batch_discount)", "price", "list × (1 − batch share × discount)"),
+     "=list_price*(1-in_batch_share*in_batch_discount)", "price",
+     "list × (1 − batch share × discount)"),
     ("#", "Cost of a GPU-hour"),
     ("cash_opex_per_gpu_hour", "Power and other opex", "money/GPU-h",
      "=in_power_kw_per_gpu*in_pue*in_electricity_per_kwh+in_opex_per_gpu_hour", "price",
@@ -482,6 +483,7 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     _print_setup(ws, landscape=False, fit_height=1)
+    ws.print_area = f"A1:I{row}"
 
 
 # -- Timeline ---------------------------------------------------------------------------------
@@ -577,10 +579,12 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
             ws.cell(r, c).fill = st.HEADER_FILL
     ws.cell(rows["month"], 3, "Total").font = st.HEADER_FONT
     # The timeline header: month numbers, month ends, and the horizon flag.
-    # One formula per header row: the month number counts the columns from month 0, and
+    # One formula per header row: the month number counts the columns from month 0 (in the
+    # empty row above: a range holding the cell itself would be circular), and
     # month m ends EOMONTH(start, m - 1) (month 0 ends the day before the start date).
     b.vector(ws, [f"{c}{rows['month']}" for c in ALL_COLS], "tl.month",
-             [f"=COLUMNS(${d}${rows['month']}:{c}${rows['month']})-1" for c in ALL_COLS],
+             [f"=COLUMNS(${d}${rows['month'] - 1}:{c}${rows['month'] - 1})-1"
+              for c in ALL_COLS],
              "all", "integer", font=st.HEADER_FONT)
     ends = [f"=EOMONTH(in_start_date,{c}${rows['month']}-1)" for c in ALL_COLS]
     b.vector(ws, [f"{c}{rows['end']}" for c in ALL_COLS], "tl.end", ends, "all", "month",
@@ -656,7 +660,6 @@ def _tl_total(key: str) -> str:
 
 # -- Returns ----------------------------------------------------------------------------------
 def _output_formulas() -> dict[str, str]:
-    cf = _tl("cash_flow")
     crossing = f"Timeline!${MONTH_COLS[0]}${TIMELINE_ROWS['payback_crossing']}:" \
                f"${MONTH_COLS[-1]}${TIMELINE_ROWS['payback_crossing']}"
     costs = "+".join(_tl_total(k) for k in ("power", "other_opex", "rent", "depreciation"))
@@ -1000,7 +1003,8 @@ def cross_checks() -> tuple[tuple[str, str, str], ...]:
          _tolerance(_tl_total("cash_flow"), f"INDEX({cum},1,in_horizon_months+1)")),
         ("npv_total", "NPV = Σ discounted cash flows",
          _tolerance("out_npv", f"SUMPRODUCT({_tl('cash_flow')},{_tl('discount_factor')})")),
-        ("grid_complete", "Every NPV grid cell computes", f"COUNT({grid})=ROWS({grid})*COLUMNS({grid})"),
+        ("grid_complete", "Every NPV grid cell computes",
+         f"COUNT({grid})=ROWS({grid})*COLUMNS({grid})"),
     )
 
 
@@ -1194,15 +1198,15 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         if len(keys) == 1:
             chart.legend = None
         colours = ("1F3864", "70AD47")
-        for series, colour in zip(chart.series, colours):
+        for series, colour in zip(chart.series, colours, strict=False):
             series.graphicalProperties.solidFill = colour
             series.graphicalProperties.line.solidFill = colour
         return chart
 
     ws.add_chart(column_chart("Monthly revenue and EBITDA", ["revenue", "ebitda"],
                               "per month (millions)"), "A7")
-    ws.add_chart(column_chart("Cumulative cash flow (payback where it crosses 0)",
-                              ["cumulative_cash_flow"], "millions"), "F7")
+    ws.add_chart(column_chart("Cumulative cash flow", ["cumulative_cash_flow"],
+                              "millions (payback where it crosses 0)"), "F7")
 
     cap = b.wb["Capacity"]
     funnel = BarChart()
@@ -1225,7 +1229,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
 
     sens = b.wb["Sensitivity"]
     margin = LineChart()
-    margin.title = "Margin against utilisation (breakeven where it crosses 0)"
+    margin.title = "Margin against utilisation"
     margin.height, margin.width = 10, 20.5
     last = SENS_UTIL_FIRST + SENS_UTIL_COUNT - 1
     margin.add_data(Reference(sens, min_col=2, min_row=SENS_UTIL_FIRST - 1, max_row=last),
@@ -1236,7 +1240,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     margin.y_axis.number_format = "0%"
     margin.x_axis.number_format = "0%"
     margin.x_axis.title = "utilisation (TFI)"
-    margin.y_axis.title = "margin"
+    margin.y_axis.title = "margin (breakeven at 0)"
     margin.x_axis.delete = False
     margin.y_axis.delete = False
     margin.legend = None
@@ -1370,7 +1374,7 @@ def cell_values(inputs: SiteInputs) -> dict[str, dict[str, object]]:
         items = v.tolist() if isinstance(v, np.ndarray) else list(v)
         if pad != "all":
             items = items + blank_h1
-        out[sheet].update(zip(coords, items))
+        out[sheet].update(zip(coords, items, strict=True))
     return out
 
 

@@ -98,7 +98,7 @@ def _irr_search(cf: np.ndarray, horizon: int) -> dict[str, object]:
     nearest = np.minimum(np.abs(rates[:-1]), np.abs(rates[1:]))
     distance: list[object] = [float(nearest[i]) if change[i] else "" for i in range(len(rates))]
     out: dict[str, object] = {
-        "irr.rate": rates, "irr.npv": [float(x) if k else "" for x, k in zip(npv, ok)],
+        "irr.rate": rates, "irr.npv": [float(x) if k else "" for x, k in zip(npv, ok, strict=True)],
         "irr.change": change, "irr.distance": distance,
     }
     if not change.any():
@@ -236,7 +236,7 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
     crossing = (cum[1:] >= 0) & (cum[:-1] < 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         at = (month - 1) + (-cum[:-1]) / cf[1:]
-    tl["payback_crossing"] = [float(x) if c else "" for x, c in zip(at, crossing)]
+    tl["payback_crossing"] = [float(x) if c else "" for x, c in zip(at, crossing, strict=True)]
     for key, line in tl.items():
         out[f"tl.{key}"] = line
     for key in _TOTALS:

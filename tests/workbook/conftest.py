@@ -58,7 +58,7 @@ def recalculated(soffice, tmp_path_factory, built) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("recalculated")
     names = list(built)
     paths = recalculate([built[n] for n in names], folder)
-    return dict(zip(names, paths))
+    return dict(zip(names, paths, strict=True))
 
 
 def excel_serial(value: dt.date) -> int:

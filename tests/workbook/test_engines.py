@@ -151,7 +151,7 @@ def formulas_model(built):
 
 def formulas_reader(model, path, inputs):
     """Recompute ``model`` with the input cells of ``inputs`` and read cells from it."""
-    book = path.name.upper()
+    book = path.name
     values = wbm.cell_values(inputs)["Inputs"]
     new = {}
     for coord, value in values.items():
@@ -164,7 +164,8 @@ def formulas_reader(model, path, inputs):
         sheet, _, ref = key.rpartition("!")
         if ":" in ref or not sheet:
             continue
-        cells[(sheet.split("]")[-1].strip("'"), ref)] = ranges.value[0][0]
+        value = ranges.value[0][0] if hasattr(ranges, "value") else ranges
+        cells[(sheet.split("]")[-1].strip("'"), ref)] = value
     book_names = openpyxl.load_workbook(path).defined_names
 
     def read(sheet, coord):

@@ -6,7 +6,6 @@ import re
 import zipfile
 from pathlib import Path
 
-import openpyxl
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.formula.translate import Translator
@@ -24,9 +23,10 @@ TEMPLATE = ROOT / "templates" / "TFOM.xlsx"
 ALLOWED_NUMBERS = {0.0, 1.0, 12.0, 24.0, 60.0, 100.0, 3600.0, 1_000_000.0}
 #: Functions Excel 2016+, LibreOffice and Google Sheets all compute.
 ALLOWED_FUNCTIONS = {
-    "ABS", "AND", "COLUMNS", "COUNT", "COUNTIF", "DAY", "EOMONTH", "IF", "INDEX", "INT", "IRR",
+    "ABS", "AND", "AVERAGE", "COLUMNS", "COUNT", "COUNTIF", "DAY", "EOMONTH", "IF", "IFERROR",
+    "INDEX", "INT",
     "ISNUMBER", "ISTEXT", "LEN", "LN", "MATCH", "MAX", "MIN", "MONTH", "N", "OR", "ROWS", "SUM",
-    "SUMPRODUCT", "TEXT", "YEAR", "_XLFN.NORM.S.DIST", "_XLFN.NORM.S.INV",
+    "SIGN", "SUMPRODUCT", "TEXT", "YEAR", "_XLFN.NORM.S.DIST", "_XLFN.NORM.S.INV",
 }
 
 
@@ -90,7 +90,8 @@ def test_scenario_selector_lists_the_scenarios(book):
 
 
 def test_input_cells_hold_the_inputs(book):
-    site = make_inputs({"gpus": 77, "measured_tps": 200_000, "ownership": "rent", "tef_target.Downside": 0.45,
+    site = make_inputs({"gpus": 77, "measured_tps": 200_000, "ownership": "rent",
+                        "tef_target.Downside": 0.45,
                         "start_date": "2029-03-01", "site_name": "=1+1 not a formula"})
     other = wbm.build_workbook(site)
     assert destination(other, "in_gpus").value == 77
