@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import zipfile
 from pathlib import Path
@@ -221,3 +222,15 @@ def test_cell_values_blank_beyond_the_horizon():
     assert all(isinstance(values[f"{c}{r}"], float) for c in cols[:7])
     assert all(values[f"{c}{r}"] == "" for c in cols[7:])
     assert values[f"{cols[6]}{wbm.TIMELINE_ROWS['salvage']}"] == 0.0
+
+
+def test_cell_values_are_plain_python_values():
+    site = make_inputs({"ownership": "rent", "horizon_months": 13})
+    kinds = set()
+    for cells in wbm.cell_values(site).values():
+        for value in cells.values():
+            kinds.add(type(value))
+    assert kinds <= {int, float, str, dt.datetime}, kinds
+    returns = wbm.cell_values(site)["Returns"]
+    (_, ref), = wbm.build_workbook(site).defined_names["out_roi"].destinations
+    assert returns[ref.replace("$", "")] == "none"  # no CapEx when rented
