@@ -124,8 +124,8 @@ class _Builder:
         cell.number_format = st.number_format(kind)
         cell.font = font
         cell.protection = st.LOCKED
-        if kind in ("money", "price", "fraction", "fraction2", "tokens", "gpus", "months",
-                    "number", "integer", "ratio", "rate", "factor"):
+        if kind in ("money", "price", "fraction", "fraction2", "tokens", "mtokens", "gpus",
+                    "months", "number", "integer", "ratio", "rate", "factor"):
             cell.alignment = st.RIGHT
         self.plan.scalars.append((ws.title, coord, key))
         if name:
@@ -478,7 +478,7 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.cell(row, 4, note).font = st.NOTE_FONT
         b.plan.rows[key] = row
         row += 1
-    for col, width in {"A": 40, "B": 17, "C": 13, "D": 14, "E": 12, "F": 12, "G": 12,
+    for col, width in {"A": 40, "B": 22, "C": 13, "D": 14, "E": 12, "F": 12, "G": 12,
                        "H": 12, "I": 30}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
@@ -504,10 +504,11 @@ _LINES: tuple[tuple[object, ...], ...] = (
     ("sell_through", "Sell-through", "fraction",
      "in_sell_through_start+(live_sell_through_target-in_sell_through_start)*{c}{sell_ramp_share}",
      "fraction", False, False),
-    ("theoretical_tokens", "Theoretical tokens", "tokens",
-     "in_gpus*in_theoretical_tps_per_gpu*3600*{c}{hours}", "tokens", True, False),
-    ("tokens_sold", "Tokens sold", "tokens",
-     "{c}{theoretical_tokens}*{c}{tef}*service_level*{c}{sell_through}", "tokens", True, False),
+    ("theoretical_tokens", "Theoretical tokens", "tokens, shown in millions",
+     "in_gpus*in_theoretical_tps_per_gpu*3600*{c}{hours}", "mtokens", True, False),
+    ("tokens_sold", "Tokens sold", "tokens, shown in millions",
+     "{c}{theoretical_tokens}*{c}{tef}*service_level*{c}{sell_through}", "mtokens", True,
+     False),
     ("price", "Price", "money/Mtok",
      "blended_price*(1-live_decline)^(({c}${month}-1)/k_months_per_quarter)", "price",
      False, False),
@@ -624,7 +625,7 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
             b.formula(ws, f"C{r}", f"tl.total.{key}", f"=SUM({first}{r}:{MONTH_COLS[-1]}{r})",
                       str(kind), font=st.TOTAL_FONT)
     ws.column_dimensions["A"].width = 28
-    ws.column_dimensions["B"].width = 11
+    ws.column_dimensions["B"].width = 22
     ws.column_dimensions["C"].width = 17
     for c in ALL_COLS:
         ws.column_dimensions[c].width = 13

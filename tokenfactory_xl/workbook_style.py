@@ -52,6 +52,7 @@ FORMATS: dict[str, str] = {
     "fraction": '0.0%;[Red]-0.0%',
     "fraction2": '0.00%;[Red]-0.00%',
     "tokens": '#,##0',
+    "mtokens": '#,##0,,',  # tokens, shown in millions so that a month fits its column
     "gpus": '#,##0.0',
     "months": '#,##0.0',
     "ratio": '0.0%;[Red]-0.0%',
