@@ -300,7 +300,7 @@ def economic_life_months(
     r0, c, d = np.broadcast_arrays(
         _f(revenue_per_gpu_hour), _f(cash_cost_per_gpu_hour), _f(decline_per_quarter)
     )
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         months = 3 * np.log(c / r0) / np.log1p(-d)
     months = np.where(r0 <= c, 0.0, months)
     months = np.where((r0 > c) & (d == 0), np.inf, months)
@@ -334,7 +334,7 @@ def irr(cash_flows: ArrayLike) -> float | None:
     signs = np.sign(flows[flows != 0])
     if signs.size == 0 or np.all(signs == signs[0]):
         return None
-    grid = np.concatenate([-1 + np.geomspace(1e-9, 1, 200)[:-1], np.geomspace(1e-9, 1e3, 400)])
+    grid = np.concatenate([-1 + np.geomspace(1e-9, 1, 200)[:-1], np.geomspace(1e-9, 1e9, 600)])
     grid = np.unique(np.concatenate([grid, -grid[grid < 1], [0.0]]))
     grid = grid[grid > -1]
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
