@@ -201,7 +201,12 @@ def formulas_values(formulas_model, built, input_sets):
     return get
 
 
-@pytest.mark.parametrize("name", list(INPUT_SETS))
+# formulas takes ~15 s a recomputation: the template and the three sets that cover rented and
+# owned, every scenario, a short horizon and a leap-year start (LibreOffice does all five).
+FORMULAS_SETS = ["template", "rented_optimised", "downside_7_months", "leap_february_240"]
+
+
+@pytest.mark.parametrize("name", FORMULAS_SETS)
 def test_formulas_package_matches_the_python_model(formulas_values, input_sets, name):
     bad = check_against_model(formulas_values(name), input_sets[name])
     assert not bad, f"{len(bad)} mismatches, e.g. {bad[:5]}"
