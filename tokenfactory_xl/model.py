@@ -338,7 +338,8 @@ def irr(cash_flows: ArrayLike) -> float | None:
     grid = np.unique(np.concatenate([grid, -grid[grid < 1], [0.0]]))
     grid = grid[grid > -1]
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        values = np.array([npv(r, flows) for r in grid])
+        # The whole grid in one array operation (the same sums as npv(), row by row).
+        values = np.sum(flows / (1 + grid[:, None]) ** np.arange(flows.shape[-1]), axis=1)
     change = np.nonzero(np.sign(values[:-1]) * np.sign(values[1:]) <= 0)[0]
     if change.size == 0:
         return None
