@@ -273,3 +273,17 @@ def test_a_text_file_that_is_no_csv_is_not_called_one(tmp_path):
     path.write_text("# Notes\n\nGPUs arrive in May, and the racks in June.\n", encoding="utf-8")
     text = refusal(path)
     assert text == "not an Excel workbook: it is a text file"
+
+
+def test_a_workbook_from_the_builder_gives_only_the_no_values_note(tmp_path):
+    # The builder writes formulas without stored values (openpyxl): nothing to compare, a note.
+    from tokenfactory_xl.inputs import make_inputs
+    from tokenfactory_xl.operating_model import run
+    from tokenfactory_xl.workbook import build_workbook, save_workbook
+
+    site = make_inputs({"gpus": 2048, "ownership": "rent", "tef_target.Optimised": 0.7})
+    path = save_workbook(build_workbook(site), tmp_path / "site.xlsx")
+    audit = audit_workbook(path)
+    assert [(f.severity, f.code) for f in audit.findings] == [("info", "values_absent")]
+    assert audit.inputs == site
+    assert audit.result.summary == run(site).summary
