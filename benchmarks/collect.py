@@ -28,7 +28,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import openpyxl  # noqa: E402
-from tokenfactory_xl.batch import run_batch  # noqa: E402
 
 from tokenfactory_xl.collect import collect, write_outputs  # noqa: E402
 
@@ -55,6 +54,8 @@ def timed(fn) -> tuple[float, float, object]:
 
 
 def main() -> None:
+    from tokenfactory_xl.batch import run_batch
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000, help="workbooks to collect")
     parser.add_argument("--baseline-files", type=int, default=0,
