@@ -129,6 +129,29 @@ def _irr_search(cf: np.ndarray, horizon: int) -> dict[str, object]:
     return out
 
 
+def _yearly(lines: dict[str, np.ndarray], horizon: int) -> dict[str, object]:
+    """The Returns sheet's yearly summary: sums of months 12y − 11 … 12y, "" after the horizon."""
+    from .workbook import YEARS
+
+    used = -(-horizon // 12)
+    starts = np.arange(0, horizon, 12)
+    sums = {k: np.add.reduceat(lines[k], starts) for k in ("revenue", "ebitda")}
+    sums["cash_flow"] = np.add.reduceat(lines["cash_flow"][1:], starts)
+    blank = [""] * (YEARS - used)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        margin = [NONE if r == 0 else e / r for r, e in zip(sums["revenue"], sums["ebitda"],
+                                                             strict=True)]
+    ends = np.minimum(np.arange(1, used + 1) * 12, horizon)
+    return {
+        "year.year": list(range(1, YEARS + 1)),
+        "year.revenue": sums["revenue"].tolist() + blank,
+        "year.ebitda": sums["ebitda"].tolist() + blank,
+        "year.margin": [float(x) if x != NONE else x for x in margin] + blank,
+        "year.cash_flow": sums["cash_flow"].tolist() + blank,
+        "year.cumulative": lines["cumulative_cash_flow"][ends].tolist() + blank,
+    }
+
+
 def model_values(inputs: SiteInputs) -> dict[str, object]:
     """Workbook quantity key → its value (a number, a text, or an array over months)."""
     v = inputs
@@ -242,6 +265,8 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
     for key in _TOTALS:
         out[f"tl.total.{key}"] = float(np.sum(tl[key]))
 
+    out["tl.year"] = np.ceil(month_all / 12).astype(int)
+
     # -- Returns
     for name in OUTPUT_NAMES:
         out[f"out.{name}"] = _or_none(s[name])
@@ -254,6 +279,8 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
         "ret.cash_cost_hour": out["cash_cost_per_gpu_hour"], "ret.capex": d["capex"],
         "ret.cash_total": out["tl.total.cash_flow"],
     })
+
+    out.update(_yearly(lines, horizon))
 
     # -- Sensitivity
     step = CONSTANT_VALUES["k_util_step"]
