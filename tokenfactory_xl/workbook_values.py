@@ -111,9 +111,12 @@ def _irr_search(cf: np.ndarray, horizon: int) -> dict[str, object]:
     i = int(np.argmin(np.where(change == 1, np.append(nearest, np.inf), np.inf)))
     low, high, f_low = float(rates[i]), float(rates[i + 1]), float(npv[i])
     lows, highs, f_lows, mids, f_mids = [], [], [], [], []
+    months = np.arange(MAX_MONTHS + 1)
+    exponent = -np.where(months <= horizon, months, 0).astype(float)
     for _ in range(IRR_STEPS):
         mid = (low + high) / 2  # AVERAGE(low, high)
-        f_mid = float(_npv_at(flows, np.array([mid]), horizon)[0])
+        # inside a bracket with finite ends the powers are finite too
+        f_mid = float((flows * (1 + mid) ** exponent).sum())
         lows.append(low)
         highs.append(high)
         f_lows.append(f_low)
