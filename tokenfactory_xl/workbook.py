@@ -206,8 +206,10 @@ def _input_kind(spec: Input) -> str:
         return "date"
     if spec.kind in ("text", "choice", "currency"):
         return "text"
-    return "price" if "/" in spec.unit and "money" in spec.unit else (
-        "money" if spec.unit.startswith("money") else "number")
+    # per GPU-hour, per kWh, per Mtok: cents matter; per GPU or per month: whole money
+    if spec.unit.startswith("money/") and spec.unit.endswith(("GPU-h", "kWh", "Mtok")):
+        return "price"
+    return "money" if spec.unit.startswith("money") else "number"
 
 
 def input_cell_value(spec: Input, value: object) -> object:
@@ -636,7 +638,9 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
         f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['year']}",
         FormulaRule(formula=[f"{d}${rows['flag']}=0"], font=grey))
     _print_setup(ws, fit_height=1)
-    ws.page_setup.fitToWidth = 0
+    # 240 months do not fit a page: print at half size, about a year a page, labels repeated
+    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=False)
+    ws.page_setup.scale = 50
     ws.print_title_cols = "A:C"
 
 
