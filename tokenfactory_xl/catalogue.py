@@ -128,7 +128,7 @@ class Input:
             )
         return text
 
-    def _parse_number(self, value: object) -> float:
+    def _parse_number(self, value: object) -> float | int:
         percent = False
         if isinstance(value, bool):
             raise BadValue(f"is TRUE/FALSE, not a number; allowed: {self.allowed}")
@@ -164,17 +164,17 @@ class Input:
             and self.high <= 1
             and 1 < number <= 100
         ):
-            shown = fmt_number(number)
-            raise BadValue("looks like a percentage", f"enter {shown}% or {fmt_number(number / 100)}")
+            shown, fraction = fmt_number(number), fmt_number(number / 100)
+            raise BadValue("looks like a percentage", f"enter {shown}% or {fraction}")
         if self.kind == "integer" and not number.is_integer():
-            raise BadValue(f"must be {self.allowed}", f"enter a whole number such as {round(number)}")
+            raise BadValue(f"must be {self.allowed}", f"enter a whole number, e.g. {round(number)}")
         too_low = self.low is not None and (
             number <= self.low if self.low_open else number < self.low
         )
         too_high = self.high is not None and number > self.high
         if too_low or too_high:
             raise BadValue(f"is out of range; allowed: {self.allowed}")
-        return number
+        return int(number) if self.kind == "integer" else number
 
     def _parse_date(self, value: object) -> _dt.date:
         if isinstance(value, _dt.datetime):
@@ -218,6 +218,20 @@ def _did_you_mean(word: str, options: Sequence[str]) -> str:
     lowered = {o.lower(): o for o in options}
     close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.5)
     return f"did you mean {lowered[close[0]]}?" if close else ""
+
+
+#: Names users reach for that the model derives: what to set instead.
+DERIVED_FROM: dict[str, str] = {
+    "sla": "availability and ttft_p50_ms / ttft_p99_ms / ttft_slo_ms",
+    "slo_attainment": "ttft_p50_ms, ttft_p99_ms and ttft_slo_ms",
+    "tef": "measured_tps ÷ (gpus × theoretical_tps_per_gpu); tef_target for the target",
+    "tef_now": "measured_tps ÷ (gpus × theoretical_tps_per_gpu)",
+    "tfi": "TEF × SLA × sell-through",
+    "sell_through": "sell_through_start and sell_through_target",
+    "blended_price": "the price_* inputs, output_share, cache_hit_rate and the batch inputs",
+    "price_per_mtok": "the price_* inputs, output_share, cache_hit_rate and the batch inputs",
+    "capex": "gpus × capex_per_gpu",
+}
 
 
 def closest_name(word: str) -> str:

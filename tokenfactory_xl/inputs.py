@@ -17,7 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Literal
 
-from .catalogue import BY_NAME, INPUTS, MISSING, SCENARIOS, BadValue, closest_name
+from .catalogue import (
+    BY_NAME,
+    DERIVED_FROM,
+    INPUTS,
+    MISSING,
+    SCENARIOS,
+    BadValue,
+    closest_name,
+    fmt_number,
+)
 from .errors import InputError, Problem
 
 
@@ -59,14 +68,23 @@ class SiteInputs(Mapping[str, object]):
 
     def replace(self, changes: Mapping[str, object], *, bare: Literal["live", "all"] = "live"):
         """A checked copy with ``changes`` applied (same key forms as :func:`make_inputs`)."""
-        return make_inputs({**self.flat(), **changes}, bare=bare)
+        base = self.flat()
+        asked = str(changes.get("scenario", self.scenario)).strip().lower()
+        live = next((s for s in SCENARIOS if s.lower() == asked), self.scenario)
+        for key in changes:
+            name, scenario = split_key(str(key))
+            if scenario is None and name in BY_NAME and BY_NAME[name].per_scenario:
+                # a bare per-scenario change replaces the scenario values it targets
+                for target in (SCENARIOS if bare == "all" else (live,)):
+                    base.pop(f"{name}.{target}", None)
+        return make_inputs({**base, **changes}, bare=bare)
 
     def flat(self) -> dict[str, object]:
         """Every value under its sites-file column name (``tef_target.Base`` …)."""
         out: dict[str, object] = {}
         for spec in INPUTS:
             if spec.per_scenario:
-                for scenario, value in zip(SCENARIOS, self._values[spec.name]):  # type: ignore
+                for scenario, value in zip(SCENARIOS, self[spec.name], strict=True):  # type: ignore
                     out[f"{spec.name}.{scenario}"] = value
             else:
                 out[spec.name] = self._values[spec.name]
@@ -133,7 +151,10 @@ def make_inputs(
         except BadValue as exc:
             bad(str(key), value, exc)
             continue
-        if name not in BY_NAME:
+        if name in DERIVED_FROM:
+            problems.append(Problem(str(key), value, "is computed by the model, not an input",
+                                    f"it follows from {DERIVED_FROM[name]}", where))
+        elif name not in BY_NAME:
             hint = closest_name(name)
             fix = f"did you mean {hint}?" if hint else "see `tokenfactory-xl inputs` for the names"
             problems.append(Problem(str(key), value, "is not a known input", fix, where))
@@ -188,31 +209,33 @@ def make_inputs(
         if spec.per_scenario:
             out[spec.name] = tuple(out[spec.name])  # type: ignore[arg-type]
 
-    problems += _cross_checks(out, where)
+    problems += _cross_checks(out, {**out, **plain}, where)
     if problems:
         raise InputError(problems)
     return SiteInputs(out)
 
 
-def _cross_checks(v: dict[str, object], where: str) -> list[Problem]:
-    """The rules that tie two or more inputs together."""
+def _cross_checks(v: dict[str, object], typed: dict[str, object], where: str) -> list[Problem]:
+    """The rules that tie two or more inputs together (``typed``: the values as the user gave
+    them, echoed in the messages)."""
     found: list[Problem] = []
+    n = fmt_number
     if v["salvage_per_gpu"] > v["capex_per_gpu"]:  # type: ignore[operator]
         found.append(Problem(
-            "salvage_per_gpu", v["salvage_per_gpu"],
-            f"is more than capex_per_gpu ({v['capex_per_gpu']:,g})",
+            "salvage_per_gpu", typed["salvage_per_gpu"],
+            f"is more than capex_per_gpu ({n(v['capex_per_gpu'])})",
             "salvage is the resale value of a GPU and cannot exceed what it cost", where))
     if v["ttft_p99_ms"] <= v["ttft_p50_ms"]:  # type: ignore[operator]
         found.append(Problem(
-            "ttft_p99_ms", v["ttft_p99_ms"],
-            f"must be above ttft_p50_ms ({v['ttft_p50_ms']:,g} ms)",
+            "ttft_p99_ms", typed["ttft_p99_ms"],
+            f"must be above ttft_p50_ms ({n(v['ttft_p50_ms'])} ms)",
             "the 99th percentile of TTFT is always above its median; check the two are not "
             "swapped", where))
     theoretical = v["gpus"] * v["theoretical_tps_per_gpu"]  # type: ignore[operator]
     if v["measured_tps"] > theoretical:  # type: ignore[operator]
         found.append(Problem(
-            "measured_tps", v["measured_tps"],
-            f"is above the theoretical {theoretical:,g} tokens/s (gpus × theoretical_tps_per_gpu)"
+            "measured_tps", typed["measured_tps"],
+            f"is above the theoretical {n(theoretical)} tokens/s (gpus × theoretical_tps_per_gpu)"
             ", so TEF now would exceed 100%",
             "measured_tps is the whole cluster's throughput and theoretical_tps_per_gpu one "
             "GPU's peak: check both, and that gpus counts the whole fleet", where))

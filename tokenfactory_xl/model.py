@@ -352,7 +352,7 @@ def _irr_grid(periods: int) -> tuple[np.ndarray, np.ndarray]:
     Computed once per number of periods and evaluated in one broadcast: a Python loop over the
     ~1,100 rates made IRR cost ~10 ms, the bulk of a batch's time per site.
     """
-    grid = np.concatenate([-1 + np.geomspace(1e-9, 1, 200)[:-1], np.geomspace(1e-9, 1e3, 400)])
+    grid = np.concatenate([-1 + np.geomspace(1e-9, 1, 200)[:-1], np.geomspace(1e-9, 1e9, 600)])
     grid = np.unique(np.concatenate([grid, -grid[grid < 1], [0.0]]))
     grid = grid[grid > -1]
     with np.errstate(over="ignore"):

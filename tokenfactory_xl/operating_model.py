@@ -149,7 +149,8 @@ def _timeline(inputs: SiteInputs, hours: np.ndarray, tef_target, sell_through_ta
     tef = ramp(d["tef_now"], tef_target, int(v["tef_ramp_months"]), month)
     sell = ramp(v["sell_through_start"], sell_through_target,
                 int(v["sell_through_ramp_months"]), month)
-    tokens = gpus * v["theoretical_tps_per_gpu"] * m.SECONDS_PER_HOUR * hours * tef * d["sla"] * sell
+    capacity = gpus * v["theoretical_tps_per_gpu"] * m.SECONDS_PER_HOUR * hours  # at full load
+    tokens = capacity * tef * d["sla"] * sell
     price = d["blended_price"] * (1 - np.asarray(decline, dtype=float)) ** ((month - 1) / 3)
     revenue = tokens / m.TOKENS_PER_MTOK * price
     power = gpus * v["power_kw_per_gpu"] * v["pue"] * hours * v["electricity_per_kwh"]

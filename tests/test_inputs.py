@@ -1,0 +1,149 @@
+"""Input checking: every bad value is reported with its name, value, what is allowed and the fix."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from tokenfactory_xl import InputError, make_inputs
+from tokenfactory_xl.catalogue import BY_NAME, INPUTS, SCENARIOS
+
+
+def problems(values, **kw) -> list[str]:
+    with pytest.raises(InputError) as info:
+        make_inputs(values, **kw)
+    return [str(p) for p in info.value.problems]
+
+
+def test_defaults_are_the_spec_defaults():
+    site = make_inputs()
+    assert site["gpus"] == 1024 and isinstance(site["gpus"], int)
+    assert site["start_date"] == dt.date(2027, 1, 1)
+    assert site["tef_target"] == (0.30, 0.65, 0.30)
+    assert site["sell_through_target"] == (0.80, 0.85, 0.60)
+    assert site["decline_per_quarter"] == (0.10, 0.10, 0.25)
+    assert site.tef_now == pytest.approx(0.30)
+
+
+def test_every_default_passes_its_own_check():
+    for spec in INPUTS:
+        values = spec.default if spec.per_scenario else (spec.default,)
+        for value in values:
+            assert spec.parse(value) == value, spec.name
+
+
+def test_percentage_typed_without_sign_gets_the_hint():
+    [message] = problems({"availability": 99.5})
+    assert message == "availability=99.5: looks like a percentage; enter 99.5% or 0.995"
+
+
+def test_percent_text_and_fraction_are_accepted():
+    assert make_inputs({"availability": "99.5%"})["availability"] == pytest.approx(0.995)
+    assert make_inputs({"availability": 0.995})["availability"] == 0.995
+    assert make_inputs({"gpus": "2,048"})["gpus"] == 2048
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"gpus": "many"}, "gpus='many'"[:5]),
+        ({"gpus": -5}, "gpus=-5: is out of range; allowed: a whole number from 1 to 1,000,000"),
+        ({"gpus": 10.5}, "gpus=10.5: must be a whole number from 1 to 1,000,000"),
+        ({"pue": math.nan}, "pue=nan: is not a number (NaN)"),
+        ({"capex_per_gpu": math.inf}, "capex_per_gpu=inf: is infinite"),
+        ({"capex_per_gpu": True}, "capex_per_gpu=True: is TRUE/FALSE, not a number"),
+        ({"theoretical_tps_per_gpu": 0}, "allowed: a number above 0"),
+        ({"ownership": "lease"}, "ownership=lease: must be one of own, rent"),
+        ({"scenario": "Optimized"}, "did you mean Optimised?"),
+        ({"start_date": "2027-01-15"}, "is not the first of a month"),
+        ({"start_date": "next year"}, "is not a date"),
+        ({"currency": "dollars"}, "three-letter ISO 4217"),
+        ({"site_name": "x" * 81}, "shorten it to 80 characters"),
+        ({"site_name": "bad\x07name"}, "control characters"),
+        ({"decline_per_quarter": 47}, "looks like a percentage; enter 47% or 0.47"),
+        ({"decline_per_quarter": 1}, "allowed: a fraction from 0 to 0.99"),
+        ({"tef_target.Optimised": 120}, "tef_target.Optimised=120: is out of range"),
+        ({"tef_target.Optimised": 1.2}, "tef_target.Optimised=1.2: looks like a percentage"),
+        ({"gpus.Base": 3}, "gpus has one value for all scenarios"),
+        ({"tef_target.Best": 0.7}, "is not a scenario"),
+        ({"gpu": 8}, "gpu=8: is not a known input; did you mean gpus?"),
+        ({"sla": 0.99}, "sla=0.99: is computed by the model, not an input"),
+    ],
+)
+def test_bad_values_name_input_value_and_rule(values, expected):
+    [message] = problems(values)
+    assert expected in message
+
+
+def test_text_where_number_expected():
+    [message] = problems({"gpus": "many"})
+    assert message == "gpus=many: is not a number; allowed: a whole number from 1 to 1,000,000"
+
+
+def test_p99_not_above_p50():
+    [message] = problems({"ttft_p50_ms": 800, "ttft_p99_ms": 800})
+    assert message.startswith("ttft_p99_ms=800: must be above ttft_p50_ms (800 ms)")
+
+
+def test_measured_above_theoretical():
+    [message] = problems({"gpus": 10, "theoretical_tps_per_gpu": 1000, "measured_tps": 20_000})
+    assert "measured_tps=20000: is above the theoretical 10,000 tokens/s" in message
+    assert "TEF now would exceed 100%" in message
+
+
+def test_salvage_above_capex():
+    [message] = problems({"capex_per_gpu": 1000, "salvage_per_gpu": 2000})
+    assert message.startswith("salvage_per_gpu=2000: is more than capex_per_gpu (1,000)")
+
+
+def test_several_problems_are_reported_together():
+    found = problems({"gpus": -1, "pue": 9, "availability": 99, "ttft_p99_ms": 100,
+                      "colour": "red"}, where="row 7")
+    assert len(found) == 5
+    assert all(p.startswith("row 7: ") for p in found)
+    assert {p.split(":")[1].strip().split("=")[0] for p in found} == {
+        "gpus", "pue", "availability", "ttft_p99_ms", "colour"}
+
+
+def test_error_message_lists_every_problem():
+    with pytest.raises(InputError) as info:
+        make_inputs({"gpus": -1, "pue": 9})
+    text = str(info.value)
+    assert text.splitlines()[0] == "2 inputs need fixing:"
+    assert "gpus=-1" in text and "pue=9" in text
+
+
+def test_bare_per_scenario_value_sets_live_or_all():
+    live = make_inputs({"scenario": "Optimised", "tef_target": 0.7})
+    assert live["tef_target"] == (0.30, 0.7, 0.30)
+    every = make_inputs({"tef_target": 0.7}, bare="all")
+    assert every["tef_target"] == (0.7, 0.7, 0.7)
+    one = make_inputs({"tef_target": 0.7, "tef_target.downside": 0.4}, bare="all")
+    assert one["tef_target"] == (0.7, 0.7, 0.4)
+    triple = make_inputs({"tef_target": [0.3, 0.6, 0.2]})
+    assert triple["tef_target"] == (0.3, 0.6, 0.2)
+    assert triple.live("tef_target", "Optimised") == 0.6
+
+
+def test_empty_values_take_the_default():
+    site = make_inputs({"gpus": "", "tef_target.Optimised": None, "pue": "  "})
+    assert site["gpus"] == BY_NAME["gpus"].default
+    assert site["tef_target"][1] == 0.65
+    assert site["pue"] == 1.3
+
+
+def test_choices_and_dates_are_normalised():
+    site = make_inputs({"scenario": "downside", "ownership": "RENT", "currency": "eur",
+                        "start_date": dt.datetime(2028, 3, 1)})
+    assert (site["scenario"], site["ownership"], site["currency"]) == ("Downside", "rent", "EUR")
+    assert site["start_date"] == dt.date(2028, 3, 1)
+
+
+def test_replace_and_flat_round_trip():
+    site = make_inputs({"scenario": "Downside"})
+    changed = site.replace({"decline_per_quarter": 0.3})
+    assert changed["decline_per_quarter"] == (0.10, 0.10, 0.3)
+    assert make_inputs(changed.flat()) == changed
+    assert set(site.flat()) >= {f"tef_target.{s}" for s in SCENARIOS}
