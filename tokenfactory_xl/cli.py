@@ -23,6 +23,7 @@ from .operating_model import OUTPUTS, run
 #: Modules that add a sub-command, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "tokenfactory_xl.cli",
+    "tokenfactory_xl.batch",
 )
 
 EXIT_USAGE = 2

@@ -330,3 +330,25 @@ def _zip_bytes(members: list[_Member]) -> bytes:
     out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), size,
                           start, 0))
     return out.getvalue()
+
+
+#: The creation and modification time written into generated workbooks' document properties:
+#: a fixed one, so that the same inputs give the same bytes.
+FIXED_TIMESTAMP = "2000-01-01T00:00:00Z"
+_CORE_DATES = re.compile(rb"(<dcterms:(?:created|modified)\b[^>]*>)[^<]*(</dcterms:)")
+
+
+def repack(data: bytes, level: int = 6) -> bytes:
+    """An ``.xlsx`` rewritten deterministically: fixed zip timestamps and document dates.
+
+    openpyxl stamps the save time into ``docProps/core.xml`` and every zip entry; this rewrites
+    both to fixed values and recompresses at ``level``, members in their original order.
+    """
+    members = []
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for info in archive.infolist():
+            body = archive.read(info)
+            if info.filename == "docProps/core.xml":
+                body = _CORE_DATES.sub(rb"\g<1>" + FIXED_TIMESTAMP.encode() + rb"\g<2>", body)
+            members.append(_compress(info.filename, body, level))
+    return _zip_bytes(members)
