@@ -39,7 +39,7 @@ from .catalogue import BY_NAME
 from .files import write_atomically
 from .inputs import SiteInputs
 from .operating_model import OUTPUTS
-from .stencil import repack
+from .stencil import Stencil, repack
 
 
 class _HasSummary(Protocol):
@@ -170,10 +170,13 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         header.append(cell)
     ws.append(header)
 
-    for inputs, result in entries:
+    # openpyxl writes numbers with 16 significant digits; the stencil below stores every digit.
+    exact: dict[str, object] = {}
+    letters = [get_column_letter(i) for i in range(1, len(names) + 1)]
+    for number, (inputs, result) in enumerate(entries, start=2):
         flat = inputs.flat()
         row = []
-        for name, fmt in zip(names, formats, strict=True):
+        for name, fmt, letter in zip(names, formats, letters, strict=True):
             value = result.summary[name] if name in outputs else flat[name]
             cell = WriteOnlyCell(ws, value=None)
             if isinstance(value, str):
@@ -183,6 +186,8 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
             else:
                 cell.value = _cell_value(value)
                 cell.number_format = fmt
+                if isinstance(cell.value, float):
+                    exact[f"{letter}{number}"] = cell.value
             row.append(cell)
         ws.append(row)
 
@@ -194,6 +199,8 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         cell.font = bold
         if not isinstance(value, str):
             cell.number_format = fmt
+            if isinstance(cell.value, float):
+                exact[f"{get_column_letter(len(row) + 1)}{last_row + 1}"] = cell.value
         row.append(cell)
     ws.append(row)
 
@@ -219,7 +226,8 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     buffer = io.BytesIO()
     wb.properties.created = dt.datetime(2000, 1, 1)
     wb.save(buffer)
-    return repack(buffer.getvalue())
+    stencil = Stencil(repack(buffer.getvalue()), {ws.title: exact}, level=6)
+    return stencil.fill({ws.title: exact})
 
 
 def write_portfolio(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:
