@@ -141,6 +141,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     wb.properties.title = "TFOM portfolio"
     ws = wb.create_sheet("Portfolio")
     ws.freeze_panes = "B2"
+    ws.page_setup.orientation = "landscape"
     n = len(entries)
     last_row = n + 1
     ws.auto_filter.ref = f"A1:{get_column_letter(len(names))}{last_row}"
@@ -211,17 +212,22 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         chart.y_axis.title = "share of theoretical capacity"
         chart.y_axis.number_format = "0%"
         chart.y_axis.majorGridlines = None
+        chart.x_axis.scaling.orientation = "maxMin"  # the first site on top, as in the table
         shown = min(n, CHART_SITES)
         for name in ("tfi_now", "breakeven_util"):
             col = names.index(name) + 1
             chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
                            titles_from_data=True)
         chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
-        chart.height = max(7.5, 0.5 * shown + 3)
-        chart.width = 18
+        chart.height = max(9.0, 0.6 * shown + 3)
+        chart.width = 24
         if n > shown:
             chart.title += f" (first {shown} of {n} sites)"
-        ws.add_chart(chart, f"{get_column_letter(len(names) + 2)}2")
+        # A sheet of its own: beside a table of 40 columns the chart would be off screen.
+        sheet = wb.create_sheet("Chart")
+        sheet.page_setup.orientation = "landscape"
+        sheet.sheet_properties.pageSetUpPr.fitToPage = True
+        sheet.add_chart(chart, "A1")
 
     buffer = io.BytesIO()
     wb.properties.created = dt.datetime(2000, 1, 1)
