@@ -100,7 +100,8 @@ def test_every_problem_at_once_with_row_column_value_and_allowed(tmp_path):
 
 
 def test_unknown_columns_are_named_with_the_nearest_known_name(tmp_path):
-    path = write_csv(tmp_path, "site_name,gpu,capex_per_gpu,availabilty,tef_target.Best\nA,1,2,3,4\n")
+    header = "site_name,gpu,capex_per_gpu,availabilty,tef_target.Best"
+    path = write_csv(tmp_path, header + "\nA,1,2,3,4\n")
     sites = load_sites(path)
     messages = [str(p) for p in sites.file_problems]
     assert any("column B" in m and "did you mean gpus?" in m for m in messages), messages
