@@ -13,7 +13,8 @@ import pytest
 from tokenfactory_xl.libreoffice import recalculate
 from tokenfactory_xl.stencil import Stencil, StencilError, excel_serial, repack
 
-INJECTIONS = ['=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)", "-1+2", "<b>&amp;</b>"]
+INJECTIONS = ["Zürich — Süd ≥ 1", '=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)", "-1+2",
+              "<b>&amp;</b>"]
 
 
 def template() -> bytes:
@@ -107,7 +108,7 @@ def test_types_of_stored_values():
     # A formula that shows nothing: an empty string result.
     assert re.fullmatch(r'<c r="A3" t="str"><f>.*</f><v></v></c>', cell_xml(calc, "A3"))
     inputs = sheet_xml(data, 1)
-    assert f"<v>{int(excel_serial(dt.date(2027, 1, 1)))}</v>" in cell_xml(inputs, "B3")
+    assert f"<v>{excel_serial(dt.date(2027, 1, 1))!r}</v>" in cell_xml(inputs, "B3")
     assert excel_serial(dt.date(2027, 1, 1)) == 46388   # as Excel shows =DATE(2027,1,1)*1
 
 
