@@ -156,3 +156,14 @@ def test_non_finite_values_are_empty(entries):
     inputs, result = entries[0]
     result.summary["economic_life_months"] = math.inf
     assert pf._csv_field(result.summary["economic_life_months"]) == ""
+
+
+def test_many_sites_chart_the_first_ones(tmp_path):
+    many = [site(f"Site {i:03d}", 1024 + i) for i in range(pf.CHART_SITES + 5)]
+    path = pf.write_portfolio(tmp_path / "portfolio.xlsx", many)
+    ws = openpyxl.load_workbook(path).worksheets[0]
+    assert ws.max_row == len(many) + 2
+    with zipfile.ZipFile(path) as z:
+        xml = z.read("xl/charts/chart1.xml").decode()
+    assert f"first {pf.CHART_SITES} of {len(many)} sites" in xml
+    assert f"$A$2:$A${pf.CHART_SITES + 1}" in xml

@@ -38,7 +38,7 @@ from typing import TextIO
 from .errors import InputError, Problem
 from .files import TEMP_PREFIX, existing, write_atomically
 from .inputs import SiteInputs, default_inputs
-from .operating_model import Result, run
+from .operating_model import OUTPUT_NAMES, Result, run
 from .portfolio import write_portfolio, write_summary_csv
 from .sites import SiteRow, load_sites
 from .stencil import COMPRESSION_LEVEL, Stencil
@@ -69,9 +69,25 @@ class WorkbookFactory:
         cells = {sheet: list(values) for sheet, values in workbook.cell_values(defaults).items()}
         self.stencil = Stencil(template, cells, level)
 
+        # The summary outputs are read from the cells the workbook names out_<name>: the
+        # portfolio then shows exactly what each workbook stores, without a second model run.
+        self._outputs = {name: self.stencil.defined_cells.get(f"out_{name}")
+                         for name in OUTPUT_NAMES}
+
     def workbook_bytes(self, inputs: SiteInputs) -> bytes:
         """The site's workbook, every formula cell storing the model's value, as ``.xlsx``."""
         return self.stencil.fill(self._cell_values(inputs))
+
+    def make(self, inputs: SiteInputs) -> tuple[bytes, dict[str, float | None]]:
+        """The site's workbook and its summary outputs (``None`` where the spec says none)."""
+        values = self._cell_values(inputs)
+        summary: dict[str, float | None] = {}
+        for name, where in self._outputs.items():
+            if where is None:  # a workbook without that output cell: ask the model
+                return self.stencil.fill(values), run(inputs).summary
+            value = values[where[0]][where[1]]
+            summary[name] = float(value) if isinstance(value, (int, float)) else None
+        return self.stencil.fill(values), summary
 
 
 def _template_bytes(workbook) -> bytes:
@@ -109,9 +125,9 @@ class _Task:
 
 def _make(task: _Task) -> tuple[int, dict[str, float | None]]:
     """Write one site's workbook; return its index and summary outputs (small, picklable)."""
-    factory = _factory(_LEVEL)
-    write_atomically(task.target, factory.workbook_bytes(task.inputs))
-    return task.index, run(task.inputs).summary
+    data, summary = _factory(_LEVEL).make(task.inputs)
+    write_atomically(task.target, data)
+    return task.index, summary
 
 
 _LEVEL = COMPRESSION_LEVEL

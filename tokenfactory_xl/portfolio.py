@@ -208,7 +208,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     if n:
         chart = BarChart()
         chart.type = "bar"
-        chart.title = "TFI now against breakeven utilisation"
+        title = "TFI now against breakeven utilisation"
         chart.y_axis.title = "share of theoretical capacity"
         chart.y_axis.number_format = "0%"
         chart.y_axis.majorGridlines = None
@@ -221,8 +221,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
         chart.height = max(9.0, 0.6 * shown + 3)
         chart.width = 24
-        if n > shown:
-            chart.title += f" (first {shown} of {n} sites)"
+        chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
         # A sheet of its own: beside a table of 40 columns the chart would be off screen.
         sheet = wb.create_sheet("Chart")
         sheet.page_setup.orientation = "landscape"

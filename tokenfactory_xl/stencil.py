@@ -51,6 +51,7 @@ _CELL = re.compile(rb"<c\b[^>]*?(?:/>|>.*?</c>)", re.S)
 _ATTR = re.compile(rb'\s([\w:]+)="([^"]*)"')
 _FORMULA = re.compile(rb"<f\b[^>]*?(?:/>|>.*?</f>)", re.S)
 _CALC_PR = re.compile(rb"<calcPr\b[^>]*?/>")
+_ONE_CELL = re.compile(r"(?:'((?:[^']|'')+)'|([^'!]+))!\$?([A-Z]{1,3})\$?(\d+)")
 # Characters XML 1.0 does not allow in a document, even escaped.
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _NEEDS_ESCAPE = re.compile("[&<>]")
@@ -234,6 +235,7 @@ class Stencil:
         self.level = level
         with zipfile.ZipFile(io.BytesIO(template)) as archive:
             parts = _sheet_parts(archive)
+            self.defined_cells = _defined_cells(archive)
             unknown = sorted(set(cells) - set(parts))
             if unknown:
                 raise StencilError(f"sheets not in the template: {', '.join(unknown)}")
@@ -297,6 +299,21 @@ def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
         part = target.lstrip("/") if target.startswith("/") else "xl/" + target
         parts[sheet.get("name", "")] = part
     return parts
+
+
+def _defined_cells(archive: zipfile.ZipFile) -> dict[str, tuple[str, str]]:
+    """Workbook-level defined names that point at one cell: name → (sheet title, ``B7``)."""
+    book = ElementTree.fromstring(archive.read("xl/workbook.xml"))
+    found = {}
+    for item in book.iter(f"{{{_NS_MAIN}}}definedName"):
+        if item.get("localSheetId") is not None or not item.text:
+            continue
+        match = _ONE_CELL.fullmatch(item.text.strip())
+        if match:
+            sheet = match.group(1) or match.group(2)
+            ref = match.group(3) + match.group(4)
+            found[item.get("name", "")] = (sheet.replace("''", "'"), ref)
+    return found
 
 
 def _full_calc_on_load(workbook_xml: bytes) -> bytes:
