@@ -203,8 +203,19 @@ class BatchReport:
         return EXIT_SKIPPED if self.skipped else 0
 
 
-class TargetsExist(InputError):
-    """Files the batch would write exist already and ``force`` was not given."""
+class TargetsExist(FileExistsError):
+    """Files the batch would write exist already and ``force`` was not given.
+
+    ``paths`` lists every one of them; nothing has been written.
+    """
+
+    def __init__(self, paths: Sequence[Path]):
+        self.paths = list(paths)
+        lines = [f"{len(self.paths)} file{'s' if len(self.paths) != 1 else ''} to write "
+                 "exist already, so nothing was written (add --force to replace them, or "
+                 "choose another -o folder):"]
+        lines += [f"  - {p}" for p in self.paths]
+        super().__init__("\n".join(lines))
 
 
 def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str | None = None,
@@ -219,8 +230,9 @@ def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str
     Raises
     ------
     InputError
-        with every problem of the sites file (unless ``skip_invalid`` and only rows are bad), or
-        every target that exists already without ``force``.
+        with every problem of the sites file (unless ``skip_invalid`` and only rows are bad).
+    TargetsExist
+        listing every target that exists already, when ``force`` is not given.
     """
     sites = load_sites(sites_path, sheet)
     if sites.file_problems or (sites.problems and not skip_invalid):
@@ -240,9 +252,7 @@ def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str
     if not force:
         clashes = existing(targets)
         if clashes:
-            raise TargetsExist([Problem(
-                "output", str(p), "exists already; nothing was written",
-                "add --force to overwrite, or choose another -o folder") for p in clashes])
+            raise TargetsExist(clashes)
     return rows, skipped, targets
 
 
@@ -267,8 +277,8 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
 
     Raises
     ------
-    InputError
-        for a bad sites file or existing targets (nothing written).
+    InputError, TargetsExist
+        for a bad sites file or existing targets: nothing is written.
     """
     started = time.perf_counter()
     rows, skipped, targets = plan(sites_path, outdir, sheet=sheet, skip_invalid=skip_invalid,
@@ -344,7 +354,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
             force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
             progress=lambda n: Progress(n, stream))
     except TargetsExist as exc:
-        raise InputError(exc.problems) from None
+        raise UserError(str(exc)) from None
+    except InputError as exc:
+        count = len(exc.problems)
+        lines = [f"{count} problem{'s' if count != 1 else ''} in {args.sites}, so nothing was "
+                 "written:"] + [f"  - {p}" for p in exc.problems]
+        raise UserError("\n".join(lines)) from None
     except OSError as exc:
         print(f"tokenfactory-xl: batch stopped: {exc}; the workbooks written before it are "
               "complete, none is half written", file=sys.stderr)

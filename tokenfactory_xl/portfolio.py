@@ -31,6 +31,7 @@ import datetime as dt
 import io
 import math
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -39,7 +40,7 @@ from .catalogue import BY_NAME
 from .files import write_atomically
 from .inputs import SiteInputs
 from .operating_model import OUTPUTS
-from .stencil import Stencil, repack
+from .stencil import repack
 
 
 class _HasSummary(Protocol):
@@ -171,13 +172,10 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         header.append(cell)
     ws.append(header)
 
-    # openpyxl writes numbers with 16 significant digits; the stencil below stores every digit.
-    exact: dict[str, object] = {}
-    letters = [get_column_letter(i) for i in range(1, len(names) + 1)]
-    for number, (inputs, result) in enumerate(entries, start=2):
+    for inputs, result in entries:
         flat = inputs.flat()
         row = []
-        for name, fmt, letter in zip(names, formats, letters, strict=True):
+        for name, fmt in zip(names, formats, strict=True):
             value = result.summary[name] if name in outputs else flat[name]
             cell = WriteOnlyCell(ws, value=None)
             if isinstance(value, str):
@@ -187,8 +185,6 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
             else:
                 cell.value = _cell_value(value)
                 cell.number_format = fmt
-                if isinstance(cell.value, float):
-                    exact[f"{letter}{number}"] = cell.value
             row.append(cell)
         ws.append(row)
 
@@ -200,8 +196,6 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         cell.font = bold
         if not isinstance(value, str):
             cell.number_format = fmt
-            if isinstance(cell.value, float):
-                exact[f"{get_column_letter(len(row) + 1)}{last_row + 1}"] = cell.value
         row.append(cell)
     ws.append(row)
 
@@ -231,8 +225,43 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     buffer = io.BytesIO()
     wb.properties.created = dt.datetime(2000, 1, 1)
     wb.save(buffer)
-    stencil = Stencil(repack(buffer.getvalue()), {ws.title: exact}, level=6)
-    return stencil.fill({ws.title: exact})
+
+    cache: dict[int, dict[str, object]] = {}
+
+    def exact(column: int, row: int) -> object:
+        """The value of a table cell (1-based column, row): what openpyxl was given."""
+        name = names[column - 1]
+        if row == last_row + 1:
+            return total.get(name)
+        inputs, result = entries[row - 2]
+        if name in outputs:
+            return result.summary[name]
+        if row not in cache:  # the cells come row by row: keep only the current row's inputs
+            cache.clear()
+            cache[row] = inputs.flat()
+        return cache[row][name]
+
+    return repack(buffer.getvalue(), rewrite={"xl/worksheets/sheet1.xml": lambda xml: (
+        _every_digit(xml, exact))})
+
+
+_NUMBER_CELL = re.compile(rb'<c r="([A-Z]+)(\d+)"([^>]*)><v>([^<]*)</v></c>')
+
+
+def _every_digit(xml: bytes, exact) -> bytes:
+    """The sheet with each number as ``repr`` writes it: openpyxl keeps only 16 digits."""
+    from openpyxl.utils import column_index_from_string
+
+    def one(match: re.Match) -> bytes:
+        if b't="n"' not in match.group(3):
+            return match.group(0)
+        value = exact(column_index_from_string(match.group(1).decode()), int(match.group(2)))
+        if not isinstance(value, float) or not math.isfinite(value):
+            return match.group(0)
+        return (b'<c r="' + match.group(1) + match.group(2) + b'"' + match.group(3) + b"><v>"
+                + repr(value).encode() + b"</v></c>")
+
+    return _NUMBER_CELL.sub(one, xml)
 
 
 def write_portfolio(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:

@@ -305,30 +305,30 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
     seen: dict[str, str] = {}
     for index, column in enumerate(columns):
         letter = _column_letter(index)
-        here = f"{where}, column {letter}"
+        here = f"column {letter}"
         if not column:
             if any(index < len(cells) and _filled(cells[index]) for _, cells in body):
                 problems.append(Problem(
-                    "(empty header)", "", f"column {letter} has values but no input name",
+                    here, "", "has values but no input name in the header",
                     "write the input name in the header row, or delete the column", where))
             continue
         try:
             name, scenario = split_key(column)
         except Exception as exc:  # BadValue from a bad scenario suffix
-            problems.append(Problem("column", column, getattr(exc, "message", str(exc)),
-                                    getattr(exc, "fix", ""), here))
+            problems.append(Problem(here, column, getattr(exc, "message", str(exc)),
+                                    getattr(exc, "fix", ""), where))
             continue
         if name not in BY_NAME:
             hint = closest_name(name)
             fix = (f"did you mean {hint}?" if hint
                    else "`tokenfactory-xl inputs` lists the names")
-            problems.append(Problem("column", column, "is not a known input", fix, here))
+            problems.append(Problem(here, column, "is not a known input", fix, where))
             continue
         canonical = name if scenario is None else f"{name}.{scenario}"
         if canonical in seen:
-            problems.append(Problem("column", column,
+            problems.append(Problem(here, column,
                                     f"appears twice (also column {seen[canonical]})",
-                                    "keep one of the two columns", here))
+                                    "keep one of the two columns", where))
             continue
         seen[canonical] = letter
         columns[index] = canonical

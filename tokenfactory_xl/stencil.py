@@ -30,7 +30,7 @@ import re
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from xml.etree import ElementTree
@@ -388,17 +388,22 @@ FIXED_TIMESTAMP = "2000-01-01T00:00:00Z"
 _CORE_DATES = re.compile(rb"(<dcterms:(?:created|modified)\b[^>]*>)[^<]*(</dcterms:)")
 
 
-def repack(data: bytes, level: int = 6) -> bytes:
+def repack(data: bytes, level: int = 6,
+           rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None) -> bytes:
     """An ``.xlsx`` rewritten deterministically: fixed zip timestamps and document dates.
 
     openpyxl stamps the save time into ``docProps/core.xml`` and every zip entry; this rewrites
     both to fixed values and recompresses at ``level``, members in their original order.
+    ``rewrite`` maps member names to functions that change their content on the way.
     """
     members = []
+    rewrite = rewrite or {}
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
             body = archive.read(info)
             if info.filename == "docProps/core.xml":
                 body = _CORE_DATES.sub(rb"\g<1>" + FIXED_TIMESTAMP.encode() + rb"\g<2>", body)
+            if info.filename in rewrite:
+                body = rewrite[info.filename](body)
             members.append(_compress(info.filename, body, level))
     return _zip_bytes(members)
