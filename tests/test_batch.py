@@ -24,7 +24,6 @@ workbook = pytest.importorskip("tokenfactory_xl.workbook")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "templates" / "sites-example.csv"
-IRR_ERRORS = ("#N/A", "#NUM!")
 INJECTIONS = ['=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)"]
 
 
@@ -107,7 +106,6 @@ def test_stored_values_equal_libreoffice_recalculation(example_out, soffice, tmp
         example_out.glob("*(rented).xlsx"))[:1]
     recalculated = recalculate(files, tmp_path / "lo")
     compared = 0
-    known_irr_gaps: list[tuple] = []
     for ours, theirs in zip(files, recalculated, strict=True):
         formulas = openpyxl.load_workbook(ours)
         mine = openpyxl.load_workbook(ours, data_only=True)
@@ -120,21 +118,22 @@ def test_stored_values_equal_libreoffice_recalculation(example_out, soffice, tmp
                     a = mine[ws.title][cell.coordinate].value
                     b = lo[ws.title][cell.coordinate].value
                     where = (ours.name, ws.title, cell.coordinate, cell.value)
-                    if b in IRR_ERRORS and "IRR(" in str(cell.value) and a == "none":
-                        # Flows with a sign change but no IRR LibreOffice finds from its start
-                        # guess: it gives #N/A (Excel #NUM!) where the model says "none".
-                        known_irr_gaps.append(where)
-                        continue
                     if a in ("", None) or b in ("", None):
                         assert a in ("", None) and b in ("", None), where
                     elif isinstance(a, (int, float)) and not isinstance(a, bool):
                         assert isinstance(b, (int, float)), where
-                        assert a == pytest.approx(b, rel=1e-9, abs=1e-9), where
+                        # abs: a sum of millions that cancels to almost nothing (the NPV at a
+                        # trial IRR) differs in its last digits between two summation orders;
+                        # 1e-6 is a millionth of a currency unit. The last halvings of the
+                        # workbook's IRR search follow the signs of such residuals, so its
+                        # steps may differ by a few millionths; the IRR itself must not.
+                        search = "irr_bracket_found" in str(cell.value)
+                        assert a == pytest.approx(b, rel=1e-9, abs=1e-4 if search else 1e-6), \
+                            where
                     else:
                         assert a == b, where
                     compared += 1
     assert compared > 3 * 5000
-    assert len(known_irr_gaps) <= len(files)
 
 
 def test_portfolio_of_the_main_job(example_out):
