@@ -96,6 +96,14 @@ def test_each_workbook_holds_its_site_and_every_stored_value(example_out):
         assert stored[sheet][ref].value == pytest.approx(summary["npv"], rel=1e-12)
 
 
+def test_the_stencil_fills_every_formula_cell_of_the_template():
+    factory = batch.WorkbookFactory()
+    # No formula of the template is left without a value to store (it would stay empty).
+    assert factory.stencil.unfilled_formulas == {}
+    assert set(factory.stencil.sheets) == set(workbook.cell_values(read_sites(EXAMPLE)[0].inputs))
+    assert all(factory.stencil.defined_cells.get(f"out_{n}") for n in OUTPUT_NAMES)
+
+
 def test_workbooks_recalculate_on_open(example_out):
     with zipfile.ZipFile(next(example_out.glob("Oslo*.xlsx"))) as z:
         assert re.search(rb'<calcPr[^>]*fullCalcOnLoad="1"', z.read("xl/workbook.xml"))

@@ -123,14 +123,15 @@ class _Task:
     target: Path
 
 
+# The compression level of this batch, set before the workers start (and by the initializer).
+_LEVEL = COMPRESSION_LEVEL
+
+
 def _make(task: _Task) -> tuple[int, dict[str, float | None]]:
     """Write one site's workbook; return its index and summary outputs (small, picklable)."""
     data, summary = _factory(_LEVEL).make(task.inputs)
     write_atomically(task.target, data)
     return task.index, summary
-
-
-_LEVEL = COMPRESSION_LEVEL
 
 
 def _init_pool(level: int) -> None:
