@@ -312,3 +312,24 @@ def test_usage_errors_exit_2_without_traceback(tmp_path):
         proc = tfxl(*args)
         assert proc.returncode == 2, args
         assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_progress_bar_on_a_terminal_and_lines_in_a_log():
+    import io
+
+    bar = io.StringIO()
+    progress = batch.Progress(4, bar, interactive=True)
+    for _ in range(4):
+        progress.advance()
+    text = bar.getvalue()
+    assert text.startswith("\r  [") and text.endswith("\n") and text.count("\n") == 1
+    assert "[" + "#" * 30 + "] 4/4 workbooks" in text.rsplit("\r", 1)[-1]
+    log = io.StringIO()
+    progress = batch.Progress(1000, log, interactive=False)
+    for _ in range(1000):
+        progress.advance()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 10 and lines[0].startswith("  100/1,000") and "\r" not in log.getvalue()
+    silent = batch.Progress(10, None)
+    silent.advance(10)
+    assert silent.done == 10
