@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -24,6 +25,8 @@ from .operating_model import OUTPUTS, run
 COMMANDS: tuple[str, ...] = (
     "tokenfactory_xl.cli",
     "tokenfactory_xl.batch",
+    "tokenfactory_xl.theoretical",
+    "tokenfactory_xl.actuals",
 )
 
 EXIT_USAGE = 2
@@ -172,6 +175,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tokenfactory-xl: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`… | head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -301,7 +301,7 @@ def economic_life_months(
     r0, c, d = np.broadcast_arrays(
         _f(revenue_per_gpu_hour), _f(cash_cost_per_gpu_hour), _f(decline_per_quarter)
     )
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         months = 3 * np.log(c / r0) / np.log1p(-d)
     months = np.where(r0 <= c, 0.0, months)
     months = np.where((r0 > c) & (d == 0), np.inf, months)

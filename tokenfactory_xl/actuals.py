@@ -1,0 +1,975 @@
+"""Actual throughput from a serving stack's own output: TEF's numerator, measured.
+
+A token factory already measures itself: its benchmark tools write result files and its
+inference servers expose Prometheus counters. This module reads those, in the field names the
+tools themselves write, and turns them into the site inputs the TFOM takes — measured TPS,
+TTFT p50 and p99, cache-hit share — plus the SLO attainment (TFOM-SPEC section 1) and the TEF
+against a theoretical figure (given, or the roofline of :mod:`tokenfactory_xl.roofline`).
+
+Formats, and the source file each reader follows:
+
+- **vLLM** ``vllm bench serve --save-result`` JSON: ``vllm/benchmarks/serve.py`` of
+  vllm-project/vllm (the ``result`` dict of ``benchmark()`` merged into ``result_json`` in
+  ``main``): ``duration``, ``completed``, ``total_input_tokens``, ``total_output_tokens``,
+  ``request_throughput``, ``request_goodput``, ``output_throughput``,
+  ``total_token_throughput``, ``mean_ttft_ms``, ``median_ttft_ms``, ``p99_ttft_ms`` (one
+  ``p{N}_ttft_ms`` per ``--metric-percentiles`` entry; older versions also wrote
+  ``percentiles_ttft_ms`` as ``[[p, ms], …]``, read too).
+- **SGLang** ``python -m sglang.bench_serving`` output file (JSON lines, one object per run,
+  appended): ``python/sglang/bench_serving.py`` of sgl-project/sglang (the ``result`` dict of
+  ``benchmark()``): ``duration``, ``completed``, ``total_input_tokens``,
+  ``total_output_tokens``, ``total_output_tokens_retokenized``, ``input_throughput``,
+  ``output_throughput``, ``median_ttft_ms``, ``p99_ttft_ms``, ``mean_e2e_latency_ms``,
+  ``concurrency``. The last line of the file is read (the latest run).
+- **NVIDIA AIPerf** ``profile_export_aiperf.json``: ``aiperf/exporters/json_exporter.py`` and
+  ``aiperf/common/models/export_models.py`` of ai-dynamo/aiperf: one object per metric tag
+  (``time_to_first_token``, ``output_token_throughput``, ``request_throughput``,
+  ``request_count``, ``benchmark_duration``, ``total_isl``, ``total_osl``, ``goodput``), each
+  ``{"unit": …, "avg": …, "p50": …, "p99": …}``; earlier versions nest them under
+  ``"records"`` with a ``tag`` each, read too. Units are honoured (ns, us, ms, sec).
+- **vLLM Prometheus scrapes** (two ``/metrics`` texts, before and after): metric names from
+  ``vllm/v1/metrics/loggers.py`` of vllm-project/vllm. Counters are declared as
+  ``vllm:prompt_tokens``, ``vllm:generation_tokens``, ``vllm:prefix_cache_queries`` and
+  ``vllm:prefix_cache_hits`` (``vllm:gpu_prefix_cache_*`` before 0.9) and exposed with the
+  Prometheus ``_total`` suffix; TTFT is the histogram ``vllm:time_to_first_token_seconds``
+  (``_bucket{le=…}``). Series with different labels (engines, models) are summed. Rates are
+  the counter increases divided by the time between the scrapes; TTFT quantiles come from the
+  bucket increases, interpolated linearly inside the bucket as Prometheus'
+  ``histogram_quantile`` does. The time of a scrape is taken from the samples' own timestamps
+  (the optional third field of the exposition format, ms since the epoch), else from a comment
+  line ``# scraped_at <unix seconds or ISO 8601 time>`` (e.g.
+  ``{ echo "# scraped_at $(date +%s)"; curl -s $SERVER/metrics; } > before.prom``);
+  ``--interval SECONDS`` overrides both (then the first file given is the earlier).
+
+Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A benchmark
+measures one serving instance; a site's ``measured_tps`` is the whole cluster's, so
+``--instances N`` multiplies by the number of such instances when writing a sites file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as _dt
+import difflib
+import io
+import json
+import math
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import model, roofline, specs
+from .catalogue import BY_NAME
+from .errors import InputError, Problem
+from .theoretical import fraction_arg
+
+#: The site inputs a measurement fills in, in the order they are written.
+MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
+                                    "cache_hit_rate")
+
+FORMATS = ("vLLM bench serve", "SGLang bench_serving", "NVIDIA AIPerf", "vLLM Prometheus")
+_EXPECTED = ("a vllm bench serve --save-result JSON, an SGLang bench_serving JSON(L) result, "
+             "an AIPerf profile_export_aiperf.json, or a Prometheus text scrape of a vLLM "
+             "server's /metrics")
+
+
+class FileProblem(ValueError):
+    """A file that cannot be read as what it claims or seems to be; names file and expectation."""
+
+    def __init__(self, path: str | os.PathLike, message: str):
+        super().__init__(f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one benchmark run (or one pair of scrapes) measured.
+
+    Attributes
+    ----------
+    source : the file(s) read
+    format : one of :data:`FORMATS`
+    duration_s : length of the run or of the interval between scrapes [s]
+    input_tokens, output_tokens : tokens read and written in it [tokens]
+    tps : input + output tokens per second [tokens/s]
+    output_tps : output tokens per second [tokens/s]
+    ttft_p50_ms, ttft_p99_ms : time to first token, median and 99th percentile [ms]
+    cache_hit_rate : share of input tokens served from the prefix cache [fraction] or None
+    requests : requests completed, when known
+    request_goodput : requests per second meeting the benchmark's SLOs, when measured
+    notes : remarks the reader made (which line of a JSONL file, …)
+    """
+
+    source: str
+    format: str
+    duration_s: float | None
+    input_tokens: float | None
+    output_tokens: float | None
+    tps: float
+    output_tps: float | None
+    ttft_p50_ms: float | None
+    ttft_p99_ms: float | None
+    cache_hit_rate: float | None = None
+    requests: float | None = None
+    request_goodput: float | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def output_share(self) -> float | None:
+        """Output tokens ÷ all tokens [fraction]."""
+        if self.input_tokens is None or self.output_tokens is None:
+            if self.output_tps is not None and self.tps > 0:
+                return self.output_tps / self.tps
+            return None
+        total = self.input_tokens + self.output_tokens
+        return self.output_tokens / total if total > 0 else None
+
+
+# -- reading files -------------------------------------------------------------------------------
+def _num(obj: dict, key: str, path, what: str, required: bool = True) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise FileProblem(path, f"{what} has no {key!r}; expected a number there")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FileProblem(path, f"{what}: {key!r} is {value!r}, expected a number")
+    if not math.isfinite(value) or value < 0:
+        raise FileProblem(path, f"{what}: {key!r} is {value!r}, expected a number of at least 0")
+    return float(value)
+
+
+def _tps(input_tokens: float | None, output_tokens: float | None, duration: float | None,
+         path, what: str) -> float:
+    if input_tokens is None or output_tokens is None or not duration:
+        raise FileProblem(path, f"{what}: needs input and output token counts and a duration "
+                                "above 0 to give a throughput")
+    return (input_tokens + output_tokens) / duration
+
+
+def read_vllm_bench(obj: dict, path: str) -> Measurement:
+    """A ``vllm bench serve --save-result`` result (see the module docstring)."""
+    what = "vllm bench serve result"
+    duration = _num(obj, "duration", path, what)
+    inp = _num(obj, "total_input_tokens", path, what)
+    out = _num(obj, "total_output_tokens", path, what)
+    tps = _num(obj, "total_token_throughput", path, what, required=False)
+    if tps is None:
+        tps = _tps(inp, out, duration, path, what)
+    p50 = _num(obj, "median_ttft_ms", path, what, required=False)
+    p99 = _num(obj, "p99_ttft_ms", path, what, required=False)
+    listed = obj.get("percentiles_ttft_ms")
+    if isinstance(listed, list):
+        for pair in listed:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                if float(pair[0]) == 99 and p99 is None:
+                    p99 = float(pair[1])
+                if float(pair[0]) == 50 and p50 is None:
+                    p50 = float(pair[1])
+    notes = () if p99 is not None else (
+        "no p99_ttft_ms: run vllm bench serve with --metric-percentiles 50,99",)
+    return Measurement(
+        source=path, format=FORMATS[0], duration_s=duration, input_tokens=inp,
+        output_tokens=out, tps=tps,
+        output_tps=_num(obj, "output_throughput", path, what, required=False),
+        ttft_p50_ms=p50, ttft_p99_ms=p99,
+        requests=_num(obj, "completed", path, what, required=False),
+        request_goodput=_num(obj, "request_goodput", path, what, required=False),
+        notes=notes)
+
+
+def read_sglang_bench(obj: dict, path: str) -> Measurement:
+    """A ``sglang.bench_serving`` result line (see the module docstring)."""
+    what = "SGLang bench_serving result"
+    duration = _num(obj, "duration", path, what)
+    inp = _num(obj, "total_input_tokens", path, what)
+    out = _num(obj, "total_output_tokens", path, what)
+    return Measurement(
+        source=path, format=FORMATS[1], duration_s=duration, input_tokens=inp,
+        output_tokens=out, tps=_tps(inp, out, duration, path, what),
+        output_tps=_num(obj, "output_throughput", path, what, required=False),
+        ttft_p50_ms=_num(obj, "median_ttft_ms", path, what, required=False),
+        ttft_p99_ms=_num(obj, "p99_ttft_ms", path, what, required=False),
+        requests=_num(obj, "completed", path, what, required=False))
+
+
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sec": 1.0, "s": 1.0}
+
+
+def _aiperf_metric(obj: dict, tag: str, stat: str, path, required: bool = True,
+                   unit_to: str | None = None) -> float | None:
+    metric = obj.get(tag)
+    if metric is None and isinstance(obj.get("records"), dict):
+        metric = obj["records"].get(tag)
+    what = f"AIPerf export {tag!r}"
+    if metric is None:
+        if required:
+            raise FileProblem(path, f"AIPerf export has no {tag!r} metric; expected "
+                                    f'"{tag}": {{"unit": …, "{stat}": …}}')
+        return None
+    if not isinstance(metric, dict):
+        raise FileProblem(path, f"{what} is {metric!r}, expected an object with unit and {stat}")
+    value = _num(metric, stat, path, what, required=required)
+    if value is None or unit_to is None:
+        return value
+    unit = str(metric.get("unit", unit_to))
+    if unit not in _TIME_UNITS:
+        raise FileProblem(path, f"{what} has unit {unit!r}; expected one of "
+                                f"{', '.join(_TIME_UNITS)}")
+    return value * _TIME_UNITS[unit] / _TIME_UNITS[unit_to]
+
+
+def read_aiperf(obj: dict, path: str) -> Measurement:
+    """An AIPerf ``profile_export_aiperf.json`` (see the module docstring)."""
+    duration = _aiperf_metric(obj, "benchmark_duration", "avg", path, unit_to="sec")
+    inp = _aiperf_metric(obj, "total_isl", "avg", path)
+    out = _aiperf_metric(obj, "total_osl", "avg", path, required=False)
+    if out is None:
+        out = _aiperf_metric(obj, "total_output_tokens", "avg", path)
+    return Measurement(
+        source=path, format=FORMATS[2], duration_s=duration, input_tokens=inp,
+        output_tokens=out, tps=_tps(inp, out, duration, path, "AIPerf export"),
+        output_tps=_aiperf_metric(obj, "output_token_throughput", "avg", path, required=False),
+        ttft_p50_ms=_aiperf_metric(obj, "time_to_first_token", "p50", path, unit_to="ms"),
+        ttft_p99_ms=_aiperf_metric(obj, "time_to_first_token", "p99", path, unit_to="ms"),
+        requests=_aiperf_metric(obj, "request_count", "avg", path, required=False),
+        request_goodput=_aiperf_metric(obj, "goodput", "avg", path, required=False))
+
+
+def _benchmark_kind(obj: dict) -> str | None:
+    if "time_to_first_token" in obj or (
+            isinstance(obj.get("records"), dict) and "time_to_first_token" in obj["records"]):
+        return FORMATS[2]
+    if {"total_output_tokens_retokenized", "mean_e2e_latency_ms", "input_throughput"} & set(obj):
+        return FORMATS[1]
+    if {"total_token_throughput", "endpoint_type", "request_goodput"} & set(obj):
+        return FORMATS[0]
+    return None
+
+
+_READERS = {FORMATS[0]: read_vllm_bench, FORMATS[1]: read_sglang_bench,
+            FORMATS[2]: read_aiperf}
+
+
+def read_benchmark(path: str | os.PathLike, text: str | None = None) -> Measurement:
+    """A benchmark result file of any supported tool, recognised by its field names."""
+    path = str(path)
+    if text is None:
+        text = _read_text(path)
+    objects = _json_objects(text, path)
+    if objects is None:
+        raise FileProblem(path, f"is not JSON; expected {_EXPECTED}")
+    notes: tuple[str, ...] = ()
+    if len(objects) > 1:
+        notes = (f"line {len(objects)} of {len(objects)} read (the latest run)",)
+    obj = objects[-1]
+    if not isinstance(obj, dict):
+        raise FileProblem(path, f"holds a JSON {type(obj).__name__}, expected an object: "
+                                f"{_EXPECTED}")
+    kind = _benchmark_kind(obj)
+    if kind is None:
+        raise FileProblem(path, "is JSON but none of the known result formats (no "
+                                "total_token_throughput, time_to_first_token or "
+                                f"mean_e2e_latency_ms); expected {_EXPECTED}")
+    found = _READERS[kind](obj, path)
+    return replace(found, notes=found.notes + notes)
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise FileProblem(path, "no such file") from None
+    except IsADirectoryError:
+        raise FileProblem(path, "is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise FileProblem(path, f"is not a text file; expected {_EXPECTED}") from None
+    except OSError as exc:
+        raise FileProblem(path, f"cannot be read ({exc.strerror})") from None
+
+
+def _json_objects(text: str, path: str) -> list | None:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    try:
+        return [json.loads(stripped)]
+    except json.JSONDecodeError as whole:
+        lines = [ln for ln in stripped.splitlines() if ln.strip()]
+        objects = []
+        for number, line in enumerate(lines, start=1):
+            try:
+                objects.append(json.loads(line))
+            except json.JSONDecodeError:
+                where = (f"line {whole.lineno}, column {whole.colno}" if len(lines) == 1
+                         else f"line {number}")
+                raise FileProblem(path, f"is not valid JSON ({where}); expected "
+                                        f"{_EXPECTED}") from None
+        return objects
+
+
+# -- Prometheus scrapes --------------------------------------------------------------------------
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_SCRAPED_AT = re.compile(r"^#\s*scraped_at[:=]?\s+(\S+)\s*$", re.IGNORECASE)
+
+PROMPT_TOKENS = "vllm:prompt_tokens"
+GENERATION_TOKENS = "vllm:generation_tokens"
+CACHE_QUERIES = ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries")
+CACHE_HITS = ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits")
+TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
+
+
+@dataclass
+class Scrape:
+    """One Prometheus text scrape: summed samples by metric name (and ``le`` for buckets)."""
+
+    path: str
+    time: float | None
+    counters: dict[str, float]
+    buckets: dict[float, float]
+
+    def counter(self, name: str) -> float | None:
+        """A counter's value, by its declared name (``_total`` added as exposed) or as given."""
+        for candidate in (name + "_total", name):
+            if candidate in self.counters:
+                return self.counters[candidate]
+        return None
+
+
+def looks_like_prometheus(text: str) -> bool:
+    """True for a Prometheus text exposition that mentions vLLM metrics."""
+    return bool(re.search(r"^(# (TYPE|HELP) )?vllm:", text, re.MULTILINE))
+
+
+def read_scrape(path: str | os.PathLike, text: str | None = None) -> Scrape:
+    """Parse a vLLM server's ``/metrics`` text (see the module docstring)."""
+    path = str(path)
+    if text is None:
+        text = _read_text(path)
+    if not looks_like_prometheus(text):
+        raise FileProblem(path, f"is not a vLLM Prometheus scrape (no vllm: metrics); "
+                                f"expected {_EXPECTED}")
+    counters: dict[str, float] = {}
+    buckets: dict[float, float] = {}
+    stamps: list[float] = []
+    scraped_at: float | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            found = _SCRAPED_AT.match(line)
+            if found:
+                scraped_at = _parse_time(found.group(1), path, number)
+            continue
+        match = _SAMPLE.match(line)
+        if not match:
+            raise FileProblem(path, f"line {number} is not a Prometheus sample "
+                                    f"('name{{labels}} value [timestamp]'): {line[:60]!r}")
+        name, labels, value, stamp = match.groups()
+        try:
+            number_value = float(value)
+        except ValueError:
+            raise FileProblem(path, f"line {number}: value {value!r} is not a number") from None
+        if stamp is not None:
+            stamps.append(int(stamp) / 1000)
+        if name == TTFT_HISTOGRAM + "_bucket":
+            le = dict(_LABEL.findall(labels or "")).get("le")
+            if le is None:
+                raise FileProblem(path, f"line {number}: a histogram bucket without le")
+            bound = math.inf if le in ("+Inf", "Inf") else float(le)
+            buckets[bound] = buckets.get(bound, 0.0) + number_value
+        elif name.startswith("vllm:"):
+            counters[name] = counters.get(name, 0.0) + number_value
+    time = max(stamps) if stamps else scraped_at
+    return Scrape(path=path, time=time, counters=counters, buckets=buckets)
+
+
+def _parse_time(text: str, path: str, line: int) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        stamp = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise FileProblem(path, f"line {line}: scraped_at {text!r} is neither unix seconds "
+                                "nor an ISO 8601 time") from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=_dt.timezone.utc)
+    return stamp.timestamp()
+
+
+def histogram_quantile(q: float, buckets: dict[float, float]) -> float:
+    """The q-quantile of a cumulative histogram, as Prometheus' ``histogram_quantile`` does.
+
+    ``buckets`` maps each upper bound ``le`` (``inf`` for ``+Inf``) to the cumulative count.
+    The rank q × total falls in the first bucket whose count reaches it; the result is
+    interpolated linearly between that bucket's lower and upper bound (the lowest bucket starts
+    at 0). A rank in the ``+Inf`` bucket returns the highest finite bound; nan when empty.
+    """
+    bounds = sorted(buckets)
+    if not bounds or bounds[-1] != math.inf:
+        raise ValueError("a histogram needs its +Inf bucket")
+    total = buckets[math.inf]
+    if total <= 0:
+        return math.nan
+    rank = q * total
+    previous_bound, previous_count = 0.0, 0.0
+    for bound in bounds:
+        count = buckets[bound]
+        if count >= rank:
+            if bound == math.inf:
+                return previous_bound
+            if count == previous_count:
+                return bound
+            return previous_bound + (bound - previous_bound) * (
+                (rank - previous_count) / (count - previous_count))
+        previous_bound, previous_count = bound, count
+    return previous_bound
+
+
+def from_scrapes(first: Scrape, second: Scrape, interval_s: float | None = None) -> Measurement:
+    """The measurement between two scrapes of one vLLM server (see the module docstring)."""
+    if interval_s is not None:
+        before, after, seconds = first, second, float(interval_s)
+    elif first.time is not None and second.time is not None:
+        before, after = sorted((first, second), key=lambda s: s.time)  # type: ignore[arg-type]
+        seconds = after.time - before.time  # type: ignore[operator]
+    else:
+        undated = first.path if first.time is None else second.path
+        raise FileProblem(undated, "has no time: expected sample timestamps or a "
+                                   "'# scraped_at <unix seconds>' line; or give --interval "
+                                   "SECONDS between the two scrapes")
+    if not seconds > 0:
+        raise FileProblem(after.path, f"was taken {seconds:g} s after {before.path}; the "
+                                      "scrapes need a positive interval")
+    source = f"{before.path} → {after.path}"
+
+    def delta(name: str, required: bool = True) -> float | None:
+        a, b = before.counter(name), after.counter(name)
+        if a is None or b is None:
+            if required:
+                missing = before.path if a is None else after.path
+                raise FileProblem(missing, f"has no {name}_total counter; expected a scrape of "
+                                           "a vLLM server's /metrics")
+            return None
+        if b < a:
+            raise FileProblem(after.path, f"{name}_total fell from {a:g} to {b:g}: the server "
+                                          "restarted between the scrapes; scrape again")
+        return b - a
+
+    prompt, generated = delta(PROMPT_TOKENS), delta(GENERATION_TOKENS)
+    queries = next((d for d in (delta(n, False) for n in CACHE_QUERIES) if d is not None), None)
+    hits = next((d for d in (delta(n, False) for n in CACHE_HITS) if d is not None), None)
+    cache = hits / queries if queries and hits is not None else None
+    p50 = p99 = None
+    notes: list[str] = []
+    if before.buckets and after.buckets:
+        if set(before.buckets) != set(after.buckets):
+            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} has other buckets than in "
+                                          f"{before.path}; scrape the same server twice")
+        if math.inf not in after.buckets:
+            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} has no le=\"+Inf\" bucket; "
+                                          "expected a complete Prometheus histogram")
+        increase = {le: after.buckets[le] - before.buckets[le] for le in after.buckets}
+        if any(v < 0 for v in increase.values()):
+            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} buckets fell: the server "
+                                          "restarted between the scrapes; scrape again")
+        if increase[math.inf] > 0:
+            p50 = histogram_quantile(0.50, increase) * 1000
+            p99 = histogram_quantile(0.99, increase) * 1000
+        else:
+            notes.append("no request got its first token between the scrapes: no TTFT")
+    else:
+        notes.append(f"no {TTFT_HISTOGRAM} histogram: no TTFT")
+    assert prompt is not None and generated is not None
+    return Measurement(
+        source=source, format=FORMATS[3], duration_s=seconds, input_tokens=prompt,
+        output_tokens=generated, tps=(prompt + generated) / seconds,
+        output_tps=generated / seconds, ttft_p50_ms=p50, ttft_p99_ms=p99,
+        cache_hit_rate=cache, notes=tuple(notes))
+
+
+def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = None
+               ) -> list[Measurement]:
+    """Every measurement in ``paths``: one per benchmark file, one per pair of scrapes.
+
+    Two scrapes and one benchmark file give one measurement: the benchmark's throughput and
+    TTFT, with the cache-hit share from the scrapes.
+    """
+    benchmarks: list[Measurement] = []
+    scrapes: list[Scrape] = []
+    for path in paths:
+        text = _read_text(str(path))
+        if text.lstrip()[:1] in ("{", "["):
+            benchmarks.append(read_benchmark(path, text))
+        elif looks_like_prometheus(text):
+            scrapes.append(read_scrape(path, text))
+        else:
+            raise FileProblem(path, f"is not a format this command reads; expected {_EXPECTED}")
+    if scrapes and len(scrapes) != 2:
+        raise FileProblem(scrapes[0].path, f"is one of {len(scrapes)} Prometheus scrapes; "
+                                           "expected exactly two (before and after)")
+    if scrapes:
+        between = from_scrapes(scrapes[0], scrapes[1], interval_s)
+        if not benchmarks:
+            return [between]
+        if len(benchmarks) > 1:
+            raise FileProblem(scrapes[0].path, "two scrapes go with one benchmark file, "
+                                               f"not {len(benchmarks)}")
+        bench = benchmarks[0]
+        return [replace(bench, cache_hit_rate=between.cache_hit_rate,
+                        source=f"{bench.source} + {between.source}",
+                        notes=bench.notes + ("cache-hit share from the scrapes",))]
+    return benchmarks
+
+
+# -- what the numbers mean -----------------------------------------------------------------------
+def slo_attainment(found: Measurement, slo_ms: float) -> float | None:
+    """SLO attainment of TFOM-SPEC section 1 from the measured p50/p99, or None."""
+    if found.ttft_p50_ms is None or found.ttft_p99_ms is None:
+        return None
+    if not found.ttft_p50_ms > 0 or not found.ttft_p99_ms > found.ttft_p50_ms:
+        return None
+    return float(model.slo_attainment(found.ttft_p50_ms, found.ttft_p99_ms, slo_ms))
+
+
+@dataclass(frozen=True)
+class Theoretical:
+    """The TEF denominator: per-GPU tokens per second and where it came from."""
+
+    tps_per_gpu: float
+    basis: str
+    decode_tps_per_gpu: float | None = None
+    prefill_tps_per_gpu: float | None = None
+
+
+def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: str,
+                    batch: float, context: float, gpus: int, mbu: float, mfu: float
+                    ) -> Theoretical:
+    """The roofline ceiling for the measured token mix: decode and prefill bounds blended by
+    the measured output share (:func:`tokenfactory_xl.roofline.blended_tps`)."""
+    decode = float(roofline.theoretical_tps(gpu, model_name, precision, batch, context, gpus,
+                                            mbu, mfu))
+    g, m = specs.gpu(gpu), specs.model(model_name)
+    if math.isnan(decode):
+        fit = roofline.max_batch_for(g, m, precision, context, gpus)
+        raise InputError([Problem("--batch", batch, f"does not fit in memory: at most "
+                                  f"{fit:,.0f} sequences of {context:,.0f} tokens on "
+                                  f"{gpus} × {g.name} ({precision})",
+                                  "lower --batch or --context, or raise --gpus")])
+    prefill = float(roofline.prefill_tps_for(g, m, precision, mfu))
+    share = found.output_share
+    basis = (f"roofline: {m.name} on {gpus} × {g.name}, {precision}, batch {batch:g}, "
+             f"context {context:g}, MBU {mbu:g}, MFU {mfu:g}")
+    if share is None:
+        return Theoretical(decode, basis + " (decode)", decode, prefill)
+    blended = float(roofline.blended_tps(prefill, decode, share))
+    return Theoretical(blended, basis + f", blended at {share:.1%} output tokens", decode,
+                       prefill)
+
+
+def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None,
+              gpus: int = 1, instances: int = 1) -> dict[str, object]:
+    """The figures the command prints (and ``--json`` writes), TEF included."""
+    per_gpu = found.tps / gpus
+    tef = per_gpu / theoretical.tps_per_gpu if theoretical else None
+    out: dict[str, object] = {
+        "source": found.source, "format": found.format,
+        "duration_s": found.duration_s, "requests": found.requests,
+        "input_tokens": found.input_tokens, "output_tokens": found.output_tokens,
+        "measured_tps": found.tps * instances, "instance_tps": found.tps,
+        "instances": instances, "gpus_per_instance": gpus,
+        "measured_tps_per_gpu": per_gpu, "output_tps": found.output_tps,
+        "ttft_p50_ms": found.ttft_p50_ms, "ttft_p99_ms": found.ttft_p99_ms,
+        "ttft_slo_ms": slo_ms, "slo_attainment": slo_attainment(found, slo_ms),
+        "cache_hit_rate": found.cache_hit_rate, "request_goodput": found.request_goodput,
+        "theoretical_tps_per_gpu": theoretical.tps_per_gpu if theoretical else None,
+        "theoretical_basis": theoretical.basis if theoretical else None,
+        "tef": tef, "notes": list(found.notes),
+    }
+    if theoretical and theoretical.decode_tps_per_gpu is not None:
+        out["roofline_decode_tps_per_gpu"] = theoretical.decode_tps_per_gpu
+        out["roofline_prefill_tps_per_gpu"] = theoretical.prefill_tps_per_gpu
+    return out
+
+
+# -- writing into a sites file -------------------------------------------------------------------
+_MAX_XLSX_BYTES = 200 * 1024 * 1024  # uncompressed; a sites workbook is far smaller
+
+
+def _site_index(names: list[str], site: str, path) -> int:
+    wanted = site.strip().casefold()
+    hits = [i for i, n in enumerate(names) if n.strip().casefold() == wanted]
+    if len(hits) > 1:
+        raise InputError([Problem("--site", site, f"names {len(hits)} rows of {path}",
+                                  "make site names unique")])
+    if not hits:
+        close = difflib.get_close_matches(site, names, n=3, cutoff=0.5)
+        fix = f"did you mean {' or '.join(close)}?" if close else (
+            f"the file has: {', '.join(names[:10])}" + (" …" if len(names) > 10 else ""))
+        raise InputError([Problem("--site", site, f"is not a site_name in {path}", fix)])
+    return hits[0]
+
+
+def _column(header: object) -> str:
+    """A header cell as the sites file reader takes it: catalogue names match in any case."""
+    text = "" if header is None else str(header).strip()
+    return text.lower() if text.lower() in BY_NAME else text
+
+
+def _cell_text(value: float) -> str:
+    return f"{value:.10g}"
+
+
+def _changes(old: dict[str, object], new: dict[str, float]) -> list[tuple[str, object, float]]:
+    return [(k, old.get(k), v) for k, v in new.items()]
+
+
+def _refuse_overwrite(changes, force: bool, path, decimal_comma: bool = False) -> None:
+    clashes = []
+    for name, before, after in changes:
+        if before in (None, ""):
+            continue
+        text = str(before).strip()
+        text = text.replace(",", ".") if decimal_comma else text.replace(",", "")
+        try:
+            same = math.isclose(float(text), after, rel_tol=1e-9)
+        except ValueError:
+            same = False
+        if not same:
+            clashes.append(f"{name} {before} → {_cell_text(after)}")
+    if clashes and not force:
+        raise InputError([Problem("--sites", str(path), "already holds other values: "
+                                  + "; ".join(clashes), "add --force to replace them")])
+
+
+def write_site_values(path: str | os.PathLike, site: str, values: dict[str, float],
+                      force: bool = False, sheet: str | None = None
+                      ) -> list[tuple[str, object, float]]:
+    """Write ``values`` (input name → number) into the row of ``site`` in a sites file.
+
+    Every other cell, the column order and the rows stay as they were; missing columns are
+    added at the end. The file is replaced atomically (a temporary file in the same folder,
+    then ``os.replace``). Cells that already hold a different value are only replaced with
+    ``force``. Returns (name, old value, new value) for each value written.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError([Problem("--sites", str(path), "is not a file",
+                                  "give the sites file (.csv or .xlsx) to update")])
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _write_csv(path, site, values, force)
+    if suffix in (".xlsx", ".xlsm"):
+        return _write_xlsx(path, site, values, force, sheet)
+    raise InputError([Problem("--sites", str(path), "is neither .csv nor .xlsx",
+                              "save the sites file as CSV or Excel workbook")])
+
+
+def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
+    raw = path.read_bytes()
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError([Problem("--sites", str(path), "is not UTF-8 text",
+                                  "save it as CSV UTF-8")]) from None
+    newline = "\r\n" if "\r\n" in text else "\n"
+    try:
+        dialect = csv.Sniffer().sniff(text.split("\n", 1)[0], delimiters=",;\t")
+        delimiter = dialect.delimiter
+    except csv.Error:
+        delimiter = ","
+    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    header = [_column(c) for c in rows[0]] if rows else []
+    if "site_name" not in header:
+        raise InputError([Problem("--sites", str(path), "has no site_name column in its "
+                                  "header row", "the first row names the columns")])
+    name_col = header.index("site_name")
+    body = rows[1:]
+    index = _site_index([r[name_col] if name_col < len(r) else "" for r in body], site, path)
+    added = [name for name in values if name not in header]
+    for name in added:
+        header.append(name)
+        rows[0].append(name)
+    if added:  # keep the file rectangular: every row gets the new (empty) cells
+        for other in body:
+            if any(cell != "" for cell in other):
+                other.extend([""] * (len(header) - len(other)))
+    row = body[index]
+    row.extend([""] * (len(header) - len(row)))
+    old = {name: row[header.index(name)] for name in values}
+    changes = _changes(old, values)
+    _refuse_overwrite(changes, force, path, decimal_comma=delimiter == ";")
+    for name, value in values.items():
+        # a semicolon-separated file is Excel's CSV in a decimal-comma locale: 412,5 not 412.5
+        shown = _cell_text(value)
+        row[header.index(name)] = shown.replace(".", ",") if delimiter == ";" else shown
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, delimiter=delimiter, lineterminator=newline)
+    writer.writerows(rows)
+    data = out.getvalue().encode("utf-8")
+    _replace_atomically(path, (b"\xef\xbb\xbf" if bom else b"") + data)
+    return changes
+
+
+def _write_xlsx(path: Path, site: str, values: dict[str, float], force: bool,
+                sheet: str | None):
+    import openpyxl  # the adapter: only this writer needs it
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            size = sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile:
+        raise InputError([Problem("--sites", str(path), "is not an .xlsx workbook (not a zip)",
+                                  "save it as Excel Workbook (.xlsx)")]) from None
+    if size > _MAX_XLSX_BYTES:
+        raise InputError([Problem("--sites", str(path), f"unpacks to {size:,} bytes, more "
+                                  "than a sites file can be", "check the file")])
+    try:
+        book = openpyxl.load_workbook(path, keep_vba=path.suffix.lower() == ".xlsm")
+    except Exception as exc:  # openpyxl raises many types for a damaged package
+        raise InputError([Problem("--sites", str(path), f"is not a readable .xlsx workbook "
+                                  f"({type(exc).__name__})", "open it in Excel and save it "
+                                  "again")]) from None
+    if sheet is not None and sheet not in book.sheetnames:
+        raise InputError([Problem("--sheet", sheet, f"is not a sheet of {path.name}",
+                                  "the sheets are " + ", ".join(book.sheetnames))])
+    target = book[sheet] if sheet else book.worksheets[0]  # the sheet the batch reads
+    header = [_column(c.value) for c in target[1]]
+    if "site_name" not in header:
+        raise InputError([Problem("--sites", str(path), f"has no site_name column in the first "
+                                  f"row of sheet {target.title!r}",
+                                  "the first row names the columns; --sheet picks the sheet")])
+    name_col = header.index("site_name") + 1
+    names = [str(target.cell(r, name_col).value or "") for r in range(2, target.max_row + 1)]
+    row = _site_index(names, site, path) + 2
+    for name in values:
+        if name not in header:
+            header.append(name)
+            target.cell(1, len(header), name)
+    old = {n: target.cell(row, header.index(n) + 1).value for n in values}
+    changes = _changes(old, values)
+    _refuse_overwrite(changes, force, path)
+    for name, value in values.items():
+        target.cell(row, header.index(name) + 1, float(value))
+    buffer = io.BytesIO()
+    book.save(buffer)
+    _replace_atomically(path, buffer.getvalue())
+    return changes
+
+
+def _replace_atomically(path: Path, data: bytes) -> None:
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+# -- the command ---------------------------------------------------------------------------------
+def _fmt(value: object, unit: str = "", digits: int = 1) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.{digits}f}{unit}"  # type: ignore[str-format]
+
+
+def _print(summary: dict[str, object]) -> None:
+    head = f"{summary['source']} ({summary['format']}"
+    if summary["duration_s"]:
+        head += f", {summary['duration_s']:,.1f} s"
+    if summary["requests"]:
+        head += f", {summary['requests']:,.0f} requests"
+    print(head + ")")
+    rows = [("measured TPS (instance)", _fmt(summary["instance_tps"], " tokens/s"))]
+    if summary["instances"] != 1:
+        rows.append((f"measured TPS (× {summary['instances']} instances)",
+                     _fmt(summary["measured_tps"], " tokens/s")))
+    rows += [
+        ("output TPS", _fmt(summary["output_tps"], " tokens/s")),
+        ("TTFT p50 / p99", f"{_fmt(summary['ttft_p50_ms'])} / "
+                           f"{_fmt(summary['ttft_p99_ms'], ' ms')}"),
+        (f"SLO attainment (TTFT ≤ {summary['ttft_slo_ms']:,.0f} ms)",
+         _fmt(None if summary["slo_attainment"] is None
+              else 100 * summary["slo_attainment"], " %", 2)),  # type: ignore[operator]
+        ("cache-hit share", _fmt(None if summary["cache_hit_rate"] is None
+                                 else 100 * summary["cache_hit_rate"], " %")),  # type: ignore[operator]
+    ]
+    if summary["request_goodput"] is not None:
+        rows.append(("request goodput", _fmt(summary["request_goodput"], " req/s", 2)))
+    if summary["theoretical_tps_per_gpu"] is not None:
+        rows.append(("measured TPS per GPU", _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
+        rows.append(("theoretical TPS per GPU", _fmt(summary["theoretical_tps_per_gpu"],
+                                                     " tokens/s")))
+        rows.append(("TEF", _fmt(summary["tef"], "", 3)))
+    width = max(len(label) for label, _ in rows)
+    for label, shown in rows:
+        print(f"  {label:<{width}}  {shown}")
+    if summary["theoretical_basis"]:
+        print(f"  theoretical: {summary['theoretical_basis']}")
+    tef = summary["tef"]
+    if isinstance(tef, float) and tef > 1:
+        print("  note: TEF above 1 — the measured throughput exceeds the theoretical figure; "
+              "check it (batch, context, precision, GPUs).")
+    for note in summary["notes"]:  # type: ignore[union-attr]
+        print(f"  note: {note}")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
+    return value
+
+
+def cmd_actuals(args: argparse.Namespace) -> int:
+    from .cli import UserError
+
+    try:
+        found = read_files(args.files, args.interval)
+    except FileProblem as exc:
+        raise UserError(str(exc)) from None
+    roofline_opts = [args.gpu, args.model, args.precision, args.batch, args.context]
+    if args.theoretical_tps is not None and any(o is not None for o in roofline_opts):
+        raise UserError("give either --theoretical-tps or --gpu/--model/--precision/--batch/"
+                        "--context, not both")
+    if any(o is not None for o in roofline_opts) and not all(
+            o is not None for o in roofline_opts):
+        missing = [n for n, o in zip(("--gpu", "--model", "--precision", "--batch",
+                                      "--context"), roofline_opts, strict=True) if o is None]
+        raise UserError(f"the roofline needs {', '.join(missing)} too")
+    if args.sites and not args.site:
+        raise UserError("--sites needs --site NAME (the site_name of the row to update)")
+    if args.site and not args.sites:
+        raise UserError("--site needs --sites FILE")
+    if args.sites and len(found) != 1:
+        raise UserError(f"--sites takes one measurement; the files give {len(found)}")
+    slo = args.slo_ms if args.slo_ms is not None else float(BY_NAME["ttft_slo_ms"].default)
+    summaries = []
+    for measurement in found:
+        theoretical = None
+        if args.theoretical_tps is not None:
+            theoretical = Theoretical(args.theoretical_tps, "given (--theoretical-tps)")
+        elif args.gpu is not None:
+            theoretical = theoretical_for(measurement, args.gpu, args.model, args.precision,
+                                          args.batch, args.context, args.gpus, args.mbu,
+                                          args.mfu)
+        summaries.append(summarise(measurement, slo, theoretical, args.gpus, args.instances))
+    written = None
+    if args.sites:
+        summary = summaries[0]
+        values = {name: summary[name] for name in MEASURED_INPUTS
+                  if summary.get(name) is not None}
+        changes = write_site_values(args.sites, args.site, values, args.force,  # type: ignore[arg-type]
+                                    args.sheet)
+        written = {name: new for name, _, new in changes}
+    if args.json:
+        payload: object = summaries[0] if len(summaries) == 1 else summaries
+        if written is not None:
+            payload = {**summaries[0], "written": written}
+        print(json.dumps(_clean(payload), indent=2, allow_nan=False))
+        return 0
+    for summary in summaries:
+        _print(summary)
+    if written is not None:
+        shown = ", ".join(f"{k}={_cell_text(v)}" for k, v in written.items())
+        print(f"wrote {shown} into site {args.site!r} of {args.sites}")
+        skipped = [n for n in MEASURED_INPUTS if n not in written]
+        if skipped:
+            print(f"  not measured, left as they were: {', '.join(skipped)}")
+    return 0
+
+
+def _clean(value: object) -> object:
+    """JSON has no nan: undefined figures become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "actuals", help="measured TPS, TTFT, SLO attainment and TEF from serving output",
+        description="Read a serving benchmark's result file (vllm bench serve --save-result, "
+                    "SGLang bench_serving, AIPerf profile_export_aiperf.json) or two "
+                    "Prometheus scrapes of a vLLM server, and print the measured TPS, TTFT "
+                    "p50/p99, SLO attainment, cache-hit share and the TEF against a "
+                    "theoretical figure: given with --theoretical-tps, or the roofline of a "
+                    "catalogue GPU and model. --sites/--site write the measured inputs into "
+                    "a sites file.",
+        epilog="examples:\n"
+               "  tokenfactory-xl actuals result.json --theoretical-tps 12000\n"
+               "  tokenfactory-xl actuals before.prom after.prom --gpu H200 "
+               "--model Llama-3.1-70B --precision fp8 --batch 64 --context 4096\n"
+               "  tokenfactory-xl actuals result.json --instances 128 --sites sites.csv "
+               "--site Frankfurt",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="benchmark result files, or two Prometheus scrapes (before, after)")
+    p.add_argument("--theoretical-tps", type=_positive_float, metavar="N",
+                   help="theoretical tokens/s per GPU to compute the TEF against")
+    p.add_argument("--gpu", help="catalogue GPU for the roofline, e.g. H200")
+    p.add_argument("--model", help="catalogue model for the roofline, e.g. Llama-3.1-70B")
+    p.add_argument("--precision", choices=tuple(roofline.PRECISIONS),
+                   type=str.lower, help="weight precision for the roofline")
+    p.add_argument("--batch", type=_positive_int, help="decode batch for the roofline")
+    p.add_argument("--context", type=_positive_int, metavar="TOKENS",
+                   help="context length per sequence for the roofline")
+    p.add_argument("--gpus", type=_positive_int, default=1, metavar="N",
+                   help="GPUs serving the measured instance (the tensor-parallel GPUs of its "
+                        "replica); measured TPS per GPU divides by it (default 1)")
+    p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
+                   help="memory-bandwidth utilisation for the roofline (default 1.0)")
+    p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
+                   help="model-FLOPs utilisation for the roofline (default 1.0)")
+    p.add_argument("--slo-ms", type=_positive_float, metavar="MS",
+                   help=f"TTFT objective for the SLO attainment (default "
+                        f"{BY_NAME['ttft_slo_ms'].default:,} ms, the ttft_slo_ms default)")
+    p.add_argument("--interval", type=_positive_float, metavar="SECONDS",
+                   help="seconds between two Prometheus scrapes that carry no timestamps "
+                        "(the first file is then the earlier)")
+    p.add_argument("--instances", type=_positive_int, default=1, metavar="N",
+                   help="serving instances like the measured one in the cluster: the "
+                        "measured_tps written to a sites file is the instance's × N")
+    p.add_argument("--sites", metavar="FILE", help="sites file (.csv or .xlsx) to update")
+    p.add_argument("--site", metavar="NAME", help="site_name of the row to update")
+    p.add_argument("--sheet", help="worksheet of an .xlsx sites file (default: the first)")
+    p.add_argument("--force", action="store_true",
+                   help="replace measured values the site's row already holds")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(func=cmd_actuals)
+
+
+__all__ = ["Measurement", "Scrape", "Theoretical", "FileProblem", "read_files",
+           "read_benchmark", "read_scrape", "from_scrapes", "histogram_quantile",
+           "slo_attainment", "summarise", "theoretical_for", "write_site_values",
+           "MEASURED_INPUTS", "FORMATS"]
