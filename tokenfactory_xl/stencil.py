@@ -24,6 +24,7 @@ settings, so the same values give the same bytes.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import io
 import math
 import re
@@ -205,6 +206,7 @@ def _format_number(number: float | int) -> str:
     return str(number) if isinstance(number, int) else repr(float(number))
 
 
+@functools.lru_cache(maxsize=4096)  # a timeline repeats the same month starts site after site
 def excel_serial(value: dt.date | dt.datetime) -> float:
     """A date as Excel's serial number in the 1900 date system [days]."""
     if isinstance(value, dt.datetime):
