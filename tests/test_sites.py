@@ -7,10 +7,18 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tokenfactory_xl.catalogue import BY_NAME, INPUTS
 from tokenfactory_xl.errors import InputError
-from tokenfactory_xl.sites import MAX_STEM_BYTES, load_sites, read_sites, safe_file_stem
+from tokenfactory_xl.sites import (
+    MAX_STEM_BYTES,
+    RESERVED_STEMS,
+    load_sites,
+    read_sites,
+    safe_file_stem,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -205,7 +213,8 @@ def test_every_catalogue_input_is_a_valid_column(tmp_path):
     ("Frankfurt H100 (owned)", "Frankfurt H100 (owned)"),
     ("a/b\\c:d*e?f\"g<h>i|j", "a_b_c_d_e_f_g_h_i_j"),
     ("CON", "CON_"),
-    ("nul.txt", "nul.txt_"),
+    ("nul.txt", "nul_.txt"),
+    ("Com3 .old", "Com3_.old"),
     ("lpt1", "lpt1_"),
     ("Portfolio", "Portfolio_"),
     ("trailing. . ", "trailing"),
@@ -222,3 +231,13 @@ def test_safe_file_stem_is_length_limited_at_a_character_boundary():
     stem = safe_file_stem("Ü" * 80)
     assert len(stem.encode("utf-8")) <= MAX_STEM_BYTES
     assert stem == "Ü" * (MAX_STEM_BYTES // 2)
+
+
+@given(st.text(min_size=0, max_size=120))
+def test_safe_file_stem_is_always_a_safe_name(name):
+    stem = safe_file_stem(name)
+    assert stem and stem == stem.rstrip(" .") and not stem.startswith((" ", "."))
+    assert not any(c in stem for c in '<>:"/\\|?*')
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in stem)
+    assert len(stem.encode("utf-8")) <= MAX_STEM_BYTES + 1   # + the "_" after a device name
+    assert stem.split(".", 1)[0].rstrip(" ").lower() not in RESERVED_STEMS

@@ -121,7 +121,8 @@ def safe_file_stem(site_name: str) -> str:
     Path separators, characters Windows refuses (``<>:"/\\|?*``) and control characters become
     ``_``; runs of white space become one space; leading dots and spaces and trailing dots and
     spaces go (Windows drops them silently); Windows device names (``CON``, ``NUL``, ``COM1``…)
-    and ``portfolio`` (the batch's own output) get a ``_`` appended; the result is cut to
+    and ``portfolio`` (the batch's own output) get a ``_`` after that part of the name before
+    the first dot (``nul.txt`` → ``nul_.txt``); the result is cut to
     :data:`MAX_STEM_BYTES` bytes of UTF-8 at a character boundary. Never empty.
     """
     text = unicodedata.normalize("NFC", str(site_name))
@@ -132,9 +133,11 @@ def safe_file_stem(site_name: str) -> str:
         text = encoded[:MAX_STEM_BYTES].decode("utf-8", errors="ignore").rstrip(" .")
     if not text:
         text = "site"
-    # Windows reserves a device name with any extension too: "nul.backup" is the device.
-    if text.split(".", 1)[0].rstrip(" ").lower() in RESERVED_STEMS:
-        text += "_"
+    # Windows reserves a device name with any extension too ("nul.backup" is the device), so
+    # the "_" goes after the part before the first dot.
+    first, dot, rest = text.partition(".")
+    if first.rstrip(" ").lower() in RESERVED_STEMS:
+        text = f"{first.rstrip(' ')}_{dot}{rest}"
     return text
 
 
