@@ -24,6 +24,7 @@ from .operating_model import OUTPUTS, run
 #: Modules that add a sub-command, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "tokenfactory_xl.cli",
+    "tokenfactory_xl.workbook_cli",
     "tokenfactory_xl.batch",
     "tokenfactory_xl.theoretical",
     "tokenfactory_xl.actuals",

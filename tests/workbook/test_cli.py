@@ -1,0 +1,96 @@
+"""The ``template`` and ``render`` commands, run for real, as the README shows them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import openpyxl
+
+from tokenfactory_xl import workbook as wbm
+from tokenfactory_xl.inputs import make_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                               "HOME": str(cwd)})
+
+
+def readme_examples(command: str) -> list[list[str]]:
+    """The ``tokenfactory-xl <command> …`` lines of the README's workbook section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## The TFOM workbook", 1)[1].split("\n## ", 1)[0]
+    lines = re.findall(rf"^tokenfactory-xl {command} .*$", section, flags=re.M)
+    return [line.split()[1:] for line in lines]
+
+
+def test_template_writes_the_workbook_with_the_inputs(tmp_path):
+    out = cli("template", "-o", "site.xlsx", "--set", "gpus=2048", "--set",
+              "measured_tps=6000000", "--scenario", "Optimised", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    book = openpyxl.load_workbook(tmp_path / "site.xlsx")
+    (sheet, ref), = book.defined_names["in_gpus"].destinations
+    assert book[sheet][ref.replace("$", "")].value == 2048
+    (sheet, ref), = book.defined_names["in_scenario"].destinations
+    assert book[sheet][ref.replace("$", "")].value == "Optimised"
+    site = make_inputs({"gpus": 2048, "measured_tps": 6_000_000, "scenario": "Optimised"})
+    assert (tmp_path / "site.xlsx").read_bytes() == wbm.workbook_bytes(wbm.build_workbook(site))
+
+
+def test_template_refuses_to_overwrite_without_force(tmp_path):
+    (tmp_path / "TFOM.xlsx").write_bytes(b"keep me")
+    out = cli("template", "-o", "TFOM.xlsx", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "--force" in out.stderr and "Traceback" not in out.stderr
+    assert (tmp_path / "TFOM.xlsx").read_bytes() == b"keep me"
+    assert cli("template", "-o", "TFOM.xlsx", "--force", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "TFOM.xlsx").read_bytes()[:2] == b"PK"
+
+
+def test_template_bad_input_names_the_input_and_writes_nothing(tmp_path):
+    out = cli("template", "-o", "TFOM.xlsx", "--set", "availability=99.5", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "availability=99.5" in out.stderr and "99.5%" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_template_wants_an_xlsx_name(tmp_path):
+    out = cli("template", "-o", "TFOM.xls", cwd=tmp_path)
+    assert out.returncode == 2 and ".xlsx" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_readme_template_examples_run(tmp_path):
+    examples = readme_examples("template")
+    assert len(examples) >= 2
+    for args in examples:
+        out = cli(*args, "--force", cwd=tmp_path)
+        assert out.returncode == 0, (args, out.stderr)
+
+
+def test_render_draws_the_dashboard(soffice, tmp_path):
+    assert cli("template", "-o", "TFOM.xlsx", cwd=tmp_path).returncode == 0
+    for args in readme_examples("render"):
+        out = cli(*args, cwd=tmp_path)
+        assert out.returncode == 0, (args, out.stderr)
+    png = tmp_path / "dashboard.png"
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(data[16:20], "big")
+    height = int.from_bytes(data[20:24], "big")
+    assert width > height > 400  # one landscape page
+    again = cli("render", "TFOM.xlsx", "-o", "dashboard.png", cwd=tmp_path)
+    assert again.returncode == 2 and "--force" in again.stderr
+
+
+def test_render_missing_workbook_is_a_message(tmp_path):
+    out = cli("render", "nothere.xlsx", "-o", "d.png", cwd=tmp_path)
+    assert out.returncode == 2 and "nothere.xlsx" in out.stderr
+    assert "Traceback" not in out.stderr

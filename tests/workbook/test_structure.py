@@ -1,0 +1,236 @@
+"""The TFOM workbook's structure: names, inputs, validation, protection, formulas, bytes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.formula.translate import Translator
+
+from tokenfactory_xl import __version__
+from tokenfactory_xl import workbook as wbm
+from tokenfactory_xl.catalogue import INPUTS, SCENARIOS
+from tokenfactory_xl.inputs import default_inputs, make_inputs
+from tokenfactory_xl.operating_model import OUTPUT_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "templates" / "TFOM.xlsx"
+
+#: Numbers a formula may contain: universal constants only (FAST: no assumptions in formulas).
+ALLOWED_NUMBERS = {0.0, 1.0, 12.0, 24.0, 60.0, 100.0, 3600.0, 1_000_000.0}
+#: Functions Excel 2016+, LibreOffice and Google Sheets all compute.
+ALLOWED_FUNCTIONS = {
+    "ABS", "AND", "AVERAGE", "COLUMNS", "COUNT", "COUNTIF", "DAY", "EOMONTH", "IF", "IFERROR",
+    "INDEX", "INT",
+    "ISNUMBER", "ISTEXT", "LEN", "LN", "MATCH", "MAX", "MIN", "MONTH", "N", "OR", "ROWS", "SUM",
+    "SIGN", "SUMPRODUCT", "TEXT", "YEAR", "_XLFN.NORM.S.DIST", "_XLFN.NORM.S.INV",
+}
+
+
+@pytest.fixture(scope="module")
+def book():
+    return wbm.build_workbook()
+
+
+def formula_cells(book):
+    for ws in book.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if isinstance(cell.value, str) and cell.value.startswith("=") \
+                        and cell.data_type == "f":
+                    yield ws, cell
+
+
+def destination(book, name):
+    (sheet, ref), = book.defined_names[name].destinations
+    return book[sheet][ref.replace("$", "")]
+
+
+def test_sheets_in_order(book):
+    assert book.sheetnames == list(wbm.SHEETS) == [
+        "Cover", "Inputs", "Capacity", "Timeline", "Returns", "Sensitivity", "Dashboard",
+        "Checks"]
+
+
+def test_every_input_is_a_named_validated_unlocked_input_cell(book):
+    ws = book["Inputs"]
+    validations = ws.data_validations.dataValidation
+    for spec in INPUTS:
+        cells = destination(book, f"in_{spec.name}")
+        cells = [c for row in cells for c in row] if isinstance(cells, tuple) else [cells]
+        assert len(cells) == (len(SCENARIOS) if spec.per_scenario else 1), spec.name
+        for cell in cells:
+            assert cell.parent.title == "Inputs"
+            assert cell.protection.locked is False, spec.name
+            assert cell.font.color.rgb.endswith("0000FF"), spec.name
+            assert cell.fill.fgColor.rgb.endswith("FFF2CC"), spec.name
+            assert not (isinstance(cell.value, str) and cell.value.startswith("=")), spec.name
+            mine = [dv for dv in validations if cell.coordinate in dv.sqref]
+            assert len(mine) == 1, spec.name
+            dv = mine[0]
+            assert dv.showInputMessage and dv.showErrorMessage and dv.error and dv.prompt
+            assert spec.allowed in dv.prompt, spec.name
+            expected = {"choice": "list", "date": "date", "text": "textLength",
+                        "currency": "textLength", "integer": "whole"}.get(spec.kind, "decimal")
+            assert dv.type == expected, spec.name
+            if dv.type == "list":
+                assert not dv.formula1.startswith('"'), "lists point at a range"
+                assert len(dv.formula1) < 255
+            if spec.kind in ("number", "fraction", "integer") and spec.high is not None:
+                assert float(dv.formula1) == spec.low and float(dv.formula2) == spec.high
+
+
+def test_scenario_selector_lists_the_scenarios(book):
+    ws = book["Inputs"]
+    ref = book.defined_names["list_scenario"].attr_text.split("!")[1].replace("$", "")
+    assert tuple(c.value for row in ws[ref] for c in row) == SCENARIOS
+
+
+def test_input_cells_hold_the_inputs(book):
+    site = make_inputs({"gpus": 77, "measured_tps": 200_000, "ownership": "rent",
+                        "tef_target.Downside": 0.45,
+                        "start_date": "2029-03-01", "site_name": "=1+1 not a formula"})
+    other = wbm.build_workbook(site)
+    assert destination(other, "in_gpus").value == 77
+    assert destination(other, "in_ownership").value == "rent"
+    row = destination(other, "in_tef_target")
+    assert [c.value for c in row[0]] == [0.3, 0.65, 0.45]
+    assert destination(other, "in_start_date").value.date().isoformat() == "2029-03-01"
+    name = destination(other, "in_site_name")
+    assert name.value == "=1+1 not a formula" and name.data_type == "s"
+
+
+def test_only_inputs_are_unlocked(book):
+    inputs = {c.coordinate for ws, c in (
+        (None, destination(book, f"in_{s.name}")) for s in INPUTS if not s.per_scenario)}
+    for ws in book.worksheets:
+        assert ws.protection.sheet is True and not ws.protection.password, ws.title
+        for row in ws.iter_rows():
+            for cell in row:
+                if cell.protection.locked is False:
+                    assert ws.title == "Inputs", cell.coordinate
+                    assert cell.font.color.rgb.endswith("0000FF")
+    assert inputs
+
+
+def test_formula_cells_locked_and_free_of_hidden_numbers(book):
+    count = 0
+    for ws, cell in formula_cells(book):
+        count += 1
+        assert cell.protection.locked is True, f"{ws.title}!{cell.coordinate}"
+        tokens = Tokenizer(cell.value).items
+        for token in tokens:
+            where = f"{ws.title}!{cell.coordinate}: {cell.value[:80]}"
+            if token.type == Token.OPERAND and token.subtype == Token.NUMBER:
+                assert float(token.value) in ALLOWED_NUMBERS, where
+            if token.type == Token.FUNC and token.subtype == Token.OPEN:
+                assert token.value[:-1].upper() in ALLOWED_FUNCTIONS, where
+            if token.type == Token.OPERAND and token.subtype == Token.RANGE:
+                assert "[" not in token.value, "no external links: " + where
+    assert count > 10_000
+
+
+def test_every_output_is_named_on_returns(book):
+    for name in OUTPUT_NAMES:
+        cell = destination(book, f"out_{name}")
+        assert cell.parent.title == "Returns"
+        assert cell.value.startswith("=")
+    assert "economic_life_months" in OUTPUT_NAMES
+
+
+def test_constants_are_named_and_not_inputs(book):
+    for name, _, _, value, _ in wbm.CONSTANTS:
+        cells = destination(book, name)
+        cells = [c for row in cells for c in row] if isinstance(cells, tuple) else [cells]
+        assert [c.value for c in cells] == list(value if isinstance(value, tuple) else [value])
+        for cell in cells:
+            assert cell.parent.title == "Capacity"
+            assert cell.protection.locked is True
+            assert cell.font.color.rgb.endswith("7030A0")
+    assert destination(book, "k_hours_per_year").value == 8760
+
+
+def test_version_on_cover(book):
+    cell = destination(book, "tfom_version")
+    assert cell.parent.title == "Cover" and cell.value == __version__
+
+
+def test_defined_names_are_valid_excel_names(book):
+    for name in book.defined_names:
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name), name
+        assert not re.fullmatch(r"[A-Za-z]{1,3}\d+", name), name
+
+
+def test_timeline_has_every_month_column_and_month_ends(book):
+    ws = book["Timeline"]
+    assert wbm.MAX_MONTHS == 240
+    row = wbm.TIMELINE_ROWS["end"]
+    assert ws.cell(row, wbm.MONTH0_COL + 240).value.startswith("=EOMONTH(")
+    assert ws.cell(row, wbm.MONTH0_COL + 241).value is None
+    # one formula per row: every month's formula is the first month's, copied across
+    for key in ("hours", "tef", "revenue", "cash_flow", "tax", "payback_crossing"):
+        r = wbm.TIMELINE_ROWS[key]
+        first = ws.cell(r, wbm.FIRST_MONTH_COL)
+        for c in range(wbm.FIRST_MONTH_COL + 1, wbm.LAST_COL + 1):
+            cell = ws.cell(r, c)
+            moved = Translator(cell.value, origin=cell.coordinate).translate_formula(
+                first.coordinate)
+            assert moved == first.value, (key, cell.coordinate)
+
+
+def test_same_inputs_same_bytes(tmp_path):
+    a, b = tmp_path / "a.xlsx", tmp_path / "b.xlsx"
+    wbm.save_workbook(wbm.build_workbook(), a)
+    wbm.save_workbook(wbm.build_workbook(), b)
+    assert a.read_bytes() == b.read_bytes()
+    with zipfile.ZipFile(a) as z:
+        core = z.read("docProps/core.xml").decode()
+        assert "2026-01-01T00:00:00Z" in core and "tokenfactory_xl" in core
+        assert not any(n.endswith(".bin") or "vba" in n.lower() for n in z.namelist())
+        assert not any("externalLink" in n for n in z.namelist())
+
+
+def test_committed_template_is_current():
+    assert TEMPLATE.exists(), "run: tokenfactory-xl template -o templates/TFOM.xlsx --force"
+    fresh = wbm.workbook_bytes(wbm.build_workbook())
+    assert TEMPLATE.read_bytes() == fresh, (
+        "templates/TFOM.xlsx is stale: run tokenfactory-xl template -o templates/TFOM.xlsx "
+        "--force")
+
+
+def test_cell_values_cover_every_formula_and_input_cell(book):
+    values = wbm.cell_values(default_inputs())
+    expected: dict[str, set[str]] = {name: set() for name in wbm.SHEETS}
+    for ws, cell in formula_cells(book):
+        expected[ws.title].add(cell.coordinate)
+    for spec in INPUTS:
+        cells = destination(book, f"in_{spec.name}")
+        cells = [c for row in cells for c in row] if isinstance(cells, tuple) else [cells]
+        expected["Inputs"].update(c.coordinate for c in cells)
+    assert {k: set(v) for k, v in values.items()} == expected
+
+
+def test_cell_values_blank_beyond_the_horizon():
+    site = make_inputs({"horizon_months": 7})
+    values = wbm.cell_values(site)["Timeline"]
+    r = wbm.TIMELINE_ROWS["revenue"]
+    cols = wbm.MONTH_COLS
+    assert all(isinstance(values[f"{c}{r}"], float) for c in cols[:7])
+    assert all(values[f"{c}{r}"] == "" for c in cols[7:])
+    assert values[f"{cols[6]}{wbm.TIMELINE_ROWS['salvage']}"] == 0.0
+
+
+def test_cell_values_are_plain_python_values():
+    site = make_inputs({"ownership": "rent", "horizon_months": 13})
+    kinds = set()
+    for cells in wbm.cell_values(site).values():
+        for value in cells.values():
+            kinds.add(type(value))
+    assert kinds <= {int, float, str, dt.datetime}, kinds
+    returns = wbm.cell_values(site)["Returns"]
+    (_, ref), = wbm.build_workbook(site).defined_names["out_roi"].destinations
+    assert returns[ref.replace("$", "")] == "none"  # no CapEx when rented

@@ -1,0 +1,122 @@
+"""The ``template`` and ``render`` commands: the TFOM workbook from the command line.
+
+``tokenfactory-xl template -o TFOM.xlsx`` writes the workbook of :mod:`tokenfactory_xl.workbook`
+with the site's inputs (``--set``, ``--scenario``) typed in, never overwriting without
+``--force``. ``tokenfactory-xl render TFOM.xlsx -o dashboard.png`` lets LibreOffice recalculate a
+workbook and draws its Dashboard page as a PNG, so that a person can look at the charts without
+Excel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .workbook import build_workbook, save_workbook
+
+
+def cmd_template(args: argparse.Namespace) -> int:
+    from .cli import UserError, inputs_from_args
+
+    inputs = inputs_from_args(args)
+    path = Path(args.output)
+    if path.suffix.lower() != ".xlsx":
+        raise UserError(f"{path}: the workbook must be an .xlsx file (e.g. -o TFOM.xlsx)")
+    if path.exists() and not args.force:
+        raise UserError(f"{path} exists; add --force to overwrite it")
+    if not path.parent.is_dir():
+        raise UserError(f"{path.parent}: no such folder")
+    save_workbook(build_workbook(inputs), path)
+    print(f"wrote {path}")
+    return 0
+
+
+DASHBOARD_MARKER = "Master check"
+
+
+def render_dashboard(workbook: str | os.PathLike, png: str | os.PathLike,
+                     resolution: int = 80) -> Path:
+    """Recalculate ``workbook`` in LibreOffice and write its Dashboard page as a PNG.
+
+    LibreOffice exports every sheet to one PDF; the Dashboard is the page that carries its
+    title and "Master check" (``pdftotext``), which ``pdftoppm`` turns into ``png``.
+    """
+    from .cli import UserError
+    from .libreoffice import LibreOfficeMissing, convert
+
+    for tool in ("pdftoppm", "pdftotext"):
+        if shutil.which(tool) is None:
+            raise UserError(f"{tool} is not installed (apt-get install poppler-utils)")
+    png = Path(png)
+    with tempfile.TemporaryDirectory(prefix="tfxl-render-") as tmp:
+        try:
+            pdf = convert([workbook], tmp, "pdf")[0]
+        except LibreOfficeMissing as exc:
+            raise UserError(str(exc)) from None
+        text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
+                              text=True, check=True).stdout
+        pages = text.split("\f")
+        page = next((i + 1 for i, t in enumerate(pages)
+                     if t.lstrip().startswith("Dashboard") and DASHBOARD_MARKER in t), None)
+        if page is None:
+            raise UserError(f"{workbook}: no Dashboard page found in the PDF export")
+        stem = Path(tmp, "page")
+        subprocess.run(["pdftoppm", "-png", "-r", str(resolution), "-f", str(page), "-l",
+                        str(page), "-singlefile", str(pdf), str(stem)], check=True,
+                       capture_output=True)
+        fd, tmp_png = tempfile.mkstemp(prefix=f".{png.name}.", suffix=".tmp",
+                                       dir=png.parent or ".")
+        os.close(fd)
+        shutil.copyfile(f"{stem}.png", tmp_png)
+        os.replace(tmp_png, png)
+    return png
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from .cli import UserError
+
+    source = Path(args.workbook)
+    if not source.is_file():
+        raise UserError(f"{source}: no such workbook")
+    out = Path(args.output)
+    if out.suffix.lower() != ".png":
+        raise UserError(f"{out}: the picture must be a .png file (e.g. -o dashboard.png)")
+    if out.exists() and not args.force:
+        raise UserError(f"{out} exists; add --force to overwrite it")
+    render_dashboard(source, out, args.resolution)
+    print(f"wrote {out}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from .cli import add_input_options
+
+    p = subparsers.add_parser(
+        "template", help="write the TFOM workbook (Excel, no macros)",
+        description="Write the TFOM workbook: the monthly Token Factory Operating Model as "
+                    "native Excel formulas, with the inputs (defaults, changed with --set) "
+                    "typed into its Inputs sheet.",
+        epilog="example: tokenfactory-xl template -o TFOM.xlsx --set gpus=2048 --scenario "
+               "Optimised")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.xlsx",
+                   help="the workbook to write")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    add_input_options(p)
+    p.set_defaults(func=cmd_template)
+
+    r = subparsers.add_parser(
+        "render", help="draw a workbook's Dashboard as a PNG (LibreOffice)",
+        description="Recalculate a TFOM workbook in LibreOffice and write its Dashboard "
+                    "(headline figures and charts) as a PNG picture.",
+        epilog="example: tokenfactory-xl render TFOM.xlsx -o dashboard.png")
+    r.add_argument("workbook", help="the TFOM workbook (.xlsx)")
+    r.add_argument("-o", "--output", required=True, metavar="FILE.png",
+                   help="the picture to write")
+    r.add_argument("--resolution", type=int, default=80, metavar="DPI",
+                   help="pixels per inch (default 80)")
+    r.add_argument("--force", action="store_true", help="overwrite an existing file")
+    r.set_defaults(func=cmd_render)
