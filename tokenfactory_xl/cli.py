@@ -25,6 +25,7 @@ from .operating_model import OUTPUTS, run
 COMMANDS: tuple[str, ...] = (
     "tokenfactory_xl.cli",
     "tokenfactory_xl.workbook_cli",
+    "tokenfactory_xl.batch",
     "tokenfactory_xl.theoretical",
     "tokenfactory_xl.actuals",
     "tokenfactory_xl.collect",

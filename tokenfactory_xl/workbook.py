@@ -206,8 +206,10 @@ def _input_kind(spec: Input) -> str:
         return "date"
     if spec.kind in ("text", "choice", "currency"):
         return "text"
-    return "price" if "/" in spec.unit and "money" in spec.unit else (
-        "money" if spec.unit.startswith("money") else "number")
+    # per GPU-hour, per kWh, per Mtok: cents matter; per GPU or per month: whole money
+    if spec.unit.startswith("money/") and spec.unit.endswith(("GPU-h", "kWh", "Mtok")):
+        return "price"
+    return "money" if spec.unit.startswith("money") else "number"
 
 
 def input_cell_value(spec: Input, value: object) -> object:
@@ -541,13 +543,13 @@ _LINES: tuple[tuple[object, ...], ...] = (
      'IF(AND({c}{cumulative_cash_flow}>=0,{p}{cumulative_cash_flow}<0),'
      '({c}${month}-1)+(-{p}{cumulative_cash_flow})/{c}{cash_flow},"")', "months", False, False),
 )
-TIMELINE_HEADER_ROWS = {"month": 4, "end": 5, "flag": 6}
+TIMELINE_HEADER_ROWS = {"month": 4, "end": 5, "flag": 6, "year": 7}
 _LINE_LABELS = {str(item[0]): item[1] for item in _LINES if item[0] != "#"}
 
 
 def _timeline_rows() -> dict[str, int]:
     rows = dict(TIMELINE_HEADER_ROWS)
-    row = 7
+    row = max(TIMELINE_HEADER_ROWS.values())
     for item in _LINES:
         row += 1
         if item[0] == "#":
@@ -569,7 +571,7 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     rows = TIMELINE_ROWS
     d = _col(MONTH0_COL)
     for label, key in (("Month", "month"), ("Month ending", "end"),
-                       ("In horizon (1 = yes)", "flag")):
+                       ("In horizon (1 = yes)", "flag"), ("Year of the model", "year")):
         r = rows[key]
         cell = ws.cell(r, 1, label)
         cell.font = st.HEADER_FONT
@@ -590,11 +592,14 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     b.vector(ws, [f"{c}{rows['flag']}" for c in ALL_COLS], "tl.flag",
              [f"=IF({c}${rows['month']}<=in_horizon_months,1,0)" for c in ALL_COLS], "all",
              "flag", font=st.HEADER_FONT)
+    b.vector(ws, [f"{c}{rows['year']}" for c in ALL_COLS], "tl.year",
+             [f"=ROUNDUP({c}${rows['month']}/12,0)" for c in ALL_COLS], "all", "integer",
+             font=st.HEADER_FONT)
     for c in range(MONTH0_COL, LAST_COL + 1):
-        for r in (rows["month"], rows["end"], rows["flag"]):
+        for r in (rows["month"], rows["end"], rows["flag"], rows["year"]):
             ws.cell(r, c).fill = st.HEADER_FILL
             ws.cell(r, c).alignment = st.RIGHT
-    row = 7
+    row = max(TIMELINE_HEADER_ROWS.values())
     fmt = {k: r for k, r in rows.items()}
     for item in _LINES:
         row += 1
@@ -626,14 +631,16 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.column_dimensions["C"].width = 17
     for c in ALL_COLS:
         ws.column_dimensions[c].width = 13
-    ws.freeze_panes = f"{d}{rows['flag'] + 1}"
+    ws.freeze_panes = f"{d}{rows['year'] + 1}"
     # Months beyond the horizon: grey the header so the live months stand out.
     grey = st.Font(name=st.FONT_NAME, color="8EA9DB")
     ws.conditional_formatting.add(
-        f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['flag']}",
+        f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['year']}",
         FormulaRule(formula=[f"{d}${rows['flag']}=0"], font=grey))
     _print_setup(ws, fit_height=1)
-    ws.page_setup.fitToWidth = 0
+    # 240 months do not fit a page: print at half size, about a year a page, labels repeated
+    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=False)
+    ws.page_setup.scale = 50
     ws.print_title_cols = "A:C"
 
 
@@ -741,11 +748,52 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.cell(row, 3, unit).font = st.NOTE_FONT
         row += 1
     _irr_search(b, ws)
-    for col, width in {"A": 34, "B": 20, "C": 14, "D": 28, "E": 70, "F": 20}.items():
+    _yearly_summary(b, ws)
+    for col, width in {"A": 34, "B": 20, "C": 14, "D": 28, "E": 62, "F": 20, "G": 3, "H": 7,
+                       "I": 15, "J": 15, "K": 10, "L": 15, "M": 17}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     _print_setup(ws, fit_height=1)
-    ws.print_area = f"A1:E{IRR_TOP - 2}"
+    ws.print_area = f"A1:M{IRR_TOP - 2}"
+
+
+YEARS = MAX_MONTHS // 12
+
+
+def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
+    """Revenue, EBITDA, cash flow by year of the model (columns H…M beside the outputs)."""
+    tl = TIMELINE_ROWS
+    last = MONTH_COLS[-1]
+    years = f"Timeline!${MONTH_COLS[0]}${tl['year']}:${last}${tl['year']}"
+
+    def by_year(key: str, r: int) -> str:
+        line = f"Timeline!${MONTH_COLS[0]}${tl[key]}:${last}${tl[key]}"
+        return f'=IF($H{r}<=ROUNDUP(in_horizon_months/12,0),SUMIF({years},$H{r},{line}),"")'
+
+    _header(ws, 4, ["Year", "Revenue", "EBITDA", "EBITDA margin", "Cash flow",
+                    "Cumulative cash flow"], first_col=8)
+    ws.row_dimensions[4].height = 30
+    rows = [5 + i for i in range(YEARS)]
+    cum = _tl("cumulative_cash_flow")
+    b.vector(ws, [f"H{r}" for r in rows], "year.year", [f"=ROWS(H$4:H{r - 1})" for r in rows],
+             "all", "integer")
+    b.vector(ws, [f"I{r}" for r in rows], "year.revenue", [by_year("revenue", r) for r in rows],
+             "all", "money")
+    b.vector(ws, [f"J{r}" for r in rows], "year.ebitda", [by_year("ebitda", r) for r in rows],
+             "all", "money")
+    b.vector(ws, [f"K{r}" for r in rows], "year.margin",
+             [f'=IF(ISNUMBER(I{r}),IF(I{r}=0,{_NONE},J{r}/I{r}),"")' for r in rows], "all",
+             "fraction")
+    b.vector(ws, [f"L{r}" for r in rows], "year.cash_flow",
+             [by_year("cash_flow", r) for r in rows], "all", "money")
+    b.vector(ws, [f"M{r}" for r in rows], "year.cumulative",
+             [f'=IF(ISNUMBER(L{r}),INDEX({cum},1,MIN($H{r}*12,in_horizon_months)+1),"")'
+              for r in rows], "all", "money")
+    for r in rows:
+        for c in "IJKLM":
+            ws[f"{c}{r}"].alignment = st.RIGHT
+    ws.cell(rows[-1] + 1, 8, "Year 1 is months 1–12; the cumulative cash flow includes the "
+            "month-0 investment.").font = st.NOTE_FONT
 
 
 # The IRR, found the way the Python model finds it: the rates of k_irr_grid bracket the roots

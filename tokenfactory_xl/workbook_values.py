@@ -111,9 +111,12 @@ def _irr_search(cf: np.ndarray, horizon: int) -> dict[str, object]:
     i = int(np.argmin(np.where(change == 1, np.append(nearest, np.inf), np.inf)))
     low, high, f_low = float(rates[i]), float(rates[i + 1]), float(npv[i])
     lows, highs, f_lows, mids, f_mids = [], [], [], [], []
+    months = np.arange(MAX_MONTHS + 1)
+    exponent = -np.where(months <= horizon, months, 0).astype(float)
     for _ in range(IRR_STEPS):
         mid = (low + high) / 2  # AVERAGE(low, high)
-        f_mid = float(_npv_at(flows, np.array([mid]), horizon)[0])
+        # inside a bracket with finite ends the powers are finite too
+        f_mid = float((flows * (1 + mid) ** exponent).sum())
         lows.append(low)
         highs.append(high)
         f_lows.append(f_low)
@@ -127,6 +130,29 @@ def _irr_search(cf: np.ndarray, horizon: int) -> dict[str, object]:
                 "irr.low": lows, "irr.high": highs, "irr.f_low": f_lows, "irr.mid": mids,
                 "irr.f_mid": f_mids})
     return out
+
+
+def _yearly(lines: dict[str, np.ndarray], horizon: int) -> dict[str, object]:
+    """The Returns sheet's yearly summary: sums of months 12y − 11 … 12y, "" after the horizon."""
+    from .workbook import YEARS
+
+    used = -(-horizon // 12)
+    starts = np.arange(0, horizon, 12)
+    sums = {k: np.add.reduceat(lines[k], starts) for k in ("revenue", "ebitda")}
+    sums["cash_flow"] = np.add.reduceat(lines["cash_flow"][1:], starts)
+    blank = [""] * (YEARS - used)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        margin = [NONE if r == 0 else e / r for r, e in zip(sums["revenue"], sums["ebitda"],
+                                                             strict=True)]
+    ends = np.minimum(np.arange(1, used + 1) * 12, horizon)
+    return {
+        "year.year": list(range(1, YEARS + 1)),
+        "year.revenue": sums["revenue"].tolist() + blank,
+        "year.ebitda": sums["ebitda"].tolist() + blank,
+        "year.margin": [float(x) if x != NONE else x for x in margin] + blank,
+        "year.cash_flow": sums["cash_flow"].tolist() + blank,
+        "year.cumulative": lines["cumulative_cash_flow"][ends].tolist() + blank,
+    }
 
 
 def model_values(inputs: SiteInputs) -> dict[str, object]:
@@ -242,6 +268,8 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
     for key in _TOTALS:
         out[f"tl.total.{key}"] = float(np.sum(tl[key]))
 
+    out["tl.year"] = np.ceil(month_all / 12).astype(int)
+
     # -- Returns
     for name in OUTPUT_NAMES:
         out[f"out.{name}"] = _or_none(s[name])
@@ -254,6 +282,8 @@ def model_values(inputs: SiteInputs) -> dict[str, object]:
         "ret.cash_cost_hour": out["cash_cost_per_gpu_hour"], "ret.capex": d["capex"],
         "ret.cash_total": out["tl.total.cash_flow"],
     })
+
+    out.update(_yearly(lines, horizon))
 
     # -- Sensitivity
     step = CONSTANT_VALUES["k_util_step"]

@@ -25,9 +25,9 @@ ALLOWED_NUMBERS = {0.0, 1.0, 12.0, 24.0, 60.0, 100.0, 3600.0, 1_000_000.0}
 #: Functions Excel 2016+, LibreOffice and Google Sheets all compute.
 ALLOWED_FUNCTIONS = {
     "ABS", "AND", "AVERAGE", "COLUMNS", "COUNT", "COUNTIF", "DAY", "EOMONTH", "IF", "IFERROR",
-    "INDEX", "INT",
-    "ISNUMBER", "ISTEXT", "LEN", "LN", "MATCH", "MAX", "MIN", "MONTH", "N", "OR", "ROWS", "SUM",
-    "SIGN", "SUMPRODUCT", "TEXT", "YEAR", "_XLFN.NORM.S.DIST", "_XLFN.NORM.S.INV",
+    "INDEX", "INT", "ISNUMBER", "ISTEXT", "LEN", "LN", "MATCH", "MAX", "MIN", "MONTH", "N",
+    "OR", "ROUNDUP", "ROWS", "SIGN", "SUM", "SUMIF", "SUMPRODUCT", "TEXT", "YEAR",
+    "_XLFN.NORM.S.DIST", "_XLFN.NORM.S.INV",
 }
 
 

@@ -1,0 +1,335 @@
+"""`tokenfactory-xl batch`: checked first, then one workbook per site that loses nothing."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from tokenfactory_xl import batch, cli
+from tokenfactory_xl.files import TEMP_PREFIX
+from tokenfactory_xl.libreoffice import recalculate
+from tokenfactory_xl.operating_model import OUTPUT_NAMES, run
+from tokenfactory_xl.sites import read_sites
+
+workbook = pytest.importorskip("tokenfactory_xl.workbook")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "templates" / "sites-example.csv"
+INJECTIONS = ['=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)"]
+
+
+def tfxl(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def sites_csv(tmp_path: Path, rows: list[str], header: str = "site_name,gpus,tef_target",
+              name: str = "sites.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def xlsx_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def defined_cell(wb: openpyxl.Workbook, name: str) -> tuple[str, str]:
+    ((sheet, ref),) = list(wb.defined_names[name].destinations)
+    return sheet, ref.replace("$", "").split(":")[0]
+
+
+@pytest.fixture(scope="module")
+def example_out(tmp_path_factory) -> Path:
+    """The README's main job, run once for the module: the example sites into out/."""
+    out = tmp_path_factory.mktemp("main-job") / "out"
+    proc = tfxl("batch", "templates/sites-example.csv", "-o", str(out), "--summary-csv",
+                str(out.parent / "summary.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return out
+
+
+def test_main_job_writes_five_workbooks_and_the_portfolio(example_out):
+    rows = read_sites(EXAMPLE)
+    expected = sorted([f"{r.file_stem}.xlsx" for r in rows] + ["portfolio.xlsx"])
+    assert xlsx_files(example_out) == expected
+    assert len(expected) == 6
+    for name in expected:
+        with zipfile.ZipFile(example_out / name) as z:
+            assert z.testzip() is None
+
+
+def test_each_workbook_holds_its_site_and_every_stored_value(example_out):
+    for row in read_sites(EXAMPLE):
+        path = example_out / f"{row.file_stem}.xlsx"
+        stored = openpyxl.load_workbook(path, data_only=True)
+        sheet, ref = defined_cell(stored, "in_gpus")
+        assert stored[sheet][ref].value == row.inputs["gpus"]
+        sheet, ref = defined_cell(stored, "in_site_name")
+        assert stored[sheet][ref].value == row.inputs["site_name"]
+        # Every input and formula cell stores what the Python model says it shows.
+        expected = workbook.cell_values(row.inputs)
+        for sheet, cells in expected.items():
+            ws = stored[sheet]
+            for coord, value in cells.items():
+                got = ws[coord].value
+                if value in ("", None):
+                    assert got in ("", None), (path.name, sheet, coord)
+                elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+                    assert got == dt.datetime.combine(value, dt.time()), (sheet, coord)
+                else:
+                    assert got == value, (path.name, sheet, coord)
+        # The outputs agree with an independent run of the model.
+        summary = run(row.inputs).summary
+        sheet, ref = defined_cell(stored, "out_npv")
+        assert stored[sheet][ref].value == pytest.approx(summary["npv"], rel=1e-12)
+
+
+def test_the_stencil_fills_every_formula_cell_of_the_template():
+    factory = batch.WorkbookFactory()
+    # No formula of the template is left without a value to store (it would stay empty).
+    assert factory.stencil.unfilled_formulas == {}
+    assert set(factory.stencil.sheets) == set(workbook.cell_values(read_sites(EXAMPLE)[0].inputs))
+    assert all(factory.stencil.defined_cells.get(f"out_{n}") for n in OUTPUT_NAMES)
+
+
+def test_workbooks_recalculate_on_open(example_out):
+    with zipfile.ZipFile(next(example_out.glob("Oslo*.xlsx"))) as z:
+        assert re.search(rb'<calcPr[^>]*fullCalcOnLoad="1"', z.read("xl/workbook.xml"))
+
+
+def test_stored_values_equal_libreoffice_recalculation(example_out, soffice, tmp_path):
+    files = sorted(example_out.glob("*(owned).xlsx"))[:2] + sorted(
+        example_out.glob("*(rented).xlsx"))[:1]
+    recalculated = recalculate(files, tmp_path / "lo")
+    compared = 0
+    for ours, theirs in zip(files, recalculated, strict=True):
+        formulas = openpyxl.load_workbook(ours)
+        mine = openpyxl.load_workbook(ours, data_only=True)
+        lo = openpyxl.load_workbook(theirs, data_only=True)
+        for ws in formulas.worksheets:
+            for row in ws.iter_rows():
+                for cell in row:
+                    if cell.data_type != "f":
+                        continue
+                    a = mine[ws.title][cell.coordinate].value
+                    b = lo[ws.title][cell.coordinate].value
+                    where = (ours.name, ws.title, cell.coordinate, cell.value)
+                    if a in ("", None) or b in ("", None):
+                        assert a in ("", None) and b in ("", None), where
+                    elif isinstance(a, (int, float)) and not isinstance(a, bool):
+                        assert isinstance(b, (int, float)), where
+                        # abs: a sum of millions that cancels to almost nothing (the NPV at a
+                        # trial IRR) differs in its last digits between two summation orders;
+                        # 1e-6 is a millionth of a currency unit. The last halvings of the
+                        # workbook's IRR search follow the signs of such residuals, so its
+                        # steps may differ by a few millionths; the IRR itself must not.
+                        search = "irr_bracket_found" in str(cell.value)
+                        assert a == pytest.approx(b, rel=1e-9, abs=1e-4 if search else 1e-6), \
+                            where
+                    else:
+                        assert a == b, where
+                    compared += 1
+    assert compared > 3 * 5000
+
+
+def test_portfolio_of_the_main_job(example_out):
+    ws = openpyxl.load_workbook(example_out / "portfolio.xlsx").worksheets[0]
+    header = [c.value for c in ws[1]]
+    assert header[0] == "site_name" and header[-len(OUTPUT_NAMES):] == list(OUTPUT_NAMES)
+    names = [ws.cell(row=r, column=1).value for r in range(2, 7)]
+    assert names == [r.inputs["site_name"] for r in read_sites(EXAMPLE)]
+    assert ws.cell(row=7, column=1).value == "Portfolio total"
+    with open(example_out.parent / "summary.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["site_name"] for r in rows] == names
+    for r, site in zip(rows, read_sites(EXAMPLE), strict=True):
+        assert float(r["npv"]) == run(site.inputs).summary["npv"]
+
+
+def test_same_inputs_give_identical_bytes_with_one_or_two_jobs(example_out, tmp_path):
+    proc = tfxl("batch", str(EXAMPLE), "-o", str(tmp_path / "again"), "--jobs", "2", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""
+    for path in example_out.iterdir():
+        assert (tmp_path / "again" / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+@pytest.mark.parametrize("name", INJECTIONS)
+def test_formula_like_site_names_stay_text(tmp_path, name):
+    quoted = '"' + name.replace('"', '""') + '"'
+    sites = sites_csv(tmp_path, [f"{quoted},2048,0.4"])
+    out = tmp_path / "out"
+    assert cli.main(["batch", str(sites), "-o", str(out), "--quiet"]) == 0
+    (path,) = [p for p in out.iterdir() if p.name != "portfolio.xlsx"]
+    wb = openpyxl.load_workbook(path)
+    sheet, ref = defined_cell(wb, "in_site_name")
+    assert wb[sheet][ref].value == name and wb[sheet][ref].data_type == "s"
+    part = f"xl/worksheets/sheet{wb.sheetnames.index(sheet) + 1}.xml"
+    with zipfile.ZipFile(path) as z:
+        xml = z.read(part).decode()
+    cell = re.search(rf'<c r="{ref}"[^>]*?(?:/>|>.*?</c>)', xml, re.S).group(0)
+    assert 't="inlineStr"' in cell and "<f>" not in cell
+    # No formula anywhere in the workbook carries the name: it is only ever a value.
+    escaped = name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    with zipfile.ZipFile(path) as z:
+        for part in z.namelist():
+            if part.startswith("xl/worksheets/sheet"):
+                formulas = re.findall(r"<f\b[^>]*>(.*?)</f>", z.read(part).decode(), re.S)
+                assert not any(escaped in f for f in formulas), part
+    portfolio = openpyxl.load_workbook(out / "portfolio.xlsx").worksheets[0]
+    assert portfolio["A2"].value == name and portfolio["A2"].data_type == "s"
+
+
+def test_bad_rows_write_nothing_and_list_every_problem(tmp_path):
+    sites = sites_csv(tmp_path, ["Alpha,2048,0.4", "Beta,lots,0.4", "Gamma,2048,65", "alpha,2048,"],
+                      header="site_name,gpus,tef_target")
+    out = tmp_path / "out"
+    proc = tfxl("batch", str(sites), "-o", str(out))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "row 3: gpus=lots: is not a number" in proc.stderr
+    assert "row 4: tef_target=65: looks like a percentage; enter 65% or 0.65" in proc.stderr
+    assert "row 5: site_name=alpha: is the same site name as row 2" in proc.stderr
+    assert f"3 problems in {sites}, so nothing was written:" in proc.stderr
+    assert not out.exists()
+
+
+def test_unknown_column_is_named_with_the_nearest_name(tmp_path):
+    sites = sites_csv(tmp_path, ["Alpha,own"], header="site_name,ownershp")
+    proc = tfxl("batch", str(sites), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "row 1: column B=ownershp: is not a known input; did you mean ownership?" \
+        in proc.stderr
+
+
+def test_skip_invalid_writes_the_valid_rows_and_lists_the_others(tmp_path):
+    sites = sites_csv(tmp_path, ["Alpha,2048,0.4", "Beta,lots,0.4", "Gamma,4096,0.5"])
+    out = tmp_path / "out"
+    proc = tfxl("batch", str(sites), "-o", str(out), "--skip-invalid")
+    assert proc.returncode == batch.EXIT_SKIPPED == 1
+    assert "skipped 1 row with problems" in proc.stderr and "row 3: gpus=lots" in proc.stderr
+    assert xlsx_files(out) == ["Alpha.xlsx", "Gamma.xlsx", "portfolio.xlsx"]
+    ws = openpyxl.load_workbook(out / "portfolio.xlsx").worksheets[0]
+    assert [ws.cell(row=r, column=1).value for r in (2, 3)] == ["Alpha", "Gamma"]
+    # Nothing valid at all: still an error, and nothing written.
+    bad = sites_csv(tmp_path, ["Beta,lots,0.4"], name="bad.csv")
+    proc = tfxl("batch", str(bad), "-o", str(tmp_path / "none"), "--skip-invalid")
+    assert proc.returncode == 2 and "no valid site row" in proc.stderr
+    assert not (tmp_path / "none").exists()
+
+
+def test_existing_files_are_never_overwritten_without_force(tmp_path):
+    sites = sites_csv(tmp_path, ["Alpha,2048,0.4", "Beta,2048,0.5"])
+    out = tmp_path / "out"
+    assert cli.main(["batch", str(sites), "-o", str(out), "--quiet"]) == 0
+    (out / "Beta.xlsx").write_bytes(b"my edited copy")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    proc = tfxl("batch", str(sites), "-o", str(out))
+    assert proc.returncode == 2
+    assert "3 files to write exist already, so nothing was written" in proc.stderr
+    for name in ("Alpha.xlsx", "Beta.xlsx", "portfolio.xlsx"):
+        assert f"  - {out / name}\n" in proc.stderr, name
+    assert "--force" in proc.stderr and "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert cli.main(["batch", str(sites), "-o", str(out), "--quiet", "--force"]) == 0
+    assert (out / "Beta.xlsx").read_bytes() != b"my edited copy"
+
+
+def test_an_interrupted_run_leaves_no_half_written_workbook(tmp_path, monkeypatch):
+    sites = sites_csv(tmp_path, [f"Site {i},2048,0.4" for i in range(6)])
+    out = tmp_path / "out"
+    calls = []
+    real = batch.write_atomically
+
+    def failing(path, data):
+        calls.append(path)
+        if len(calls) == 4:
+            # Half the file is on disk under its temporary name when the run dies.
+            path.with_name(f"{TEMP_PREFIX}{os.getpid()}-{path.name}.tmp").write_bytes(
+                data[: len(data) // 2])
+            raise KeyboardInterrupt
+        return real(path, data)
+
+    monkeypatch.setattr(batch, "write_atomically", failing)
+    with pytest.raises(KeyboardInterrupt):
+        batch.run_batch(sites, out)
+    assert xlsx_files(out) == ["Site 0.xlsx", "Site 1.xlsx", "Site 2.xlsx"]
+    for path in out.iterdir():
+        openpyxl.load_workbook(path)   # each one complete
+    monkeypatch.setattr(batch, "write_atomically", real)
+    # The next run refuses the three existing files; with --force it completes the batch.
+    with pytest.raises(batch.TargetsExist) as caught:
+        batch.run_batch(sites, out)
+    assert caught.value.paths == [out / f"Site {i}.xlsx" for i in range(3)]
+    report = batch.run_batch(sites, out, force=True)
+    assert len(report.written) == 6 and report.exit_status == 0
+
+
+def test_xlsx_sites_file_with_a_named_sheet(tmp_path):
+    wb = openpyxl.Workbook()
+    wb.active.title = "Notes"
+    ws = wb.create_sheet("Sites")
+    ws.append(["site_name", "gpus", "ownership", "horizon_months"])
+    ws.append(["Dublin", 2048, "rent", 36])
+    path = tmp_path / "sites.xlsx"
+    wb.save(path)
+    out = tmp_path / "out"
+    assert cli.main(["batch", str(path), "-o", str(out), "--sheet", "Sites", "--quiet"]) == 0
+    stored = openpyxl.load_workbook(out / "Dublin.xlsx", data_only=True)
+    sheet, ref = defined_cell(stored, "in_horizon_months")
+    assert stored[sheet][ref].value == 36
+
+
+def test_progress_lines_when_not_a_terminal(tmp_path):
+    sites = sites_csv(tmp_path, [f"Site {i},2048,0.4" for i in range(20)])
+    proc = tfxl("batch", str(sites), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0
+    lines = [line for line in proc.stderr.splitlines() if "workbooks written" in line]
+    assert 5 <= len(lines) <= 11 and lines[-1].strip().startswith("20/20 workbooks written")
+    assert "\r" not in proc.stderr
+    assert proc.stdout.startswith("wrote 20 workbooks and portfolio.xlsx")
+
+
+def test_usage_errors_exit_2_without_traceback(tmp_path):
+    for args, message in [
+        (["batch", str(tmp_path / "missing.csv"), "-o", str(tmp_path / "o")], "does not exist"),
+        (["batch", str(EXAMPLE), "-o", str(tmp_path / "o"), "--jobs", "0"], "--jobs 0"),
+        (["batch", str(EXAMPLE), "-o", str(EXAMPLE)], "is a file, not a folder"),
+        (["batch", str(EXAMPLE), "-o", str(tmp_path / "o"), "--sheet", "X"], "--sheet"),
+    ]:
+        proc = tfxl(*args)
+        assert proc.returncode == 2, args
+        assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_progress_bar_on_a_terminal_and_lines_in_a_log():
+    import io
+
+    bar = io.StringIO()
+    progress = batch.Progress(4, bar, interactive=True)
+    for _ in range(4):
+        progress.advance()
+    text = bar.getvalue()
+    assert text.startswith("\r  [") and text.endswith("\n") and text.count("\n") == 1
+    assert "[" + "#" * 30 + "] 4/4 workbooks" in text.rsplit("\r", 1)[-1]
+    log = io.StringIO()
+    progress = batch.Progress(1000, log, interactive=False)
+    for _ in range(1000):
+        progress.advance()
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 10 and lines[0].startswith("  100/1,000") and "\r" not in log.getvalue()
+    silent = batch.Progress(10, None)
+    silent.advance(10)
+    assert silent.done == 10

@@ -1,0 +1,199 @@
+"""The stencil engine: a template's cells filled in its zip, values stored, text always text."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import re
+import zipfile
+
+import openpyxl
+import pytest
+
+from tokenfactory_xl.libreoffice import recalculate
+from tokenfactory_xl.stencil import Stencil, StencilError, excel_serial, repack
+
+INJECTIONS = ["Zürich — Süd ≥ 1", '=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)", "-1+2",
+              "<b>&amp;</b>"]
+
+
+def template() -> bytes:
+    """A small workbook shaped like the TFOM one: input cells, and formulas that use them."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Inputs"
+    ws["A1"], ws["B1"] = "Site name", "Example site"
+    ws["A2"], ws["B2"] = "GPUs", 1024
+    ws["A3"], ws["B3"] = "Start", dt.date(2027, 1, 1)
+    ws["B3"].number_format = "yyyy-mm-dd"
+    ws["A4"], ws["B4"] = "TEF", 0.3
+    calc = wb.create_sheet("Calc & Returns")
+    calc["A1"] = "=Inputs!B2*Inputs!B4/7"
+    calc["A2"] = '="Site: "&Inputs!B1'
+    calc["A3"] = '=IF(Inputs!B2>2000,"",Inputs!B2/3)'
+    calc["A4"] = "=Inputs!B2>2000"
+    calc["A5"] = "=YEAR(Inputs!B3)+MONTH(Inputs!B3)/100"
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    return buffer.getvalue()
+
+
+CELLS = {"Inputs": ["B1", "B2", "B3", "B4"], "Calc & Returns": ["A1", "A2", "A3", "A4", "A5"]}
+
+
+def values(name: str, gpus: float, start: dt.date, tef: float) -> dict[str, dict[str, object]]:
+    """What the template's formulas compute, worked out here in Python."""
+    return {
+        "Inputs": {"B1": name, "B2": gpus, "B3": start, "B4": tef},
+        "Calc & Returns": {
+            "A1": gpus * tef / 7,
+            "A2": "Site: " + name,
+            "A3": "" if gpus > 2000 else gpus / 3,
+            "A4": gpus > 2000,
+            "A5": start.year + start.month / 100,
+        },
+    }
+
+
+def sheet_xml(data: bytes, number: int) -> str:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return z.read(f"xl/worksheets/sheet{number}.xml").decode()
+
+
+def cell_xml(xml: str, ref: str) -> str:
+    match = re.search(rf'<c r="{ref}"[^>]*?(?:/>|>.*?</c>)', xml, re.S)
+    assert match, ref
+    return match.group(0)
+
+
+def test_filled_values_are_stored_and_formulas_kept(tmp_path):
+    stencil = Stencil(template(), CELLS)
+    site = values("Oslo B200", 4096, dt.date(2028, 7, 1), 0.1 + 0.2)
+    path = tmp_path / "site.xlsx"
+    path.write_bytes(stencil.fill(site))
+    stored = openpyxl.load_workbook(path, data_only=True)
+    for sheet, cells in site.items():
+        for ref, expected in cells.items():
+            got = stored[sheet][ref].value
+            if isinstance(expected, dt.date):
+                assert got == dt.datetime.combine(expected, dt.time())
+            elif expected == "":
+                assert got in ("", None)
+            else:
+                assert got == expected, (sheet, ref)   # every digit, e.g. 0.30000000000000004
+    formulas = openpyxl.load_workbook(path)
+    assert formulas["Calc & Returns"]["A1"].value == "=Inputs!B2*Inputs!B4/7"
+    assert formulas["Inputs"]["A1"].value == "Site name"       # untouched cells unchanged
+    with zipfile.ZipFile(path) as z:
+        assert re.search(rb'<calcPr[^>]*fullCalcOnLoad="1"', z.read("xl/workbook.xml"))
+
+
+@pytest.mark.parametrize("name", INJECTIONS)
+def test_text_is_always_text(tmp_path, name):
+    data = Stencil(template(), CELLS).fill(values(name, 1024, dt.date(2027, 1, 1), 0.3))
+    inputs, calc = sheet_xml(data, 1), sheet_xml(data, 2)
+    site_cell = cell_xml(inputs, "B1")
+    assert 't="inlineStr"' in site_cell and "<f>" not in site_cell
+    assert 't="str"' in cell_xml(calc, "A2")
+    path = tmp_path / "x.xlsx"
+    path.write_bytes(data)
+    cell = openpyxl.load_workbook(path)["Inputs"]["B1"]
+    assert cell.value == name and cell.data_type == "s"
+
+
+def test_types_of_stored_values():
+    data = Stencil(template(), CELLS).fill(values("A", 3000, dt.date(2027, 1, 1), 0.3))
+    calc = sheet_xml(data, 2)
+    assert 't="b"' in cell_xml(calc, "A4") and "<v>1</v>" in cell_xml(calc, "A4")
+    # A formula that shows nothing: an empty string result.
+    assert re.fullmatch(r'<c r="A3" t="str"><f>.*</f><v></v></c>', cell_xml(calc, "A3"))
+    inputs = sheet_xml(data, 1)
+    assert f"<v>{excel_serial(dt.date(2027, 1, 1))!r}</v>" in cell_xml(inputs, "B3")
+    assert excel_serial(dt.date(2027, 1, 1)) == 46388   # as Excel shows =DATE(2027,1,1)*1
+
+
+def test_stale_values_of_the_template_are_removed():
+    raw = template()
+    # A template that carries a stored value in a formula cell no site fills.
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    xml = members["xl/worksheets/sheet2.xml"].decode()
+    members["xl/worksheets/sheet2.xml"] = xml.replace(
+        "<f>Inputs!B2*Inputs!B4/7</f><v />", "<f>Inputs!B2*Inputs!B4/7</f><v>999</v>").encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, body in members.items():
+            z.writestr(name, body)
+    cells = {"Inputs": CELLS["Inputs"], "Calc & Returns": CELLS["Calc & Returns"][1:]}
+    stencil = Stencil(buffer.getvalue(), cells)
+    assert stencil.unfilled_formulas == {"Calc & Returns": ["A1"]}
+    site = values("A", 10, dt.date(2027, 1, 1), 0.3)
+    del site["Calc & Returns"]["A1"]
+    a1 = cell_xml(sheet_xml(stencil.fill(site), 2), "A1")
+    assert "999" not in a1 and "<v" not in a1 and "<f>" in a1
+
+
+def test_other_members_are_copied_unchanged():
+    raw = template()
+    data = Stencil(raw, CELLS).fill(values("A", 10, dt.date(2027, 1, 1), 0.3))
+    with zipfile.ZipFile(io.BytesIO(raw)) as old, zipfile.ZipFile(io.BytesIO(data)) as new:
+        assert new.testzip() is None
+        assert old.namelist() == new.namelist()
+        for info in old.infolist():
+            if "worksheets" in info.filename or info.filename == "xl/workbook.xml":
+                continue
+            assert new.read(info.filename) == old.read(info), info.filename
+            assert new.getinfo(info.filename).compress_size == info.compress_size
+        assert {i.date_time for i in new.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_same_values_same_bytes_and_levels():
+    site = values("A", 10, dt.date(2027, 1, 1), 0.3)
+    assert Stencil(template(), CELLS).fill(site) == Stencil(template(), CELLS).fill(site)
+    stored = Stencil(template(), CELLS, level=0).fill(site)
+    with zipfile.ZipFile(io.BytesIO(stored)) as z:
+        assert z.getinfo("xl/worksheets/sheet1.xml").compress_type == zipfile.ZIP_STORED
+        assert z.testzip() is None
+
+
+def test_cells_missing_from_the_template_are_refused():
+    with pytest.raises(StencilError, match="Inputs!Z9"):
+        Stencil(template(), {"Inputs": ["B1", "Z9"]})
+    with pytest.raises(StencilError, match="Nope"):
+        Stencil(template(), {"Nope": ["A1"]})
+
+
+def test_control_characters_never_reach_the_xml():
+    with pytest.raises(StencilError, match="control characters"):
+        Stencil(template(), CELLS).fill(values("bell\x07", 10, dt.date(2027, 1, 1), 0.3))
+
+
+def test_repack_fixes_document_dates_and_timestamps():
+    a, b = repack(template()), repack(template())
+    assert a == b
+    with zipfile.ZipFile(io.BytesIO(a)) as z:
+        core = z.read("docProps/core.xml").decode()
+    assert "2000-01-01T00:00:00Z" in core
+
+
+def test_stored_values_equal_libreoffice_recalculation(soffice, tmp_path):
+    stencil = Stencil(template(), CELLS)
+    sites = [values("=HYPERLINK(\"http://x\",\"y\")", 1024, dt.date(2027, 1, 1), 0.3),
+             values("Big", 4096, dt.date(2031, 12, 1), 0.65)]
+    files = []
+    for number, site in enumerate(sites):
+        path = tmp_path / f"site{number}.xlsx"
+        path.write_bytes(stencil.fill(site))
+        files.append(path)
+    recalculated = recalculate(files, tmp_path / "lo")
+    for ours, theirs in zip(files, recalculated, strict=True):
+        mine = openpyxl.load_workbook(ours, data_only=True)["Calc & Returns"]
+        lo = openpyxl.load_workbook(theirs, data_only=True)["Calc & Returns"]
+        for ref in CELLS["Calc & Returns"]:
+            a, b = mine[ref].value, lo[ref].value
+            if a in ("", None) or b in ("", None):
+                assert a in ("", None) and b in ("", None), ref
+            elif isinstance(a, float):
+                assert a == pytest.approx(b, rel=1e-9), ref
+            else:
+                assert a == b, ref

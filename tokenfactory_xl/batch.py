@@ -1,0 +1,406 @@
+"""Batch: one filled-in TFOM workbook per site of a sites file, and the portfolio of them all.
+
+``tokenfactory-xl batch sites.csv -o out`` checks every row of the sites file first
+(:mod:`tokenfactory_xl.sites`) and writes nothing when a row is bad, unless ``--skip-invalid``.
+It then writes ``out/<site name>.xlsx`` for each site and ``out/portfolio.xlsx`` with one row per
+site (:mod:`tokenfactory_xl.portfolio`).
+
+Each workbook is the TFOM workbook of :mod:`tokenfactory_xl.workbook` with the site's inputs typed
+in, its formulas intact, and every formula cell storing the value the Python model computes for
+it: tools that read stored values without calculating (pandas, Power Query, previewers,
+``openpyxl`` with ``data_only=True``) see the site's numbers, and Excel recalculates on open.
+
+Speed comes from building the workbook once: the template (the default site) is built with
+openpyxl and cut into a :class:`~tokenfactory_xl.stencil.Stencil`; each site then costs one run
+of the model and one join of the worksheet XML with its values. ``--jobs N`` spreads the sites
+over N processes, each filling its own copy of the stencil and sending back only the site's
+summary outputs, so memory stays flat however many sites there are.
+
+Safety: every target is checked before anything is written (an existing file is never replaced
+without ``--force``), each file is written under a temporary name in the output folder and
+renamed when complete, and the same inputs give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from .errors import InputError, Problem
+from .files import TEMP_PREFIX, existing, write_atomically
+from .inputs import SiteInputs, default_inputs
+from .operating_model import OUTPUT_NAMES, Result, run
+from .portfolio import write_portfolio, write_summary_csv
+from .sites import SiteRow, load_sites
+from .stencil import COMPRESSION_LEVEL, Stencil
+
+#: The portfolio's file name in the output folder (no site's workbook can take it: see
+#: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
+PORTFOLIO = "portfolio.xlsx"
+
+#: Exit status when ``--skip-invalid`` left rows out (the others were written).
+EXIT_SKIPPED = 1
+
+
+# -- one workbook --------------------------------------------------------------------------------
+class WorkbookFactory:
+    """The TFOM workbook built once, filled per site.
+
+    Parameters
+    ----------
+    level : zlib level for the worksheets (1: fast; 6: zlib's default; 0: stored).
+    """
+
+    def __init__(self, level: int = COMPRESSION_LEVEL):
+        from . import workbook
+
+        self._cell_values = workbook.cell_values
+        defaults = default_inputs()
+        template = _template_bytes(workbook)
+        cells = {sheet: list(values) for sheet, values in workbook.cell_values(defaults).items()}
+        self.stencil = Stencil(template, cells, level)
+
+        # The summary outputs are read from the cells the workbook names out_<name>: the
+        # portfolio then shows exactly what each workbook stores, without a second model run.
+        self._outputs = {name: self.stencil.defined_cells.get(f"out_{name}")
+                         for name in OUTPUT_NAMES}
+
+    def workbook_bytes(self, inputs: SiteInputs) -> bytes:
+        """The site's workbook, every formula cell storing the model's value, as ``.xlsx``."""
+        return self.stencil.fill(self._cell_values(inputs))
+
+    def make(self, inputs: SiteInputs) -> tuple[bytes, dict[str, float | None]]:
+        """The site's workbook and its summary outputs (``None`` where the spec says none)."""
+        values = self._cell_values(inputs)
+        summary: dict[str, float | None] = {}
+        for name, where in self._outputs.items():
+            if where is None:  # a workbook without that output cell: ask the model
+                return self.stencil.fill(values), run(inputs).summary
+            value = values[where[0]][where[1]]
+            summary[name] = float(value) if isinstance(value, (int, float)) else None
+        return self.stencil.fill(values), summary
+
+
+def _template_bytes(workbook) -> bytes:
+    """The default site's workbook, saved with the workbook module's deterministic save."""
+    wb = workbook.build_workbook(None)
+    buffer = io.BytesIO()
+    try:
+        workbook.save_workbook(wb, buffer)
+        return buffer.getvalue()
+    except (TypeError, AttributeError):  # a save that needs a real path
+        with tempfile.TemporaryDirectory(prefix="tfxl-template-") as folder:
+            path = Path(folder, "template.xlsx")
+            workbook.save_workbook(wb, path)
+            return path.read_bytes()
+
+
+# The worker processes' factory: inherited from the parent where processes fork, built by the
+# pool's initializer where they spawn (Windows, macOS).
+_FACTORY: WorkbookFactory | None = None
+
+
+def _factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
+    global _FACTORY
+    if _FACTORY is None or _FACTORY.stencil.level != level:
+        _FACTORY = WorkbookFactory(level)
+    return _FACTORY
+
+
+@dataclass(frozen=True)
+class _Task:
+    index: int
+    inputs: SiteInputs
+    target: Path
+
+
+# The compression level of this batch, set before the workers start (and by the initializer).
+_LEVEL = COMPRESSION_LEVEL
+
+
+def _make(task: _Task) -> tuple[int, dict[str, float | None]]:
+    """Write one site's workbook; return its index and summary outputs (small, picklable)."""
+    data, summary = _factory(_LEVEL).make(task.inputs)
+    write_atomically(task.target, data)
+    return task.index, summary
+
+
+def _init_pool(level: int) -> None:
+    global _LEVEL
+    _LEVEL = level
+    _factory(level)
+
+
+# -- progress ------------------------------------------------------------------------------------
+class Progress:
+    """Progress of a batch on ``stream``: a bar on a terminal, a line every 10 % in a log.
+
+    Parameters
+    ----------
+    total : the number of workbooks to write.
+    stream : usually ``sys.stderr``; ``None`` is silent.
+    interactive : draw a bar (default: when ``stream`` is a terminal).
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = sys.stderr,
+                 interactive: bool | None = None):
+        self.total, self.stream, self.done = total, stream, 0
+        self.interactive = (bool(stream and stream.isatty()) if interactive is None
+                            else interactive)
+        self.start = self._last = time.perf_counter()
+        self._next_line = 0.1
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if self.interactive:
+            if now - self._last >= 0.1 or self.done == self.total:
+                self._last = now
+                share = self.done / self.total if self.total else 1.0
+                bar = "#" * int(share * 30)
+                self.stream.write(f"\r  [{bar:<30}] {self.done:,}/{self.total:,} workbooks "
+                                  f"{self.rate(now):,.0f}/s ")
+                if self.done == self.total:
+                    self.stream.write("\n")
+                self.stream.flush()
+        elif self.done >= self._next_line * self.total or self.done == self.total:
+            while self._next_line * self.total <= self.done and self._next_line <= 1:
+                self._next_line += 0.1
+            self.stream.write(f"  {self.done:,}/{self.total:,} workbooks written "
+                              f"({self.rate(now):,.0f}/s)\n")
+            self.stream.flush()
+
+    def rate(self, now: float | None = None) -> float:
+        elapsed = (now or time.perf_counter()) - self.start
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+
+# -- the batch -----------------------------------------------------------------------------------
+@dataclass
+class BatchReport:
+    """What a batch did."""
+
+    outdir: Path
+    written: list[Path] = field(default_factory=list)
+    skipped: list[SiteRow] = field(default_factory=list)
+    portfolio: Path | None = None
+    summary_csv: Path | None = None
+    seconds: float = 0.0
+
+    @property
+    def exit_status(self) -> int:
+        """0 when every site was written, :data:`EXIT_SKIPPED` when rows were left out."""
+        return EXIT_SKIPPED if self.skipped else 0
+
+
+class TargetsExist(FileExistsError):
+    """Files the batch would write exist already and ``force`` was not given.
+
+    ``paths`` lists every one of them; nothing has been written.
+    """
+
+    def __init__(self, paths: Sequence[Path]):
+        self.paths = list(paths)
+        lines = [f"{len(self.paths)} file{'s' if len(self.paths) != 1 else ''} to write "
+                 "exist already, so nothing was written (add --force to replace them, or "
+                 "choose another -o folder):"]
+        lines += [f"  - {p}" for p in self.paths]
+        super().__init__("\n".join(lines))
+
+
+def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str | None = None,
+         skip_invalid: bool = False, force: bool = False,
+         summary_csv: str | os.PathLike | None = None
+         ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
+    """Check the sites file and the targets before writing anything.
+
+    Returns the rows to write, the rows skipped, and every file that will be written (the
+    workbooks in row order, then the portfolio and the summary CSV).
+
+    Raises
+    ------
+    InputError
+        with every problem of the sites file (unless ``skip_invalid`` and only rows are bad).
+    TargetsExist
+        listing every target that exists already, when ``force`` is not given.
+    """
+    sites = load_sites(sites_path, sheet)
+    if sites.file_problems or (sites.problems and not skip_invalid):
+        raise InputError(sites.problems)
+    rows, skipped = list(sites.valid_rows), list(sites.invalid_rows)
+    if not rows:
+        raise InputError([*sites.problems, Problem(
+            "sites file", str(sites_path), "has no valid site row, so nothing was written",
+            "fix the rows listed above")])
+    outdir = Path(outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError([Problem("-o", str(outdir), "is a file, not a folder",
+                                  "give a folder for the workbooks (it is created if needed)")])
+    targets = [outdir / f"{row.file_stem}.xlsx" for row in rows] + [outdir / PORTFOLIO]
+    if summary_csv is not None:
+        targets.append(Path(summary_csv))
+    if not force:
+        clashes = existing(targets)
+        if clashes:
+            raise TargetsExist(clashes)
+    return rows, skipped, targets
+
+
+def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
+              sheet: str | None = None, skip_invalid: bool = False, force: bool = False,
+              jobs: int = 1, summary_csv: str | os.PathLike | None = None,
+              progress: Progress | Callable[[int], Progress] | None = None,
+              level: int = COMPRESSION_LEVEL) -> BatchReport:
+    """Write one workbook per valid site of ``sites_path`` into ``outdir``, then the portfolio.
+
+    Parameters
+    ----------
+    sites_path : the sites file (``.csv`` or ``.xlsx``).
+    outdir : the output folder (created if needed).
+    sheet : the worksheet of an ``.xlsx`` sites file (default: the first).
+    skip_invalid : write the valid rows and list the bad ones instead of writing nothing.
+    force : replace existing files.
+    jobs : worker processes [count]; 1 writes in this process.
+    summary_csv : also write the portfolio table as CSV to this path.
+    progress : a :class:`Progress`, or a function of the number of workbooks giving one.
+    level : zlib level for the worksheets.
+
+    Raises
+    ------
+    InputError, TargetsExist
+        for a bad sites file or existing targets: nothing is written.
+    """
+    started = time.perf_counter()
+    rows, skipped, targets = plan(sites_path, outdir, sheet=sheet, skip_invalid=skip_invalid,
+                                  force=force, summary_csv=summary_csv)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    if callable(progress):
+        progress = progress(len(rows))
+    report = BatchReport(outdir, skipped=skipped)
+    workbook_targets = targets[: len(rows)]
+    summaries: list[dict[str, float | None] | None] = [None] * len(rows)
+    try:
+        for index, summary in _generate(rows, workbook_targets, jobs, level):
+            summaries[index] = summary
+            if progress is not None:
+                progress.advance()
+    except BaseException:
+        _remove_temporaries(workbook_targets)
+        raise
+    report.written = workbook_targets
+    entries = [(row.inputs, _slim_result(row.inputs, summary))
+               for row, summary in zip(rows, summaries, strict=True)]
+    report.portfolio = write_portfolio(outdir / PORTFOLIO, entries)  # type: ignore[arg-type]
+    if summary_csv is not None:
+        report.summary_csv = write_summary_csv(summary_csv, entries)  # type: ignore[arg-type]
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | None) -> Result:
+    """A :class:`Result` carrying only the summary: all the portfolio reads, and small."""
+    assert inputs is not None and summary is not None
+    return Result(inputs, inputs.scenario, (), (), {}, summary)
+
+
+def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], jobs: int, level: int
+              ) -> Iterator[tuple[int, dict[str, float | None]]]:
+    tasks = (_Task(i, row.inputs, target)  # type: ignore[arg-type]
+             for i, (row, target) in enumerate(zip(rows, targets, strict=True)))
+    global _LEVEL
+    _LEVEL = level
+    _factory(level)  # built here once: forked workers inherit it
+    jobs = max(1, min(jobs, len(rows)))
+    if jobs == 1:
+        yield from map(_make, tasks)
+        return
+    chunk = max(1, min(32, len(rows) // (jobs * 8)))
+    with multiprocessing.Pool(jobs, initializer=_init_pool, initargs=(level,)) as pool:
+        yield from pool.imap_unordered(_make, tasks, chunksize=chunk)
+
+
+def _remove_temporaries(targets: Sequence[Path]) -> None:
+    """Remove the temporary files of workbooks a failed or interrupted run left behind."""
+    folders = {t.parent for t in targets}
+    names = {t.name for t in targets}
+    for folder in folders:
+        for temp in folder.glob(f"{TEMP_PREFIX}*.tmp"):
+            stem = temp.name[len(TEMP_PREFIX):-len(".tmp")].partition("-")[2]
+            if stem in names:
+                temp.unlink(missing_ok=True)
+
+
+# -- command line --------------------------------------------------------------------------------
+def cmd_batch(args: argparse.Namespace) -> int:
+    from .cli import UserError
+
+    if args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: needs at least 1 process")
+    stream = None if args.quiet else sys.stderr
+    try:
+        report = run_batch(
+            args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
+            force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
+            progress=lambda n: Progress(n, stream))
+    except TargetsExist as exc:
+        raise UserError(str(exc)) from None
+    except InputError as exc:
+        count = len(exc.problems)
+        lines = [f"{count} problem{'s' if count != 1 else ''} in {args.sites}, so nothing was "
+                 "written:"] + [f"  - {p}" for p in exc.problems]
+        raise UserError("\n".join(lines)) from None
+    except OSError as exc:
+        print(f"tokenfactory-xl: batch stopped: {exc}; the workbooks written before it are "
+              "complete, none is half written", file=sys.stderr)
+        return 1
+    if report.skipped:
+        problems = [p for row in report.skipped for p in row.problems]
+        print(f"tokenfactory-xl: skipped {len(report.skipped)} row"
+              f"{'s' if len(report.skipped) != 1 else ''} with problems:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {problem}", file=sys.stderr)
+    if not args.quiet:
+        count = len(report.written)
+        extra = f" and {report.summary_csv}" if report.summary_csv else ""
+        print(f"wrote {count:,} workbook{'s' if count != 1 else ''} and {PORTFOLIO} to "
+              f"{report.outdir}{extra} in {report.seconds:.1f} s")
+    return report.exit_status
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "batch", help="write one TFOM workbook per site of a sites file, and a portfolio",
+        description="Read a sites file (.csv or .xlsx: a header of input names, one row per "
+                    "site), check every row, then write one TFOM workbook per site into OUTDIR, "
+                    "named after the site, and OUTDIR/portfolio.xlsx with one row per site. "
+                    "Nothing is written when a row is bad (exit status 2) unless --skip-invalid; "
+                    "existing files are never replaced without --force.",
+        epilog="example: tokenfactory-xl batch templates/sites-example.csv -o out")
+    p.add_argument("sites", metavar="SITES", help="the sites file (.csv or .xlsx)")
+    p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR",
+                   help="folder for the workbooks and portfolio.xlsx (created if needed)")
+    p.add_argument("--sheet", metavar="NAME",
+                   help="the worksheet of an .xlsx sites file (default: the first)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="write the valid rows, list the bad ones, exit with status 1 if any "
+                        "was skipped")
+    p.add_argument("--force", action="store_true", help="replace existing files")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes (default 1)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress and no closing line (problems are still reported)")
+    p.add_argument("--summary-csv", metavar="FILE",
+                   help="also write the portfolio table as CSV (one row per site)")
+    p.set_defaults(func=cmd_batch)
