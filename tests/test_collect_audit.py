@@ -13,9 +13,6 @@ from tokenfactory_xl.audit import MAX_VALUE_FINDINGS, audit_workbook, current_te
 from tokenfactory_xl.inputs import make_inputs
 from tokenfactory_xl.operating_model import run
 
-# These tests audit what the real batch makes with the workbook builder.
-pytest.importorskip("tokenfactory_xl.batch", reason="the batch is not merged yet")
-
 from .collect_support import (
     cell_of,
     copy,

@@ -20,9 +20,6 @@ from tokenfactory_xl.inputs import make_inputs
 from tokenfactory_xl.operating_model import OUTPUT_NAMES, run
 from tokenfactory_xl.safe_xlsx import OLE2_MAGIC
 
-# These tests audit what the real batch makes with the workbook builder.
-pytest.importorskip("tokenfactory_xl.batch", reason="the batch is not merged yet")
-
 from .collect_support import (
     SITES,
     copy,

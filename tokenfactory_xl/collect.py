@@ -22,7 +22,7 @@ import datetime as dt
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import __version__
@@ -220,36 +220,25 @@ def report_short(audits: Sequence[WorkbookAudit]) -> str:
     return "\n".join(lines)
 
 
-# -- writing outputs safely ----------------------------------------------------------------------
-def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Let ``write`` fill a temporary file beside ``path``, then move it into place.
-
-    A reader never sees a half-written output, and a failure leaves no temporary file behind.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
+# -- writing the outputs --------------------------------------------------------------------------
 def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path,
                   summary_csv: Path | None = None) -> None:
-    """Write the portfolio (and its CSV) from the included workbooks, and the report."""
+    """Write the portfolio (and its CSV) from the included workbooks, and the report.
+
+    Each file is written under a temporary name in its folder and renamed when complete
+    (:mod:`tokenfactory_xl.files`), so a reader never sees half a file.
+    """
     from . import portfolio as pf
+    from .files import write_atomically
 
     entries = [(a.inputs, a.result) for a in audits if a.included]
-    write_atomic(portfolio, lambda tmp: pf.write_portfolio(tmp, entries))
+    pf.write_portfolio(portfolio, entries)  # type: ignore[arg-type]
     outputs = [("portfolio", portfolio)]
     if summary_csv is not None:
-        write_atomic(summary_csv, lambda tmp: pf.write_summary_csv(tmp, entries))
+        pf.write_summary_csv(summary_csv, entries)  # type: ignore[arg-type]
         outputs.append(("summary CSV", summary_csv))
     outputs.append(("this report", report))
-    text = report_markdown(audits, outputs)
-    write_atomic(report, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    write_atomically(report, report_markdown(audits, outputs).encode("utf-8"))
 
 
 # -- the command line ----------------------------------------------------------------------------
