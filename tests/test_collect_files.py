@@ -129,6 +129,21 @@ def test_a_corrupted_member_is_damaged(tmp_path):
             content.cells("Data")
 
 
+def test_a_damaged_compressed_member_is_damaged(tmp_path):
+    # The zip's directory is whole, but a sheet's compressed bytes were corrupted in transit.
+    path = plain_workbook(tmp_path / "site.xlsx")
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("xl/worksheets/sheet1.xml")
+    data = bytearray(path.read_bytes())
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for i in range(start + 5, start + info.compress_size - 5):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    with open_xlsx(path) as content:
+        with pytest.raises(RefusedFile, match="damaged"):
+            content.cells("Data")
+
+
 # -- hostile XML ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("member", ["xl/workbook.xml", "xl/worksheets/sheet1.xml"])
 @pytest.mark.parametrize("prolog", [BILLION_LAUGHS, EXTERNAL_ENTITY], ids=["laughs", "xxe"])

@@ -28,6 +28,7 @@ import io
 import posixpath
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,6 +280,10 @@ def _check_sizes(archive: zipfile.ZipFile, limits: Limits) -> None:
             raise RefusedFile("encrypted zip: the workbook parts cannot be read")
 
 
+#: What reading a damaged member raises: a bad CRC, a broken deflate stream, a short file.
+_DAMAGE = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError)
+
+
 class _CountingReader(io.RawIOBase):
     """A zip member stream that stops once more bytes come out than the limits allow."""
 
@@ -321,7 +326,7 @@ def _iterparse(stream: io.BufferedReader, name: str,
                           f"({type(exc).__name__}), as an entity attack does") from None
     except ParseError as exc:
         raise RefusedFile(f"damaged workbook: {name} is not well-formed XML ({exc})") from None
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+    except _DAMAGE as exc:
         raise RefusedFile(f"damaged or truncated zip: {name} cannot be read ({exc})") from None
 
 
@@ -436,7 +441,10 @@ def _read_cells(content: XlsxContent, part: str) -> Sheet:
     if content._zip.getinfo(part).file_size > SCAN_LIMIT:
         # A sheet this large is no TFOM sheet: streamed, so only its cells are held.
         return _parse_cells(_member(content, part, budget), part, content)
-    data = _member(content, part, budget).read()
+    try:
+        data = _member(content, part, budget).read()
+    except _DAMAGE as exc:
+        raise RefusedFile(f"damaged or truncated zip: {part} cannot be read ({exc})") from None
     _check_prolog(data, part)
     cells = _scan_cells(data, content)
     if cells is None:
