@@ -234,7 +234,10 @@ def open_xlsx(path: str | Path, limits: Limits | None = None) -> XlsxContent:
     """
     path = Path(path)
     limits = limits or Limits()
-    kind = sniff(path)
+    try:
+        kind = sniff(path)
+    except OSError as exc:
+        raise RefusedFile(f"the file cannot be opened ({exc.strerror or exc})") from None
     if kind == "empty":
         raise RefusedFile("not an Excel workbook: the file is empty")
     if kind == "ole2":
