@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import io
 import re
 import zipfile
@@ -17,8 +18,12 @@ INJECTIONS = ["Zürich — Süd ≥ 1", '=HYPERLINK("http://x","y")', "+cmd", "@
               "<b>&amp;</b>"]
 
 
+@functools.cache
 def template() -> bytes:
-    """A small workbook shaped like the TFOM one: input cells, and formulas that use them."""
+    """A small workbook shaped like the TFOM one: input cells, and formulas that use them.
+
+    Built once: openpyxl stamps the time of saving into the file, and two templates saved a
+    second apart differ in those bytes, which is not what the tests compare."""
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Inputs"

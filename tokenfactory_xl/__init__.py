@@ -4,10 +4,20 @@ A token factory is an AI inference cluster judged by the tokens it sells, not by
 owns. This package turns throughput and latency (TPS, TPM, TTFT) into money (revenue, EBITDA,
 ROI) and shows how much of a fleet's theoretical capacity is actually sold:
 
-- :mod:`tokenfactory_xl.catalogue` — every site input, its unit, default and allowed range;
-- :mod:`tokenfactory_xl.inputs` — one site's checked inputs (:func:`make_inputs`);
-- :mod:`tokenfactory_xl.model` — the formulas: TEF, TFI, breakeven utilisation, equivalent GPUs…;
-- :mod:`tokenfactory_xl.operating_model` — the monthly Token Factory Operating Model (TFOM).
+Data flows one way, inputs → model → outputs:
+
+- :mod:`~tokenfactory_xl.catalogue` — every site input, its unit, default and allowed range;
+- :mod:`~tokenfactory_xl.inputs` — one site's checked inputs (:func:`make_inputs`);
+- :mod:`~tokenfactory_xl.model` — the formulas: TEF, TFI, breakeven utilisation, equivalent GPUs…;
+- :mod:`~tokenfactory_xl.operating_model` — the monthly Token Factory Operating Model (TFOM);
+- :mod:`~tokenfactory_xl.specs`, :mod:`~tokenfactory_xl.roofline` — GPU and model catalogues and
+  the theoretical throughput they bound; :mod:`~tokenfactory_xl.actuals` — measured throughput
+  and latency from serving benchmarks and metrics;
+- :mod:`~tokenfactory_xl.udfs` — the Excel functions (xlwings, desktop Excel and xlwings Lite);
+- :mod:`~tokenfactory_xl.workbook` — the TFOM workbook in native Excel formulas;
+- :mod:`~tokenfactory_xl.sites`, :mod:`~tokenfactory_xl.batch`, :mod:`~tokenfactory_xl.portfolio`
+  — one workbook per site of a sites file, and the portfolio of them;
+- :mod:`~tokenfactory_xl.cli` — the ``tokenfactory-xl`` command line.
 """
 
 __version__ = "0.1.0"
