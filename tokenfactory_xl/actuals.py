@@ -65,8 +65,8 @@ from pathlib import Path
 
 from . import model, roofline, specs
 from .catalogue import BY_NAME
+from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
-from .theoretical import fraction_arg
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
@@ -827,26 +827,6 @@ def _print(summary: dict[str, object]) -> None:
         print(f"  note: {note}")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text.replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
-    return value
-
-
 def cmd_actuals(args: argparse.Namespace) -> int:
     from .cli import UserError
 
@@ -935,29 +915,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="benchmark result files, or two Prometheus scrapes (before, after)")
-    p.add_argument("--theoretical-tps", type=_positive_float, metavar="N",
+    p.add_argument("--theoretical-tps", type=positive_float, metavar="N",
                    help="theoretical tokens/s per GPU to compute the TEF against")
     p.add_argument("--gpu", help="catalogue GPU for the roofline, e.g. H200")
     p.add_argument("--model", help="catalogue model for the roofline, e.g. Llama-3.1-70B")
     p.add_argument("--precision", choices=tuple(roofline.PRECISIONS),
                    type=str.lower, help="weight precision for the roofline")
-    p.add_argument("--batch", type=_positive_int, help="decode batch for the roofline")
-    p.add_argument("--context", type=_positive_int, metavar="TOKENS",
+    p.add_argument("--batch", type=positive_int, help="decode batch for the roofline")
+    p.add_argument("--context", type=positive_int, metavar="TOKENS",
                    help="context length per sequence for the roofline")
-    p.add_argument("--gpus", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
                    help="GPUs serving the measured instance (the tensor-parallel GPUs of its "
                         "replica); measured TPS per GPU divides by it (default 1)")
     p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
                    help="memory-bandwidth utilisation for the roofline (default 1.0)")
     p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
                    help="model-FLOPs utilisation for the roofline (default 1.0)")
-    p.add_argument("--slo-ms", type=_positive_float, metavar="MS",
+    p.add_argument("--slo-ms", type=positive_float, metavar="MS",
                    help=f"TTFT objective for the SLO attainment (default "
                         f"{BY_NAME['ttft_slo_ms'].default:,} ms, the ttft_slo_ms default)")
-    p.add_argument("--interval", type=_positive_float, metavar="SECONDS",
+    p.add_argument("--interval", type=positive_float, metavar="SECONDS",
                    help="seconds between two Prometheus scrapes that carry no timestamps "
                         "(the first file is then the earlier)")
-    p.add_argument("--instances", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--instances", type=positive_int, default=1, metavar="N",
                    help="serving instances like the measured one in the cluster: the "
                         "measured_tps written to a sites file is the instance's × N")
     p.add_argument("--sites", metavar="FILE", help="sites file (.csv or .xlsx) to update")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -93,6 +94,43 @@ def format_value(value: float | None, kind: str, currency: str = "") -> str:
     if kind in ("gpus", "months"):
         return f"{value:,.2f}"
     return fmt_number(value)
+
+
+# -- argparse types for options that are not site inputs (GPU counts, MBU, intervals) ----------
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``1,024`` accepted)."""
+    try:
+        value = int(text.replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number above 0 (``1,500`` accepted)."""
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
+    return value
+
+
+def fraction_arg(text: str) -> float:
+    """An argparse type for MBU/MFU: a fraction in (0, 1], ``80%`` accepted, ``80`` refused."""
+    try:
+        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if 1 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} looks like a percentage; enter {text}% or "
+                                         f"{value / 100:g}")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a fraction above 0, at most 1")
+    return value
 
 
 # -- summary -------------------------------------------------------------------------------------

@@ -14,30 +14,7 @@ import json
 import math
 
 from . import roofline, specs
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def fraction_arg(text: str) -> float:
-    """An argparse type for MBU/MFU: a fraction in (0, 1], ``80%`` accepted, ``80`` refused."""
-    try:
-        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if 1 < value <= 100:
-        raise argparse.ArgumentTypeError(f"{text} looks like a percentage; enter {text}% or "
-                                         f"{value / 100:g}")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a fraction above 0, at most 1")
-    return value
+from .cli import fraction_arg, positive_int
 
 
 def figures(args: argparse.Namespace) -> dict[str, object]:
@@ -141,10 +118,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="weight precision")
     p.add_argument("--kv-precision", choices=tuple(roofline.PRECISIONS), type=str.lower,
                    help="KV-cache precision (default: the weight precision)")
-    p.add_argument("--batch", type=_positive_int, help="sequences decoded together")
-    p.add_argument("--context", type=_positive_int, metavar="TOKENS",
+    p.add_argument("--batch", type=positive_int, help="sequences decoded together")
+    p.add_argument("--context", type=positive_int, metavar="TOKENS",
                    help="context length of each sequence")
-    p.add_argument("--gpus", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
                    help="tensor-parallel GPUs per replica (default 1)")
     p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
                    help="memory-bandwidth utilisation (default 1.0: the pure bound)")
