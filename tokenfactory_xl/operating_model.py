@@ -135,13 +135,13 @@ def _derived(inputs: SiteInputs) -> dict[str, float]:
     }
 
 
-def _timeline(inputs: SiteInputs, hours: np.ndarray, tef_target, sell_through_target,
-              decline) -> dict[str, np.ndarray]:
+def _timeline(inputs: SiteInputs, d: dict[str, float], hours: np.ndarray, tef_target,
+              sell_through_target, decline) -> dict[str, np.ndarray]:
     """The monthly lines of TFOM-SPEC section 4.
 
     The per-scenario inputs may be arrays of shape (k, 1): every line then has shape (k, H).
     """
-    v, d = inputs, _derived(inputs)
+    v = inputs
     owned = v["ownership"] == "own"
     horizon = hours.shape[-1]
     month = np.arange(1, horizon + 1, dtype=float)
@@ -198,7 +198,8 @@ def run(inputs: SiteInputs, scenario: str | None = None) -> Result:
     hours, starts, ends = _hours(inputs)
     d = _derived(inputs)
     tef_target = inputs.live("tef_target", scenario)
-    lines = _timeline(inputs, hours, tef_target, inputs.live("sell_through_target", scenario),
+    lines = _timeline(inputs, d, hours, tef_target,
+                      inputs.live("sell_through_target", scenario),
                       inputs.live("decline_per_quarter", scenario))
     summary = _summary(inputs, d, lines, tef_target, inputs.live("decline_per_quarter", scenario))
     return Result(inputs, scenario, tuple(starts), tuple(ends), lines, summary, d)
@@ -262,7 +263,8 @@ def sweep(inputs: SiteInputs, tef_targets, declines, scenario: str | None = None
     hours, _, _ = _hours(inputs)
     tef = np.asarray(tef_targets, dtype=float)[:, None, None]
     dec = np.asarray(declines, dtype=float)[None, :, None]
-    lines = _timeline(inputs, hours, tef, inputs.live("sell_through_target", scenario), dec)
+    lines = _timeline(inputs, _derived(inputs), hours, tef,
+                      inputs.live("sell_through_target", scenario), dec)
     flows = lines["cash_flow"]
     rate = m.monthly_rate(inputs["discount_rate"])
     discount = (1 + rate) ** -np.arange(flows.shape[-1])
