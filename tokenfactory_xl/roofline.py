@@ -211,7 +211,10 @@ def max_batch(
 
 
 # -- from the catalogue --------------------------------------------------------------------------
-def _kv_per_sequence(m: Model, context_tokens: ArrayLike, kv_bytes: float) -> np.ndarray:
+def kv_bytes_per_sequence_for(m: Model, context_tokens: ArrayLike, kv_bytes: float
+                              ) -> np.ndarray:
+    """KV-cache bytes of one sequence of ``context_tokens`` for a catalogue model [bytes]:
+    its latent or heads × head dim per layer, sliding-window layers capped at their window."""
     per_token = kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_bytes,
                                    m.kv_latent_dim or 0)
     share = m.sliding_window_layers / m.layers if m.sliding_window else 0.0
@@ -261,7 +264,7 @@ def max_batch_for(
     ctx = _check_positive("context_tokens", context_tokens, whole=True)
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
     return max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes,
-                     _kv_per_sequence(m, ctx, kv_bytes))
+                     kv_bytes_per_sequence_for(m, ctx, kv_bytes))
 
 
 def theoretical_tps(
@@ -304,7 +307,7 @@ def theoretical_tps(
     ctx = _check_positive("context_tokens", context_tokens, whole=True)
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
     mbu_, mfu_ = _check_fraction("mbu", mbu), _check_fraction("mfu", mfu)
-    kv_seq = _kv_per_sequence(m, ctx, kv_bytes)
+    kv_seq = kv_bytes_per_sequence_for(m, ctx, kv_bytes)
     step = step_time(
         bytes_per_step(m.active_params, w_bytes, b, kv_seq),
         flops_per_step(m.active_params, b),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 from . import roofline, specs
 from .cli import fraction_arg, positive_int
@@ -23,11 +22,7 @@ def figures(args: argparse.Namespace) -> dict[str, object]:
     w_bytes = roofline.bytes_per_element(args.precision)
     kv_bytes = roofline.bytes_per_element(args.kv_precision or args.precision)
     n = args.gpus
-    per_token = roofline.kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_bytes,
-                                            m.kv_latent_dim or 0)
-    share = m.sliding_window_layers / m.layers if m.sliding_window else 0.0
-    kv_seq = roofline.kv_bytes_per_sequence(per_token, args.context, share,
-                                            m.sliding_window or math.inf)
+    kv_seq = float(roofline.kv_bytes_per_sequence_for(m, args.context, kv_bytes))
     moved = roofline.bytes_per_step(m.active_params, w_bytes, args.batch, kv_seq)
     flops = roofline.flops_per_step(m.active_params, args.batch)
     peak = roofline.peak_tflops(g, args.precision)
