@@ -57,7 +57,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -67,6 +66,7 @@ from . import model, roofline, specs
 from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
+from .files import write_atomically
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
@@ -717,7 +717,7 @@ def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
     writer = csv.writer(out, delimiter=delimiter, lineterminator=newline)
     writer.writerows(rows)
     data = out.getvalue().encode("utf-8")
-    _replace_atomically(path, (b"\xef\xbb\xbf" if bom else b"") + data)
+    write_atomically(path, (b"\xef\xbb\xbf" if bom else b"") + data)
     return changes
 
 
@@ -763,20 +763,8 @@ def _write_xlsx(path: Path, site: str, values: dict[str, float], force: bool,
         target.cell(row, header.index(name) + 1, float(value))
     buffer = io.BytesIO()
     book.save(buffer)
-    _replace_atomically(path, buffer.getvalue())
+    write_atomically(path, buffer.getvalue())
     return changes
-
-
-def _replace_atomically(path: Path, data: bytes) -> None:
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
 
 
 # -- the command ---------------------------------------------------------------------------------

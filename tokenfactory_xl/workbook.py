@@ -21,7 +21,6 @@ import functools
 import io
 import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from openpyxl.writer.excel import ExcelWriter
 from . import __version__
 from . import workbook_style as st
 from .catalogue import BY_NAME, INPUTS, Input
+from .files import write_atomically
 from .inputs import SiteInputs, default_inputs
 from .operating_model import OUTPUTS
 
@@ -1368,12 +1368,6 @@ def workbook_bytes(wb: Workbook) -> bytes:
     return out.getvalue()
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def save_workbook(wb: Workbook, path: str | os.PathLike, *, force: bool = True) -> Path:
     """Write ``wb`` to ``path`` deterministically and atomically (temp file, then rename).
 
@@ -1382,17 +1376,7 @@ def save_workbook(wb: Workbook, path: str | os.PathLike, *, force: bool = True) 
     path = Path(path)
     if path.exists() and not force:
         raise FileExistsError(str(path))
-    data = workbook_bytes(wb)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private; a workbook is not
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomically(path, workbook_bytes(wb))
 
 
 # -- cell values from the Python model -------------------------------------------------------

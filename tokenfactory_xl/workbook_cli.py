@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .files import write_atomically
 from .workbook import build_workbook, save_workbook
 
 
@@ -68,11 +69,7 @@ def render_dashboard(workbook: str | os.PathLike, png: str | os.PathLike,
         subprocess.run(["pdftoppm", "-png", "-r", str(resolution), "-f", str(page), "-l",
                         str(page), "-singlefile", str(pdf), str(stem)], check=True,
                        capture_output=True)
-        fd, tmp_png = tempfile.mkstemp(prefix=f".{png.name}.", suffix=".tmp",
-                                       dir=png.parent or ".")
-        os.close(fd)
-        shutil.copyfile(f"{stem}.png", tmp_png)
-        os.replace(tmp_png, png)
+        write_atomically(png, Path(f"{stem}.png").read_bytes())
     return png
 
 
