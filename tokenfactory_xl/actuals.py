@@ -67,6 +67,7 @@ from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
 from .files import write_atomically
+from .sites import normalise_column, sniff_delimiter
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
@@ -619,12 +620,6 @@ def _site_index(names: list[str], site: str, path) -> int:
     return hits[0]
 
 
-def _column(header: object) -> str:
-    """A header cell as the sites file reader takes it: catalogue names match in any case."""
-    text = "" if header is None else str(header).strip()
-    return text.lower() if text.lower() in BY_NAME else text
-
-
 def _cell_text(value: float) -> str:
     return f"{value:.10g}"
 
@@ -683,13 +678,9 @@ def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
         raise InputError([Problem("--sites", str(path), "is not UTF-8 text",
                                   "save it as CSV UTF-8")]) from None
     newline = "\r\n" if "\r\n" in text else "\n"
-    try:
-        dialect = csv.Sniffer().sniff(text.split("\n", 1)[0], delimiters=",;\t")
-        delimiter = dialect.delimiter
-    except csv.Error:
-        delimiter = ","
+    delimiter = sniff_delimiter(text.split("\n", 1)[0])
     rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
-    header = [_column(c) for c in rows[0]] if rows else []
+    header = [normalise_column(c) for c in rows[0]] if rows else []
     if "site_name" not in header:
         raise InputError([Problem("--sites", str(path), "has no site_name column in its "
                                   "header row", "the first row names the columns")])
@@ -744,7 +735,7 @@ def _write_xlsx(path: Path, site: str, values: dict[str, float], force: bool,
         raise InputError([Problem("--sheet", sheet, f"is not a sheet of {path.name}",
                                   "the sheets are " + ", ".join(book.sheetnames))])
     target = book[sheet] if sheet else book.worksheets[0]  # the sheet the batch reads
-    header = [_column(c.value) for c in target[1]]
+    header = [normalise_column(c.value) for c in target[1]]
     if "site_name" not in header:
         raise InputError([Problem("--sites", str(path), f"has no site_name column in the first "
                                   f"row of sheet {target.title!r}",

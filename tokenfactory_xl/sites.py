@@ -285,7 +285,7 @@ def _column_letter(index: int) -> str:
     return letters
 
 
-def _normalise_column(header: object) -> str:
+def normalise_column(header: object) -> str:
     """A header cell as a column name: ``" GPUs "`` → ``gpus``, ``tef_target.optimised`` kept."""
     if header is None:
         return ""
@@ -300,7 +300,7 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
                   ) -> tuple[list[str], list[Problem], list[bool]]:
     """Column names, the header's problems, and which columns hold inputs."""
     where = f"row {header_row}"
-    columns = [_normalise_column(h) for h in header]
+    columns = [normalise_column(h) for h in header]
     width = max([len(columns)] + [len(cells) for _, cells in body])
     columns += [""] * (width - len(columns))
     problems: list[Problem] = []
