@@ -67,7 +67,7 @@ from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
 from .files import write_atomically
-from .sites import normalise_column, sniff_delimiter
+from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
@@ -603,7 +603,6 @@ def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None
 
 
 # -- writing into a sites file -------------------------------------------------------------------
-_MAX_XLSX_BYTES = 200 * 1024 * 1024  # uncompressed; a sites workbook is far smaller
 
 
 def _site_index(names: list[str], site: str, path) -> int:
@@ -722,7 +721,7 @@ def _write_xlsx(path: Path, site: str, values: dict[str, float], force: bool,
     except zipfile.BadZipFile:
         raise InputError([Problem("--sites", str(path), "is not an .xlsx workbook (not a zip)",
                                   "save it as Excel Workbook (.xlsx)")]) from None
-    if size > _MAX_XLSX_BYTES:
+    if size > MAX_XLSX_UNPACKED:
         raise InputError([Problem("--sites", str(path), f"unpacks to {size:,} bytes, more "
                                   "than a sites file can be", "check the file")])
     try:

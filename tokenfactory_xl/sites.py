@@ -47,7 +47,7 @@ MAX_STEM_BYTES = 120
 
 # An .xlsx sites file is a zip; refuse one that unpacks to more than this [bytes] (a zip bomb
 # of 0.6 MB can hold gigabytes of XML, and openpyxl has no size guard).
-_MAX_XLSX_UNPACKED = 256 * 2**20
+MAX_XLSX_UNPACKED = 200 * 2**20
 
 # Characters Windows, macOS or Linux refuse in a file name, and every control character.
 _UNSAFE_IN_NAME = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f-\x9f]')
@@ -251,10 +251,10 @@ def _read_xlsx(path: Path, sheet: str | None) -> list[list[object]]:
             "sites file", str(path), "is not a readable .xlsx workbook (damaged, encrypted or "
             "an old .xls renamed)", "open it in Excel and save it as .xlsx or CSV UTF-8")]
         ) from None
-    if unpacked > _MAX_XLSX_UNPACKED:
+    if unpacked > MAX_XLSX_UNPACKED:
         raise InputError([Problem(
             "sites file", str(path), f"unpacks to {unpacked / 2**20:,.0f} MB, more than a sites "
-            f"file should ({_MAX_XLSX_UNPACKED // 2**20} MB)", "save the sites as CSV UTF-8")])
+            f"file should ({MAX_XLSX_UNPACKED // 2**20} MB)", "save the sites as CSV UTF-8")])
     try:
         wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises many types for a damaged package
