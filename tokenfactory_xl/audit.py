@@ -573,7 +573,8 @@ def audit_workbook(path: str | Path, template: Template | None = None,
                 from .workbook import cell_values
 
                 audit.result = run(audit.inputs)
-                _check_values(content, template, audit, cell_values(audit.inputs), changed)
+                _check_values(content, template, audit,
+                              cell_values(audit.inputs, audit.result), changed)
     except RefusedFile as exc:
         audit.refused = True
         audit.result = audit.inputs = None

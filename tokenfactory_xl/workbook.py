@@ -44,7 +44,7 @@ from . import workbook_style as st
 from .catalogue import BY_NAME, INPUTS, Input
 from .files import write_atomically
 from .inputs import SiteInputs, default_inputs
-from .operating_model import OUTPUTS
+from .operating_model import OUTPUTS, Result
 
 SHEETS: tuple[str, ...] = (
     "Cover", "Inputs", "Capacity", "Timeline", "Returns", "Sensitivity", "Dashboard", "Checks",
@@ -1380,16 +1380,18 @@ def save_workbook(wb: Workbook, path: str | os.PathLike, *, force: bool = True) 
 
 
 # -- cell values from the Python model -------------------------------------------------------
-def cell_values(inputs: SiteInputs) -> dict[str, dict[str, object]]:
+def cell_values(inputs: SiteInputs, result: Result | None = None
+                ) -> dict[str, dict[str, object]]:
     """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
 
     Numbers are floats (input counts ints, dates ``datetime``), texts are strings, ``"none"``
-    where the spec says none, ``""`` for months beyond the horizon.
+    where the spec says none, ``""`` for months beyond the horizon. ``result`` is
+    ``run(inputs)`` when the caller has it already (it is not computed twice).
     """
     from .workbook_values import model_values
 
     p = plan()
-    values = model_values(inputs)
+    values = model_values(inputs, result)
     horizon = int(inputs["horizon_months"])  # type: ignore[call-overload]
     out: dict[str, dict[str, object]] = {name: {} for name in SHEETS}
     for sheet, coord, name, index in p.inputs:

@@ -22,7 +22,7 @@ import numpy as np
 from . import model as m
 from .catalogue import INPUTS, SCENARIOS
 from .inputs import SiteInputs
-from .operating_model import OUTPUT_NAMES, run, sweep
+from .operating_model import OUTPUT_NAMES, Result, run, sweep
 from .workbook import CONSTANT_VALUES, MAX_MONTHS, cross_checks
 
 NONE = "none"
@@ -155,10 +155,13 @@ def _yearly(lines: dict[str, np.ndarray], horizon: int) -> dict[str, object]:
     }
 
 
-def model_values(inputs: SiteInputs) -> dict[str, object]:
-    """Workbook quantity key → its value (a number, a text, or an array over months)."""
+def model_values(inputs: SiteInputs, result: Result | None = None) -> dict[str, object]:
+    """Workbook quantity key → its value (a number, a text, or an array over months).
+
+    ``result`` is ``run(inputs)`` when the caller has it already.
+    """
     v = inputs
-    res = run(inputs)
+    res = result if result is not None else run(inputs)
     d, s, lines = res.derived, res.summary, res.lines
     horizon = int(v["horizon_months"])
     scenario = SCENARIOS.index(inputs.scenario) + 1
