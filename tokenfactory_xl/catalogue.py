@@ -260,7 +260,7 @@ INPUTS: tuple[Input, ...] = (
     Input("start_date", "Start date", "date", _S, "date", _dt.date(2027, 1, 1),
           "Month 1 of the timeline; the first of a month."),
     Input("horizon_months", "Horizon", "months", _S, "integer", 60,
-          "Length of the monthly timeline.", low=1, high=240),
+          "Length of the monthly timeline.", low=1, high=120),
     Input("scenario", "Live scenario", "scenario", _S, "choice", "Base",
           "The scenario the model computes.", choices=SCENARIOS),
     Input("gpus", "GPUs", "GPUs", _F, "integer", 1024,

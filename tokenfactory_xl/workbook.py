@@ -1,17 +1,18 @@
 """The TFOM workbook: the Token Factory Operating Model as a self-contained Excel file.
 
-A finance team lives in a workbook, not in Python. :func:`build_workbook` writes the operating
-model of TFOM-SPEC sections 1–4 and 7 as native Excel formulas, laid out the way financial
-modellers expect (the FAST Standard): every input on the Inputs sheet, named ``in_<name>`` and
-validated from the input catalogue; fixed constants in one labelled block, named ``k_<name>``;
-one monthly timeline whose every row holds one formula copied across; the summary outputs of
-section 7 named ``out_<name>``; a Checks sheet with one master check. It opens in Excel 2016+,
-LibreOffice and Google Sheets with no Python and no macros.
+A finance team lives in a workbook, not in Python. :func:`build_workbook` lays the operating
+model of :mod:`tokenfactory_xl.operating_model` out the way financial modellers expect (the FAST
+Standard): every input on the Inputs sheet, named ``in_<name>`` and validated from the input
+catalogue; fixed constants in one labelled block, named ``k_<name>``; one monthly timeline
+whose every row holds one formula copied across; the summary outputs of section 7 named
+``out_<name>``; a Checks sheet with one master check. It opens in Excel 2016+, LibreOffice and
+Google Sheets with no Python and no macros.
 
-The formulas reproduce :func:`tokenfactory_xl.operating_model.run`; :func:`cell_values` gives,
-for every input and formula cell, the value the Python model computes for it
-(:mod:`tokenfactory_xl.workbook_values`), which batch generation stores in each site's file.
-The CLI commands ``template`` and ``render`` are in :mod:`tokenfactory_xl.workbook_cli`.
+This module decides only *where* each line of the model goes and how it looks. The formula of
+every cell is its line's declaration rendered by :func:`tokenfactory_xl.formula.excel`, and
+:func:`cell_values` gives, for every input and formula cell, the value of the same declaration
+computed by the compiled model, which batch generation stores in each site's file. The CLI
+commands ``template`` and ``render`` are in :mod:`tokenfactory_xl.workbook_cli`.
 """
 
 from __future__ import annotations
@@ -40,73 +41,172 @@ from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
 
 from . import __version__
+from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, INPUTS, Input
 from .files import write_atomically
+from .formula import ExcelContext, Line, excel, from_serial
 from .inputs import SiteInputs, default_inputs
-from .operating_model import OUTPUTS, Result
+from .operating_model import MAX_MONTHS, OUTPUTS, Result
 
 SHEETS: tuple[str, ...] = (
     "Cover", "Inputs", "Capacity", "Timeline", "Returns", "Sensitivity", "Dashboard", "Checks",
 )
 
-#: The timeline always has this many month columns; a shorter horizon leaves the rest blank.
-MAX_MONTHS = int(BY_NAME["horizon_months"].high)  # type: ignore[arg-type]
 MONTH0_COL = 4  # column D holds month 0 (the investment)
 FIRST_MONTH_COL = MONTH0_COL + 1
 LAST_COL = MONTH0_COL + MAX_MONTHS
-
-#: Constants: fixed by definition, not assumptions (FAST: no numbers hidden in formulas).
-#: (name, label, unit, value or values, note).
-CONSTANTS: tuple[tuple[str, str, str, object, str], ...] = (
-    ("k_hours_per_year", "Hours in a year", "hours", 8_760, "365 days × 24 (TFOM-SPEC §2)"),
-    ("k_hours_per_month", "Average hours in a month", "hours", 730,
-     "8,760 ÷ 12: spreads the fixed opex over GPU-hours (§7)"),
-    ("k_months_per_quarter", "Months in a quarter", "months", 3,
-     "the price declines once per quarter, spread over its months (§3)"),
-    ("k_ttft_percentile", "Percentile of the TTFT p99", "fraction", 0.99,
-     "z = NORM.S.INV(0.99) = 2.326 converts p99 ÷ p50 into the log-normal σ (§1)"),
-    ("k_util_step", "Sensitivity: utilisation step", "fraction", 0.05,
-     "margin against utilisation from 5% to 100%"),
-    ("k_check_tolerance", "Checks: relative tolerance", "fraction", 1e-9,
-     "how closely two ways of computing a total must agree"),
-    ("k_sens_tef_targets", "Sensitivity: TEF targets", "fraction",
-     (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "rows of the NPV grid"),
-    ("k_irr_grid", "IRR search: monthly rates that bracket the IRR", "fraction",
-     (-0.9999, -0.999, -0.99, -0.95, -0.9, -0.8, -0.6, -0.4, -0.3, -0.2, -0.15, -0.1, -0.07,
-      -0.05, -0.03, -0.02, -0.01, -0.005, -0.002, -0.001, -0.0001, 0.0, 0.0001, 0.001, 0.002,
-      0.005, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0),
-     "Returns: the NPV changes sign between two of them around each IRR"),
-    ("k_sens_declines", "Sensitivity: price declines per quarter", "fraction",
-     (0.0, 0.05, 0.10, 0.15, 0.25, 0.47), "columns of the NPV grid (0.47: seed 001's Red Queen)"),
-)
-CONSTANT_VALUES: dict[str, object] = {c[0]: c[3] for c in CONSTANTS}
-
-_NONE = '"none"'  # what a cell shows where the spec says "none"
+CONSTANT_VALUES = om.CONSTANT_VALUES
 
 
-# -- the plan: where each value lives ------------------------------------------------------------
+def _col(i: int) -> str:
+    return get_column_letter(i)
+
+
+def _column_index(letters: str) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+MONTH_COLS: tuple[str, ...] = tuple(_col(c) for c in range(FIRST_MONTH_COL, LAST_COL + 1))
+ALL_COLS: tuple[str, ...] = (_col(MONTH0_COL),) + MONTH_COLS
+
+
+# -- the plan: where each line lives ------------------------------------------------------------
+@dataclass
+class Placement:
+    """Where one line's cells are: a scalar's cell, or a table line's cells by position."""
+
+    line: Line
+    sheet: str
+    coords: list[str]  # one per position (a scalar: one)
+    orient: str  # "s" scalar, "h" along a row, "v" down a column
+
+
 @dataclass
 class Plan:
-    """Where every input and formula cell is, and which model value it shows.
+    """Where every input, formula cell and echo is.
 
-    ``scalars``: (sheet, coordinate, key); ``vectors``: (sheet, coordinates, key, pad) where
-    ``pad`` is ``"all"`` (one value per coordinate), ``"h1"`` (months 1…H, then ``""``) or
-    ``"h0"`` (months 0…H, then ``""``); ``inputs``: (sheet, coordinate, name, scenario index).
+    ``lines``: line name → :class:`Placement`; ``inputs``: (sheet, coordinate, input name,
+    scenario index); ``echoes``: (sheet, coordinate, line name or ``in_<input>``), cells that
+    show another line or an input as it is.
     """
 
-    scalars: list[tuple[str, str, str]] = field(default_factory=list)
-    vectors: list[tuple[str, list[str], str, str]] = field(default_factory=list)
+    lines: dict[str, Placement] = field(default_factory=dict)
     inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)  # Timeline/Sensitivity row of a key
+    echoes: list[tuple[str, str, str]] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
+
+
+def _split(coord: str) -> tuple[str, int]:
+    m = re.fullmatch(r"([A-Z]+)(\d+)", coord)
+    assert m, coord
+    return m.group(1), int(m.group(2))
+
+
+def _abs(sheet: str, coord: str) -> str:
+    col, row = _split(coord)
+    return f"{sheet}!${col}${row}"
+
+
+class _Context(ExcelContext):
+    """Renders references from the cell of ``here`` at ``position``."""
+
+    def __init__(self, plan: Plan, here: Placement, position: int):
+        self.plan, self.here, self.k = plan, here, position
+
+    def _prefix(self, p: Placement) -> str:
+        return "" if p.sheet == self.here.sheet else f"{p.sheet}!"
+
+    def cell(self, line: str, shift: int) -> str:
+        p = self.plan.lines[line]
+        if p.orient == "s":
+            return self.name(line)
+        col, row = _split(p.coords[self.k + shift] if 0 <= self.k + shift < len(p.coords)
+                          else _beyond(p, self.k + shift))
+        ref = f"{col}${row}" if p.orient == "h" else f"${col}{row}"
+        return self._prefix(p) + ref
+
+    def row(self, line: str) -> str:
+        p = self.plan.lines[line]
+        if p.orient == "s":
+            return self.name(line)
+        return f"{_abs(p.sheet, p.coords[0])}:{_abs(p.sheet, p.coords[-1]).split('!')[1]}"
+
+    def position(self) -> str:
+        p = self.here
+        col, row = _split(p.coords[self.k])
+        first_col, first_row = _split(p.coords[0])
+        if p.orient == "h":
+            before = _col(_column_index(first_col) - 1)
+            prev_col = _col(_column_index(col) - 1)
+            return f"COLUMNS(${before}${row}:{prev_col}${row})"
+        return f"ROWS(${col}${first_row - 1}:${col}{row - 1})"
+
+    def running(self, line: str) -> str:
+        p = self.plan.lines[line]
+        first_col, row = _split(p.coords[0])
+        col, _ = _split(p.coords[self.k])
+        return f"SUM({self._prefix(p)}${first_col}${row}:{col}${row})"
+
+    def name(self, line: str) -> str:
+        p = self.plan.lines[line]
+        if p.line.defined_name:
+            return line
+        return _abs(p.sheet, p.coords[0])
+
+    def const(self, name: str) -> str:
+        if name.startswith(("low_", "high_")):
+            p = self.plan.lines[f"check_in_{name.split('_', 1)[1]}"]
+            _, row = _split(p.coords[0])
+            return f"${'C' if name.startswith('low_') else 'D'}${row}"
+        return f"k_{name}"
+
+    def at(self, line: str, index: int) -> str:
+        p = self.plan.lines[line]
+        return _abs(p.sheet, p.coords[index]) if p.sheet != self.here.sheet else \
+            _abs(p.sheet, p.coords[index]).split("!")[1]
+
+    def block(self, lines: tuple[str, ...]) -> str:
+        cells = [_split(self.plan.lines[n].coords[0]) for n in lines]
+        sheet = self.plan.lines[lines[0]].sheet
+        cols = [_column_index(c) for c, _ in cells]
+        rows = [r for _, r in cells]
+        first = f"${_col(min(cols))}${min(rows)}"
+        last = f"${_col(max(cols))}${max(rows)}"
+        return ("" if sheet == self.here.sheet else f"{sheet}!") + f"{first}:{last}"
+
+
+def _beyond(p: Placement, k: int) -> str:
+    """The cell one step past either end of a table line (empty in the layout)."""
+    col, row = _split(p.coords[0] if k < 0 else p.coords[-1])
+    step = -1 if k < 0 else 1
+    if p.orient == "h":
+        return f"{_col(_column_index(col) + step)}{row}"
+    return f"{col}{row + step}"
+
+
+def formula_text(plan: Plan, p: Placement, k: int) -> str:
+    """The formula of position ``k`` of a placed line, from its declaration."""
+    ln = p.line
+    body = ln.first if (k == 0 and ln.first is not None) else ln.formula
+    text = excel(body, _Context(plan, p, k))
+    t = ln.table
+    if t is not None and t.guard is not None:
+        guard = excel(t.guard, _Context(plan, p, k))
+        text = f'IF({guard},{text},"")'
+    return "=" + text
 
 
 class _Builder:
-    """Writes cells and records them in the plan."""
+    """Places lines, inputs and echoes on the sheets and records them in the plan."""
 
     def __init__(self, wb: Workbook):
         self.wb = wb
         self.plan = Plan()
+        self.styles: list[tuple[Worksheet, str, str, object]] = []
 
     def name(self, name: str, ws: Worksheet, ref: str) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9]*_[a-z0-9_]+", name):
@@ -114,38 +214,58 @@ class _Builder:
         absolute = re.sub(r"([A-Z]+)(\d+)", r"$\1$\2", ref)
         self.wb.defined_names[name] = DefinedName(name, attr_text=f"{ws.title}!{absolute}")
 
-    def formula(self, ws: Worksheet, coord: str, key: str, text: str, kind: str = "number",
-                name: str | None = None, font=st.CALC_FONT) -> None:
+    def _style(self, ws: Worksheet, coord: str, kind: str, font) -> None:
         cell = ws[coord]
-        cell.value = text
         cell.number_format = st.number_format(kind)
         cell.font = font
         cell.protection = st.LOCKED
-        if kind in ("money", "price", "fraction", "fraction2", "tokens", "mtokens", "gpus",
-                    "months", "number", "integer", "ratio", "rate", "factor"):
+        if kind not in ("text", "flag_text"):
             cell.alignment = st.RIGHT
-        self.plan.scalars.append((ws.title, coord, key))
-        if name:
-            self.name(name, ws, coord)
 
-    def vector(self, ws: Worksheet, coords: list[str], key: str, texts: list[str], pad: str,
-               kind: str, font=st.CALC_FONT) -> None:
-        fmt = st.number_format(kind)
-        for coord, text in zip(coords, texts, strict=True):
-            cell = ws[coord]
-            cell.value = text
-            cell.number_format = fmt
-            cell.font = font
-            cell.protection = st.LOCKED
-        self.plan.vectors.append((ws.title, coords, key, pad))
+    def scalar(self, ws: Worksheet, coord: str, line: Line, font=st.CALC_FONT,
+               kind: str | None = None) -> None:
+        self.plan.lines[line.name] = Placement(line, ws.title, [coord], "s")
+        self._style(ws, coord, kind or line.kind, font)
+        if line.defined_name:
+            self.name(line.name, ws, coord)
 
+    def along(self, ws: Worksheet, row: int, first_col: int, line: Line,
+              font=st.CALC_FONT) -> None:
+        t = line.table
+        assert t is not None
+        coords = [f"{_col(first_col + k)}{row}" for k in range(t.length)]
+        self.plan.lines[line.name] = Placement(line, ws.title, coords, "h")
+        for k, coord in enumerate(coords):
+            if not (k == 0 and line.skip_first):
+                self._style(ws, coord, line.kind, font)
+        self.plan.rows[line.name] = row
 
-def _col(i: int) -> str:
-    return get_column_letter(i)
+    def down(self, ws: Worksheet, col: int, first_row: int, line: Line,
+             font=st.CALC_FONT) -> None:
+        t = line.table
+        assert t is not None
+        coords = [f"{_col(col)}{first_row + k}" for k in range(t.length)]
+        self.plan.lines[line.name] = Placement(line, ws.title, coords, "v")
+        for coord in coords:
+            self._style(ws, coord, line.kind, font)
 
+    def echo(self, ws: Worksheet, coord: str, source: str, kind: str, font=st.CALC_FONT) -> None:
+        """A cell that shows a line (by name) or an input (``in_<name>``) as it is."""
+        self.plan.echoes.append((ws.title, coord, source))
+        self._style(ws, coord, kind, font)
 
-MONTH_COLS: tuple[str, ...] = tuple(_col(c) for c in range(FIRST_MONTH_COL, LAST_COL + 1))
-ALL_COLS: tuple[str, ...] = (_col(MONTH0_COL),) + MONTH_COLS
+    def render(self) -> None:
+        """Write every placed line's formulas and every echo (after all are placed)."""
+        for p in self.plan.lines.values():
+            ws = self.wb[p.sheet]
+            for k, coord in enumerate(p.coords):
+                if k == 0 and p.line.skip_first:
+                    continue
+                ws[coord].value = formula_text(self.plan, p, k)
+        for sheet, coord, source in self.plan.echoes:
+            ref = source if source.startswith("in_") else _Context(
+                self.plan, self.plan.lines[source], 0).name(source)
+            self.wb[sheet][coord].value = f"={ref}"
 
 
 def _title(ws: Worksheet, title: str, subtitle: str | None = None) -> None:
@@ -191,6 +311,7 @@ def _protect(ws: Worksheet) -> None:
     ws.protection.sheet = True
     ws.protection.formatColumns = False
     ws.protection.formatRows = False
+
 
 
 # -- Inputs ----------------------------------------------------------------------------------
@@ -318,124 +439,7 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     ws.freeze_panes = "E5"
     _print_setup(ws, fit_height=1)
 
-
 # -- Capacity (with the constants block) -----------------------------------------------------
-# (key = defined name, label, unit, formula, display kind, note)
-_CAPACITY: tuple[tuple[str, ...], ...] = (
-    ("#", "Live scenario"),
-    ("scenario_number", "Live scenario number", "1–3", "=MATCH(in_scenario,list_scenario,0)",
-     "integer", "position of the selected scenario in Base, Optimised, Downside"),
-    ("live_tef_target", "TEF target (live)", "fraction",
-     "=INDEX(in_tef_target,1,scenario_number)", "fraction", "the live scenario's TEF target"),
-    ("live_sell_through_target", "Sell-through target (live)", "fraction",
-     "=INDEX(in_sell_through_target,1,scenario_number)", "fraction", ""),
-    ("live_decline", "Price decline per quarter (live)", "fraction",
-     "=INDEX(in_decline_per_quarter,1,scenario_number)", "fraction", ""),
-    ("owned_flag", "Owned fleet (1 = owned, 0 = rented)", "flag",
-     '=IF(in_ownership="own",1,0)', "flag", "owned fleets have CapEx and depreciation"),
-    ("#", "Throughput"),
-    ("theoretical_tps", "Theoretical TPS (cluster)", "tokens/s",
-     "=in_gpus*in_theoretical_tps_per_gpu", "tokens", "GPUs × theoretical TPS per GPU"),
-    ("measured_tps", "Measured TPS (cluster)", "tokens/s", "=in_measured_tps", "tokens", ""),
-    ("theoretical_tpm", "Theoretical TPM", "tokens/min", "=theoretical_tps*60", "tokens",
-     "TPS × 60"),
-    ("measured_tpm", "Measured TPM", "tokens/min", "=measured_tps*60", "tokens", ""),
-    ("theoretical_tokens_day", "Theoretical tokens per day", "tokens",
-     "=theoretical_tps*3600*24", "tokens", "TPS × 86,400"),
-    ("measured_tokens_day", "Measured tokens per day", "tokens", "=measured_tps*3600*24",
-     "tokens", ""),
-    ("theoretical_tokens_year", "Theoretical tokens per year", "tokens",
-     "=theoretical_tps*3600*k_hours_per_year", "tokens", "TPS × 3,600 × 8,760"),
-    ("measured_tokens_year", "Measured tokens per year", "tokens",
-     "=measured_tps*3600*k_hours_per_year", "tokens", ""),
-    ("tef_now", "TEF now", "fraction", "=measured_tps/theoretical_tps", "fraction",
-     "Token Efficiency Factor: measured ÷ theoretical"),
-    ("#", "Latency and service level"),
-    ("ttft_sigma", "TTFT log-normal σ", "ratio",
-     "=LN(in_ttft_p99_ms/in_ttft_p50_ms)/_xlfn.NORM.S.INV(k_ttft_percentile)", "factor",
-     "ln(p99 ÷ p50) ÷ z₀.₉₉"),
-    ("ttft_z", "TTFT objective in σ", "ratio", "=LN(in_ttft_slo_ms/in_ttft_p50_ms)/ttft_sigma",
-     "factor", "ln(objective ÷ p50) ÷ σ"),
-    ("slo_attainment", "SLO attainment", "fraction", "=_xlfn.NORM.S.DIST(ttft_z,TRUE)",
-     "fraction2", "share of requests whose TTFT meets the objective"),
-    ("service_level", "SLA", "fraction", "=in_availability*slo_attainment", "fraction2",
-     "availability × SLO attainment"),
-    ("tfi_now", "TFI now", "fraction", "=tef_now*service_level*in_sell_through_start",
-     "fraction2", "Token Factory Index: TEF × SLA × sell-through"),
-    ("#", "Token funnel, a year at today's rates"),
-    ("funnel_theoretical", "Theoretical tokens", "tokens/year", "=theoretical_tokens_year",
-     "tokens", "the fleet fully busy at its best configuration"),
-    ("funnel_produced", "Produced tokens", "tokens/year", "=funnel_theoretical*tef_now",
-     "tokens", "× TEF now"),
-    ("funnel_available", "Available tokens (within the SLA)", "tokens/year",
-     "=funnel_produced*service_level", "tokens", "× SLA"),
-    ("funnel_sold", "Sold tokens", "tokens/year", "=funnel_available*in_sell_through_start",
-     "tokens", "× sell-through today"),
-    ("load_factor", "Load factor", "fraction", "=funnel_sold/funnel_theoretical", "fraction2",
-     "sold ÷ theoretical tokens: the airline load factor, equal to the TFI"),
-    ("#", "Fleet equivalence"),
-    ("equivalent_gpus", "Equivalent GPUs", "GPUs",
-     f"=IF(tef_now=0,{_NONE},in_gpus*live_tef_target/tef_now)", "gpus",
-     "GPUs × TEF target ÷ TEF now: the fleet at today's TEF that makes the same tokens"),
-    ("avoided_capex", "Avoided GPU CapEx", "money",
-     f"=IF(ISNUMBER(equivalent_gpus),(equivalent_gpus-in_gpus)*in_capex_per_gpu,{_NONE})",
-     "money", "(equivalent GPUs − GPUs) × CapEx per GPU"),
-    ("#", "Prices"),
-    ("input_price", "Input price after the cache", "money/Mtok",
-     "=in_cache_hit_rate*in_price_cached_input_per_mtok"
-     "+(1-in_cache_hit_rate)*in_price_input_per_mtok", "price", "h × cached + (1 − h) × input"),
-    ("list_price", "List price", "money/Mtok",
-     "=(1-in_output_share)*input_price+in_output_share*in_price_output_per_mtok", "price",
-     "(1 − o) × input + o × output"),
-    ("blended_price", "Blended price today", "money/Mtok",
-     "=list_price*(1-in_batch_share*in_batch_discount)", "price",
-     "list × (1 − batch share × discount)"),
-    ("#", "Cost of a GPU-hour"),
-    ("cash_opex_per_gpu_hour", "Power and other opex", "money/GPU-h",
-     "=in_power_kw_per_gpu*in_pue*in_electricity_per_kwh+in_opex_per_gpu_hour", "price",
-     "kW × PUE × price per kWh + other opex"),
-    ("capital_per_gpu_hour", "Depreciation (owned) or rent (rented)", "money/GPU-h",
-     "=IF(owned_flag=1,(in_capex_per_gpu-in_salvage_per_gpu)/(in_life_years*k_hours_per_year),"
-     "in_rent_per_gpu_hour)", "price", "(CapEx − salvage) ÷ (life × 8,760), or the rent"),
-    ("fixed_per_gpu_hour", "Fixed opex", "money/GPU-h",
-     "=in_fixed_opex_per_month/(in_gpus*k_hours_per_month)", "price", "fixed opex ÷ (GPUs × 730)"),
-    ("gpu_hour_cost", "GPU-hour cost", "money/GPU-h",
-     "=capital_per_gpu_hour+cash_opex_per_gpu_hour+fixed_per_gpu_hour", "price",
-     "the full cost of one GPU-hour"),
-    ("cash_cost_per_gpu_hour", "Cash cost per GPU-hour", "money/GPU-h",
-     "=IF(owned_flag=1,0,capital_per_gpu_hour)+cash_opex_per_gpu_hour+fixed_per_gpu_hour",
-     "price", "the GPU-hour cost without depreciation"),
-    ("#", "Unit economics"),
-    ("revenue_per_gpu_hour", "Revenue per GPU-hour today", "money/GPU-h",
-     "=in_theoretical_tps_per_gpu*3600*tfi_now*blended_price/1000000", "price",
-     "T × 3,600 × TFI × price ÷ 10⁶"),
-    ("breakeven_util", "Breakeven utilisation", "fraction",
-     f"=IF(blended_price=0,{_NONE},"
-     "gpu_hour_cost/(in_theoretical_tps_per_gpu*3600*blended_price/1000000))", "fraction2",
-     "the TFI at which revenue pays the GPU-hour"),
-    ("breakeven_headroom", "TFI now above breakeven", "fraction",
-     f"=IF(ISNUMBER(breakeven_util),tfi_now-breakeven_util,{_NONE})", "fraction2",
-     "negative: today's TFI does not pay the GPU-hour"),
-    ("economic_life", "Economic life", "months",
-     "=IF(revenue_per_gpu_hour<=cash_cost_per_gpu_hour,0,"
-     f"IF(OR(live_decline=0,cash_cost_per_gpu_hour=0),{_NONE},"
-     "k_months_per_quarter*LN(cash_cost_per_gpu_hour/revenue_per_gpu_hour)/LN(1-live_decline)))",
-     "months", "months until revenue per GPU-hour falls to its cash cost"),
-    ("#", "Finance"),
-    ("monthly_discount_rate", "Monthly discount rate", "fraction/month",
-     "=(1+in_discount_rate)^(1/12)-1", "rate", "(1 + r)^(1/12) − 1"),
-    ("capex_total", "CapEx (month 0)", "money", "=IF(owned_flag=1,in_gpus*in_capex_per_gpu,0)",
-     "money", "GPUs × CapEx per GPU; 0 when rented"),
-    ("salvage_total", "Salvage (last month)", "money",
-     "=IF(owned_flag=1,in_gpus*in_salvage_per_gpu,0)", "money",
-     "GPUs × salvage per GPU, received in the last month of the horizon"),
-    ("depreciation_months", "Depreciation period", "months", "=in_life_years*12", "months", ""),
-    ("depreciation_per_month", "Depreciation per month", "money",
-     "=IF(owned_flag=1,in_gpus*(in_capex_per_gpu-in_salvage_per_gpu)/depreciation_months,0)",
-     "money", "straight line while the month is within the depreciation period"),
-)
-
-
 def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
     _title(ws, "Capacity", "From GPUs and tokens per second to TEF, SLA, TFI and the cost of a "
            "GPU-hour: everything the site computes once.")
@@ -443,39 +447,38 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
     row = 5
     _section(ws, row, "Constants (fixed by definition; not inputs)", 9)
     row += 1
-    for name, label, unit, value, note in CONSTANTS:
-        ws.cell(row, 1, label)
-        values = value if isinstance(value, tuple) else (value,)
+    for c in om.CONSTANTS:
+        ws.cell(row, 1, c.label)
+        values = c.value if isinstance(c.value, tuple) else (c.value,)
         for i, v in enumerate(values):
             cell = ws.cell(row, 2 + i, v)
             cell.font, cell.fill, cell.protection = st.CONSTANT_FONT, st.CONSTANT_FILL, st.LOCKED
-            cell.number_format = st.number_format("fraction" if unit == "fraction" else
+            cell.number_format = st.number_format("fraction" if c.unit == "fraction" else
                                                   "integer")
-            if name == "k_check_tolerance":
+            if c.name == "check_tolerance":
                 cell.number_format = "0.0E+00"
-            if name == "k_irr_grid":
+            if c.name == "irr_grid":
                 cell.number_format = st.number_format("rate")
         last = _col(1 + len(values))
-        b.name(name, ws, f"B{row}" + (f":{last}{row}" if len(values) > 1 else ""))
-        b.plan.rows[name] = row
+        b.name(f"k_{c.name}", ws, f"B{row}" + (f":{last}{row}" if len(values) > 1 else ""))
+        b.plan.rows[f"k_{c.name}"] = row
         if len(values) == 1:
-            ws.cell(row, 3, unit).font = st.NOTE_FONT
-            ws.cell(row, 4, f"{name}: {note}").font = st.NOTE_FONT
+            ws.cell(row, 3, c.unit).font = st.NOTE_FONT
+            ws.cell(row, 4, f"k_{c.name}: {c.note}").font = st.NOTE_FONT
         else:
-            ws.cell(row, 2 + len(values), f"{name}: {note}").font = st.NOTE_FONT
+            ws.cell(row, 2 + len(values), f"k_{c.name}: {c.note}").font = st.NOTE_FONT
         row += 1
-    for item in _CAPACITY:
-        if item[0] == "#":
+    for item in om.CAPACITY:
+        if isinstance(item, str):
             row += 1
-            _section(ws, row, item[1], 9)
+            _section(ws, row, item, 9)
             row += 1
             continue
-        key, label, unit, text, kind, note = item
-        ws.cell(row, 1, label)
-        b.formula(ws, f"B{row}", key, text, kind, name=key)
-        ws.cell(row, 3, unit).font = st.NOTE_FONT
-        ws.cell(row, 4, note).font = st.NOTE_FONT
-        b.plan.rows[key] = row
+        ws.cell(row, 1, item.label)
+        b.scalar(ws, f"B{row}", item)
+        ws.cell(row, 3, item.unit).font = st.NOTE_FONT
+        ws.cell(row, 4, item.note).font = st.NOTE_FONT
+        b.plan.rows[item.name] = row
         row += 1
     for col, width in {"A": 40, "B": 22, "C": 13, "D": 14, "E": 12, "F": 12, "G": 12,
                        "H": 12, "I": 30}.items():
@@ -486,267 +489,116 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Timeline ---------------------------------------------------------------------------------
-# (key, label, unit, body, kind, total, month 0 too). The body is wrapped in
-# IF(<month in horizon>, body, ""); {c} is this column, {p} the previous, {<key>} a row number.
-_LINES: tuple[tuple[object, ...], ...] = (
-    ("#", "Capacity and sales"),
-    ("hours", "Hours", "hours", "DAY({c}${end})*24", "integer", True, False),
-    ("tef_ramp_share", "TEF ramp share", "fraction",
-     "IF(in_tef_ramp_months=0,1,MIN({c}${month},in_tef_ramp_months)/in_tef_ramp_months)",
-     "fraction", False, False),
-    ("tef", "TEF", "fraction", "tef_now+(live_tef_target-tef_now)*{c}{tef_ramp_share}",
-     "fraction", False, False),
-    ("sell_ramp_share", "Sell-through ramp share", "fraction",
-     "IF(in_sell_through_ramp_months=0,1,"
-     "MIN({c}${month},in_sell_through_ramp_months)/in_sell_through_ramp_months)",
-     "fraction", False, False),
-    ("sell_through", "Sell-through", "fraction",
-     "in_sell_through_start+(live_sell_through_target-in_sell_through_start)*{c}{sell_ramp_share}",
-     "fraction", False, False),
-    ("theoretical_tokens", "Theoretical tokens", "tokens, shown in millions",
-     "in_gpus*in_theoretical_tps_per_gpu*3600*{c}{hours}", "mtokens", True, False),
-    ("tokens_sold", "Tokens sold", "tokens, shown in millions",
-     "{c}{theoretical_tokens}*{c}{tef}*service_level*{c}{sell_through}", "mtokens", True,
-     False),
-    ("price", "Price", "money/Mtok",
-     "blended_price*(1-live_decline)^(({c}${month}-1)/k_months_per_quarter)", "price",
-     False, False),
-    ("#", "Profit and loss"),
-    ("revenue", "Revenue", "money", "{c}{tokens_sold}/1000000*{c}{price}", "money", True, False),
-    ("power", "Power", "money",
-     "in_gpus*in_power_kw_per_gpu*in_pue*{c}{hours}*in_electricity_per_kwh", "money", True,
-     False),
-    ("other_opex", "Other opex", "money",
-     "in_gpus*in_opex_per_gpu_hour*{c}{hours}+in_fixed_opex_per_month", "money", True, False),
-    ("rent", "Rent", "money", "in_gpus*in_rent_per_gpu_hour*{c}{hours}*(1-owned_flag)",
-     "money", True, False),
-    ("ebitda", "EBITDA", "money", "{c}{revenue}-{c}{power}-{c}{other_opex}-{c}{rent}", "money",
-     True, False),
-    ("depreciation", "Depreciation", "money",
-     "IF({c}${month}<=depreciation_months,depreciation_per_month,0)", "money", True, False),
-    ("ebit", "EBIT", "money", "{c}{ebitda}-{c}{depreciation}", "money", True, False),
-    ("tax", "Tax", "money", "MAX({c}{ebit},0)*in_tax_rate", "money", True, False),
-    ("#", "Cash flow"),
-    ("investment", "Investment (CapEx)", "money", "IF({c}${month}=0,capex_total,0)", "money",
-     True, True),
-    ("salvage", "Salvage proceeds", "money", "IF({c}${month}=in_horizon_months,salvage_total,0)",
-     "money", True, False),
-    ("cash_flow", "Cash flow", "money",
-     "N({c}{ebitda})-N({c}{tax})+N({c}{salvage})-{c}{investment}", "money", True, True),
-    ("cumulative_cash_flow", "Cumulative cash flow", "money", "SUM($D{cash_flow}:{c}{cash_flow})",
-     "money", False, True),
-    ("discount_factor", "Discount factor", "factor", "1/(1+monthly_discount_rate)^{c}${month}",
-     "factor", False, True),
-    ("discounted_cash_flow", "Discounted cash flow", "money",
-     "{c}{cash_flow}*{c}{discount_factor}", "money", True, True),
-    ("payback_crossing", "Payback crossing", "months",
-     'IF(AND({c}{cumulative_cash_flow}>=0,{p}{cumulative_cash_flow}<0),'
-     '({c}${month}-1)+(-{p}{cumulative_cash_flow})/{c}{cash_flow},"")', "months", False, False),
-)
-TIMELINE_HEADER_ROWS = {"month": 4, "end": 5, "flag": 6, "year": 7}
-_LINE_LABELS = {str(item[0]): item[1] for item in _LINES if item[0] != "#"}
+TIMELINE_HEADER_ROWS = {"month": 4, "month_end": 5, "in_horizon": 6, "year": 7}
 
 
 def _timeline_rows() -> dict[str, int]:
     rows = dict(TIMELINE_HEADER_ROWS)
     row = max(TIMELINE_HEADER_ROWS.values())
-    for item in _LINES:
+    for item in om.TIMELINE_LINES:
         row += 1
-        if item[0] == "#":
-            row += 0
-            continue
-        rows[str(item[0])] = row
+        if isinstance(item, Line):
+            rows[item.name] = row
     return rows
 
 
 TIMELINE_ROWS: dict[str, int] = _timeline_rows()
+_BOLD_LINES = ("revenue", "ebitda", "cash_flow")
 
 
 def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     _title(ws, "Timeline", None)
-    ws["A2"] = '="Monthly operating model · "&in_site_name&" · "&in_scenario&" scenario · "' \
-               '&TEXT(in_horizon_months,"0")&" months"'
-    b.formula(ws, "A2", "tl.subtitle", ws["A2"].value, "text", font=st.SUBTITLE_FONT)
+    b.scalar(ws, "A2", om_subtitle("timeline_subtitle"), font=st.SUBTITLE_FONT, kind="text")
     ws["A2"].alignment = st.Alignment(horizontal="left")
     rows = TIMELINE_ROWS
-    d = _col(MONTH0_COL)
-    for label, key in (("Month", "month"), ("Month ending", "end"),
-                       ("In horizon (1 = yes)", "flag"), ("Year of the model", "year")):
-        r = rows[key]
-        cell = ws.cell(r, 1, label)
+    for line in om.TIMELINE_HEADER:
+        r = rows[line.name]
+        cell = ws.cell(r, 1, line.label)
         cell.font = st.HEADER_FONT
         for c in range(1, 4):
             ws.cell(r, c).fill = st.HEADER_FILL
-    ws.cell(rows["month"], 3, "Total").font = st.HEADER_FONT
-    # The timeline header: month numbers, month ends, and the horizon flag.
-    # One formula per header row: the month number counts the columns from month 0 (in the
-    # empty row above: a range holding the cell itself would be circular), and
-    # month m ends EOMONTH(start, m - 1) (month 0 ends the day before the start date).
-    b.vector(ws, [f"{c}{rows['month']}" for c in ALL_COLS], "tl.month",
-             [f"=COLUMNS(${d}${rows['month'] - 1}:{c}${rows['month'] - 1})-1"
-              for c in ALL_COLS],
-             "all", "integer", font=st.HEADER_FONT)
-    ends = [f"=EOMONTH(in_start_date,{c}${rows['month']}-1)" for c in ALL_COLS]
-    b.vector(ws, [f"{c}{rows['end']}" for c in ALL_COLS], "tl.end", ends, "all", "month",
-             font=st.HEADER_FONT)
-    b.vector(ws, [f"{c}{rows['flag']}" for c in ALL_COLS], "tl.flag",
-             [f"=IF({c}${rows['month']}<=in_horizon_months,1,0)" for c in ALL_COLS], "all",
-             "flag", font=st.HEADER_FONT)
-    b.vector(ws, [f"{c}{rows['year']}" for c in ALL_COLS], "tl.year",
-             [f"=ROUNDUP({c}${rows['month']}/12,0)" for c in ALL_COLS], "all", "integer",
-             font=st.HEADER_FONT)
-    for c in range(MONTH0_COL, LAST_COL + 1):
-        for r in (rows["month"], rows["end"], rows["flag"], rows["year"]):
+        b.along(ws, r, MONTH0_COL, line, font=st.HEADER_FONT)
+        for c in range(MONTH0_COL, LAST_COL + 1):
             ws.cell(r, c).fill = st.HEADER_FILL
             ws.cell(r, c).alignment = st.RIGHT
+    ws.cell(rows["month"], 3, "Total").font = st.HEADER_FONT
+    totals = {ln.meta["total_of"]: ln for ln in om.TIMELINE_TOTALS}
     row = max(TIMELINE_HEADER_ROWS.values())
-    fmt = {k: r for k, r in rows.items()}
-    for item in _LINES:
+    for item in om.TIMELINE_LINES:
         row += 1
-        if item[0] == "#":
-            _section(ws, row, str(item[1]), 3)
+        if isinstance(item, str):
+            _section(ws, row, item, 3)
             continue
-        key, label, unit, body, kind, total, month0 = item  # type: ignore[misc]
-        r = rows[str(key)]
-        ws.cell(r, 1, str(label))
-        ws.cell(r, 2, str(unit)).font = st.NOTE_FONT
-        cols = ALL_COLS if month0 else MONTH_COLS
-        texts = []
-        for c in cols:
-            p = _col(max(MONTH0_COL, _column_index(c) - 1))
-            inner = str(body).format(c=c, p=p, **fmt)
-            texts.append(f'=IF({c}${rows["flag"]}=1,{inner},"")')
-        bold = key in ("revenue", "ebitda", "cash_flow")
-        font = st.TOTAL_FONT if bold else st.CALC_FONT
-        b.vector(ws, [f"{c}{r}" for c in cols], f"tl.{key}", texts, "h0" if month0 else "h1",
-                 str(kind), font=font)
+        ws.cell(row, 1, item.label)
+        ws.cell(row, 2, item.unit).font = st.NOTE_FONT
+        bold = item.name in _BOLD_LINES
+        b.along(ws, row, MONTH0_COL, item, font=st.TOTAL_FONT if bold else st.CALC_FONT)
         if bold:
-            ws.cell(r, 1).font = st.TOTAL_FONT
-        if total:
-            first = d if month0 else MONTH_COLS[0]
-            b.formula(ws, f"C{r}", f"tl.total.{key}", f"=SUM({first}{r}:{MONTH_COLS[-1]}{r})",
-                      str(kind), font=st.TOTAL_FONT)
+            ws.cell(row, 1).font = st.TOTAL_FONT
+        if item.name in totals:
+            b.scalar(ws, f"C{row}", totals[item.name], font=st.TOTAL_FONT)
     ws.column_dimensions["A"].width = 28
     ws.column_dimensions["B"].width = 22
     ws.column_dimensions["C"].width = 17
     for c in ALL_COLS:
         ws.column_dimensions[c].width = 13
+    d = _col(MONTH0_COL)
     ws.freeze_panes = f"{d}{rows['year'] + 1}"
     # Months beyond the horizon: grey the header so the live months stand out.
     grey = st.Font(name=st.FONT_NAME, color="8EA9DB")
     ws.conditional_formatting.add(
         f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['year']}",
-        FormulaRule(formula=[f"{d}${rows['flag']}=0"], font=grey))
+        FormulaRule(formula=[f"{d}${rows['in_horizon']}=0"], font=grey))
     _print_setup(ws, fit_height=1)
-    # 240 months do not fit a page: print at half size, about a year a page, labels repeated
+    # 120 months do not fit a page: print at half size, about a year a page, labels repeated
     ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=False)
     ws.page_setup.scale = 50
     ws.print_title_cols = "A:C"
 
 
-def _column_index(letters: str) -> int:
-    n = 0
-    for ch in letters:
-        n = n * 26 + ord(ch) - 64
-    return n
-
-
-def _tl(key: str, col: str | None = None) -> str:
-    """A Timeline cell or row range, as another sheet refers to it."""
-    r = TIMELINE_ROWS[key]
-    if col:
-        return f"Timeline!{col}{r}"
-    return f"Timeline!$D${r}:${MONTH_COLS[-1]}${r}"
-
-
-def _tl_total(key: str) -> str:
-    return f"Timeline!$C${TIMELINE_ROWS[key]}"
+def om_subtitle(name: str) -> Line:
+    return om.BY_LINE[name]
 
 
 # -- Returns ----------------------------------------------------------------------------------
-def _output_formulas() -> dict[str, str]:
-    crossing = f"Timeline!${MONTH_COLS[0]}${TIMELINE_ROWS['payback_crossing']}:" \
-               f"${MONTH_COLS[-1]}${TIMELINE_ROWS['payback_crossing']}"
-    costs = "+".join(_tl_total(k) for k in ("power", "other_opex", "rent", "depreciation"))
-    return {
-        "tef_now": "=tef_now",
-        "slo_attainment": "=slo_attainment",
-        "sla": "=service_level",
-        "tfi_now": "=tfi_now",
-        "equivalent_gpus": "=equivalent_gpus",
-        "avoided_capex": "=avoided_capex",
-        "blended_price": "=blended_price",
-        "gpu_hour_cost": "=gpu_hour_cost",
-        "breakeven_util": "=breakeven_util",
-        "tokens_sold_total": f"={_tl_total('tokens_sold')}",
-        "revenue_total": f"={_tl_total('revenue')}",
-        "ebitda_total": f"={_tl_total('ebitda')}",
-        "ebitda_margin": f"=IF(out_revenue_total=0,{_NONE},out_ebitda_total/out_revenue_total)",
-        "npv": f"={_tl_total('discounted_cash_flow')}",
-        "irr": f"=IF(ISNUMBER(irr_monthly),(1+irr_monthly)^12-1,{_NONE})",
-        "payback_months": f"=IF(COUNT({crossing})=0,{_NONE},MIN({crossing}))",
-        "roi": f"=IF(capex_total=0,{_NONE},{_tl_total('cash_flow')}/capex_total)",
-        "cost_per_mtok": f"=IF(out_tokens_sold_total=0,{_NONE},"
-                         f"({costs})/(out_tokens_sold_total/1000000))",
-        "economic_life_months": "=economic_life",
-    }
-
-
-_OUTPUT_NOTES = {
-    "tef_now": "measured ÷ theoretical TPS",
-    "sla": "availability × SLO attainment",
-    "tfi_now": "TEF × SLA × sell-through today",
-    "equivalent_gpus": "GPUs × live TEF target ÷ TEF now",
-    "breakeven_util": "compare with the TFI now",
-    "npv": "month 0 undiscounted; monthly rate (1 + r)^(1/12) − 1",
-    "irr": "monthly IRR of months 0…H, shown yearly: (1 + IRR)^12 − 1; none without a sign change",
-    "payback_months": "(k − 1) + (−cum(k − 1)) ÷ cash flow(k); none when not reached",
-    "roi": "Σ cash flows (month 0 included) ÷ CapEx; none without CapEx",
-    "cost_per_mtok": "(Σ power + opex + rent + depreciation) ÷ Mtok sold",
-    "economic_life_months": "months until revenue per GPU-hour falls to its cash cost",
-}
+_RETURNS_EXTRAS = (
+    ("tfi_now", "TFI now", "fraction", "fraction2"),
+    ("breakeven_util", "Breakeven utilisation", "fraction", "fraction2"),
+    ("breakeven_headroom", "TFI now above breakeven", "fraction", "fraction2"),
+    ("revenue_per_gpu_hour", "Revenue per GPU-hour today", "money/GPU-h", "price"),
+    ("cash_cost_per_gpu_hour", "Cash cost per GPU-hour", "money/GPU-h", "price"),
+    ("capex_total", "CapEx (month 0)", "money", "money"),
+    ("total_cash_flow", "Σ cash flows, months 0…H", "money", "money"),
+)
+IRR_TOP = 46  # header row of the IRR grid (below the printed area)
 
 
 def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
     _title(ws, "Returns", "The summary outputs (TFOM-SPEC §7), each a defined name out_<name>.")
     _header(ws, 4, ["Output", "Value", "Unit", "Name", "Definition"])
-    formulas = _output_formulas()
     row = 5
     for out in OUTPUTS:
         ws.cell(row, 1, out.label)
         kind = "fraction2" if out.kind == "fraction" else out.kind
-        b.formula(ws, f"B{row}", f"out.{out.name}", formulas[out.name], kind,
-                  name=f"out_{out.name}")
+        b.scalar(ws, f"B{row}", out.line, kind=kind)
         ws.cell(row, 3, out.unit).font = st.NOTE_FONT
         ws.cell(row, 4, f"out_{out.name}").font = st.NAME_FONT
-        ws.cell(row, 5, _OUTPUT_NOTES.get(out.name, "")).font = st.NOTE_FONT
-        b.plan.rows[f"out.{out.name}"] = row
+        ws.cell(row, 5, out.note).font = st.NOTE_FONT
+        b.plan.rows[f"out_{out.name}"] = row
         row += 1
     row += 1
     _section(ws, row, "Breakeven against the TFI, and the IRR", 5)
     row += 1
-    cf = _tl("cash_flow")
-    for key, label, unit, text, kind in (
-        ("irr_monthly", "IRR, monthly (from the search below)", "fraction/month",
-         f"=IF(AND(MIN({cf})<0,MAX({cf})>0,irr_bracket_found=1),"
-         f"${_col(IRR_MID_COL)}${IRR_BISECT_TOP + IRR_STEPS - 1},{_NONE})", "rate"),
-        ("ret.tfi", "TFI now", "fraction", "=tfi_now", "fraction2"),
-        ("ret.breakeven", "Breakeven utilisation", "fraction", "=breakeven_util", "fraction2"),
-        ("ret.headroom", "TFI now above breakeven", "fraction", "=breakeven_headroom",
-         "fraction2"),
-        ("ret.revenue_hour", "Revenue per GPU-hour today", "money/GPU-h",
-         "=revenue_per_gpu_hour", "price"),
-        ("ret.cash_cost_hour", "Cash cost per GPU-hour", "money/GPU-h",
-         "=cash_cost_per_gpu_hour", "price"),
-        ("ret.capex", "CapEx (month 0)", "money", "=capex_total", "money"),
-        ("ret.cash_total", "Σ cash flows, months 0…H", "money", f"={_tl_total('cash_flow')}",
-         "money"),
-    ):
+    ws.cell(row, 1, om.IRR_RESULT.label)
+    b.scalar(ws, f"B{row}", om.IRR_RESULT)
+    ws.cell(row, 3, om.IRR_RESULT.unit).font = st.NOTE_FONT
+    row += 1
+    for source, label, unit, kind in _RETURNS_EXTRAS:
         ws.cell(row, 1, label)
-        b.formula(ws, f"B{row}", key, text, kind,
-                  name=key if key.startswith("irr_") else None)
+        b.echo(ws, f"B{row}", source, kind)
         ws.cell(row, 3, unit).font = st.NOTE_FONT
         row += 1
+    assert row < IRR_TOP - 2, row
     _irr_search(b, ws)
     _yearly_summary(b, ws)
     for col, width in {"A": 34, "B": 20, "C": 14, "D": 28, "E": 62, "F": 20, "G": 3, "H": 7,
@@ -757,157 +609,55 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.print_area = f"A1:M{IRR_TOP - 2}"
 
 
-YEARS = MAX_MONTHS // 12
-
-
 def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
     """Revenue, EBITDA, cash flow by year of the model (columns H…M beside the outputs)."""
-    tl = TIMELINE_ROWS
-    last = MONTH_COLS[-1]
-    years = f"Timeline!${MONTH_COLS[0]}${tl['year']}:${last}${tl['year']}"
-
-    def by_year(key: str, r: int) -> str:
-        line = f"Timeline!${MONTH_COLS[0]}${tl[key]}:${last}${tl[key]}"
-        return f'=IF($H{r}<=ROUNDUP(in_horizon_months/12,0),SUMIF({years},$H{r},{line}),"")'
-
-    _header(ws, 4, ["Year", "Revenue", "EBITDA", "EBITDA margin", "Cash flow",
-                    "Cumulative cash flow"], first_col=8)
+    _header(ws, 4, [ln.label for ln in om.YEARLY_LINES], first_col=8)
     ws.row_dimensions[4].height = 30
-    rows = [5 + i for i in range(YEARS)]
-    cum = _tl("cumulative_cash_flow")
-    b.vector(ws, [f"H{r}" for r in rows], "year.year", [f"=ROWS(H$4:H{r - 1})" for r in rows],
-             "all", "integer")
-    b.vector(ws, [f"I{r}" for r in rows], "year.revenue", [by_year("revenue", r) for r in rows],
-             "all", "money")
-    b.vector(ws, [f"J{r}" for r in rows], "year.ebitda", [by_year("ebitda", r) for r in rows],
-             "all", "money")
-    b.vector(ws, [f"K{r}" for r in rows], "year.margin",
-             [f'=IF(ISNUMBER(I{r}),IF(I{r}=0,{_NONE},J{r}/I{r}),"")' for r in rows], "all",
-             "fraction")
-    b.vector(ws, [f"L{r}" for r in rows], "year.cash_flow",
-             [by_year("cash_flow", r) for r in rows], "all", "money")
-    b.vector(ws, [f"M{r}" for r in rows], "year.cumulative",
-             [f'=IF(ISNUMBER(L{r}),INDEX({cum},1,MIN($H{r}*12,in_horizon_months)+1),"")'
-              for r in rows], "all", "money")
-    for r in rows:
-        for c in "IJKLM":
-            ws[f"{c}{r}"].alignment = st.RIGHT
-    ws.cell(rows[-1] + 1, 8, "Year 1 is months 1–12; the cumulative cash flow includes the "
+    for i, line in enumerate(om.YEARLY_LINES):
+        b.down(ws, 8 + i, 5, line)
+    ws.cell(5 + om.YEARS, 8, "Year 1 is months 1–12; the cumulative cash flow includes the "
             "month-0 investment.").font = st.NOTE_FONT
 
 
-# The IRR, found the way the Python model finds it: the rates of k_irr_grid bracket the roots
-# of NPV(rate); the bracket nearest 0 is halved IRR_STEPS times. Unlike Excel's IRR (Newton's
-# method from a guess), this cannot fail to converge, and it picks the same root as the Python
-# model where the cash flows change sign more than once (a rented fleet, a price collapse).
-IRR_TOP = 40  # header row of the grid
-IRR_STEPS = 60  # halvings: any bracket of k_irr_grid shrinks below 1e-16
-IRR_MID_COL = 5  # column E: the midpoint of each halving
-IRR_BISECT_TOP = IRR_TOP + len(CONSTANT_VALUES["k_irr_grid"]) + 6  # type: ignore[arg-type]
-
-
-def _npv_at(rate: str) -> str:
-    # Months beyond the horizon count as month 0 (factor 1; their cash flow is ""), so that
-    # no engine raises a factor beyond the horizon to an overflowing power.
-    last = MONTH_COLS[-1]
-    months = (f"Timeline!$D${TIMELINE_ROWS['month']}:${last}${TIMELINE_ROWS['month']}"
-              f"*Timeline!$D${TIMELINE_ROWS['flag']}:${last}${TIMELINE_ROWS['flag']}")
-    return f"SUMPRODUCT({_tl('cash_flow')},(1+{rate})^(-{months}))"
-
-
 def _irr_search(b: _Builder, ws: Worksheet) -> None:
-    grid = CONSTANT_VALUES["k_irr_grid"]
-    n = len(grid)  # type: ignore[arg-type]
     top = IRR_TOP
     _section(ws, top - 1, "IRR search: NPV at a grid of monthly rates, then halving the "
              "bracket nearest 0", 6)
-    _header(ws, top, ["Monthly rate", "", "NPV at the rate", "Sign change to next",
-                      "Distance from 0"], first_col=1)
-    rows = [top + 1 + i for i in range(n)]
-    const_row = b.plan.rows["k_irr_grid"]
-    b.vector(ws, [f"A{r}" for r in rows], "irr.rate",
-             [f"=Capacity!{_col(2 + i)}${const_row}" for i in range(n)], "all", "rate")
-    b.vector(ws, [f"C{r}" for r in rows], "irr.npv",
-             [f'=IFERROR({_npv_at(f"$A{r}")},"")' for r in rows], "all", "money")
-    b.vector(ws, [f"D{r}" for r in rows], "irr.change",
-             [f"=IF(AND(ISNUMBER(C{r}),ISNUMBER(C{r + 1})),IF(SIGN(C{r})*SIGN(C{r + 1})<=0,1,0),0)"
-              for r in rows], "all", "flag")
-    b.vector(ws, [f"E{r}" for r in rows], "irr.distance",
-             [f'=IF(D{r}=1,MIN(ABS(A{r}),ABS(A{r + 1})),"")' for r in rows], "all", "rate")
-    dist = f"$E${rows[0]}:$E${rows[-1]}"
-    rates = f"$A${rows[0]}:$A${rows[-1]}"
-    npvs = f"$C${rows[0]}:$C${rows[-1]}"
-    r = rows[-1] + 2
-    ws.cell(r, 1, "Bracket found (1 = yes)")
-    b.formula(ws, f"B{r}", "irr.found", f"=IF(COUNT({dist})>0,1,0)", "flag",
-              name="irr_bracket_found")
-    ws.cell(r + 1, 1, "Bracket: position in the grid")
-    b.formula(ws, f"B{r + 1}", "irr.position",
-              f'=IF(irr_bracket_found=1,MATCH(MIN({dist}),{dist},0),"")', "integer",
-              name="irr_bracket_position")
-    top2 = r + 3
-    assert top2 + 1 == IRR_BISECT_TOP, (top2, IRR_BISECT_TOP)
-    _header(ws, top2, ["Halving", "Low rate", "High rate", "NPV at low", "Mid rate",
-                       "NPV at mid"], first_col=1)
-    steps = [top2 + 1 + k for k in range(IRR_STEPS)]
-    found = "irr_bracket_found=1"
-    b.vector(ws, [f"A{x}" for x in steps], "irr.step",
-             [f'=IF({found},ROWS($B${steps[0]}:B{x}),"")' for x in steps], "all", "integer")
-    low = [f'=IF({found},INDEX({rates},irr_bracket_position),"")'] + [
-        f'=IF({found},IF((F{x - 1}>0)=(D{x - 1}>0),E{x - 1},B{x - 1}),"")' for x in steps[1:]]
-    high = [f'=IF({found},INDEX({rates},irr_bracket_position+1),"")'] + [
-        f'=IF({found},IF((F{x - 1}>0)=(D{x - 1}>0),C{x - 1},E{x - 1}),"")' for x in steps[1:]]
-    f_low = [f'=IF({found},INDEX({npvs},irr_bracket_position),"")'] + [
-        f'=IF({found},IF((F{x - 1}>0)=(D{x - 1}>0),F{x - 1},D{x - 1}),"")' for x in steps[1:]]
-    b.vector(ws, [f"B{x}" for x in steps], "irr.low", low, "all", "rate")
-    b.vector(ws, [f"C{x}" for x in steps], "irr.high", high, "all", "rate")
-    b.vector(ws, [f"D{x}" for x in steps], "irr.f_low", f_low, "all", "money")
-    b.vector(ws, [f"E{x}" for x in steps], "irr.mid",
-             [f'=IF({found},AVERAGE(B{x},C{x}),"")' for x in steps], "all", "rate")
-    b.vector(ws, [f"F{x}" for x in steps], "irr.f_mid",
-             [f'=IF({found},{_npv_at(f"E{x}")},"")' for x in steps], "all", "money")
+    grid = om.IRR_GRID_LINES
+    _header(ws, top, [grid[0].label, "", grid[1].label, grid[2].label, grid[3].label])
+    for line, col in zip(grid, (1, 3, 4, 5), strict=True):
+        b.down(ws, col, top + 1, line)
+    r = top + 1 + om.N_IRR + 1
+    for line in om.IRR_BRACKET:
+        ws.cell(r, 1, line.label)
+        b.scalar(ws, f"B{r}", line)
+        r += 1
+    r += 1
+    _header(ws, r, [ln.label for ln in om.IRR_HALVING_LINES])
+    for i, line in enumerate(om.IRR_HALVING_LINES):
+        b.down(ws, 1 + i, r + 1, line)
 
 
 # -- Sensitivity ------------------------------------------------------------------------------
 SENS_UTIL_FIRST = 7
-SENS_UTIL_COUNT = 20
-SENS_GRID_TOP = SENS_UTIL_FIRST + SENS_UTIL_COUNT + 3  # header row of the NPV grid
-N_TEF = len(CONSTANT_VALUES["k_sens_tef_targets"])  # type: ignore[arg-type]
-N_DECLINE = len(CONSTANT_VALUES["k_sens_declines"])  # type: ignore[arg-type]
-SENS_BASIS_TOP = SENS_GRID_TOP + N_TEF + 4
-_BASIS = ("month", "discount", "revenue_full", "cash_costs", "depreciation", "salvage",
-          "tef_ramp_share")
-SENS_ROWS: dict[str, int] = {k: SENS_BASIS_TOP + 1 + i for i, k in enumerate(_BASIS)}
-SENS_REVT_TOP = SENS_ROWS["tef_ramp_share"] + 2  # revenue at each TEF target, one row each
-SENS_PF_TOP = SENS_REVT_TOP + N_TEF + 1  # price factor at each decline, one row each
+SENS_GRID_TOP = SENS_UTIL_FIRST + om.N_UTIL + 3  # header row of the NPV grid
+SENS_BASIS_TOP = SENS_GRID_TOP + om.N_TEF + 4
 
 
 def _sensitivity_sheet(b: _Builder, ws: Worksheet) -> None:
     _title(ws, "Sensitivity", "How the margin moves with utilisation, and the NPV with the TEF "
            "target and the price decline. Live formulas: they follow the inputs.")
     ws["A4"] = "Breakeven utilisation"
-    b.formula(ws, "B4", "sens.breakeven", "=breakeven_util", "fraction2")
+    b.echo(ws, "B4", "breakeven_util", "fraction2")
     ws["C4"] = "TFI now"
-    b.formula(ws, "D4", "sens.tfi", "=tfi_now", "fraction2")
-    _header(ws, SENS_UTIL_FIRST - 1, ["Utilisation", "Margin", "Breakeven", "Site today"])
-    rows = range(SENS_UTIL_FIRST, SENS_UTIL_FIRST + SENS_UTIL_COUNT)
-    b.vector(ws, [f"A{r}" for r in rows], "sens.util",
-             ["=k_util_step"] + [f"=A{r - 1}+k_util_step" for r in rows][1:], "all", "fraction")
-    b.vector(ws, [f"B{r}" for r in rows], "sens.margin",
-             [f"=IF(ISNUMBER(breakeven_util),1-breakeven_util/A{r},{_NONE})" for r in rows],
-             "all", "fraction")
-    b.vector(ws, [f"C{r}" for r in rows], "sens.breakeven_marker",
-             [f'=IF(ISNUMBER(breakeven_util),IF(AND(breakeven_util>A{r}-k_util_step,'
-              f'breakeven_util<=A{r}),"◄ breakeven",""),"")' for r in rows], "all", "text")
-    b.vector(ws, [f"D{r}" for r in rows], "sens.tfi_marker",
-             [f'=IF(AND(tfi_now>A{r}-k_util_step,tfi_now<=A{r}),"◄ TFI now","")'
-              for r in rows], "all", "text")
-    for r in rows:
-        ws[f"B{r}"].alignment = st.RIGHT
+    b.echo(ws, "D4", "tfi_now", "fraction2")
+    _header(ws, SENS_UTIL_FIRST - 1, [ln.label for ln in om.UTIL_LINES])
+    for i, line in enumerate(om.UTIL_LINES):
+        b.down(ws, 1 + i, SENS_UTIL_FIRST, line)
+    last = SENS_UTIL_FIRST + om.N_UTIL - 1
     red = st.Font(name=st.FONT_NAME, bold=True, color="9C0006")
     ws.conditional_formatting.add(
-        f"C{SENS_UTIL_FIRST}:D{rows[-1]}", CellIsRule(operator="notEqual", formula=['""'],
-                                                      font=red))
+        f"C{SENS_UTIL_FIRST}:D{last}", CellIsRule(operator="notEqual", formula=['""'], font=red))
 
     # The NPV grid: TEF targets down, price declines across.
     top = SENS_GRID_TOP
@@ -915,143 +665,45 @@ def _sensitivity_sheet(b: _Builder, ws: Worksheet) -> None:
              "(columns); other inputs as in the live scenario", 8)
     ws.cell(top, 1, "TEF target ↓ · decline →").font = st.HEADER_FONT
     ws.cell(top, 1).fill = st.HEADER_FILL
-    grid_cols = [_col(2 + j) for j in range(N_DECLINE)]
-    b.vector(ws, [f"{c}{top}" for c in grid_cols], "sens.declines",
-             [f"=Capacity!{_col(2 + j)}${b.plan.rows['k_sens_declines']}"
-              for j in range(N_DECLINE)], "all",
-             "fraction", font=st.HEADER_FONT)
-    for c in grid_cols:
-        ws[f"{c}{top}"].fill = st.HEADER_FILL
-    tef_rows = [top + 1 + i for i in range(N_TEF)]
-    b.vector(ws, [f"A{r}" for r in tef_rows], "sens.tef_targets",
-             [f"=Capacity!{_col(2 + i)}${b.plan.rows['k_sens_tef_targets']}"
-              for i in range(N_TEF)], "all",
-             "fraction", font=st.TOTAL_FONT)
-    first, last = MONTH_COLS[0], MONTH_COLS[-1]
-
-    def basis(key: str) -> str:
-        return f"${first}${SENS_ROWS[key]}:${last}${SENS_ROWS[key]}"
-
-    coords, texts = [], []
-    for i, r in enumerate(tef_rows):
-        revt = f"${first}${SENS_REVT_TOP + i}:${last}${SENS_REVT_TOP + i}"
-        for j, c in enumerate(grid_cols):
-            pf = f"${first}${SENS_PF_TOP + j}:${last}${SENS_PF_TOP + j}"
-            ebitda = f"{revt}*{pf}-{basis('cash_costs')}"
-            ebit = f"({ebitda}-{basis('depreciation')})"
-            coords.append(f"{c}{r}")
-            texts.append(f"=-capex_total+SUMPRODUCT({basis('discount')},"
-                         f"{ebitda}-({ebit}>0)*{ebit}*in_tax_rate+{basis('salvage')})")
-    b.vector(ws, coords, "sens.npv_grid", texts, "all", "money")
+    tef_axis, decline_axis = om.SENS_AXES
+    b.down(ws, 1, top + 1, tef_axis, font=st.TOTAL_FONT)
+    b.along(ws, top, 2, decline_axis, font=st.HEADER_FONT)
+    for j in range(om.N_DECLINE):
+        ws.cell(top, 2 + j).fill = st.HEADER_FILL
+    for i, grid_row in enumerate(om.SENS_GRID):
+        for j, line in enumerate(grid_row):
+            b.scalar(ws, f"{_col(2 + j)}{top + 1 + i}", line)
     ws.conditional_formatting.add(
-        f"{grid_cols[0]}{tef_rows[0]}:{grid_cols[-1]}{tef_rows[-1]}",
+        f"B{top + 1}:{_col(1 + om.N_DECLINE)}{top + om.N_TEF}",
         ColorScaleRule(start_type="min", start_color="F8696B", mid_type="num", mid_value=0,
                        mid_color="FFFFFF", end_type="max", end_color="63BE7B"))
 
     # The monthly basis of the grid: the Timeline's lines, 0 beyond the horizon.
     _section(ws, SENS_BASIS_TOP, "Monthly basis of the NPV grid (from the Timeline; 0 beyond "
              "the horizon)", 8)
-    labels = {
-        "month": ("Month", "=Timeline!{c}$" + str(TIMELINE_ROWS["month"]), "integer"),
-        "discount": ("Discount factor in the horizon", "=N(" + _tl("discount_factor", "{c}") + ")",
-                     "factor"),
-        "revenue_full": ("Revenue at TEF 100% and today's price",
-                         "=N(" + _tl("theoretical_tokens", "{c}") + ")*service_level*N("
-                         + _tl("sell_through", "{c}") + ")/1000000*blended_price", "money"),
-        "cash_costs": ("Power, other opex and rent",
-                       "=N(" + _tl("power", "{c}") + ")+N(" + _tl("other_opex", "{c}")
-                       + ")+N(" + _tl("rent", "{c}") + ")", "money"),
-        "depreciation": ("Depreciation", "=N(" + _tl("depreciation", "{c}") + ")", "money"),
-        "salvage": ("Salvage proceeds", "=N(" + _tl("salvage", "{c}") + ")", "money"),
-        "tef_ramp_share": ("TEF ramp share", "=N(" + _tl("tef_ramp_share", "{c}") + ")",
-                           "fraction"),
-    }
-    for key in _BASIS:
-        label, template, kind = labels[key]
-        r = SENS_ROWS[key]
-        ws.cell(r, 1, label)
-        b.vector(ws, [f"{c}{r}" for c in MONTH_COLS], f"sens.{key}",
-                 [template.format(c=c) for c in MONTH_COLS], "all", kind)
-    for i in range(N_TEF):
-        r = SENS_REVT_TOP + i
-        ws.cell(r, 1, f"Revenue at TEF target (row {i + 1} of the grid), today's price")
-        b.vector(ws, [f"{c}{r}" for c in MONTH_COLS], f"sens.revt{i}",
-                 [f"={c}${SENS_ROWS['revenue_full']}*(tef_now+($A${tef_rows[i]}-tef_now)"
-                  f"*{c}${SENS_ROWS['tef_ramp_share']})" for c in MONTH_COLS], "all", "money")
-    for j in range(N_DECLINE):
-        r = SENS_PF_TOP + j
-        ws.cell(r, 1, f"Price factor at decline (column {j + 1} of the grid)")
-        b.vector(ws, [f"{c}{r}" for c in MONTH_COLS], f"sens.pf{j}",
-                 [f"=(1-${grid_cols[j]}${top})^(({c}${SENS_ROWS['month']}-1)"
-                  f"/k_months_per_quarter)" for c in MONTH_COLS], "all", "factor")
+    for i, line in enumerate(om.SENS_BASIS_LINES):
+        r = SENS_BASIS_TOP + 1 + i
+        ws.cell(r, 1, line.label)
+        b.along(ws, r, MONTH0_COL, line)
     ws.column_dimensions["A"].width = 34
     for c in ("B", "C", "D", "E", "F", "G"):
         ws.column_dimensions[c].width = 16
     for c in MONTH_COLS[1:]:
         ws.column_dimensions[c].width = 13
     _print_setup(ws, landscape=False, fit_height=1)
-    ws.print_area = f"A1:G{tef_rows[-1] + 1}"
+    ws.print_area = f"A1:G{top + om.N_TEF + 1}"
 
 
 # -- Checks -----------------------------------------------------------------------------------
 CHECK_FIRST = 7
 
 
-def _input_check(spec: Input) -> tuple[str, object, object]:
-    """(formula with {lo}/{hi} for the bound cells, low constant, high constant) of one input."""
-    n = f"in_{spec.name}"
-    if spec.kind == "choice":
-        return f'=IF(ISNUMBER(MATCH({n},list_{spec.name},0)),"OK","ERROR")', None, None
-    if spec.kind == "date":
-        return f'=IF(AND(ISNUMBER({n}),DAY({n})={{lo}}),"OK","ERROR")', 1, None
-    if spec.kind == "text":
-        return (f'=IF(AND(ISTEXT({n}),LEN({n})>={{lo}},LEN({n})<={{hi}}),"OK","ERROR")', 1,
-                spec.max_length)
-    if spec.kind == "currency":
-        return f'=IF(AND(ISTEXT({n}),LEN({n})={{lo}}),"OK","ERROR")', 3, None
-    parts = [f"COUNT({n})=COLUMNS({n})"]
-    parts.append(f"MIN({n})>{{lo}}" if spec.low_open else f"MIN({n})>={{lo}}")
-    if spec.high is not None:
-        parts.append(f"MAX({n})<={{hi}}")
-    if spec.kind == "integer":
-        parts.append(f"{n}=INT({n})")
-    return f'=IF(AND({",".join(parts)}),"OK","ERROR")', spec.low, spec.high
-
-
-def _tolerance(a: str, b: str) -> str:
-    return f"ABS({a}-({b}))<=k_check_tolerance*MAX(1,ABS({a}))"
-
-
-def cross_checks() -> tuple[tuple[str, str, str], ...]:
-    """The integrity checks beyond the input ranges: (key, description, condition)."""
-    tl = TIMELINE_ROWS
-    rev = f"Timeline!${MONTH_COLS[0]}${tl['revenue']}:${MONTH_COLS[-1]}${tl['revenue']}"
-    tef = f"Timeline!${MONTH_COLS[0]}${tl['tef']}:${MONTH_COLS[-1]}${tl['tef']}"
-    cum = _tl("cumulative_cash_flow")
-    grid = f"Sensitivity!$B${SENS_GRID_TOP + 1}:${_col(1 + N_DECLINE)}${SENS_GRID_TOP + N_TEF}"
-    ebitda_sum = (f"{_tl_total('revenue')}-{_tl_total('power')}-{_tl_total('other_opex')}"
-                  f"-{_tl_total('rent')}")
-    return (
-        ("salvage_le_capex", "Salvage per GPU at most the CapEx per GPU",
-         "in_salvage_per_gpu<=in_capex_per_gpu"),
-        ("p99_gt_p50", "TTFT p99 above the p50", "in_ttft_p99_ms>in_ttft_p50_ms"),
-        ("tef_now_le_1", "TEF now at most 100% (measured ≤ theoretical TPS)", "tef_now<=1"),
-        ("tfi_le_1", "TFI now at most 100%", "tfi_now<=1"),
-        ("tef_months_le_1", "Every month's TEF at most 100%", f"MAX({tef})<=1"),
-        ("load_factor_tfi", "Load factor equals the TFI", _tolerance("load_factor", "tfi_now")),
-        ("months_counted", "One revenue figure per month of the horizon",
-         f"COUNT({rev})=in_horizon_months"),
-        ("sold_le_theoretical", "Tokens sold at most the theoretical tokens",
-         f"{_tl_total('tokens_sold')}<={_tl_total('theoretical_tokens')}"),
-        ("ebitda_total", "EBITDA total = revenue − power − opex − rent totals",
-         _tolerance(_tl_total("ebitda"), ebitda_sum)),
-        ("cash_total", "Σ monthly cash flows = last cumulative cash flow",
-         _tolerance(_tl_total("cash_flow"), f"INDEX({cum},1,in_horizon_months+1)")),
-        ("npv_total", "NPV = Σ discounted cash flows",
-         _tolerance("out_npv", f"SUMPRODUCT({_tl('cash_flow')},{_tl('discount_factor')})")),
-        ("grid_complete", "Every NPV grid cell computes",
-         f"COUNT({grid})=ROWS({grid})*COLUMNS({grid})"),
-    )
+def _status_format(ws: Worksheet, ref: str) -> None:
+    ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"OK"'],
+                                                  fill=st.CHECK_OK_FILL, font=st.CHECK_OK_FONT))
+    ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"ERROR"'],
+                                                  fill=st.CHECK_BAD_FILL,
+                                                  font=st.CHECK_BAD_FONT))
 
 
 def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
@@ -1063,42 +715,33 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
     row = CHECK_FIRST
     _section(ws, row, "Inputs within their allowed ranges", 4)
     row += 1
-    for spec in INPUTS:
-        text, low, high = _input_check(spec)
-        ws.cell(row, 1, f"{spec.label} (in_{spec.name}): {spec.allowed}")
-        for col, bound in ((3, low), (4, high)):
+    first = row
+    for line in om.INPUT_CHECKS:
+        spec = BY_NAME[str(line.meta["input"])]
+        ws.cell(row, 1, line.label)
+        for col, bound in zip((3, 4), om.check_bounds(spec), strict=True):
             if bound is not None:
                 cell = ws.cell(row, col, int(bound) if float(bound).is_integer() else bound)
                 cell.font, cell.fill, cell.protection = (st.CONSTANT_FONT, st.CONSTANT_FILL,
                                                          st.LOCKED)
-        b.formula(ws, f"B{row}", f"check.in.{spec.name}",
-                  text.format(lo=f"$C${row}", hi=f"$D${row}"), "text")
+        b.scalar(ws, f"B{row}", line)
         ws[f"B{row}"].alignment = st.CENTER
         row += 1
     row += 1
-    _section(ws, row, "Model integrity", 4)
-    row += 1
-    for key, label, condition in cross_checks():
-        ws.cell(row, 1, label)
-        b.formula(ws, f"B{row}", f"check.{key}", f'=IF({condition},"OK","ERROR")', "text")
+    _section(ws, row - 1, "Model integrity", 4)
+    for line in om.CROSS_CHECKS:
+        ws.cell(row, 1, line.label)
+        b.scalar(ws, f"B{row}", line)
         ws[f"B{row}"].alignment = st.CENTER
         row += 1
-    status = f"$B${CHECK_FIRST}:$B${row - 1}"
-    b.formula(ws, "B4", "check.master",
-              f'=IF(COUNTIF({status},"ERROR")=0,"OK","ERROR")', "text", name="check_master")
+    b.scalar(ws, "B4", om.MASTER_CHECK)
     ws["B4"].alignment = st.CENTER
-    for ref in (status.replace("$", ""), "B4"):
-        ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"OK"'],
-                                                      fill=st.CHECK_OK_FILL,
-                                                      font=st.CHECK_OK_FONT))
-        ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"ERROR"'],
-                                                      fill=st.CHECK_BAD_FILL,
-                                                      font=st.CHECK_BAD_FONT))
+    for ref in (f"B{first}:B{row - 1}", "B4"):
+        _status_format(ws, ref)
     for col, width in {"A": 90, "B": 12, "C": 12, "D": 12}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = f"A{CHECK_FIRST}"
     _print_setup(ws, landscape=False, fit_height=0)
-
 
 # -- Cover ------------------------------------------------------------------------------------
 _HOW_TO = (
@@ -1126,19 +769,13 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
         "Master check"
     for r in range(4, 8):
         ws[f"A{r}"].font = st.SECTION_FONT
-    b.formula(ws, "B4", "cover.site", "=in_site_name", "text", font=st.TOTAL_FONT)
-    b.formula(ws, "B5", "cover.scenario", "=in_scenario", "text", font=st.TOTAL_FONT)
+    b.echo(ws, "B4", "in_site_name", "text", font=st.TOTAL_FONT)
+    b.echo(ws, "B5", "in_scenario", "text", font=st.TOTAL_FONT)
     ws["B6"] = __version__
     ws["B6"].font = st.TOTAL_FONT
     b.name("tfom_version", ws, "B6")
-    b.formula(ws, "B7", "cover.check", "=check_master", "text", font=st.TOTAL_FONT)
-    for ref in ("B7",):
-        ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"OK"'],
-                                                      fill=st.CHECK_OK_FILL,
-                                                      font=st.CHECK_OK_FONT))
-        ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"ERROR"'],
-                                                      fill=st.CHECK_BAD_FILL,
-                                                      font=st.CHECK_BAD_FONT))
+    b.echo(ws, "B7", "check_master", "text", font=st.TOTAL_FONT)
+    _status_format(ws, "B7")
     ws["A9"] = "What it is"
     ws["A9"].font = st.SECTION_FONT
     ws["A10"] = ("A token factory is an AI inference cluster judged by the tokens it sells. "
@@ -1181,14 +818,12 @@ _KPIS = (
 
 def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     _title(ws, "Dashboard")
-    ws["A2"] = '=in_site_name&" · "&in_scenario&" scenario · "&TEXT(in_horizon_months,"0")' \
-               '&" months from "&TEXT(in_start_date,"yyyy-mm-dd")&" · "&in_currency'
-    b.formula(ws, "A2", "dash.subtitle", ws["A2"].value, "text", font=st.SUBTITLE_FONT)
+    b.scalar(ws, "A2", om_subtitle("dashboard_subtitle"), font=st.SUBTITLE_FONT, kind="text")
     ws["A2"].alignment = st.Alignment(horizontal="left")
     ws["I1"] = "Master check"
     ws["I1"].font = st.KPI_LABEL_FONT
     ws["I1"].alignment = st.RIGHT
-    b.formula(ws, "J1", "dash.check", "=check_master", "text", font=st.CHECK_OK_FONT)
+    b.echo(ws, "J1", "check_master", "text", font=st.CHECK_OK_FONT)
     ws["J1"].alignment = st.CENTER
     ws.conditional_formatting.add("J1", CellIsRule(operator="equal", formula=['"OK"'],
                                                    fill=st.CHECK_OK_FILL, font=st.CHECK_OK_FONT))
@@ -1202,10 +837,9 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         ws[f"{col}4"].font = st.KPI_LABEL_FONT
         ws[f"{col}4"].alignment = st.CENTER
         kind = kinds[name]
-        b.formula(ws, f"{col}5", f"dash.kpi.{name}", f"=out_{name}",
-                  {"money": "money", "fraction": "fraction", "months": "months",
-                   "gpus": "integer", "price": "price"}.get(kind, kind),
-                  font=st.KPI_VALUE_FONT)
+        b.echo(ws, f"{col}5", f"out_{name}",
+               {"money": "money", "fraction": "fraction", "months": "months",
+                "gpus": "integer", "price": "price"}.get(kind, kind), font=st.KPI_VALUE_FONT)
         ws[f"{col}5"].alignment = st.CENTER
         ws[f"{col}4"].border = ws[f"{col}5"].border = st.BOX
         ws.column_dimensions[col].width = 17
@@ -1215,7 +849,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     # charts draw as zero-height columns (invisible) rather than a line falling to zero.
     tl = b.wb["Timeline"]
     first_col, last_col = FIRST_MONTH_COL, LAST_COL
-    dates = Reference(tl, min_col=first_col, max_col=last_col, min_row=TIMELINE_ROWS["end"])
+    dates = Reference(tl, min_col=first_col, max_col=last_col, min_row=TIMELINE_ROWS["month_end"])
 
     def column_chart(title: str, keys: Sequence[str], y_title: str) -> BarChart:
         chart = BarChart()
@@ -1225,7 +859,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         chart.height, chart.width = 10, 20.5
         for key in keys:
             ref = Reference(tl, min_col=first_col, max_col=last_col, min_row=TIMELINE_ROWS[key])
-            series = Series(ref, title=str(_LINE_LABELS[key]))
+            series = Series(ref, title=om.BY_LINE[key].label)
             chart.series.append(series)
         chart.set_categories(dates)
         chart.gapWidth = 20
@@ -1277,7 +911,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     margin = LineChart()
     margin.title = "Margin against utilisation"
     margin.height, margin.width = 10, 20.5
-    last = SENS_UTIL_FIRST + SENS_UTIL_COUNT - 1
+    last = SENS_UTIL_FIRST + om.N_UTIL - 1
     margin.add_data(Reference(sens, min_col=2, min_row=SENS_UTIL_FIRST - 1, max_row=last),
                     titles_from_data=True)
     margin.set_categories(Reference(sens, min_col=1, min_row=SENS_UTIL_FIRST, max_row=last))
@@ -1301,7 +935,6 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     _print_setup(ws, fit_height=1)
     ws.page_setup.fitToHeight = 1
 
-
 # -- the workbook -----------------------------------------------------------------------------
 def _build(inputs: SiteInputs) -> tuple[Workbook, Plan]:
     wb = Workbook()
@@ -1316,6 +949,9 @@ def _build(inputs: SiteInputs) -> tuple[Workbook, Plan]:
     _checks_sheet(b, sheets["Checks"])
     _cover_sheet(b, sheets["Cover"])
     _dashboard_sheet(b, sheets["Dashboard"])
+    missing = [ln.name for ln in om.LINES if ln.name not in b.plan.lines]
+    assert not missing, f"lines without a place in the workbook: {missing}"
+    b.render()
     for ws in wb.worksheets:
         _protect(ws)
         ws.sheet_view.zoomScale = 90
@@ -1341,7 +977,6 @@ def build_workbook(inputs: SiteInputs | None = None) -> Workbook:
 def plan() -> Plan:
     """Where every input and formula cell of the workbook is (the same for every site)."""
     return _build(default_inputs())[1]
-
 
 #: Fixed document properties, so that the same inputs give the same bytes.
 DOC_TIME = dt.datetime(2026, 1, 1)
@@ -1379,32 +1014,85 @@ def save_workbook(wb: Workbook, path: str | os.PathLike, *, force: bool = True) 
     return write_atomically(path, workbook_bytes(wb))
 
 
+
 # -- cell values from the Python model -------------------------------------------------------
+def _shown(line: Line, value: object) -> object:
+    """A computed value as its cell shows it: NaN is the line's blank or "none"."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return line.missing
+        if line.kind == "month":
+            return from_serial(value)
+        return value
+    if isinstance(value, (bool, int)):
+        return float(value)
+    return value
+
+
 def cell_values(inputs: SiteInputs, result: Result | None = None
                 ) -> dict[str, dict[str, object]]:
     """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
 
     Numbers are floats (input counts ints, dates ``datetime``), texts are strings, ``"none"``
-    where the spec says none, ``""`` for months beyond the horizon. ``result`` is
-    ``run(inputs)`` when the caller has it already (it is not computed twice).
+    where the spec says none, ``""`` for blanks (months beyond the horizon). ``result`` is
+    ``run(inputs)`` when the caller has it already (the model is not run twice).
     """
-    from .workbook_values import model_values
-
     p = plan()
-    values = model_values(inputs, result)
-    horizon = int(inputs["horizon_months"])  # type: ignore[call-overload]
+    values = (result if result is not None else om.run(inputs)).values
     out: dict[str, dict[str, object]] = {name: {} for name in SHEETS}
     for sheet, coord, name, index in p.inputs:
         spec = BY_NAME[name]
         value = inputs[name]
         out[sheet][coord] = input_cell_value(spec, value[index] if index is not None else value)
-    for sheet, coord, key in p.scalars:
-        out[sheet][coord] = values[key]
-    blank_h1 = [""] * (MAX_MONTHS - horizon)
-    for sheet, coords, key, pad in p.vectors:
-        v = values[key]
-        items = v.tolist() if isinstance(v, np.ndarray) else list(v)
-        if pad != "all":
-            items = items + blank_h1
-        out[sheet].update(zip(coords, items, strict=True))
+    guards: dict[str, np.ndarray] = {}
+    for name, place in p.lines.items():
+        line = place.line
+        v = values[name]
+        sheet = out[place.sheet]
+        if place.orient == "s":
+            sheet[place.coords[0]] = _shown(line, np.asarray(v).reshape(()).item())
+            continue
+        t = line.table
+        items = np.asarray(v).tolist()
+        if t is not None and t.guard is not None:
+            key = t.name
+            if key not in guards:
+                guards[key] = _guard_values(t, values, place)
+            live = guards[key]
+        else:
+            live = None
+        for k, coord in enumerate(place.coords):
+            if k == 0 and line.skip_first:
+                continue
+            if live is not None and not live[k]:
+                sheet[coord] = ""
+            else:
+                sheet[coord] = _shown(line, items[k])
+    for sheet_name, coord, source in p.echoes:
+        if source.startswith("in_"):
+            spec = BY_NAME[source[3:]]
+            out[sheet_name][coord] = input_cell_value(spec, inputs[spec.name])
+        else:
+            out[sheet_name][coord] = _shown(om_line(source), np.asarray(values[source]).item())
     return out
+
+
+def om_line(name: str) -> Line:
+    return _LINES_BY_NAME[name]
+
+
+_LINES_BY_NAME: dict[str, Line] = {ln.name: ln for ln in om.LINES}
+
+
+def _guard_values(t, values, place) -> list[bool]:
+    """Whether each position of a guarded table is in use (the guard's own value)."""
+    if t is om.TIMELINE or t is om.SENS_BASIS:
+        return [bool(x) for x in np.asarray(values["in_horizon"]).tolist()]
+    if t is om.IRR_HALVING:
+        found = float(values["irr_bracket_found"]) == 1
+        return [found] * t.length
+    if t is om.YEAR_TABLE:
+        return [x == x for x in np.asarray(values["year_revenue"]).tolist()]
+    raise AssertionError(f"no guard values for {t.name}")

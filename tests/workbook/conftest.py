@@ -22,7 +22,7 @@ INPUT_SETS: dict[str, dict[str, object]] = {
                          "rent_per_gpu_hour": 1.6, "fixed_opex_per_month": 40_000},
     "downside_7_months": {"scenario": "Downside", "horizon_months": 7, "salvage_per_gpu": 6_000,
                           "tef_ramp_months": 0, "tax_rate": 0.3, "discount_rate": 0.12},
-    "leap_february_240": {"start_date": "2028-02-01", "horizon_months": 240,
+    "leap_february_120": {"start_date": "2028-02-01", "horizon_months": 120,
                           "sell_through_ramp_months": 0, "decline_per_quarter": 0.04,
                           "life_years": 5, "salvage_per_gpu": 2_500, "measured_tps": 2_000_000},
     "optimised_owned_short": {"scenario": "Optimised", "horizon_months": 30, "gpus": 64,
