@@ -370,18 +370,40 @@ class PythonContext:
         self.table = table
         self.tables = tables  # line name -> its table (absent: a scalar)
         self.step = step  # inside the loop of a recurrent table: position ``_k``
+        self.hoisted: dict[str, str] = {}  # code computed once before the loop -> its name
 
     def value(self, name: str) -> str:
         """A scalar (or a line of this table in the same position) as a (…, n, 1) operand."""
         if self.tables.get(name) is None:
             return f"_s(V[{name!r}])"
         if self.step:
-            return f"_s(V[{name!r}][..., _k])"
+            return f"V[{name!r}][_k]"
         return f"_c(V[{name!r}])"
 
 
 def python(e: Expr, ctx: PythonContext) -> str:
-    """Python source evaluating ``e`` over numpy arrays of shape (…, n, m)."""
+    """Python source evaluating ``e`` over numpy arrays of shape (…, n, m).
+
+    Inside a recurrent table's loop, a part of the formula that does not depend on the
+    position is computed once, before the loop.
+    """
+    code = _python(e, ctx)
+    if ctx.step and not isinstance(e, (Num, Text, Const)) and _invariant(e, ctx):
+        return ctx.hoisted.setdefault(code, f"_h{len(ctx.hoisted)}")
+    return code
+
+
+def _invariant(e: Expr, ctx: PythonContext) -> bool:
+    """Whether ``e`` reads nothing that changes from one position of the loop to the next."""
+    if isinstance(e, Position):
+        return False
+    if isinstance(e, (Cell, Name)):
+        name = e.line if isinstance(e, Cell) else e.name
+        return ctx.tables.get(name) is not ctx.table
+    return all(_invariant(c, ctx) for c in e.children())
+
+
+def _python(e: Expr, ctx: PythonContext) -> str:
     if isinstance(e, Num):
         return repr(e.value)
     if isinstance(e, Text):
@@ -398,7 +420,7 @@ def python(e: Expr, ctx: PythonContext) -> str:
         if e.shift == 0:
             return ctx.value(e.line)
         if ctx.step:
-            return f"_s(V[{e.line!r}][..., _k {e.shift:+d}])"
+            return f"V[{e.line!r}][_k {e.shift:+d}]"
         return f"_c(_shift(V[{e.line!r}], {e.shift}))"
     if isinstance(e, At):
         return f"_s(V[{e.line!r}][..., {e.index}])"
@@ -408,7 +430,7 @@ def python(e: Expr, ctx: PythonContext) -> str:
     if isinstance(e, Row):
         return f"_r(V[{e.line!r}])"
     if isinstance(e, Position):
-        return "_s(_k + 1.0)" if ctx.step else "_position(V['_n'])"
+        return "_f64(_k + 1)" if ctx.step else "_position(V['_n'])"
     if isinstance(e, RunningSum):
         return f"_c(np.nancumsum(V[{e.line!r}], axis=-1))"
     if isinstance(e, Op):
@@ -434,6 +456,8 @@ def python(e: Expr, ctx: PythonContext) -> str:
 
 
 def _where(c, a, b):
+    if isinstance(c, (bool, np.bool_)) and isinstance(a, float) and isinstance(b, float):
+        return a if c else b
     if isinstance(a, str) or isinstance(b, str):
         return np.where(c, np.asarray(a, dtype=object), np.asarray(b, dtype=object))
     return np.where(c, a, b)
@@ -542,6 +566,8 @@ def _index(row, r, c=None):
     position of the row."""
     k = np.asarray(c if c is not None else r, dtype=float)
     arr = np.asarray(row)
+    if k.ndim < arr.ndim:
+        k = k.reshape(k.shape + (1,) * (arr.ndim - k.ndim))
     n = arr.shape[-1]
     ok = np.isfinite(k) & (k >= 1) & (k <= n)
     idx = np.where(ok, k, 1).astype(int) - 1
@@ -704,7 +730,12 @@ def _c(x):
 
 
 def _s(x):
+    # one site's scalar stays a numpy float: IEEE arithmetic (x / 0 is inf, as numpy gives)
+    if isinstance(x, np.float64):
+        return x
     x = np.asarray(x)
+    if x.ndim == 0 and x.dtype.kind == "f":
+        return x[()]
     return x[..., None, None]
 
 
@@ -798,7 +829,7 @@ def compile_model(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[st
         "_shift": _shift, "_position": _position, "_fit": _fit, "_i": _input_value,
         "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
-        "_columns": _columns,
+        "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
     }
     with np.errstate(all="ignore"):
         exec(compile(source, "<tfom model>", "exec"), namespace)  # noqa: S102
@@ -827,19 +858,36 @@ def _blank_first(x):
 
 
 def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None]) -> list[str]:
-    """A recurrent table: one position at a time, each line reading the previous position."""
+    """A recurrent table: one position at a time, each line reading the previous position.
+
+    For one site every operand of a step is a plain float, so a step costs Python arithmetic,
+    not numpy calls; for many sites at once the same code runs on arrays.
+    """
     ctx = PythonContext(t, tables, step=True)
-    out = []
-    for ln in group:
-        out.append(f"    V[{ln.name!r}] = np.full({t.length}, np.nan)")
-    out.append(f"    for _k in range({t.length}):")
+    loop = []
     for ln in group:
         code = python(ln.formula, ctx)
         if ln.first is not None:
             code = f"({python(ln.first, ctx)} if _k == 0 else {code})"
         if t.guard is not None:
             code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
-        out.append(f"        _v = np.asarray({code}, dtype=float)")
-        out.append(f"        V[{ln.name!r}] = V[{ln.name!r}] * np.ones(_v.shape[:-2] + (1,))")
-        out.append(f"        V[{ln.name!r}][..., _k] = _v[..., 0, 0]")
+        loop.append(f"        V[{ln.name!r}].append(_step({code}))")
+    out = [f"    {name} = {code}" for code, name in ctx.hoisted.items()]
+    out += [f"    V[{ln.name!r}] = []" for ln in group]
+    out.append(f"    for _k in range({t.length}):")
+    out += loop
+    for ln in group:
+        out.append(f"    V[{ln.name!r}] = _stack(V[{ln.name!r}])")
     return out
+
+
+def _step(value):
+    """A step's (…, 1, 1) result as the value of that position: a float for one site."""
+    value = np.asarray(value, dtype=float)
+    if value.ndim >= 2:
+        value = value[..., 0, 0]
+    return value[()] if value.ndim == 0 else value
+
+
+def _stack(values: list) -> np.ndarray:
+    return np.stack([np.asarray(v, dtype=float) for v in values], axis=-1)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -719,7 +719,7 @@ def constant_values() -> dict[str, object]:
 def _formula_constants() -> dict[str, object]:
     from .formula import _r
 
-    return {k: _r(np.asarray(v, dtype=float)) if isinstance(v, tuple) else float(v)
+    return {k: _r(np.asarray(v, dtype=float)) if isinstance(v, tuple) else np.float64(v)
             for k, v in constant_values().items()}
 
 
@@ -773,7 +773,7 @@ class Result:
     month_ends: tuple[dt.date, ...]
     lines: dict[str, np.ndarray]
     summary: dict[str, float | None]
-    values: dict[str, np.ndarray]
+    values: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def run(inputs: SiteInputs, scenario: str | None = None) -> Result:
