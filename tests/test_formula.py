@@ -1,0 +1,123 @@
+"""The formula language: how an expression reads in Excel and what numpy makes of it.
+
+Each Excel rendering below is what a spreadsheet engine parses back to the same tree (Excel's
+precedence: unary minus before ^, then * /, + -, &, comparisons); each numpy value is what
+Excel shows for the same formula on the same cells.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tokenfactory_xl.formula import (
+    IF,
+    INDEX,
+    MIN,
+    SUM,
+    SUMPRODUCT,
+    Cell,
+    Const,
+    ExcelContext,
+    Input,
+    Line,
+    Position,
+    Row,
+    Table,
+    compile_model,
+    excel,
+    lit,
+)
+
+
+class Names(ExcelContext):
+    def cell(self, line, shift):
+        return {0: "X", -1: "W", 1: "Y"}[shift] + line
+
+    def row(self, line):
+        return f"R_{line}"
+
+
+def xl(e) -> str:
+    return excel(e, Names())
+
+
+def test_precedence_brackets_only_where_needed():
+    a, b, c = Input("a"), Input("b"), Input("c")
+    assert xl(a - (b - c)) == "in_a-(in_b-in_c)"
+    assert xl((a - b) - c) == "in_a-in_b-in_c"
+    assert xl(a * (b + c)) == "in_a*(in_b+in_c)"
+    assert xl(a / (b * c)) == "in_a/(in_b*in_c)"
+    assert xl((1 + a) ** (-(b * c))) == "(1+in_a)^(-(in_b*in_c))"
+    assert xl(-a) == "-in_a"
+    # comparisons do not chain: (x>0)=(y>0) keeps both brackets
+    assert xl((a > 0).eq(b > 0)) == "(in_a>0)=(in_b>0)"
+
+
+def test_only_zero_and_one_are_typed():
+    assert xl(Input("a") * 1 + 0) == "in_a*1+0"
+    with pytest.raises(ValueError, match="name the constant"):
+        xl(Input("a") * 3600)
+    assert xl(Input("a") * Const("seconds_per_hour")) == "in_a*k_seconds_per_hour"
+
+
+def test_text_is_quoted():
+    assert xl(IF(Input("a").eq("own"), 1, '"x"')) == 'IF(in_a="own",1,"""x""")'
+
+
+def test_literals_refuse_booleans():
+    with pytest.raises(TypeError):
+        lit(True)
+
+
+T = Table("t", 4)
+
+
+def test_blank_cells_are_skipped_like_excel():
+    """q = 1, blank, 3, blank: SUM 4 and MIN 1 skip the blanks; MIN of no numbers is 0."""
+    lines = (
+        Line("x", "", "", "number", INDEX(Input("mask"), 1, Position()), table=T),
+        Line("q", "", "", "number", IF(Cell("x") > 0, Cell("x"), ""), table=T),
+        Line("blank", "", "", "number", IF(Cell("x") > 9, 1, ""), table=T),
+        Line("s", "", "", "number", SUM(Row("q"))),
+        Line("m", "", "", "number", MIN(Row("q"))),
+        Line("none_min", "", "", "number", MIN(Row("blank"))),
+    )
+    v = compile_model(lines)({"mask": (1.0, 0.0, 3.0, 0.0)}, {}, {})
+    assert math.isnan(v["q"][1]) and v["q"][2] == 3
+    assert float(v["s"]) == 4 and float(v["m"]) == 1
+    assert float(v["none_min"]) == 0
+
+
+def test_sumproduct_index_and_position_across_tables():
+    """NPV at each of three rates of a 3-month flow -10, 4, 7: Σ flow × (1 + r)^−month."""
+    months, rates = Table("months", 3), Table("rates", 3)
+    lines = (
+        Line("flow", "", "", "number", INDEX(Input("flows"), 1, Position()), table=months),
+        Line("month", "", "", "number", Position() - 1, table=months),
+        Line("rate", "", "", "number", INDEX(Input("grid"), 1, Position()), table=rates),
+        Line("npv", "", "", "number",
+             SUMPRODUCT(Row("flow"), (1 + Cell("rate")) ** (-Row("month"))), table=rates),
+        Line("npv_first", "", "", "number", INDEX(Row("npv"), 1) * Const("two")),
+    )
+    v = compile_model(lines)({"flows": (-10.0, 4.0, 7.0), "grid": (0.0, 0.1, 1.0)},
+                             {"two": np.float64(2)}, {})
+    expected = [-10 + 4 / (1 + r) + 7 / (1 + r) ** 2 for r in (0.0, 0.1, 1.0)]
+    np.testing.assert_allclose(v["npv"], expected, rtol=1e-14)
+    assert float(v["npv_first"]) == 2.0
+    assert np.isnan(v["flow"]).sum() == 0
+
+
+def test_shifted_cells_read_neighbours():
+    """prev and next positions: a running difference, NaN past either end."""
+    lines = (
+        Line("x", "", "", "number", INDEX(Input("xs"), 1, Position()), table=T),
+        Line("d", "", "", "number", Cell("x") - Cell("x", -1), table=T,
+             first=Cell("x") * 0),
+        Line("ahead", "", "", "number", Cell("x", 1), table=T),
+    )
+    v = compile_model(lines)({"xs": (1.0, 4.0, 9.0, 16.0)}, {}, {})
+    np.testing.assert_array_equal(v["d"], [0, 3, 5, 7])
+    assert list(v["ahead"][:3]) == [4, 9, 16] and math.isnan(v["ahead"][3])
