@@ -294,7 +294,7 @@ def demand(v: dict[str, Any], d: dict[str, Any], theoretical: list[float]) -> di
     lines: dict[str, list[float]] = {name: [0.0] * (horizon + 1) for name in (
         "tef", "sell_through", "deliverable_tokens", "sellable_tokens", "contracted_tokens",
         "market_demand_tokens", "contract_sold_tokens", "market_sold_tokens", "tokens_sold",
-        "realised_sell_through", "market_price", "revenue")}
+        "realised_sell_through_monthly", "market_price", "revenue")}
     for m in range(1, horizon + 1):
         tef = ramp(d["tef_now"], v["tef_target"], v["tef_ramp_months"], m)
         sell = ramp(v["sell_through_start"], v["sell_through_target"],
@@ -318,7 +318,8 @@ def demand(v: dict[str, Any], d: dict[str, Any], theoretical: list[float]) -> di
                             ("contracted_tokens", contracted), ("market_demand_tokens", market),
                             ("contract_sold_tokens", contract_sold),
                             ("market_sold_tokens", market_sold), ("tokens_sold", sold),
-                            ("realised_sell_through", sold / deliverable if deliverable else 0.0),
+                            ("realised_sell_through_monthly",
+                             sold / deliverable if deliverable else 0.0),
                             ("market_price", price), ("revenue", revenue)):
             lines[name][m] = value
     return lines
@@ -584,6 +585,8 @@ def reference_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None =
                                sum(cfads[m] for m in due_all)
                                / sum(debt["scheduled_debt_service"][m] for m in due_all)
                                if has_debt else None))
+    clash = set(lines) & set(outputs)
+    assert not clash, f"a line and an output share a name: {clash}"
     return {"scenario": scenario, **lines, **outputs}
 
 
