@@ -22,6 +22,7 @@ import pytest
 from tests.reference_v2 import (
     excel_round,
     monthly_irr,
+    npv,
     reference_run,
     reference_scenarios,
 )
@@ -75,20 +76,31 @@ def simple_site(**overrides: object) -> dict:
 # The spec's worked examples (TFOM-SPEC §7)
 # --------------------------------------------------------------------------------------------
 
+#: §7's worked examples as the spec prints them (Base, Optimised, Downside).
 SPEC_TABLE = {
-    "revenue_total": (55_365_599.86, 121_915_542.0, 16_140_358.72),
-    "ebitda_total": (43_967_152.76, 110_517_094.9, 4_741_911.614),
-    "npv": (-5_313_537.522, 37_555_182.20, -35_184_224.24),
-    "irr": (0.009630190512, 0.7171883966, None),
-    "payback_months": (54.83429069, 16.27197444, None),
-    "lifetime_breakeven_tfi": (0.2335423301, 0.2335423301, 0.5634013361),
-    "economic_life_months": (72.56438073, 96.30613555, 23),
+    "revenue_total": ("55,365,599.86", "121,915,542.0", "16,140,358.72"),
+    "ebitda_total": ("43,967,152.76", "110,517,094.9", "4,741,911.614"),
+    "npv": ("-5,313,537.522", "37,555,182.20", "-35,184,224.24"),
+    "irr": ("0.009630190512", "0.7171883966", "none"),
+    "payback_months": ("54.83429069", "16.27197444", "none"),
+    "lifetime_breakeven_tfi": ("0.2335423301", "0.2335423301", "0.5634013361"),
+    "economic_life_months": ("72.56438073", "96.30613555", "23"),
 }
 
 
-#: Half a unit of the 10th significant digit, relative: the spec prints 10 digits (fewer where
-#: trailing zeros were dropped, e.g. 121,915,542.0 — still within this bound).
-PRINTED = 5e-9
+def assert_prints_as(value: float | None, printed: str) -> None:
+    """``value`` agrees with a figure printed by the spec to every digit it prints.
+
+    The tolerance is half a unit of the last printed decimal (about 1e-10 relative for the
+    spec's 10 significant digits), so a reading that moves a figure in its 10th digit fails.
+    """
+    if printed == "none":
+        assert value is None
+        return
+    text = printed.replace(",", "")
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    assert value is not None
+    assert abs(value - float(text)) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9), (value, printed)
 
 
 @pytest.fixture(scope="module")
@@ -100,22 +112,27 @@ def defaults_run() -> dict[str, dict]:
 @pytest.mark.parametrize("k, scenario", list(enumerate(("Base", "Optimised", "Downside"))))
 def test_spec_worked_examples(defaults_run: dict, name: str, k: int, scenario: str) -> None:
     """§7's table, every input at its default: each figure to the digits the spec prints."""
-    printed = SPEC_TABLE[name][k]
-    value = defaults_run[scenario][name]
-    if printed is None:
-        assert value is None
-    else:
-        assert value == pytest.approx(printed, rel=PRINTED)
+    assert_prints_as(defaults_run[scenario][name], SPEC_TABLE[name][k])
 
 
 def test_spec_debt_example() -> None:
     """§7: debt_share 0.5 at 7 % over 36 months (Base); the project figures are unchanged."""
     r = reference_run({"debt_share": 0.5, "debt_rate": 0.07, "debt_tenor_months": 36})
-    assert r["equity_irr"] == pytest.approx(-0.02935883874, rel=PRINTED)
-    assert r["min_dscr"] == pytest.approx(1.023661502, rel=PRINTED)
-    assert r["avg_dscr"] == pytest.approx(1.571233299, rel=PRINTED)
-    assert r["npv"] == pytest.approx(-5_313_537.522, rel=PRINTED)
-    assert r["irr"] == pytest.approx(0.009630190512, rel=PRINTED)
+    assert_prints_as(r["equity_irr"], "-0.02935883874")
+    assert_prints_as(r["min_dscr"], "1.023661502")
+    assert_prints_as(r["avg_dscr"], "1.571233299")
+    assert_prints_as(r["npv"], "-5,313,537.522")
+    assert_prints_as(r["irr"], "0.009630190512")
+
+
+def test_downside_has_no_irr_although_its_flows_change_sign(defaults_run: dict) -> None:
+    """The spec prints "none" for the Downside IRR, yet its flows change sign twice (−CapEx in
+    month 0, positive to month 23, negative from month 24 as the price falls below the cash
+    cost): "none" there means "no root", not only "no sign change" as §7's irr row says.
+    """
+    flows = defaults_run["Downside"]["project_cash_flow"]
+    assert flows[0] < 0 and flows[23] > 0 and flows[24] < 0
+    assert monthly_irr(flows) is None
 
 
 def test_defaults_derived_once(defaults_run: dict) -> None:
@@ -327,6 +344,43 @@ def test_loss_year_then_profit_years() -> None:
     assert opt["tax_by_year"] == {y: approx(10_950) for y in (2029, 2030, 2031)}
 
 
+def test_partial_fiscal_years_pay_tax_over_their_own_months() -> None:
+    """§4.3: fiscal years are calendar years; a year's tax is paid in equal instalments over
+    its months inside the horizon. Six months from 2029-10-01, rented (EBITDA 0.5 a GPU-hour,
+    10 GPUs), 25 % tax:
+    - 2029 (Oct 744 h, Nov 720 h, Dec 744 h): EBIT 5 × 2,208 = 11,040, tax 2,760: 920 a month;
+    - 2030 (Jan 744 h, Feb 672 h, Mar 744 h): EBIT 5 × 2,160 = 10,800, tax 2,700: 900 a month.
+    """
+    r = reference_run(simple_site(start_date=dt.date(2029, 10, 1), horizon_months=6,
+                                  ownership="rent", rent_per_gpu_hour=0.5,
+                                  electricity_per_kwh=0.0, tax_rate=0.25))
+    assert r["fiscal_year"] == [None, 2029, 2029, 2029, 2030, 2030, 2030]
+    assert r["tax_by_year"] == {2029: approx(2_760), 2030: approx(2_700)}
+    assert r["tax"] == [0.0, approx(920), approx(920), approx(920), approx(900), approx(900),
+                        approx(900)]
+
+
+def test_fully_depreciated_cohort_sells_for_its_salvage() -> None:
+    """§4.1: 10 GPUs at 2,000 with salvage 500, life 1 year: depreciation 10 × 1,500 ÷ 12 =
+    1,250 in months 1–12; at H = 24 nothing is left to depreciate: NBV = proceeds = 10 × 500
+    = 5,000, no gain, whatever the residual_share (0.5 here applies above salvage only).
+    """
+    r = reference_run(simple_site(salvage_per_gpu=500.0, life_years=1, residual_share=0.5))
+    assert r["depreciation"][1] == approx(1_250) and r["depreciation"][13] == 0
+    assert r["disposal_nbv"][24] == approx(5_000)
+    assert r["disposal_proceeds"][24] == approx(5_000)
+    assert r["disposal_gain"][24] == 0
+
+
+def test_npv_month_zero_undiscounted_monthly_compounding() -> None:
+    """§4.3: −100 now and 110 in month 12 at 10 % a year: 110 ÷ (1.1^(1/12))^12 = 100, NPV 0;
+    at 0 % the NPV is the plain sum, 10.
+    """
+    flows = [-100.0] + [0.0] * 11 + [110.0]
+    assert npv(flows, 0.10) == pytest.approx(0.0, abs=1e-12)
+    assert npv(flows, 0.0) == approx(10.0)
+
+
 def test_debt_with_dscr_and_refinancing_at_h() -> None:
     """Debt at 0 % over 36 months on a 24-month horizon (§4.4).
 
@@ -509,3 +563,19 @@ def test_irr_none() -> None:
     assert monthly_irr([100.0, 10.0]) is None
     assert monthly_irr([-100.0, 50.0, -10.0]) is None
 
+
+
+def test_prefill_and_decode_split_the_cost_per_mtok() -> None:
+    """§2/§7: T_p = 20,000 and T_d = 2,000 tokens/s with 25 % output tokens blend to
+    T = 1 ÷ (0.75 ÷ 20,000 + 0.25 ÷ 2,000) = 1 ÷ 0.0001625 = 6,153.846 tokens/s, so TEF now =
+    3,072,000 ÷ (1,024 × 6,153.846) = 0.4875. Input tokens cost T ÷ T_p = 0.3077 of the mean,
+    output tokens T ÷ T_d = 3.077 of it: ten times the input cost, token-weighted mean 1.
+    """
+    r = reference_run({"prefill_tps_per_gpu": 20_000.0, "decode_tps_per_gpu": 2_000.0})
+    assert r["tef_now"] == approx(0.4875)
+    assert r["theoretical_tokens"][1] == approx(1024 / 0.0001625 * 3600 * 744)
+    assert r["cost_per_mtok_input"] == approx(r["cost_per_mtok"] / 0.0001625 / 20_000)
+    assert r["cost_per_mtok_output"] == approx(10 * r["cost_per_mtok_input"])
+    assert 0.75 * r["cost_per_mtok_input"] + 0.25 * r["cost_per_mtok_output"] == approx(
+        r["cost_per_mtok"])
+    assert reference_run({})["cost_per_mtok_input"] is None
