@@ -507,6 +507,25 @@ def debt_schedule(v: dict[str, Any], capex_by_cohort: list[list[float]]) -> dict
     return out
 
 
+def debt_service_cover(cfads: list[float], debt_service: list[float],
+                       years: list[int | None]) -> dict[str, Any]:
+    """§4.4 DSCR [ratio] over the months with scheduled debt service (the repayment at H excluded).
+
+    A fiscal year's DSCR = Σ CFADS ÷ Σ scheduled debt service over its months with debt
+    service; min_dscr the lowest of them; avg_dscr the same ratio over all such months. None
+    (both) without debt service.
+    """
+    due = [m for m, service in enumerate(debt_service) if service > 0]
+    by_year: dict[int, float] = {}
+    for y in dict.fromkeys(years[m] for m in due):
+        months = [m for m in due if years[m] == y]
+        by_year[y] = sum(cfads[m] for m in months) / sum(debt_service[m] for m in months)
+    if not due:
+        return {"dscr_by_year": by_year, "min_dscr": None, "avg_dscr": None}
+    return {"dscr_by_year": by_year, "min_dscr": min(by_year.values()),
+            "avg_dscr": sum(cfads[m] for m in due) / sum(debt_service[m] for m in due)}
+
+
 # --------------------------------------------------------------------------------------------
 # §4.5 and the run
 # --------------------------------------------------------------------------------------------
@@ -521,70 +540,75 @@ def derived_once(v: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, flo
             "p0": blended_price(v)}
 
 
+def profit_and_cash(v: dict[str, Any], f: dict[str, Any], s: dict[str, Any],
+                    years: list[int | None]) -> dict[str, Any]:
+    """§4.3: programme cost, EBITDA, EBIT, yearly tax (unlevered), project and discounted cash."""
+    months = range(len(years))
+    programme = [0.0] + [v["programme_fee_per_month"]
+                         + (v["programme_cost_once"] if m == 1 else 0.0) for m in months[1:]]
+    ebitda = [s["revenue"][m] - f["power"][m] - f["other_opex"][m] - f["rent"][m] - programme[m]
+              for m in months]
+    ebit = [ebitda[m] - f["depreciation"][m] + f["disposal_gain"][m] for m in months]
+    tax = yearly_tax(ebit, years, v["tax_rate"])
+    project_cf = [ebitda[m] - tax["tax"][m] - f["capex"][m] + f["disposal_proceeds"][m]
+                  for m in months]
+    return {"programme_cost": programme, "ebitda": ebitda, "ebit": ebit, **tax,
+            "project_cash_flow": project_cf,
+            "discounted_cash_flow": present_values(project_cf, monthly_rate(v["discount_rate"]))}
+
+
+def financing(v: dict[str, Any], f: dict[str, Any], p: dict[str, Any],
+              years: list[int | None]) -> dict[str, Any]:
+    """§4.4: the debt schedule, levered tax (interest deductible), CFADS, DSCR, equity cash."""
+    months = range(len(years))
+    debt = debt_schedule(v, f["capex_by_cohort"])
+    levered = yearly_tax([p["ebit"][m] - debt["interest"][m] for m in months], years,
+                         v["tax_rate"])
+    cfads = [p["ebitda"][m] - levered["tax"][m] for m in months]
+    equity_cf = [-f["capex"][m] + debt["drawdown"][m] + p["ebitda"][m] - levered["tax"][m]
+                 - debt["interest"][m] - debt["principal"][m] + f["disposal_proceeds"][m]
+                 for m in months]
+    return {**debt, **{"levered_" + k: value for k, value in levered.items()},
+            "cfads": cfads, "equity_cash_flow": equity_cf,
+            "dscr_by_year": debt_service_cover(cfads, debt["scheduled_debt_service"],
+                                               years)["dscr_by_year"]}
+
+
 def reference_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None = None,
                   scenario: str = "Base") -> dict[str, Any]:
     """Every monthly line of §4 and every summary output of §7 for one scenario (§4.5).
 
     ``inputs`` holds §6 names (missing ones take ``DEFAULTS``), S inputs as (Base,
-    Optimised, Downside) tuples; ``cohorts`` the extra cohort rows of §6 (cohort 1 is the
-    site). Returns one flat dict: monthly lines (lists indexed by month 0 … H), per-cohort
-    lines (lists of such lists), fiscal-year lines (dicts by year) and the §7 outputs.
+    Optimised, Downside) tuples or single numbers; ``cohorts`` the extra cohort rows of §6
+    (cohort 1 is the site's own row). Returns one flat dict:
+    - monthly lines, lists indexed by month 0 … H: ``hours``, ``gpus_in_service``,
+      ``theoretical_tokens``, ``capex``, ``depreciation``, ``disposal_nbv``,
+      ``disposal_proceeds``, ``disposal_gain``, ``rent``, ``power``, ``other_opex``,
+      ``tef``, ``sell_through``, ``deliverable_tokens``, ``sellable_tokens``,
+      ``contracted_tokens``, ``market_demand_tokens``, ``contract_sold_tokens``,
+      ``market_sold_tokens``, ``tokens_sold``, ``realised_sell_through_monthly``,
+      ``market_price``, ``revenue``, ``programme_cost``, ``ebitda``, ``ebit``, ``tax``
+      (the instalments), ``project_cash_flow``, ``discounted_cash_flow``, ``drawdown``,
+      ``interest``, ``principal`` (the repayment at H included), ``scheduled_debt_service``,
+      ``repayment_at_h``, ``debt_balance`` (closing), ``levered_tax``, ``cfads``,
+      ``equity_cash_flow``, ``fiscal_year`` (None in month 0);
+    - per cohort (a list of monthly lines, cohort 1 first): ``in_service``,
+      ``gpus_in_service_by_cohort``, ``capex_by_cohort``, ``depreciation_by_cohort``;
+    - per fiscal year (dicts by calendar year): ``taxable_by_year``, ``tax_by_year``,
+      ``loss_pool_by_year`` and their ``levered_`` twins, ``dscr_by_year``;
+    - the §7 outputs by their §7 names.
     """
     v = site_values(inputs, scenario)
     rows = cohort_table(v, cohorts)
     d = derived_once(v, rows)
     hours, years = timeline(v["start_date"], v["horizon_months"])
-    horizon = v["horizon_months"]
-    months = range(horizon + 1)
     f = fleet(v, rows, hours)
     s = demand(v, d, f["theoretical_tokens"])
-
-    # §4.3
-    programme = [0.0] + [v["programme_fee_per_month"] + (v["programme_cost_once"] if m == 1
-                                                         else 0.0) for m in months[1:]]
-    ebitda = [s["revenue"][m] - f["power"][m] - f["other_opex"][m] - f["rent"][m] - programme[m]
-              for m in months]
-    ebit = [ebitda[m] - f["depreciation"][m] + f["disposal_gain"][m] for m in months]
-    unlevered = yearly_tax(ebit, years, v["tax_rate"])
-    project_cf = [ebitda[m] - unlevered["tax"][m] - f["capex"][m] + f["disposal_proceeds"][m]
-                  for m in months]
-    rate_m = monthly_rate(v["discount_rate"])
-    discounted_cf = present_values(project_cf, rate_m)
-    total_capex = sum(f["capex"])
-
-    # §4.4
-    debt = debt_schedule(v, f["capex_by_cohort"])
-    levered = yearly_tax([ebit[m] - debt["interest"][m] for m in months], years, v["tax_rate"])
-    cfads = [ebitda[m] - levered["tax"][m] for m in months]
-    equity_cf = [-f["capex"][m] + debt["drawdown"][m] + ebitda[m] - levered["tax"][m]
-                 - debt["interest"][m] - debt["principal"][m] + f["disposal_proceeds"][m]
-                 for m in months]
-    dscr_by_year: dict[int, float] = {}
-    for y in dict.fromkeys(years):
-        due = [m for m in months if years[m] == y and debt["scheduled_debt_service"][m] > 0]
-        if y is not None and due:
-            dscr_by_year[y] = (sum(cfads[m] for m in due)
-                               / sum(debt["scheduled_debt_service"][m] for m in due))
-    due_all = [m for m in months if debt["scheduled_debt_service"][m] > 0]
-    has_debt = bool(due_all)
-
-    lines: dict[str, Any] = {
-        "months": list(months), "fiscal_year": years, **f, **s,
-        "programme_cost": programme, "ebitda": ebitda, "ebit": ebit,
-        "taxable_by_year": unlevered["taxable_by_year"], "tax_by_year": unlevered["tax_by_year"],
-        "loss_pool_by_year": unlevered["loss_pool_by_year"], "tax": unlevered["tax"],
-        "project_cash_flow": project_cf, "discounted_cash_flow": discounted_cf, **debt,
-        "levered_taxable_by_year": levered["taxable_by_year"],
-        "levered_tax_by_year": levered["tax_by_year"],
-        "levered_loss_pool_by_year": levered["loss_pool_by_year"],
-        "levered_tax": levered["tax"], "cfads": cfads, "equity_cash_flow": equity_cf,
-        "dscr_by_year": dscr_by_year,
-    }
-    outputs = summary_outputs(v, rows, d, lines, rate_m, total_capex,
-                              (min(dscr_by_year.values()) if has_debt else None,
-                               sum(cfads[m] for m in due_all)
-                               / sum(debt["scheduled_debt_service"][m] for m in due_all)
-                               if has_debt else None))
+    p = profit_and_cash(v, f, s, years)
+    fin = financing(v, f, p, years)
+    lines: dict[str, Any] = {"months": list(range(len(years))), "fiscal_year": years,
+                             **f, **s, **p, **fin}
+    outputs = summary_outputs(v, rows, d, lines)
     clash = set(lines) & set(outputs)
     assert not clash, f"a line and an output share a name: {clash}"
     return {"scenario": scenario, **lines, **outputs}
@@ -625,10 +649,13 @@ def economic_life(v: dict[str, Any], lines: dict[str, Any]) -> float | None:
 
 
 def summary_outputs(v: dict[str, Any], rows: list[dict[str, Any]], d: dict[str, float],
-                    lines: dict[str, Any], rate_m: float, total_capex: float,
-                    dscr: tuple[float | None, float | None]) -> dict[str, Any]:
+                    lines: dict[str, Any]) -> dict[str, Any]:
     """The §7 outputs of one scenario from its lines."""
     months = range(len(lines["months"]))
+    rate_m = monthly_rate(v["discount_rate"])
+    total_capex = sum(lines["capex"])
+    cover = debt_service_cover(lines["cfads"], lines["scheduled_debt_service"],
+                               lines["fiscal_year"])
     fleet_gpus = sum(r["gpus"] for r in rows)
     equivalent = fleet_gpus * v["tef_target"] / d["tef_now"]
     owned = [r for r in rows if r["owned"]]
@@ -686,8 +713,8 @@ def summary_outputs(v: dict[str, Any], rows: list[dict[str, Any]], d: dict[str, 
         "irr": irr,
         "equity_irr": (yearly_irr(lines["equity_cash_flow"]) if v["debt_share"] > 0
                        else irr),
-        "min_dscr": dscr[0],
-        "avg_dscr": dscr[1],
+        "min_dscr": cover["min_dscr"],
+        "avg_dscr": cover["avg_dscr"],
         "payback_months": payback(lines["project_cash_flow"]),
         "discounted_payback_months": payback(lines["discounted_cash_flow"]),
         "roi": sum(lines["project_cash_flow"]) / total_capex if total_capex else None,
