@@ -137,8 +137,10 @@ def cohort_table(v: dict[str, Any], cohorts: list[dict[str, Any]] | None) -> lis
 
     Cohort 1 is the site's own row, online in month 1, its retire_month the site's. Each
     further cohort row gives ``online_month`` and ``gpus`` and may give any §4.1 column; a
-    missing column takes the site's value, except retire_month (never inherited: blank).
-    ``last`` is the last month in service: retire_month, or H when blank or past H.
+    missing column (absent or None, a blank cell) takes the site's value, except
+    retire_month (never inherited: blank). A ``site_name`` key (the cohorts table's link to
+    its site) is ignored. ``last`` is the last month in service: retire_month, or H when
+    blank or past H.
     """
     horizon = v["horizon_months"]
     rows = [{"cohort": "1", "online_month": 1, "gpus": v["gpus"],
@@ -147,7 +149,8 @@ def cohort_table(v: dict[str, Any], cohorts: list[dict[str, Any]] | None) -> lis
         missing = {"cohort", "online_month", "gpus"} - set(row)
         if missing:
             raise ValueError(f"cohort row {row}: missing {sorted(missing)}")
-        rows.append({"retire_month": None, **{f: v[f] for f in COHORT_FIELDS}, **row})
+        given = {k: value for k, value in row.items() if value is not None and k != "site_name"}
+        rows.append({"retire_month": None, **{f: v[f] for f in COHORT_FIELDS}, **given})
     names = [str(r["cohort"]) for r in rows]
     for r in rows:
         if names.count(str(r["cohort"])) > 1:
@@ -580,7 +583,8 @@ def reference_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None =
 
     ``inputs`` holds §6 names (missing ones take ``DEFAULTS``), S inputs as (Base,
     Optimised, Downside) tuples or single numbers; ``cohorts`` the extra cohort rows of §6
-    (cohort 1 is the site's own row). Returns one flat dict:
+    (cohort 1 is the site's own row). The scenario computed is ``scenario`` (an input named
+    "scenario" only says which one a workbook would show live). Returns one flat dict:
     - monthly lines, lists indexed by month 0 … H: ``hours``, ``gpus_in_service``,
       ``theoretical_tokens``, ``capex``, ``depreciation``, ``disposal_nbv``,
       ``disposal_proceeds``, ``disposal_gain``, ``rent``, ``power``, ``other_opex``,

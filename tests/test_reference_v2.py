@@ -506,17 +506,20 @@ def test_cohort_inherits_site_values_but_not_retire_month() -> None:
     """§4.1/§6: a cohort row's missing columns take the site's values, except retire_month.
 
     The site (cohort 1) retires in month 6; cohort 2 (online in month 3, no columns but gpus)
-    runs to H = 12 with the site's 3 Mtok per GPU-hour and 1.5 kW.
+    runs to H = 12 with the site's 3 Mtok per GPU-hour and 1.5 kW, and its life of 4 years
+    where the row's cell is blank (None): 5 × 2,000 ÷ 48 a month.
     """
     r = reference_run(simple_site(horizon_months=12, retire_month=6, power_kw_per_gpu=1.5,
                                   theoretical_tps_per_gpu=3e6 / 3600, measured_tps=30e6 / 3600),
-                      [{"cohort": "b", "online_month": 3, "gpus": 5}])
+                      [{"site_name": "Example site", "cohort": "b", "online_month": 3,
+                        "gpus": 5, "life_years": None}])
     assert r["gpus_in_service_by_cohort"][0][6:8] == [10, 0]
     assert r["gpus_in_service_by_cohort"][1][2:4] == [0, 5]
     assert r["gpus_in_service_by_cohort"][1][12] == 5
     assert r["theoretical_tokens"][12] == approx(5 * 3 * 744 * 1e6)
     assert r["power"][12] == approx(5 * 1.5 * 744 * 0.1)
     assert r["capex"][2] == approx(5 * 2_000)
+    assert r["depreciation_by_cohort"][1][3] == approx(10_000 / 48)
 
 
 def test_depreciation_months_round_half_up() -> None:
@@ -579,3 +582,64 @@ def test_prefill_and_decode_split_the_cost_per_mtok() -> None:
     assert 0.75 * r["cost_per_mtok_input"] + 0.25 * r["cost_per_mtok_output"] == approx(
         r["cost_per_mtok"])
     assert reference_run({})["cost_per_mtok_input"] is None
+
+
+#: A site using every version-2 rule at once: three cohorts (one rented, one retired early
+#: and sold below book), a contract, a demand-limited market, a programme cost, debt.
+RICH_SITE = {
+    "horizon_months": 48, "start_date": dt.date(2027, 7, 1), "gpus": 256, "retire_month": 40,
+    "measured_tps": 768_000.0, "salvage_per_gpu": 4_000.0, "residual_share": 0.6,
+    "life_years": 3.5, "market_mtok_month1": 2_000_000.0, "contract_mtok_per_month": 200_000.0,
+    "contract_months": 18, "contract_price_per_mtok": 0.3, "fixed_opex_per_month": 50_000.0,
+    "programme_cost_once": (0.0, 500_000.0, 0.0), "programme_fee_per_month": (0.0, 20_000.0, 0.0),
+    "debt_share": 0.6, "debt_rate": 0.09, "debt_tenor_months": 60,
+}
+RICH_COHORTS = [
+    {"cohort": "B200", "online_month": 7, "gpus": 512, "capex_per_gpu": 55_000.0,
+     "theoretical_tps_per_gpu": 25_000.0, "power_kw_per_gpu": 1.4, "life_years": 5},
+    {"cohort": "rented", "online_month": 13, "gpus": 128, "ownership": "rent",
+     "rent_per_gpu_hour": 2.5, "retire_month": 36},
+]
+
+
+@pytest.mark.parametrize("scenario", ["Base", "Optimised", "Downside"])
+def test_rich_site_invariants(scenario: str) -> None:
+    """The checks §4 asks of every model, on a site that uses every rule: cohort GPUs sum to
+    the fleet in service; sold ≤ sellable ≤ deliverable; the loss pool is never negative; the
+    debt is repaid by H; book value is conserved (CapEx = depreciation + NBV at disposal);
+    equity cash − project cash = drawdown − interest − principal + (unlevered − levered tax).
+    """
+    r = reference_run(RICH_SITE, RICH_COHORTS, scenario)
+    for m in r["months"]:
+        assert sum(c[m] for c in r["gpus_in_service_by_cohort"]) == r["gpus_in_service"][m]
+        assert r["tokens_sold"][m] <= r["sellable_tokens"][m] * (1 + 1e-12)
+        assert r["sellable_tokens"][m] <= r["deliverable_tokens"][m] * (1 + 1e-12)
+        gap = (r["drawdown"][m] - r["interest"][m] - r["principal"][m]
+               + r["tax"][m] - r["levered_tax"][m])
+        assert r["equity_cash_flow"][m] - r["project_cash_flow"][m] == approx(gap, rel=1e-9)
+    assert min(r["loss_pool_by_year"].values()) >= 0
+    assert r["debt_balance"][-1] == 0 and r["repayment_at_h"][-1] > 0
+    assert sum(r["drawdown"]) == approx(sum(r["principal"]))
+    assert sum(r["capex"]) == approx(sum(r["depreciation"]) + sum(r["disposal_nbv"]))
+    # Retired cohort 1 (month 40) and the rented cohort (month 36) leave the fleet.
+    assert r["gpus_in_service"][40] == 256 + 512 and r["gpus_in_service"][41] == 512
+    assert r["rent"][36] > 0 and r["rent"][37] == 0
+    # The demand limit binds somewhere and the contract is served in full while it runs.
+    assert any(r["market_sold_tokens"][m] == r["market_demand_tokens"][m] for m in r["months"][1:])
+    assert r["contract_sold_tokens"][18] == approx(2e11) and r["contracted_tokens"][19] == 0
+    # avg_dscr is the debt-service-weighted mean of the yearly DSCRs: never below the lowest.
+    assert r["min_dscr"] is not None and r["min_dscr"] <= r["avg_dscr"] + 1e-12
+
+
+def test_scenarios_share_the_lines_no_s_input_touches() -> None:
+    """§4.5: hours, fleet, CapEx, depreciation, power, opex, rent and debt are computed once:
+    equal in the three scenarios; the demand lines differ.
+    """
+    runs = reference_scenarios(RICH_SITE, RICH_COHORTS)
+    shared = ("hours", "gpus_in_service", "theoretical_tokens", "capex", "depreciation",
+              "disposal_proceeds", "power", "other_opex", "rent", "drawdown", "interest",
+              "principal", "scheduled_debt_service")
+    for name in shared:
+        assert runs["Base"][name] == runs["Optimised"][name] == runs["Downside"][name], name
+    assert runs["Base"]["tokens_sold"] != runs["Optimised"]["tokens_sold"]
+    assert runs["Optimised"]["programme_cost"][1] == approx(520_000)
