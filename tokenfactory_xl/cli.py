@@ -82,7 +82,7 @@ def inputs_from_args(args: argparse.Namespace) -> SiteInputs:
             problems.append(Problem("--set", item, "is not NAME=VALUE", "e.g. --set gpus=2048"))
             continue
         if not value.strip():
-            empty = _empty_value(name.strip())
+            empty = _empty_value(name.strip(), value)
             if empty is not None:
                 problems.append(empty)
                 continue
@@ -98,7 +98,7 @@ def inputs_from_args(args: argparse.Namespace) -> SiteInputs:
     return make_inputs(values)
 
 
-def _empty_value(key: str) -> Problem | None:
+def _empty_value(key: str, value: str) -> Problem | None:
     """The problem of ``--set NAME=`` with nothing after ``=`` (``None`` for an unknown name,
     which the catalogue check reports with the names it knows)."""
     try:
@@ -112,7 +112,7 @@ def _empty_value(key: str) -> Problem | None:
         else spec.default
     if isinstance(default, tuple):
         default = " / ".join(_plain(d) for d in default)
-    return Problem(key, "", f"is empty; allowed: {spec.allowed}",
+    return Problem(key, value, f"is empty; allowed: {spec.allowed}",
                    f"give a value, or leave out --set {key}= to use the default "
                    f"({_plain(default)})")
 
@@ -313,7 +313,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="tokenfactory-xl", allow_abbrev=False,
         description="Token-factory economics: from TPS, TTFT and TEF to revenue, EBITDA and ROI.",
         epilog="examples:\n  tokenfactory-xl summary --set gpus=2048\n"
-               "  tokenfactory-xl batch templates/sites-example.csv -o out\n"
+               "  tokenfactory-xl batch templates/sites-example.csv -o sites-out\n"
                "`tokenfactory-xl COMMAND --help` describes a command.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

@@ -97,8 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write the TFOM workbook: the monthly Token Factory Operating Model as "
                     "native Excel formulas, with the inputs (defaults, changed with --set) "
                     "typed into its Inputs sheet.",
-        epilog="example: tokenfactory-xl template -o TFOM.xlsx --set gpus=2048 --scenario "
-               "Optimised")
+        epilog="example: tokenfactory-xl template -o site-2048.xlsx --set gpus=2048 "
+               "--scenario Optimised")
     p.add_argument("-o", "--output", required=True, metavar="FILE.xlsx",
                    help="the workbook to write")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
