@@ -260,3 +260,14 @@ def test_help_examples_run(tmp_path, soffice):
         assert "Traceback" not in proc.stderr, example
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
     assert (tmp_path / "xlwings-lite" / "main.py").exists()
+    # Run in a clone, the examples would leave only files .gitignore ignores.
+    git = shutil.which("git")
+    if git:
+        seeded = {*EXAMPLE_FILES, "templates"}
+        written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+                         if p.is_file() and p.relative_to(tmp_path).parts[0] not in seeded)
+        shutil.copy(ROOT / ".gitignore", tmp_path / ".gitignore")
+        subprocess.run([git, "init", "-q"], cwd=tmp_path, check=True)
+        proc = subprocess.run([git, "check-ignore", "--stdin"], cwd=tmp_path, text=True,
+                              input="\n".join(written), capture_output=True)
+        assert written and sorted(proc.stdout.splitlines()) == written
