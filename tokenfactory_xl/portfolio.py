@@ -308,9 +308,9 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     ws = wb.create_sheet(SHEET)
     ws.freeze_panes = "B2"
     ws.page_setup.orientation = "landscape"
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ws.page_setup.fitToHeight = 0
+    # Printed across pages at full size, each page repeating the header and the site names.
     ws.print_title_rows = "1:1"
+    ws.print_title_cols = "A:A"
     widths = []
     for index, (title, fmt) in enumerate(zip(titles, formats, strict=True)):
         width = _width([shown_text(row[index], fmt) for row in rows], title)
