@@ -7,6 +7,7 @@ test session with `python -m venv` and pip), as xlwings Lite's Pyodide holds onl
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import os
@@ -206,3 +207,13 @@ def test_lite_refuses_to_overwrite(bundle):
     assert proc.returncode == 2
     assert proc.stderr == (f"tokenfactory-xl: -o {bundle}: main.py and requirements.txt exist; "
                            f"nothing was written (add --force to replace)\n")
+
+
+def test_the_bundle_holds_the_package_sources_verbatim(bundle):
+    tree = ast.parse((bundle / "main.py").read_text(encoding="utf-8"))
+    literals = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in ("_SOURCES", "_DATA")}
+    assert literals["_SOURCES"] == {f"tokenfactory_xl.{m}": lite._source(m)
+                                    for m in lite.modules()}
+    assert literals["_DATA"] == lite.data_files()
