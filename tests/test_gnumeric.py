@@ -33,6 +33,9 @@ from tokenfactory_xl.audit import audit_workbook
 from tokenfactory_xl.catalogue import SCENARIOS
 from tokenfactory_xl.operating_model import run
 
+# Gnumeric's xlsx has no default cell style; openpyxl says so on every load.
+pytestmark = pytest.mark.filterwarnings("ignore:Workbook contains no default style")
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "templates" / "TFOM.xlsx"
 RTOL = 1e-9
