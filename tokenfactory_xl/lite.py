@@ -246,9 +246,12 @@ def main_py() -> str:
 
 
 def requirements_txt() -> str:
-    """The text of the bundle's ``requirements.txt``: no requirement, a comment saying why."""
-    return ("# Nothing to install: main.py needs only numpy and xlwings, which xlwings Lite "
-            "ships.\n")
+    """The text of the bundle's ``requirements.txt``: empty, as the editor's tab stays.
+
+    main.py needs only numpy and xlwings, which xlwings Lite ships; an empty file (not even a
+    comment) leaves the add-in nothing to parse or install.
+    """
+    return ""
 
 
 def write_bundle(outdir: str | Path, force: bool = False) -> list[Path]:
