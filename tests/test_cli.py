@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
+import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +114,9 @@ def test_summary_table_is_readable():
         (["--set", "measured_tps=1e9"], "measured_tps=1e9: is above the theoretical"),
         (["--set", "pue=nan"], "pue=nan: is not a number (NaN)"),
         (["--set", "capex_per_gpu=lots", "--set", "tef_target=65"], "2 inputs need fixing"),
+        (["--set", "gpus="], "gpus='': is empty; allowed: a whole number from 1 to 1,000,000; "
+                             "give a value, or leave out --set gpus= to use the default (1,024)"),
+        (["--set", "tef_target.Optimised= "], "tef_target.Optimised=' ': is empty"),
     ],
 )
 def test_bad_input_message_exit_2_no_traceback(args, message):
@@ -141,3 +149,125 @@ def test_help_and_version():
     assert "summary" in run_cli("--help").stdout
     assert run_cli("--version").stdout.strip().startswith("tokenfactory-xl ")
     assert "--set NAME=VALUE" in run_cli("summary", "--help").stdout
+
+
+def test_help_names_only_inputs_that_exist():
+    text = run_cli("summary", "--help").stdout
+    named = re.findall(r"--set ([a-z_]+)(?:\.[A-Za-z]+)?=", text)
+    assert named and set(named) <= {i.name for i in INPUTS}, named
+
+
+def test_summary_prints_every_figure_with_its_unit():
+    lines = {line.split()[-1]: line for line in run_cli("summary").stdout.splitlines()[1:]}
+    assert set(lines) == set(OUTPUT_NAMES)
+    # The defaults: payback 58.12 months, blended price 0.28 × 0.75 × (0.5 + 0.5 × 0.25) +
+    # 1.10 × 0.25, with 20 % of tokens sold at half price: × 0.9 = 0.365625 per Mtok.
+    assert re.search(r"Payback\s+58\.\d\d months  payback_months$", lines["payback_months"])
+    assert re.search(r"\d months  economic_life_months$", lines["economic_life_months"])
+    assert "USD 0.3656 per Mtok  blended_price" in lines["blended_price"]
+    assert "USD 1.3956 per GPU-h  gpu_hour_cost" in lines["gpu_hour_cost"]
+    assert re.search(r"USD -?[\d,]+  npv$", lines["npv"])
+    assert re.search(r"% a year  irr$", lines["irr"])
+    assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
+    assert "1,024.00 GPUs  equivalent_gpus" in lines["equivalent_gpus"]
+    # the figures line up on the right
+    assert len({line.index(name) for name, line in lines.items()}) == 1
+
+
+def all_parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {"": parser, **action.choices}
+
+
+def test_every_command_is_registered_and_refuses_abbreviations():
+    parsers = all_parsers()
+    assert sorted(parsers) == sorted(["", *(name for name, _, _ in cli.COMMANDS)])
+    for name, parser in parsers.items():
+        assert parser.allow_abbrev is False, name
+    proc = run_cli("batch", "templates/sites-example.csv", "--out", "x")
+    assert proc.returncode == 2 and "the following arguments are required: -o/--output" \
+        in proc.stderr
+    assert not (ROOT / "x").exists()
+
+
+def test_every_command_takes_dash_o_output():
+    for name, parser in all_parsers().items():
+        if not name:
+            continue
+        options = {o for a in parser._actions for o in a.option_strings}
+        assert {"-o", "--output"} <= options, name
+    assert "--outdir" in {o for a in all_parsers()["batch"]._actions for o in a.option_strings}
+
+
+def test_printing_commands_write_into_the_output_file(tmp_path):
+    target = tmp_path / "summary.json"
+    proc = run_cli("summary", "--json", "-o", str(target))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert list(json.loads(target.read_text(encoding="utf-8"))) == list(OUTPUT_NAMES)
+    again = run_cli("summary", "-o", str(target))
+    assert again.returncode == 2
+    assert again.stderr == f"tokenfactory-xl: -o {target}: exists; nothing was written (add " \
+                           f"--force to replace it)\n"
+    assert run_cli("summary", "-o", str(target), "--force").returncode == 0
+    assert target.read_text(encoding="utf-8").startswith("Example site — Base scenario")
+    bad = run_cli("summary", "--set", "gpus=0", "-o", str(tmp_path / "none.txt"))
+    assert bad.returncode == 2 and not (tmp_path / "none.txt").exists()
+
+
+def test_help_loads_no_command_module():
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "tokenfactory_xl", "--help"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "collect" in proc.stdout
+    loaded = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+    for module in ("openpyxl", "xlwings", "tokenfactory_xl.workbook", "tokenfactory_xl.batch",
+                   "tokenfactory_xl.collect", "tokenfactory_xl.actuals",
+                   "tokenfactory_xl.audit", "tokenfactory_xl.lite"):
+        assert module not in loaded, module
+
+
+#: Files the help examples name as a user's own, stood in for by the repository's fixtures.
+EXAMPLE_FILES = {
+    "result.json": "tests/fixtures/actuals/vllm_bench_serve.json",
+    "before.prom": "tests/fixtures/actuals/vllm_metrics_before.prom",
+    "after.prom": "tests/fixtures/actuals/vllm_metrics_after.prom",
+    "sites.csv": "tests/fixtures/actuals/sites.csv",
+}
+
+
+def help_examples() -> list[str]:
+    found = []
+    for parser in all_parsers().values():
+        for line in (parser.epilog or "").splitlines():
+            line = line.strip().removeprefix("example:").strip()
+            if line.startswith("tokenfactory-xl "):
+                found.append(line)
+    return found
+
+
+def test_help_examples_run(tmp_path, soffice):
+    for name, source in EXAMPLE_FILES.items():
+        shutil.copy(ROOT / source, tmp_path / name)
+    shutil.copytree(ROOT / "templates", tmp_path / "templates")
+    examples = help_examples()
+    assert len(examples) >= 12
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for example in examples:
+        argv = shlex.split(example)[1:]
+        proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", *argv], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, (example, proc.stderr)
+        assert "Traceback" not in proc.stderr, example
+    assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+    assert (tmp_path / "xlwings-lite" / "main.py").exists()
+    # Run in a clone, the examples would leave only files .gitignore ignores.
+    git = shutil.which("git")
+    if git:
+        seeded = {*EXAMPLE_FILES, "templates"}
+        written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+                         if p.is_file() and p.relative_to(tmp_path).parts[0] not in seeded)
+        shutil.copy(ROOT / ".gitignore", tmp_path / ".gitignore")
+        subprocess.run([git, "init", "-q"], cwd=tmp_path, check=True)
+        proc = subprocess.run([git, "check-ignore", "--stdin"], cwd=tmp_path, text=True,
+                              input="\n".join(written), capture_output=True)
+        assert written and sorted(proc.stdout.splitlines()) == written

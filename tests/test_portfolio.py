@@ -1,4 +1,5 @@
-"""The portfolio workbook and CSV: one row per site, names other tools rely on, honest totals."""
+"""The portfolio workbook and CSV: one Excel Table of the sites that pandas and Power Query read
+exactly, readable headers with units, blanks where an input does not apply, totals apart."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import math
 import zipfile
 
 import openpyxl
+import pandas as pd
 import pytest
 
 from tokenfactory_xl import make_inputs, run
 from tokenfactory_xl import portfolio as pf
-from tokenfactory_xl.operating_model import OUTPUT_NAMES
+from tokenfactory_xl.catalogue import BY_NAME
+from tokenfactory_xl.operating_model import OUTPUT_NAMES, OUTPUTS
 
 INJECTION = '=HYPERLINK("http://x","y")'
 
@@ -26,71 +29,151 @@ def site(name: str, gpus: int, **more) -> tuple:
 def entries():
     return [
         site(INJECTION, 1024),
-        site("Rented", 2048, ownership="rent", rent_per_gpu_hour=2.4),
+        site("Rented", 2048, ownership="rent", rent_per_gpu_hour=2.4, tef_target=0.5),
         site("+cmd", 512, tef_target=0.5, horizon_months=36),
     ]
 
 
-def test_columns_are_the_catalogue_and_output_names(entries, tmp_path):
-    path = pf.write_portfolio(tmp_path / "portfolio.xlsx", entries)
-    ws = openpyxl.load_workbook(path).active
+@pytest.fixture()
+def path(entries, tmp_path):
+    return pf.write_portfolio(tmp_path / "portfolio.xlsx", entries)
+
+
+def names_of(entries) -> list[str]:
+    inputs, outputs = pf.columns(entries)
+    return inputs + outputs
+
+
+def table_rows(path) -> list[dict[str, object]]:
+    """The rows of the first sheet's Excel Table, read as Power Query does: by its range."""
+    ws = openpyxl.load_workbook(path).worksheets[0]
+    (table,) = ws.tables.values()
+    cells = [[c.value for c in row] for row in ws[table.ref]]
+    return [dict(zip(cells[0], row, strict=True)) for row in cells[1:]]
+
+
+def test_pandas_and_power_query_read_exactly_the_sites(entries, path):
+    frame = pd.read_excel(path)  # the first sheet, header row 1, as both tools default to
+    assert list(frame["Site name"]) == [i["site_name"] for i, _ in entries]
+    assert frame["GPUs"].sum() == 1024 + 2048 + 512  # no totals row counted as a site
+    ws = openpyxl.load_workbook(path).worksheets[0]
+    assert ws.title == "Portfolio" and list(ws.tables) == ["Sites"]
+    last = openpyxl.utils.get_column_letter(len(names_of(entries)))
+    assert ws.tables["Sites"].ref == f"A1:{last}4" and ws.max_row == 4
+    assert [r["Site name"] for r in table_rows(path)] == [INJECTION, "Rented", "+cmd"]
+    assert [c.name for c in ws.tables["Sites"].tableColumns] == list(frame.columns)
+
+
+def test_headers_are_labels_with_units_and_the_names_in_comments(entries, path):
+    ws = openpyxl.load_workbook(path).worksheets[0]
     header = [c.value for c in ws[1]]
-    differing = ["ownership", "rent_per_gpu_hour", "measured_tps", "horizon_months",
-                 "tef_target.Base", "tef_target.Optimised", "tef_target.Downside"]
-    assert header[:2] == ["site_name", "gpus"]
-    assert sorted(header[2:-len(OUTPUT_NAMES)]) == sorted(differing)
-    assert header[-len(OUTPUT_NAMES):] == list(OUTPUT_NAMES)
+    names = names_of(entries)
+    differing = ["ownership", "capex_per_gpu", "salvage_per_gpu", "life_years",
+                 "rent_per_gpu_hour", "measured_tps", "horizon_months", "tef_target.Base",
+                 "tef_target.Optimised", "tef_target.Downside"]
+    assert names[:2] == ["site_name", "gpus"]
+    assert sorted(names[2:-len(OUTPUT_NAMES)]) == sorted(differing)
+    assert names[-len(OUTPUT_NAMES):] == list(OUTPUT_NAMES)  # every output, in the list's order
+    assert header == pf.headers(names, "USD")
+    for name, text in zip(names, header, strict=True):
+        label = BY_NAME[name.split(".")[0]].label if name not in OUTPUT_NAMES else \
+            next(o.label for o in OUTPUTS if o.name == name)
+        assert text.startswith(label), (name, text)
+    assert header[0] == "Site name" and header[1] == "GPUs"
+    assert "Revenue [USD]" in header and "Blended price [USD/Mtok]" in header
+    assert "CapEx per GPU [USD/GPU]" in header and "TEF target (Optimised) [fraction]" in header
+    assert ws["A1"].comment.text.startswith("site_name: ")
+    npv_col = header.index("NPV [USD]")
+    assert ws.cell(row=1, column=npv_col + 1).comment.text == "npv: NPV [USD]"
     assert ws.freeze_panes == "B2"
-    assert ws["B1"].comment is not None and "GPUs" in ws["B1"].comment.text
 
 
-def test_rows_hold_the_model_values_none_as_empty(entries, tmp_path):
-    path = pf.write_portfolio(tmp_path / "portfolio.xlsx", entries)
-    ws = openpyxl.load_workbook(path).active
-    header = [c.value for c in ws[1]]
-    for row, (inputs, result) in zip(ws.iter_rows(min_row=2, max_row=4), entries, strict=True):
-        cells = dict(zip(header, row, strict=True))
-        assert cells["site_name"].value == inputs["site_name"]
-        for name in OUTPUT_NAMES:
-            assert cells[name].value == result.summary[name], name
-    rented = dict(zip(header, ws[3], strict=True))
-    assert rented["roi"].value is None       # no CapEx, no ROI
-    assert rented["npv"].number_format == "#,##0"
-    assert rented["tef_now"].number_format == "0.0%"
+def test_rows_hold_the_model_values_with_every_digit(entries, path):
+    rows = table_rows(path)
+    header = pf.headers(names_of(entries), "USD")
+    for row, (inputs, result) in zip(rows, entries, strict=True):
+        assert row["Site name"] == inputs["site_name"]
+        for name, text in zip(names_of(entries), header, strict=True):
+            if name in OUTPUT_NAMES and pf.applies(name, inputs):
+                assert row[text] == result.summary[name], name  # exact, not 16 digits
+    ws = openpyxl.load_workbook(path).worksheets[0]
+    header_cells = {c.value: c.column for c in ws[1]}
+    assert ws.cell(row=3, column=header_cells["ROI over the horizon [ratio]"]).value is None
+    assert ws.cell(row=2, column=header_cells["NPV [USD]"]).number_format == "#,##0"
+    assert ws.cell(row=2, column=header_cells["TEF now [fraction]"]).number_format == "0.0%"
 
 
-def test_site_names_stay_text_in_the_xml(entries, tmp_path):
-    path = pf.write_portfolio(tmp_path / "portfolio.xlsx", entries)
-    ws = openpyxl.load_workbook(path).active
+def test_inputs_that_do_not_apply_are_blank(entries, path):
+    owned, rented, _ = table_rows(path)
+    for text in ("CapEx per GPU [USD/GPU]", "Salvage per GPU [USD/GPU]",
+                 "Depreciation life [years]", "Avoided GPU CapEx [USD]"):
+        assert rented[text] is None, text
+        assert owned[text] is not None, text
+    assert owned["CapEx per GPU [USD/GPU]"] == 40_000  # the default of an owned fleet
+    assert owned["Rent per GPU-hour [USD/GPU-h]"] is None
+    assert rented["Rent per GPU-hour [USD/GPU-h]"] == 2.4
+
+
+def test_all_rented_sites_have_no_capex_columns():
+    rented = [site("A", 64, ownership="rent"), site("B", 128, ownership="rent")]
+    inputs, _ = pf.columns(rented)
+    assert inputs == ["site_name", "gpus", "measured_tps"]
+
+
+def test_columns_are_wide_enough_and_headers_wrap_between_words(entries, path):
+    ws = openpyxl.load_workbook(path).worksheets[0]
+    for cells in ws.iter_cols(min_row=1, max_row=ws.max_row):
+        width = ws.column_dimensions[cells[0].column_letter].width
+        for cell in cells[1:]:
+            shown = pf.shown_text(cell.value, cell.number_format)
+            assert len(shown) + 1 < width, (cells[0].value, shown, width)
+        assert max(len(w) for w in cells[0].value.split()) < width
+        assert cells[0].alignment.wrap_text
+    # 1024 GPUs × 60 months of tokens: the longest figure, "2,…" with 19 characters or more.
+    tokens = ws.cell(row=2, column=[c.value for c in ws[1]].index("Tokens sold [tokens]") + 1)
+    assert len(f"{tokens.value:,.0f}") >= 19
+    assert ws.row_dimensions[1].height >= 30  # long headers take two lines or more
+
+
+def test_site_names_stay_text_in_the_xml(path):
+    ws = openpyxl.load_workbook(path).worksheets[0]
     assert ws["A2"].value == INJECTION and ws["A2"].data_type == "s"
     with zipfile.ZipFile(path) as z:
         xml = z.read("xl/worksheets/sheet1.xml").decode()
     assert "<f>" not in xml and "HYPERLINK" in xml
 
 
-def test_totals_sum_what_adds_up(entries, tmp_path):
-    path = pf.write_portfolio(tmp_path / "portfolio.xlsx", entries)
-    ws = openpyxl.load_workbook(path).active
-    header = [c.value for c in ws[1]]
-    total = {h: c.value for h, c in zip(header, ws[5], strict=True)}
-    assert total["site_name"] == "Portfolio total"
-    assert total["gpus"] == 1024 + 2048 + 512
-    for name in ("revenue_total", "ebitda_total", "npv", "tokens_sold_total", "avoided_capex"):
-        assert total[name] == pytest.approx(sum(r.summary[name] for _, r in entries), rel=1e-12)
+def test_totals_are_on_their_own_sheet(entries, path):
+    totals = pd.read_excel(path, sheet_name="Totals")
+    assert list(totals.columns) == ["Figure", "Portfolio total", "How it is totalled", "Column"]
+    got = {c: t for c, t in zip(totals["Column"], totals["Portfolio total"], strict=True)
+           if isinstance(c, str)}
+    assert totals["Portfolio total"][0] == 3  # the sites
+    assert got["gpus"] == 1024 + 2048 + 512
+    for name in ("revenue_total", "ebitda_total", "npv", "tokens_sold_total"):
+        assert got[name] == pytest.approx(sum(r.summary[name] for _, r in entries), rel=1e-12)
+    # Avoided CapEx: the owned sites' (the rented fleet has none).
+    assert got["avoided_capex"] == pytest.approx(
+        entries[0][1].summary["avoided_capex"] + entries[2][1].summary["avoided_capex"])
     revenue = sum(r.summary["revenue_total"] for _, r in entries)
     ebitda = sum(r.summary["ebitda_total"] for _, r in entries)
-    assert total["ebitda_margin"] == pytest.approx(ebitda / revenue, rel=1e-12)
+    assert got["ebitda_margin"] == pytest.approx(ebitda / revenue, rel=1e-12)
     # TEF now of the whole fleet: measured over theoretical throughput, summed over sites.
     measured = sum(i["measured_tps"] for i, _ in entries)
     theoretical = sum(i["gpus"] * i["theoretical_tps_per_gpu"] for i, _ in entries)
-    assert total["tef_now"] == pytest.approx(measured / theoretical, rel=1e-12)
+    assert got["tef_now"] == pytest.approx(measured / theoretical, rel=1e-12)
     # Cost per million tokens of the fleet: every site's costs over every token sold.
     costs = sum(r.summary["cost_per_mtok"] * r.summary["tokens_sold_total"] / 1e6
                 for _, r in entries)
     tokens = sum(r.summary["tokens_sold_total"] for _, r in entries)
-    assert total["cost_per_mtok"] == pytest.approx(costs / (tokens / 1e6), rel=1e-12)
+    assert got["cost_per_mtok"] == pytest.approx(costs / (tokens / 1e6), rel=1e-12)
     for name in ("irr", "payback_months", "roi", "breakeven_util", "blended_price"):
-        assert total[name] is None
+        assert math.isnan(got[name]), name
+    how = dict(zip(totals["Column"], totals["How it is totalled"], strict=True))
+    assert how["irr"] == "blank: does not add up across sites"
+    assert how["ebitda_margin"] == "Σ EBITDA ÷ Σ revenue"
+    ws = openpyxl.load_workbook(path)["Totals"]
+    assert list(ws.tables) == ["Totals"] and ws.tables["Totals"].ref == f"A1:D{len(totals) + 1}"
 
 
 def test_money_totals_blank_across_currencies(entries):
@@ -100,20 +183,21 @@ def test_money_totals_blank_across_currencies(entries):
     assert total["gpus"] == 1024 + 2048 + 512 + 1024
     assert total["tokens_sold_total"] == pytest.approx(
         sum(r.summary["tokens_sold_total"] for _, r in mixed))
+    assert pf.headers(["npv", "currency"], None) == ["NPV [money]", "Currency"]
 
 
-def test_chart_compares_tfi_with_breakeven(entries, tmp_path):
-    path = pf.write_portfolio(tmp_path / "portfolio.xlsx", entries)
+def test_chart_compares_tfi_with_breakeven(entries, path):
     with zipfile.ZipFile(path) as z:
         charts = [n for n in z.namelist() if n.startswith("xl/charts/chart")]
         xml = z.read(charts[0]).decode()
     assert len(charts) == 1
     header = [c.value for c in openpyxl.load_workbook(path).active[1]]
     letter = openpyxl.utils.get_column_letter
-    for name in ("tfi_now", "breakeven_util"):
-        col = letter(header.index(name) + 1)
+    for text in ("TFI now [fraction]", "Breakeven utilisation [fraction]"):
+        col = letter(header.index(text) + 1)
         assert f"'Portfolio'!${col}$2:${col}$4" in xml
     assert "'Portfolio'!$A$2:$A$4" in xml
+    assert openpyxl.load_workbook(path).sheetnames == ["Portfolio", "Totals", "Chart"]
 
 
 def test_same_entries_same_bytes(entries, tmp_path):
@@ -122,20 +206,23 @@ def test_same_entries_same_bytes(entries, tmp_path):
     assert a == b
 
 
-def test_summary_csv(entries, tmp_path):
-    path = pf.write_summary_csv(tmp_path / "summary.csv", entries)
-    with open(path, newline="", encoding="utf-8") as handle:
+def test_summary_csv_is_the_table_under_the_column_names(entries, path, tmp_path):
+    csv_path = pf.write_summary_csv(tmp_path / "summary.csv", entries)
+    with open(csv_path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == len(entries)
-    assert list(rows[0])[:2] == ["site_name", "gpus"]
-    assert list(rows[0])[-len(OUTPUT_NAMES):] == list(OUTPUT_NAMES)
-    for row, (_, result) in zip(rows, entries, strict=True):
-        for name in OUTPUT_NAMES:
-            value = result.summary[name]
-            assert row[name] == "" if value is None else float(row[name]) == value, name
+    names = names_of(entries)
+    assert list(rows[0]) == names
+    for row, table_row in zip(rows, table_rows(path), strict=True):
+        for name, text in zip(names, pf.headers(names, "USD"), strict=True):
+            cell = table_row[text]
+            if cell is None:
+                assert row[name] == "", name
+            elif isinstance(cell, (int, float)):
+                assert float(row[name]) == cell, name
     # Text a spreadsheet would run as a formula carries the apostrophe that marks it as text.
     assert rows[0]["site_name"] == "'" + INJECTION and rows[2]["site_name"] == "'+cmd"
     assert rows[1]["site_name"] == "Rented" and rows[1]["roi"] == ""
+    assert rows[1]["capex_per_gpu"] == "" and rows[0]["capex_per_gpu"] == "40000"
 
 
 def test_writes_are_atomic(entries, tmp_path, monkeypatch):
@@ -155,14 +242,16 @@ def test_writes_are_atomic(entries, tmp_path, monkeypatch):
 def test_non_finite_values_are_empty(entries):
     inputs, result = entries[0]
     result.summary["economic_life_months"] = math.inf
-    assert pf._csv_field(result.summary["economic_life_months"]) == ""
+    assert pf.value("economic_life_months", inputs, result.summary, {}) is None
+    assert pf._csv_field(math.inf) == ""
 
 
 def test_many_sites_chart_the_first_ones(tmp_path):
     many = [site(f"Site {i:03d}", 1024 + i) for i in range(pf.CHART_SITES + 5)]
     path = pf.write_portfolio(tmp_path / "portfolio.xlsx", many)
     ws = openpyxl.load_workbook(path).worksheets[0]
-    assert ws.max_row == len(many) + 2
+    assert ws.max_row == len(many) + 1
+    assert len(pd.read_excel(path)) == len(many)
     with zipfile.ZipFile(path) as z:
         xml = z.read("xl/charts/chart1.xml").decode()
     assert f"first {pf.CHART_SITES} of {len(many)} sites" in xml

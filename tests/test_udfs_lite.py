@@ -1,37 +1,218 @@
-"""The xlwings Lite files expose exactly the functions desktop Excel gets, from the same module."""
+"""The xlwings Lite bundle: a main.py that needs only numpy and xlwings and computes what the
+package computes, for every Excel function.
+
+The bundle is run in a fresh virtual environment holding only numpy and xlwings (made once per
+test session with `python -m venv` and pip), as xlwings Lite's Pyodide holds only those.
+"""
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import inspect
+import json
+import os
 import re
+import subprocess
+import sys
+import venv
 from pathlib import Path
 
-from tokenfactory_xl import udfs
+import pytest
+
+from tokenfactory_xl import lite, udfs
 
 ROOT = Path(__file__).resolve().parents[1]
-LITE = ROOT / "install" / "xlwings-lite"
+COMMITTED = ROOT / "install" / "xlwings-lite"
+
+#: Arguments for every Excel function: single values, ranges (lists of rows), empty cells,
+#: undefined elements and bad arguments, so the bundle is compared on each path of the code.
+CASES: dict[str, list[tuple]] = {
+    "TEF": [(210_000, 700_000), ([[210_000], [None], [70_000]], 700_000), (1, 0), ("x", 1)],
+    "TFI": [(0.30, 0.995, 0.80), ([[0.3, 0.65]], 0.99, [[0.5], [0.8]]), (0.3, 99.5, 0.8)],
+    "EQUIV_GPU": [(1000, 0.30, 0.65), (1000, 0, 0.65), ([[1000], [2048]], 0.3, 0.7)],
+    "AVOIDED_CAPEX": [(1000, 0.30, 0.65, 40_000), (-1, 0.3, 0.6, 1)],
+    "LOAD_FACTOR": [(2.5e12, 1e13), (1, 0)],
+    "TPM": [(10_000,), ([[1], [2], [None]],)],
+    "TOKENS_PER_DAY": [(10_000,), ([[1.5, 2.5]],)],
+    "BREAKEVEN_UTIL": [(1.89, 5600, 0.25), ([[1.89], [2.52], [1.89]], 5600, [[0.25], [0.25], [0]])],
+    "MARGIN_AT_UTIL": [([[0.2], [0.5]], 1.89, 5600, [[0.25, 1.0]]), (0, 1.89, 5600, 0.25)],
+    "COST_PER_MTOK": [(1.89, 5600, 0.375), (1.89, 5600, 0)],
+    "REVENUE_PER_GPU_HOUR": [(5600, 0.375, 0.25), ([[5600], [None]], 0.5, 1.1)],
+    "DAILY_TOKEN_VALUE": [(5600, 0.375, 0.25)],
+    "IMPLIED_PRICE_PER_MTOK": [(1e9, 100, 2.0), (0, 100, 2.0)],
+    "GPU_HOUR_COST": [(40_000, 4, 1.0, 1.3, 0.08), (40_000, 4, 1.0, 1.3, 0.08, 0.15, 2_500),
+                      (40_000, 4, 1.0, 1.3, 0.08, None, 50_000)],
+    "BLENDED_PRICE": [(0.28, 1.10, 0.25), (0.28, 1.10, 0.25, 0.5, 0.07, 0.2, 0.5),
+                      (0.28, 1.10, 25)],
+    "PRICE_AFTER": [(1.0, 0.10, 12), ([[1.0], [2.0]], 0.25, [[3, 6, 9]])],
+    "ECONOMIC_LIFE_MONTHS": [(1.0, 0.5, 0.10), (1.0, 0.5, 0), (0.4, 0.5, 0.1)],
+    "SLO_ATTAINMENT": [(400, 1500, 2000), (400, 300, 2000)],
+    "PAYBACK_MONTHS": [([[-100, 30, 40, 50]],), ([[-100], [10], [10]],)],
+    "THEORETICAL_TPS": [("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8),
+                        ([["H200"], ["B200"]], "Llama-3.1-70B", "fp8", 64, [[4096, 120000]], 8),
+                        ("H201", "Llama-3.1-70B", "fp8", 64, 4096)],
+    "MAX_BATCH": [("H200", "Llama-3.1-70B", "fp8", 4096, 8)],
+    "GPU_SPEC": [("h200", "fp4_tflops"), ("H200", "bandwidth_tbps"), ("H201", "hbm_gb")],
+    "MODEL_SPEC": [("DeepSeek-V3", "kv_latent_dim"), ("Llama-3.1-8B", "source")],
+}
+
+# Runs in the bundle's virtual environment: each case's result (or the error it raises).
+PROBE = r"""
+import json, sys, inspect
+import main
+cases = json.loads(sys.stdin.read())
+out = {"modules": sorted(m for m in sys.modules),
+       "public": sorted(n for n in vars(main) if not n.startswith("_")),
+       "signatures": {n: str(inspect.signature(getattr(main, n))) for n in main.__all__},
+       "results": {}}
+for name, calls in cases.items():
+    got = []
+    for args in calls:
+        try:
+            got.append(["value", getattr(main, name)(*args)])
+        except Exception as exc:
+            got.append(["error", type(exc).__name__, str(exc)])
+    out["results"][name] = got
+print(json.dumps(out))
+"""
 
 
-def load_main():
-    spec = importlib.util.spec_from_file_location("lite_main", LITE / "main.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def package_results() -> dict[str, list]:
+    results = {}
+    for name, calls in CASES.items():
+        got = []
+        for args in calls:
+            try:
+                got.append(["value", _plain(getattr(udfs, name)(*args))])
+            except Exception as exc:  # noqa: BLE001 (the message is compared)
+                got.append(["error", type(exc).__name__, str(exc)])
+        results[name] = got
+    return results
 
 
-def test_main_exposes_the_same_functions_and_signatures():
-    main = load_main()
-    public = {name for name in vars(main) if not name.startswith("_")}
-    assert public == set(udfs.__all__)
+def _plain(value):
+    """A result as JSON gives it back (tuples → lists, numpy scalars → floats)."""
+    return json.loads(json.dumps(value, default=float))
+
+
+@pytest.fixture(scope="session")
+def lite_python(tmp_path_factory) -> str:
+    """The python of a fresh virtual environment that holds only numpy and xlwings."""
+    folder = tmp_path_factory.mktemp("lite-venv")
+    venv.EnvBuilder(with_pip=True).create(folder)
+    python = str(folder / ("Scripts" if os.name == "nt" else "bin") / "python")
+    proc = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                           "numpy", "xlwings"], capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"pip install numpy xlwings failed: {proc.stderr[-500:]}")
+        pytest.skip("numpy and xlwings cannot be installed into a fresh venv (no index?)")
+    return python
+
+
+@pytest.fixture(scope="session")
+def bundle(tmp_path_factory) -> Path:
+    """What `tokenfactory-xl lite -o DIR` writes."""
+    folder = tmp_path_factory.mktemp("lite") / "xlwings-lite"
+    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "lite", "-o", str(folder)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"wrote {folder / 'main.py'} and")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def probed(bundle, lite_python) -> dict:
+    proc = subprocess.run([lite_python, "-c", PROBE], cwd=bundle, input=json.dumps(CASES),
+                          capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_every_function_has_cases():
+    assert set(CASES) == set(udfs.__all__)
+
+
+def test_the_bundle_computes_what_the_package_computes(probed):
+    expected = package_results()
     for name in udfs.__all__:
-        assert getattr(main, name) is getattr(udfs, name)
-        assert inspect.signature(getattr(main, name)) == inspect.signature(getattr(udfs, name))
+        got, want = probed["results"][name], expected[name]
+        assert len(got) == len(want), name
+        for case, g, w in zip(CASES[name], got, want, strict=True):
+            assert g[0] == w[0], (name, case, g, w)
+            if g[0] == "error":
+                assert g[1:] == w[1:], (name, case)
+            else:
+                assert _close(g[1], w[1]), (name, case, g[1], w[1])
+    # The seeds' worked examples, as the spec states them.
+    assert probed["results"]["TEF"][0] == ["value", 0.3]
+    assert probed["results"]["BREAKEVEN_UTIL"][0][1] == pytest.approx(0.375, rel=1e-12)
+    assert probed["results"]["EQUIV_GPU"][0][1] == pytest.approx(2166.6666666666665, rel=1e-12)
 
 
-def test_requirements_name_the_package():
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    project = re.search(r'^name = "([^"]+)"', pyproject, re.M)[1]
-    lines = [line.strip() for line in (LITE / "requirements.txt").read_text().splitlines()]
-    requirements = [re.split(r"[<>=!~ ]", line)[0] for line in lines if line]
-    assert requirements == [project]
+def _close(a, b) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=0)
+    return a == b
+
+
+def test_the_bundle_exposes_exactly_the_excel_functions(probed):
+    assert probed["public"] == sorted(udfs.__all__)
+    for name in udfs.__all__:
+        assert probed["signatures"][name] == str(inspect.signature(getattr(udfs, name)))
+
+
+def test_the_bundle_needs_only_numpy_and_xlwings(probed, bundle):
+    top = {m.split(".")[0] for m in probed["modules"]}
+    assert top - set(sys.stdlib_module_names) - {"__main__", "main", "numpy", "xlwings",
+                                                 "tokenfactory_xl"} \
+        <= {"_distutils_hack", "sitecustomize", "usercustomize"}, top
+    assert "openpyxl" not in top and "defusedxml" not in top
+    source = (bundle / "main.py").read_text(encoding="utf-8")
+    assert not re.search(r"^\s*(from|import)\s+tokenfactory_xl", source, re.M)
+    assert (bundle / "requirements.txt").read_text(encoding="utf-8") == ""
+
+
+def test_the_bundle_holds_udfs_and_what_it_imports():
+    order = lite.modules()
+    assert sorted(order) == ["catalogue", "errors", "model", "roofline", "specs", "udfs"]
+    for position, module in enumerate(order):  # dependencies first
+        assert set(lite._imports(module)[0]) <= set(order[:position]), module
+    assert set(lite.data_files()) == {"data/gpus.csv", "data/models.csv"}
+
+
+def test_a_module_importing_outside_numpy_and_xlwings_is_refused(monkeypatch):
+    real = lite._source
+    monkeypatch.setattr(lite, "_source", lambda m: real(m) + (
+        "\nimport openpyxl\n" if m == "model" else ""))
+    with pytest.raises(lite.BundleError, match="model.py imports openpyxl"):
+        lite.modules()
+
+
+def test_the_committed_bundle_is_what_lite_writes(bundle):
+    for name in ("main.py", "requirements.txt"):
+        assert (COMMITTED / name).read_text(encoding="utf-8") == \
+            (bundle / name).read_text(encoding="utf-8"), (
+            f"install/xlwings-lite/{name} is out of date: run "
+            f"`tokenfactory-xl lite -o install/xlwings-lite --force` and commit it")
+
+
+def test_lite_refuses_to_overwrite(bundle):
+    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "lite", "-o", str(bundle)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"tokenfactory-xl: -o {bundle}: main.py and requirements.txt exist; "
+                           f"nothing was written (add --force to replace)\n")
+
+
+def test_the_bundle_holds_the_package_sources_verbatim(bundle):
+    tree = ast.parse((bundle / "main.py").read_text(encoding="utf-8"))
+    literals = {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in ("_SOURCES", "_DATA")}
+    assert literals["_SOURCES"] == {f"tokenfactory_xl.{m}": lite._source(m)
+                                    for m in lite.modules()}
+    assert literals["_DATA"] == lite.data_files()

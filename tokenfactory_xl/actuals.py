@@ -875,8 +875,10 @@ def _clean(value: object) -> object:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from .cli import add_print_output
+
     p = subparsers.add_parser(
-        "actuals", help="measured TPS, TTFT, SLO attainment and TEF from serving output",
+        "actuals",
         description="Read a serving benchmark's result file (vllm bench serve --save-result, "
                     "SGLang bench_serving, AIPerf profile_export_aiperf.json) or two "
                     "Prometheus scrapes of a vLLM server, and print the measured TPS, TTFT "
@@ -922,8 +924,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--site", metavar="NAME", help="site_name of the row to update")
     p.add_argument("--sheet", help="worksheet of an .xlsx sites file (default: the first)")
     p.add_argument("--force", action="store_true",
-                   help="replace measured values the site's row already holds")
+                   help="replace measured values the site's row already holds, and the -o "
+                        "file if it exists")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_print_output(p, force=False)
     p.set_defaults(func=cmd_actuals)
 
 

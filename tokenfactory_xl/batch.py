@@ -381,15 +381,18 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "batch", help="write one TFOM workbook per site of a sites file, and a portfolio",
+        "batch",
         description="Read a sites file (.csv or .xlsx: a header of input names, one row per "
                     "site), check every row, then write one TFOM workbook per site into OUTDIR, "
                     "named after the site, and OUTDIR/portfolio.xlsx with one row per site. "
                     "Nothing is written when a row is bad (exit status 2) unless --skip-invalid; "
                     "existing files are never replaced without --force.",
-        epilog="example: tokenfactory-xl batch templates/sites-example.csv -o out")
+        epilog="examples:\n  tokenfactory-xl batch templates/sites-example.csv -o out\n"
+               "  tokenfactory-xl batch templates/sites-example.csv -o out --force --jobs 2 "
+               "--summary-csv out/summary.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sites", metavar="SITES", help="the sites file (.csv or .xlsx)")
-    p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR",
+    p.add_argument("-o", "--output", "--outdir", dest="outdir", required=True, metavar="OUTDIR",
                    help="folder for the workbooks and portfolio.xlsx (created if needed)")
     p.add_argument("--sheet", metavar="NAME",
                    help="the worksheet of an .xlsx sites file (default: the first)")

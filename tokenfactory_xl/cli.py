@@ -15,21 +15,35 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from . import __version__
-from .catalogue import INPUTS, SCENARIOS, fmt_number
+from .catalogue import BY_NAME, INPUTS, SCENARIOS, BadValue, fmt_number
 from .errors import InputError, Problem
-from .inputs import SiteInputs, make_inputs
-from .operating_model import OUTPUTS, run
+from .inputs import make_inputs, split_key
 
-#: Modules that add a sub-command, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "tokenfactory_xl.cli",
-    "tokenfactory_xl.workbook_cli",
-    "tokenfactory_xl.batch",
-    "tokenfactory_xl.theoretical",
-    "tokenfactory_xl.actuals",
-    "tokenfactory_xl.collect",
+if TYPE_CHECKING:
+    from .inputs import SiteInputs
+
+#: Every sub-command, in the order ``--help`` lists them: its name, the module whose
+#: ``register(subparsers)`` adds it (the module is imported only when its command runs, so
+#: ``--help`` stays fast), and the line ``--help`` shows for it.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("summary", "tokenfactory_xl.cli", "print the summary outputs of one site"),
+    ("inputs", "tokenfactory_xl.cli", "list every input: name, unit, default, what is allowed"),
+    ("template", "tokenfactory_xl.workbook_cli", "write the TFOM workbook (Excel, no macros)"),
+    ("render", "tokenfactory_xl.workbook_cli",
+     "draw a workbook's Dashboard as a PNG (LibreOffice)"),
+    ("batch", "tokenfactory_xl.batch",
+     "write one TFOM workbook per site of a sites file, and a portfolio"),
+    ("theoretical", "tokenfactory_xl.theoretical",
+     "theoretical TPS per GPU of a catalogue GPU and model (roofline)"),
+    ("actuals", "tokenfactory_xl.actuals",
+     "measured TPS, TTFT, SLO attainment and TEF from serving output"),
+    ("collect", "tokenfactory_xl.collect",
+     "collect filled-in TFOM workbooks into a portfolio, with an audit report"),
+    ("lite", "tokenfactory_xl.lite",
+     "write the Excel functions for xlwings Lite (Excel for Mac and the web) as one main.py"),
 )
 
 EXIT_USAGE = 2
@@ -44,8 +58,8 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     """``--set NAME=VALUE`` (repeatable) and ``--scenario``, as every site-level command takes."""
     parser.add_argument(
         "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
-        help="override an input (repeatable), e.g. --set gpus=2048 --set sla=99.5%%; a "
-             "per-scenario input sets the live scenario's value (tef_target=0.7) or one "
+        help="override an input (repeatable), e.g. --set gpus=2048 --set availability=99.5%%; "
+             "a per-scenario input sets the live scenario's value (tef_target=0.7) or one "
              "scenario's (tef_target.Optimised=0.7). `tokenfactory-xl inputs` lists the names.")
     parser.add_argument("--scenario", choices=SCENARIOS, type=_scenario,
                         help="the live scenario (default: Base)")
@@ -67,6 +81,11 @@ def inputs_from_args(args: argparse.Namespace) -> SiteInputs:
         if not sep or not name.strip():
             problems.append(Problem("--set", item, "is not NAME=VALUE", "e.g. --set gpus=2048"))
             continue
+        if not value.strip():
+            empty = _empty_value(name.strip(), value)
+            if empty is not None:
+                problems.append(empty)
+                continue
         values[name.strip()] = value
     if args.scenario:
         values["scenario"] = args.scenario
@@ -79,21 +98,52 @@ def inputs_from_args(args: argparse.Namespace) -> SiteInputs:
     return make_inputs(values)
 
 
-def format_value(value: float | None, kind: str, currency: str = "") -> str:
-    """A summary value as the table shows it (``None`` → ``none``)."""
+def _empty_value(key: str, value: str) -> Problem | None:
+    """The problem of ``--set NAME=`` with nothing after ``=`` (``None`` for an unknown name,
+    which the catalogue check reports with the names it knows)."""
+    try:
+        name, scenario = split_key(key)
+    except BadValue:
+        return None
+    spec = BY_NAME.get(name)
+    if spec is None:
+        return None
+    default = spec.default[SCENARIOS.index(scenario)] if spec.per_scenario and scenario \
+        else spec.default
+    if isinstance(default, tuple):
+        default = " / ".join(_plain(d) for d in default)
+    return Problem(key, value, f"is empty; allowed: {spec.allowed}",
+                   f"give a value, or leave out --set {key}= to use the default "
+                   f"({_plain(default)})")
+
+
+def _plain(value: object) -> str:
+    return fmt_number(value) if isinstance(value, (int, float)) else str(value)
+
+
+def format_value(value: float | None, kind: str, currency: str = "", unit: str = "") -> str:
+    """A summary value as the table shows it, with its unit (``None`` → ``none``).
+
+    ``kind`` picks the digits (an output's display kind), ``unit`` is the output's unit:
+    ``money/Mtok`` with currency ``USD`` gives ``USD 0.3656 per Mtok``, ``months`` gives
+    ``54.83 months``, a ``fraction`` shows as a percentage (``fraction/year``: ``0.96% a year``).
+    """
     if value is None:
         return "none"
     if kind == "fraction":
-        return f"{value:.2%}"
-    if kind == "money":
-        return f"{currency} {value:,.0f}".strip()
-    if kind == "price":
-        return f"{currency} {value:,.4f}".strip()
-    if kind == "tokens":
-        return f"{value:,.0f}"
-    if kind in ("gpus", "months"):
-        return f"{value:,.2f}"
-    return fmt_number(value)
+        per = unit.partition("/")[2]
+        return f"{value:.2%}" + (f" a {per}" if per else "")
+    digits = {"money": f"{value:,.0f}", "price": f"{value:,.4f}", "tokens": f"{value:,.0f}",
+              "gpus": f"{value:,.2f}", "months": f"{value:,.2f}"}
+    number = digits.get(kind) or fmt_number(value)
+    if not unit and kind in ("money", "price"):
+        unit = "money"
+    if unit.startswith("money"):
+        rest = unit[len("money"):].lstrip("/")
+        return f"{currency or 'money'} {number}" + (f" per {rest}" if rest else "")
+    if unit in ("", "ratio", "fraction"):
+        return number
+    return f"{number} {unit}"
 
 
 # -- argparse types for options that are not site inputs (GPU counts, MBU, intervals) ----------
@@ -135,6 +185,8 @@ def fraction_arg(text: str) -> float:
 
 # -- summary -------------------------------------------------------------------------------------
 def cmd_summary(args: argparse.Namespace) -> int:
+    from .operating_model import OUTPUTS, run
+
     inputs = inputs_from_args(args)
     result = run(inputs)
     if args.json:
@@ -144,9 +196,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     print(f"{inputs['site_name']} — {result.scenario} scenario, "
           f"{inputs['horizon_months']:.0f} months from {inputs['start_date']:%Y-%m-%d}")
     width = max(len(o.label) for o in OUTPUTS)
-    for out in OUTPUTS:
-        shown = format_value(result.summary[out.name], out.kind, currency)
-        print(f"  {out.label:<{width}}  {shown:>22}  {out.name}")
+    shown = [format_value(result.summary[o.name], o.kind, currency, o.unit) for o in OUTPUTS]
+    right = max(len(text) for text in shown)
+    for out, text in zip(OUTPUTS, shown, strict=True):
+        print(f"  {out.label:<{width}}  {text:>{right}}  {out.name}")
     return 0
 
 
@@ -169,42 +222,127 @@ def cmd_inputs(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "summary", help="print the summary outputs of one site",
+        "summary",
         description="Compute the TFOM for one site (the defaults, changed with --set) and print "
                     "the summary outputs: TEF, TFI, breakeven utilisation, NPV, IRR, payback …",
-        epilog="example: tokenfactory-xl summary --set gpus=2048 --set tef_target=0.65 --json")
+        epilog="examples:\n  tokenfactory-xl summary --set gpus=2048 --set tef_target=0.65 "
+               "--json\n  tokenfactory-xl summary --scenario Optimised -o optimised.txt",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_options(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object keyed by the output names (none → null)")
+    add_print_output(p)
     p.set_defaults(func=cmd_summary)
 
     p = subparsers.add_parser(
-        "inputs", help="list every input: name, unit, default, what is allowed",
-        description="List the input catalogue: the names --set and a sites file take.")
+        "inputs",
+        description="List the input catalogue: the names --set and a sites file take.",
+        epilog="example: tokenfactory-xl inputs --json -o inputs.json")
     p.add_argument("--json", action="store_true", help="as a JSON list")
+    add_print_output(p)
     p.set_defaults(func=cmd_inputs)
 
 
+# -- printing into a file -----------------------------------------------------------------------
+def add_print_output(parser: argparse.ArgumentParser, force: bool = True) -> None:
+    """``-o/--output FILE`` for a command that prints: the text goes into FILE instead.
+
+    ``force`` adds ``--force`` (a command that has its own ``--force`` says in its help that it
+    also replaces FILE). Without it an existing FILE is refused and nothing is written.
+    """
+    parser.add_argument("-o", "--output", dest="print_to", metavar="FILE",
+                        help="write what would be printed into FILE (never replaced without "
+                             "--force; nothing is written when the command fails)")
+    if force:
+        parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    parser.set_defaults(print_to=None)
+
+
+def _run_printing_to(args: argparse.Namespace) -> int:
+    """Run the command with its standard output captured into ``args.print_to``."""
+    import contextlib
+    import io
+
+    from .files import write_atomically
+
+    path = args.print_to
+    if os.path.isdir(path):
+        raise UserError(f"-o {path}: is a folder; give a file name")
+    if os.path.exists(path) and not getattr(args, "force", False):
+        raise UserError(f"-o {path}: exists; nothing was written (add --force to replace it)")
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        status = int(args.func(args) or 0)
+    write_atomically(path, buffer.getvalue().encode("utf-8"))
+    return status
+
+
 # -- entry point ---------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
+class _Commands:
+    """The sub-parsers as ``register`` functions see them: every parser refuses abbreviated
+    options (``--out`` is not ``--output``) and takes its ``--help`` line from :data:`COMMANDS`."""
+
+    def __init__(self, subparsers: argparse._SubParsersAction):
+        self._subparsers = subparsers
+        self.added: list[str] = []
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        kwargs.setdefault("help", _HELP[name])
+        kwargs.setdefault("allow_abbrev", False)
+        self.added.append(name)
+        return self._subparsers.add_parser(name, **kwargs)
+
+
+_HELP = {name: text for name, _, text in COMMANDS}
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``tokenfactory-xl`` parser.
+
+    With ``argv``, only the module of the command it names is imported and registers its full
+    options; every other command gets a stand-in that carries its ``--help`` line, so that
+    ``tokenfactory-xl --help`` imports no command's heavy modules. Without ``argv`` every command
+    is registered in full.
+    """
     parser = argparse.ArgumentParser(
-        prog="tokenfactory-xl",
+        prog="tokenfactory-xl", allow_abbrev=False,
         description="Token-factory economics: from TPS, TTFT and TEF to revenue, EBITDA and ROI.",
-    )
+        epilog="examples:\n  tokenfactory-xl summary --set gpus=2048\n"
+               "  tokenfactory-xl batch templates/sites-example.csv -o sites-out\n"
+               "`tokenfactory-xl COMMAND --help` describes a command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in COMMANDS:
-        importlib.import_module(module).register(subparsers)
+    commands = _Commands(subparsers)
+    wanted = None if argv is None else _command_named(argv)
+    wanted_module = next((m for n, m, _ in COMMANDS if n == wanted), None)
+    for name, module, text in COMMANDS:
+        if name in commands.added:
+            continue
+        if argv is None or module == wanted_module:
+            importlib.import_module(module).register(commands)  # type: ignore[arg-type]
+            if name not in commands.added:
+                raise RuntimeError(f"{module}.register added no {name!r} command")
+        else:
+            commands.add_parser(name, help=text, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
     try:
+        if getattr(args, "print_to", None):
+            return _run_printing_to(args)
         return int(args.func(args) or 0)
     except InputError as exc:
         print(f"tokenfactory-xl: {exc}", file=sys.stderr)

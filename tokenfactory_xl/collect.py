@@ -308,7 +308,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``tokenfactory-xl collect``."""
     defaults = Limits()
     p = subparsers.add_parser(
-        "collect", help="collect filled-in TFOM workbooks into a portfolio, with an audit report",
+        "collect",
         description="Read the inputs typed into each filled-in TFOM workbook (by their in_ "
                     "names), check them, recompute every site with the Python model and write "
                     "the portfolio; audit each workbook against the template (formulas edited or "
@@ -316,8 +316,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "write the findings to a Markdown report. Files that cannot be read are "
                     "listed and left out; the others are still collected. Exit status: 1 when "
                     "any error-level finding exists, 0 otherwise; 2 for a usage mistake.",
-        epilog="example: tokenfactory-xl collect returned/ -o portfolio.xlsx "
-               "--summary-csv portfolio.csv")
+        epilog="examples:\n  tokenfactory-xl batch templates/sites-example.csv -o returned\n"
+               "  tokenfactory-xl collect returned/ -o portfolio.xlsx "
+               "--summary-csv portfolio.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="FILE_OR_DIR",
                    help="workbooks, or folders searched for .xlsx/.xlsm/.xls files")
     p.add_argument("-o", "--output", required=True, metavar="PORTFOLIO.xlsx",

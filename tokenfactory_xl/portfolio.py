@@ -3,22 +3,28 @@
 An operator with forty sites asks which of them clear their breakeven, how much EBITDA and NPV
 the fleet adds up to, and where a TEF programme pays most. The portfolio answers with one row per
 site: its name, the inputs that differ between the sites (``gpus`` always), and every summary
-output of TFOM-SPEC section 7, followed by a totals row and a chart of TFI now against breakeven
-utilisation per site (a site whose TFI bar is shorter than its breakeven bar loses money on every
-GPU-hour today).
+output of TFOM-SPEC section 7.
 
-Column headers are exactly the catalogue's and the outputs' names (``site_name``, ``gpus``,
-``tef_target.Optimised``, …, ``npv``, ``irr``, ``payback_months``) so that pandas, Power Query
-or a script can rely on them; the label and unit a person reads are in each header's comment.
-An output that does not exist (no IRR without a sign change, no payback within the horizon) is an
-empty cell in the workbook and an empty field in the CSV.
+The workbook is laid out for readers of stored values as much as for people (TFOM-SPEC
+section 9). Its first sheet, ``Portfolio``, holds one Excel Table (``Sites``): one header row,
+one row per site and nothing under it, so ``pandas.read_excel`` and Power Query read exactly the
+sites. Each header is the catalogue's or the output's label with its unit, the currency put in
+for "money" (``Revenue [USD]``, ``Blended price [USD/Mtok]``), and the column name a script uses
+(``revenue_total``) in the header's comment; the summary CSV keeps those column names as its
+header. Numbers keep every digit and are formatted; columns are wide enough for what they show.
+An input that does not apply to a site is blank: the CapEx, salvage and depreciation life of a
+rented fleet, the rent of an owned one (and the avoided CapEx of a rented fleet, which the spec
+calls none). An output that does not exist (no IRR without a sign change, no payback within the
+horizon) is blank too: an empty cell in the workbook, an empty field in the CSV.
 
-The totals row sums what adds up across sites (GPUs, equivalent GPUs, avoided CapEx, tokens,
-revenue, EBITDA, NPV), gives the portfolio's own ratio where one follows from the sums (EBITDA
-margin = Σ EBITDA ÷ Σ revenue; cost per million tokens weighted by tokens sold; TEF and TFI now
-weighted by theoretical capacity, gpus × theoretical_tps_per_gpu) and leaves the rest blank
-(IRR, payback, ROI, prices, SLA, breakeven and economic life do not add up). Money totals are
-blank when the sites use different currencies.
+The sheet ``Totals`` sums what adds up across sites (GPUs, equivalent GPUs, avoided CapEx,
+tokens, revenue, EBITDA, NPV), gives the portfolio's own ratio where one follows from the sums
+(EBITDA margin = Σ EBITDA ÷ Σ revenue; cost per million tokens weighted by tokens sold; TEF and
+TFI now weighted by theoretical capacity, gpus × theoretical_tps_per_gpu) and leaves the rest
+blank with the reason (IRR, payback, ROI, prices, SLA, breakeven and economic life do not add
+up). Money totals are blank when the sites use different currencies. The sheet ``Chart`` draws
+TFI now against breakeven utilisation per site (a site whose TFI bar is shorter than its
+breakeven bar loses money on every GPU-hour today).
 
 :func:`write_portfolio` and :func:`write_summary_csv` are used by ``tokenfactory-xl batch`` and
 by ``collect``; both write atomically.
@@ -32,7 +38,8 @@ import io
 import math
 import os
 import re
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -51,78 +58,225 @@ class _HasSummary(Protocol):
 #: (only ``Result.summary`` is read, so a batch can pass results without monthly lines).
 Entry = tuple[SiteInputs, _HasSummary]
 
-#: The outputs the totals row sums.
+#: The outputs the totals sum.
 SUMMED: frozenset[str] = frozenset({
     "equivalent_gpus", "avoided_capex", "tokens_sold_total", "revenue_total", "ebitda_total",
     "npv",
 })
+#: Summed outputs that are none where they do not apply (no owned GPU, no avoided CapEx): such a
+#: site adds nothing to the total rather than blanking it.
+_NONE_ADDS_NOTHING = frozenset({"avoided_capex"})
 #: Outputs in money: their totals need one currency.
 _MONEY = frozenset({"avoided_capex", "revenue_total", "ebitda_total", "npv"})
 #: Inputs that are always columns, whether or not they differ between the sites.
 ALWAYS: tuple[str, ...] = ("site_name", "gpus")
+#: Columns that apply only to one ownership (TFOM-SPEC section 6: "CapEx = gpus × capex_per_gpu
+#: when owned, 0 when rented; rent_per_gpu_hour counts only when rented"); blank otherwise.
+APPLIES_WHEN: dict[str, str] = {
+    "capex_per_gpu": "own", "salvage_per_gpu": "own", "life_years": "own",
+    "avoided_capex": "own", "rent_per_gpu_hour": "rent",
+}
 #: The chart shows at most this many sites (a bar chart of thousands of sites is unreadable;
 #: the table has them all).
 CHART_SITES = 60
+#: The Excel Table of the sites, on the first sheet.
+TABLE_NAME = "Sites"
+SHEET = "Portfolio"
+TOTALS_SHEET = "Totals"
 
 _OUTPUT_FORMATS = {"fraction": "0.0%", "money": "#,##0", "price": "#,##0.0000",
                    "tokens": "#,##0", "gpus": "#,##0.0", "months": "0.0", "ratio": "0.00"}
 _INPUT_FORMATS = {"fraction": "0.0%", "integer": "#,##0", "number": "#,##0.00##",
                   "date": "yyyy-mm-dd"}
+# Units that say nothing a header needs: the kind of a text cell.
+_NO_UNIT = frozenset({"text", "date", "scenario", "ISO 4217", "own / rent"})
 # A CSV opened in a spreadsheet turns text starting with one of these into a formula.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Column widths, in Excel's units (about one character of the default font each).
+_MIN_WIDTH, _MAX_WIDTH, _PADDING = 8, 60, 3
+
+
+# -- what goes into the table --------------------------------------------------------------------
+_OUTPUTS = {o.name: o for o in OUTPUTS}
+
+
+def _output(name: str):
+    """The output named ``name``, or ``None`` for an input column."""
+    return _OUTPUTS.get(name)
+
+
+def applies(name: str, inputs: SiteInputs) -> bool:
+    """Whether column ``name`` (an input or output) applies to the site (see APPLIES_WHEN)."""
+    when = APPLIES_WHEN.get(name.split(".", 1)[0])
+    return when is None or inputs["ownership"] == when
+
+
+def value(name: str, inputs: SiteInputs, summary: dict[str, float | None],
+          flat: dict[str, object]) -> object:
+    """What the portfolio shows for one site in column ``name``: ``None`` for a blank cell."""
+    if not applies(name, inputs):
+        return None
+    found = summary[name] if _output(name) else flat[name]
+    if isinstance(found, float) and not math.isfinite(found):
+        return None
+    return found
 
 
 def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
-    """The input columns (``site_name``, ``gpus``, then those that differ) and output columns."""
-    flat = [inputs.flat() for inputs, _ in entries]
-    names = list(flat[0]) if flat else list(ALWAYS)
-    differ = [n for n in names if n not in ALWAYS and len({_key(f[n]) for f in flat}) > 1]
+    """The input columns (``site_name``, ``gpus``, then those that differ) and output columns.
+
+    An input differs when the sites show different values for it (a blank for an input that
+    does not apply counts as a value: owned and rented sites with the default CapEx still
+    differ in their CapEx column).
+    """
+    shown = []
+    for inputs, _ in entries:
+        flat = inputs.flat()
+        shown.append({n: _key(value(n, inputs, {}, flat)) for n in flat})
+    names = list(shown[0]) if shown else list(ALWAYS)
+    differ = [n for n in names if n not in ALWAYS and len({s[n] for s in shown}) > 1]
     return [*ALWAYS, *differ], [o.name for o in OUTPUTS]
 
 
-def _key(value: object) -> object:
-    return round(value, 12) if isinstance(value, float) else value
+def _key(found: object) -> object:
+    return round(found, 12) if isinstance(found, float) else found
 
 
-def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
-    """The totals row: sums, portfolio ratios and ``None`` where no total makes sense."""
-    out: dict[str, float | None] = {o.name: None for o in OUTPUTS}
-    if not entries:
-        return out
-    one_currency = len({inputs["currency"] for inputs, _ in entries}) == 1
+def currency_of(entries: Sequence[Entry]) -> str | None:
+    """The sites' one currency, or ``None`` when they use several."""
+    found = {str(inputs["currency"]) for inputs, _ in entries}
+    return found.pop() if len(found) == 1 else None
 
-    def values(name: str) -> list[float]:
-        return [r.summary[name] for _, r in entries if r.summary[name] is not None]
 
-    def weighted(name: str, weights: list[float]) -> float | None:
-        pairs = [(r.summary[name], w) for (_, r), w in zip(entries, weights, strict=True)
-                 if r.summary[name] is not None]
-        total = sum(w for _, w in pairs)
-        return sum(v * w for v, w in pairs) / total if pairs and total else None
+def label_and_unit(name: str, currency: str | None = None) -> tuple[str, str]:
+    """A column's label and unit, from the input catalogue or the output list.
 
-    for name in SUMMED:
-        if name in _MONEY and not one_currency:
-            continue
-        found = values(name)
-        out[name] = math.fsum(found) if len(found) == len(entries) else None
-    out["gpus"] = float(sum(inputs["gpus"] for inputs, _ in entries))  # type: ignore[misc]
-    revenue, ebitda = out["revenue_total"], out["ebitda_total"]
-    if one_currency and revenue and ebitda is not None:
-        out["ebitda_margin"] = ebitda / revenue
-    capacity = [float(i["gpus"]) * float(i["theoretical_tps_per_gpu"])  # type: ignore[arg-type]
-                for i, _ in entries]
-    out["tef_now"] = weighted("tef_now", capacity)
-    out["tfi_now"] = weighted("tfi_now", capacity)
-    if one_currency:
-        tokens = [r.summary["tokens_sold_total"] or 0.0 for _, r in entries]
-        out["cost_per_mtok"] = weighted("cost_per_mtok", tokens)
+    ``money`` in a unit becomes the currency when the sites share one; a unit that only names
+    a kind of text (``text``, ``date``) is ``""``.
+    """
+    output = _output(name)
+    if output is not None:
+        label, unit = output.label, output.unit
+    else:
+        base, _, scenario = name.partition(".")
+        spec = BY_NAME[base]
+        label = spec.label + (f" ({scenario})" if scenario else "")
+        unit = "" if spec.unit in _NO_UNIT else spec.unit
+    if currency:
+        unit = re.sub(r"\bmoney\b", currency, unit)
+    return label, unit
+
+
+def header(name: str, currency: str | None = None) -> str:
+    """The header a person reads: ``Revenue [USD]``, ``GPUs [GPUs]``, ``Site name``."""
+    label, unit = label_and_unit(name, currency)
+    return f"{label} [{unit}]" if unit and unit.lower() != label.lower() else label
+
+
+def headers(names: Sequence[str], currency: str | None = None) -> list[str]:
+    """:func:`header` of each column, made unique (an Excel Table needs unique headers)."""
+    out: list[str] = []
+    for name in names:
+        text = header(name, currency)
+        if text.lower() in {h.lower() for h in out}:
+            text = f"{text} ({name})"
+        out.append(text)
     return out
 
 
-def _cell_value(value: object) -> object:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def _number_format(name: str) -> str:
+    output = _output(name)
+    if output is not None:
+        return _OUTPUT_FORMATS.get(output.kind, "General")
+    return _INPUT_FORMATS.get(BY_NAME[name.split(".", 1)[0]].kind, "General")
+
+
+def shown_text(found: object, number_format: str) -> str:
+    """About what Excel shows for ``found`` in ``number_format``, to size a column by."""
+    if found is None:
+        return ""
+    if isinstance(found, str):
+        return found
+    if isinstance(found, dt.date):
+        return found.isoformat()
+    x = float(found)  # type: ignore[arg-type]
+    if number_format.endswith("%"):
+        decimals = len(number_format.split(".")[1]) - 1 if "." in number_format else 0
+        return f"{x * 100:,.{decimals}f}%"
+    decimals = len(number_format.split(".")[1]) if "." in number_format else 0
+    return f"{x:,.{decimals}f}" if "," in number_format else f"{x:.{decimals}f}"
+
+
+def _width(texts: Sequence[str], header_text: str) -> float:
+    """A column wide enough for every value and for the header's longest word (it wraps)."""
+    longest_word = max((len(w) for w in header_text.split()), default=0)
+    widest = max([len(t) for t in texts] + [longest_word, _MIN_WIDTH - _PADDING])
+    return float(min(_MAX_WIDTH, widest + _PADDING))
+
+
+def _lines(text: str, width: float) -> int:
+    """Lines ``text`` takes when wrapped at spaces into ``width`` characters."""
+    lines, used = 1, 0
+    for word in text.split():
+        need = len(word) if used == 0 else used + 1 + len(word)
+        if need > width - 1 and used:
+            lines, used = lines + 1, len(word)
+        else:
+            used = need
+    return lines
+
+
+def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
+    """The totals: sums, portfolio ratios and ``None`` where no total makes sense."""
+    out: dict[str, float | None] = {o.name: None for o in OUTPUTS}
+    if not entries:
+        return out
+    one_currency = currency_of(entries) is not None
+    shown = [{o.name: value(o.name, i, r.summary, {}) for o in OUTPUTS} for i, r in entries]
+
+    def weighted(name: str, weights: list[float]) -> float | None:
+        pairs = [(s[name], w) for s, w in zip(shown, weights, strict=True) if s[name] is not None]
+        total = sum(w for _, w in pairs)
+        return sum(v * w for v, w in pairs) / total if pairs and total else None  # type: ignore
+
+    for name in SUMMED:
+        if name not in out or (name in _MONEY and not one_currency):
+            continue
+        found = [s[name] for s in shown if s[name] is not None]
+        complete = len(found) == len(entries) or (name in _NONE_ADDS_NOTHING and found)
+        out[name] = math.fsum(found) if complete else None  # type: ignore[arg-type]
+    out["gpus"] = float(sum(inputs["gpus"] for inputs, _ in entries))  # type: ignore[misc]
+    revenue, ebitda = out.get("revenue_total"), out.get("ebitda_total")
+    if one_currency and revenue and ebitda is not None and "ebitda_margin" in out:
+        out["ebitda_margin"] = ebitda / revenue
+    capacity = [float(i["gpus"]) * float(i["theoretical_tps_per_gpu"])  # type: ignore[arg-type]
+                for i, _ in entries]
+    for name in ("tef_now", "tfi_now"):
+        if name in out:
+            out[name] = weighted(name, capacity)
+    if one_currency and "cost_per_mtok" in out:
+        tokens = [s.get("tokens_sold_total") or 0.0 for s in shown]
+        out["cost_per_mtok"] = weighted("cost_per_mtok", tokens)  # type: ignore[arg-type]
+    return out
+
+
+def _how_totalled(name: str, total: float | None, one_currency: bool) -> str:
+    """Why the Totals sheet shows ``total`` (or nothing) for output ``name``."""
+    if name in _MONEY and not one_currency:
+        return "blank: the sites use different currencies"
+    if total is None and name not in SUMMED | {"ebitda_margin", "tef_now", "tfi_now",
+                                                "cost_per_mtok"}:
+        return "blank: does not add up across sites"
+    how = {
+        "ebitda_margin": "Σ EBITDA ÷ Σ revenue",
+        "tef_now": "weighted by theoretical capacity (GPUs × theoretical TPS per GPU)",
+        "tfi_now": "weighted by theoretical capacity (GPUs × theoretical TPS per GPU)",
+        "cost_per_mtok": "weighted by tokens sold",
+        "gpus": "sum over the sites",
+    }.get(name, "sum over the sites")
+    if name in _NONE_ADDS_NOTHING:
+        how += " (sites where it does not apply add nothing)"
+    return how if total is not None else "blank: not every site has this figure"
 
 
 # -- the workbook --------------------------------------------------------------------------------
@@ -132,72 +286,73 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.chart import BarChart, Reference
     from openpyxl.comments import Comment
-    from openpyxl.styles import Alignment, Font, PatternFill
+    from openpyxl.styles import Alignment, Font
     from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.filters import AutoFilter
+    from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
     input_cols, output_cols = columns(entries)
     names = input_cols + output_cols
+    currency = currency_of(entries)
+    titles = headers(names, currency)
+    formats = [_number_format(name) for name in names]
+    n = len(entries)
+    rows = []
+    for inputs, result in entries:
+        flat = inputs.flat()
+        rows.append([value(name, inputs, result.summary, flat) for name in names])
+
     wb = Workbook(write_only=True)
     wb.properties.creator = "tokenfactory_xl"
     wb.properties.title = "TFOM portfolio"
-    ws = wb.create_sheet("Portfolio")
+    ws = wb.create_sheet(SHEET)
     ws.freeze_panes = "B2"
     ws.page_setup.orientation = "landscape"
-    n = len(entries)
-    last_row = n + 1
-    ws.auto_filter.ref = f"A1:{get_column_letter(len(names))}{last_row}"
-    ws.column_dimensions["A"].width = 28
-    for index in range(2, len(names) + 1):
-        ws.column_dimensions[get_column_letter(index)].width = 16
+    # Printed across pages at full size, each page repeating the header and the site names.
+    ws.print_title_rows = "1:1"
+    ws.print_title_cols = "A:A"
+    widths = []
+    for index, (title, fmt) in enumerate(zip(titles, formats, strict=True)):
+        width = _width([shown_text(row[index], fmt) for row in rows], title)
+        widths.append(width)
+        ws.column_dimensions[get_column_letter(index + 1)].width = width
+    ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
+                                                                         strict=True))
 
-    outputs = {o.name: o for o in OUTPUTS}
-    formats = []
     bold = Font(bold=True)
-    header_fill = PatternFill("solid", fgColor="DDE4EE")
-    header = []
-    for name in names:
-        if name in outputs:
-            o = outputs[name]
-            label, unit, fmt = o.label, o.unit, _OUTPUT_FORMATS.get(o.kind, "General")
-        else:
-            spec = BY_NAME[name.split(".", 1)[0]]
-            scenario = name.partition(".")[2]
-            label = spec.label + (f" ({scenario})" if scenario else "")
-            unit, fmt = spec.unit, _INPUT_FORMATS.get(spec.kind, "@")
-        formats.append(fmt)
-        cell = WriteOnlyCell(ws, value=name)
-        cell.font, cell.fill = bold, header_fill
-        cell.alignment = Alignment(wrap_text=True)
-        cell.comment = Comment(f"{label} [{unit}]", "tokenfactory_xl", width=220, height=50)
-        header.append(cell)
-    ws.append(header)
-
-    for inputs, result in entries:
-        flat = inputs.flat()
-        row = []
-        for name, fmt in zip(names, formats, strict=True):
-            value = result.summary[name] if name in outputs else flat[name]
+    header_row = []
+    for name, title in zip(names, titles, strict=True):
+        cell = WriteOnlyCell(ws, value=title)
+        cell.data_type = "s"
+        cell.font = bold
+        cell.alignment = Alignment(wrap_text=True, vertical="bottom")
+        label, unit = label_and_unit(name, currency)
+        cell.comment = Comment(f"{name}: {label}" + (f" [{unit}]" if unit else ""),
+                               "tokenfactory_xl", width=240, height=50)
+        header_row.append(cell)
+    ws.append(header_row)
+    for row in rows:
+        cells = []
+        for found, fmt in zip(row, formats, strict=True):
             cell = WriteOnlyCell(ws, value=None)
-            if isinstance(value, str):
+            if isinstance(found, str):
                 # Set as text explicitly: openpyxl turns a str starting with "=" into a formula.
-                cell.value = value
+                cell.value = found
                 cell.data_type = "s"
             else:
-                cell.value = _cell_value(value)
+                cell.value = found
                 cell.number_format = fmt
-            row.append(cell)
-        ws.append(row)
+            cells.append(cell)
+        ws.append(cells)
+    # A table needs a data row: with no site, the range is the header and one empty row.
+    ref = f"A1:{get_column_letter(len(names))}{max(n, 1) + 1}"
+    table = Table(displayName=TABLE_NAME, ref=ref, autoFilter=AutoFilter(ref=ref))
+    table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
+    table.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
+    _add_table(ws, table)
 
     total = totals(entries)
-    row = []
-    for name, fmt in zip(names, formats, strict=True):
-        value = "Portfolio total" if name == "site_name" else total.get(name)
-        cell = WriteOnlyCell(ws, value=_cell_value(value))
-        cell.font = bold
-        if not isinstance(value, str):
-            cell.number_format = fmt
-        row.append(cell)
-    ws.append(row)
+    total_rows = _totals_sheet(wb, total, entries, currency)
 
     if n:
         chart = BarChart()
@@ -209,6 +364,8 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         chart.x_axis.scaling.orientation = "maxMin"  # the first site on top, as in the table
         shown = min(n, CHART_SITES)
         for name in ("tfi_now", "breakeven_util"):
+            if name not in names:
+                continue
             col = names.index(name) + 1
             chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
                            titles_from_data=True)
@@ -225,41 +382,94 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     buffer = io.BytesIO()
     wb.properties.created = dt.datetime(2000, 1, 1)
     wb.save(buffer)
+    return repack(buffer.getvalue(), rewrite={
+        "xl/worksheets/sheet1.xml": lambda xml: _every_digit(xml, lambda c, r: rows[r - 2][c - 1]),
+        "xl/worksheets/sheet2.xml": lambda xml: _every_digit(
+            xml, lambda c, r: total_rows[r - 2][c - 1]),
+    })
 
-    cache: dict[int, dict[str, object]] = {}
 
-    def exact(column: int, row: int) -> object:
-        """The value of a table cell (1-based column, row): what openpyxl was given."""
-        name = names[column - 1]
-        if row == last_row + 1:
-            return total.get(name)
-        inputs, result = entries[row - 2]
-        if name in outputs:
-            return result.summary[name]
-        if row not in cache:  # the cells come row by row: keep only the current row's inputs
-            cache.clear()
-            cache[row] = inputs.flat()
-        return cache[row][name]
+def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
+                  currency: str | None) -> list[list[object]]:
+    """The sheet ``Totals``: one row per figure (label, total, how it is totalled)."""
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.worksheet.filters import AutoFilter
+    from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
-    return repack(buffer.getvalue(), rewrite={"xl/worksheets/sheet1.xml": lambda xml: (
-        _every_digit(xml, exact))})
+    ws = wb.create_sheet(TOTALS_SHEET)
+    ws.freeze_panes = "A2"
+    ws.page_setup.orientation = "portrait"
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToHeight = 0
+    one_currency = currency is not None
+    figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
+               ("gpus", header("gpus", currency), total.get("gpus"), _number_format("gpus"),
+                "sum over the sites")]
+    for o in OUTPUTS:
+        figures.append((o.name, header(o.name, currency), total.get(o.name),
+                        _number_format(o.name), _how_totalled(o.name, total.get(o.name),
+                                                              one_currency)))
+    titles = ["Figure", "Portfolio total", "How it is totalled", "Column"]
+    rows = [[label, found, how, name if name != "sites" else None]
+            for name, label, found, _, how in figures]
+    fmts = [fmt for *_, fmt, _ in figures]
+    widths = [max(len(str(r[0])) for r in rows) + _PADDING,
+              max([len(shown_text(r[1], f)) for r, f in zip(rows, fmts, strict=True)]
+                  + [len(titles[1])]) + _PADDING,
+              max(len(str(r[2])) for r in rows) + _PADDING,
+              max(len(str(r[3] or "")) for r in rows) + _PADDING]
+    for letter, width in zip("ABCD", widths, strict=True):
+        ws.column_dimensions[letter].width = float(min(_MAX_WIDTH + 20, width))
+    bold = Font(bold=True)
+    cells = []
+    for title in titles:
+        cell = WriteOnlyCell(ws, value=title)
+        cell.font = bold
+        cell.alignment = Alignment(vertical="bottom")
+        cells.append(cell)
+    ws.append(cells)
+    for row, fmt in zip(rows, fmts, strict=True):
+        label, found, how, name = row
+        cells = [WriteOnlyCell(ws, value=label), WriteOnlyCell(ws, value=found),
+                 WriteOnlyCell(ws, value=how), WriteOnlyCell(ws, value=name)]
+        for cell in (cells[0], cells[2], cells[3]):
+            cell.data_type = "s"
+        cells[1].number_format = fmt
+        ws.append(cells)
+    ref = f"A1:D{len(rows) + 1}"
+    table = Table(displayName="Totals", ref=ref, autoFilter=AutoFilter(ref=ref))
+    table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
+    table.tableStyleInfo = TableStyleInfo(name="TableStyleLight9", showRowStripes=True)
+    _add_table(ws, table)
+    return rows
+
+
+def _add_table(ws, table) -> None:
+    """Add ``table`` to a write-only sheet (its columns are set, so openpyxl's warning is moot)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ws.add_table(table)
 
 
 _NUMBER_CELL = re.compile(rb'<c r="([A-Z]+)(\d+)"([^>]*)><v>([^<]*)</v></c>')
 
 
-def _every_digit(xml: bytes, exact) -> bytes:
-    """The sheet with each number as ``repr`` writes it: openpyxl keeps only 16 digits."""
+def _every_digit(xml: bytes, exact: Callable[[int, int], object]) -> bytes:
+    """The sheet with each number as ``repr`` writes it: openpyxl keeps only 16 digits.
+
+    ``exact(column, row)`` (1-based) gives the value openpyxl was given for a data cell.
+    """
     from openpyxl.utils import column_index_from_string
 
     def one(match: re.Match) -> bytes:
-        if b't="n"' not in match.group(3):
+        if b't="n"' not in match.group(3) or int(match.group(2)) < 2:
             return match.group(0)
-        value = exact(column_index_from_string(match.group(1).decode()), int(match.group(2)))
-        if not isinstance(value, float) or not math.isfinite(value):
+        found = exact(column_index_from_string(match.group(1).decode()), int(match.group(2)))
+        if not isinstance(found, float) or not math.isfinite(found):
             return match.group(0)
         return (b'<c r="' + match.group(1) + match.group(2) + b'"' + match.group(3) + b"><v>"
-                + repr(value).encode() + b"</v></c>")
+                + repr(found).encode() + b"</v></c>")
 
     return _NUMBER_CELL.sub(one, xml)
 
@@ -277,27 +487,30 @@ def write_portfolio(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:
 
 # -- the CSV -------------------------------------------------------------------------------------
 def summary_csv_text(entries: Sequence[Entry]) -> str:
-    """The portfolio table as CSV text: one row per site, no totals row (tools sum themselves)."""
+    """The portfolio table as CSV text: the column names as header, one row per site.
+
+    The same columns and values as the workbook's table (an input that does not apply is an
+    empty field); no totals row (tools sum themselves).
+    """
     input_cols, output_cols = columns(entries)
+    names = input_cols + output_cols
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(input_cols + output_cols)
+    writer.writerow(names)
     for inputs, result in entries:
         flat = inputs.flat()
-        row = [_csv_field(flat[c]) for c in input_cols]
-        row += [_csv_field(result.summary[c]) for c in output_cols]
-        writer.writerow(row)
+        writer.writerow([_csv_field(value(n, inputs, result.summary, flat)) for n in names])
     return out.getvalue()
 
 
-def _csv_field(value: object) -> str:
-    if value is None:
+def _csv_field(found: object) -> str:
+    if found is None:
         return ""
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else ""
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    text = str(value)
+    if isinstance(found, float):
+        return repr(found) if math.isfinite(found) else ""
+    if isinstance(found, dt.date):
+        return found.isoformat()
+    text = str(found)
     # A spreadsheet opening the CSV would run "=HYPERLINK(…)" as a formula; a leading
     # apostrophe is the spreadsheet's own "this is text" mark.
     return "'" + text if text.startswith(_FORMULA_START) else text
@@ -306,8 +519,8 @@ def _csv_field(value: object) -> str:
 def write_summary_csv(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:
     """Write the portfolio table as UTF-8 CSV to ``path`` atomically.
 
-    Headers are the column names of the portfolio; ``None`` is an empty field; numbers have
-    every digit (``repr``); text that a spreadsheet would take for a formula (starting with
-    ``= + - @``) gets a leading apostrophe.
+    Headers are the column names of the portfolio (``site_name``, ``npv`` …); ``None`` is an
+    empty field; numbers have every digit (``repr``); text that a spreadsheet would take for a
+    formula (starting with ``= + - @``) gets a leading apostrophe.
     """
     return write_atomically(path, summary_csv_text(entries).encode("utf-8"))

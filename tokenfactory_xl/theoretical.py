@@ -96,8 +96,10 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from .cli import add_print_output
+
     p = subparsers.add_parser(
-        "theoretical", help="theoretical TPS per GPU of a catalogue GPU and model (roofline)",
+        "theoretical",
         description="The roofline bound of TFOM-SPEC section 5 for a GPU and a model of the "
                     "catalogues: decode and prefill tokens per second per GPU, the bound the "
                     "step hits, the largest batch that fits. Use the decode TPS per GPU as the "
@@ -123,4 +125,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
                    help="model-FLOPs utilisation (default 1.0: the pure bound)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_print_output(p)
     p.set_defaults(func=cmd_theoretical)

@@ -93,12 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from .cli import add_input_options
 
     p = subparsers.add_parser(
-        "template", help="write the TFOM workbook (Excel, no macros)",
+        "template",
         description="Write the TFOM workbook: the monthly Token Factory Operating Model as "
                     "native Excel formulas, with the inputs (defaults, changed with --set) "
                     "typed into its Inputs sheet.",
-        epilog="example: tokenfactory-xl template -o TFOM.xlsx --set gpus=2048 --scenario "
-               "Optimised")
+        epilog="example: tokenfactory-xl template -o site-2048.xlsx --set gpus=2048 "
+               "--scenario Optimised")
     p.add_argument("-o", "--output", required=True, metavar="FILE.xlsx",
                    help="the workbook to write")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
@@ -106,10 +106,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_template)
 
     r = subparsers.add_parser(
-        "render", help="draw a workbook's Dashboard as a PNG (LibreOffice)",
+        "render",
         description="Recalculate a TFOM workbook in LibreOffice and write its Dashboard "
                     "(headline figures and charts) as a PNG picture.",
-        epilog="example: tokenfactory-xl render TFOM.xlsx -o dashboard.png")
+        epilog="examples:\n  tokenfactory-xl template -o TFOM.xlsx\n"
+               "  tokenfactory-xl render TFOM.xlsx -o dashboard.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("workbook", help="the TFOM workbook (.xlsx)")
     r.add_argument("-o", "--output", required=True, metavar="FILE.png",
                    help="the picture to write")

@@ -1,9 +1,2582 @@
-"""Token Factory functions for xlwings Lite (Excel for Mac, Excel on the web, Excel on Windows).
+"""Token Factory functions for xlwings Lite (Excel for Mac, on the web and on Windows).
 
-Paste this file into the xlwings Lite editor's main.py tab and install/xlwings-lite/requirements.txt
-into its requirements.txt tab. xlwings Lite registers every decorated function it finds in main.py,
-including imported ones: these are the functions of tokenfactory_xl.udfs, the one module that
-defines them for desktop Excel too. =TEF(B2,B3), =BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25) …
+Paste this whole file into the xlwings Lite editor's main.py tab (replacing what is there) and
+leave its requirements.txt tab empty: numpy and xlwings are all this file needs, and xlwings
+Lite ships both. Then type, for example, =TEF(210000, 700000) into a cell.
+
+Written by `tokenfactory-xl lite` from tokenfactory_xl 0.1.0; do not edit it by hand: write
+it again with that command. It holds the source of the package's modules model, errors, specs, roofline, catalogue, udfs and its
+data files, loads them as the package tokenfactory_xl and exposes every Excel function of
+tokenfactory_xl.udfs (23 functions): the same functions, with the same names, arguments
+and help, as desktop Excel gets.
+"""
+# ruff: noqa: E501 (the data files' lines are as long as they are)
+
+import importlib as _importlib
+import importlib.abc as _importlib_abc
+import importlib.machinery as _machinery
+import io as _io
+import linecache as _linecache
+import sys as _sys
+
+_PACKAGE = "tokenfactory_xl"
+_VERSION = "0.1.0"
+
+# The package's modules, as text: dependencies first.
+_SOURCES = {
+    'tokenfactory_xl.model': r'''"""The token-factory formulas: capacity, efficiency, unit economics and price dynamics.
+
+A token factory is an inference cluster judged by the tokens it sells. Its capacity is the
+theoretical throughput of its GPUs; the **TEF** (Token Efficiency Factor) is the share of that
+capacity it actually produces; the **TFI** (Token Factory Index) multiplies in the service level
+and the sell-through to give the share of theoretical capacity that becomes revenue (seed 000).
+Unit economics follow from three numbers, the cost of a GPU-hour, the tokens a GPU makes per
+second and the price of a million tokens: the **breakeven utilisation** is the TFI at which
+revenue pays the GPU-hour (seed 004). Prices fall each quarter (the Red Queen of seed 001), which
+limits how long a GPU earns more than its cash cost.
+
+Every function here is TFOM-SPEC sections 1–3, stated once. Each takes scalars or numpy arrays
+and broadcasts, so one call computes a whole spreadsheet column; a scalar call returns a float.
+Where a result is undefined (a division by zero) the element is ``nan`` or ``inf``, never an
+exception: callers (the Excel functions) turn those into Excel's own error values.
+This module imports neither xlwings nor openpyxl.
 """
 
-from tokenfactory_xl.udfs import *  # noqa: F403 (exactly the functions listed in its __all__)
+from __future__ import annotations
+
+import functools
+import math
+from statistics import NormalDist
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+#: Seconds in an hour, hours in a day and a year, tokens in a million: the spec's constants.
+SECONDS_PER_HOUR = 3_600
+SECONDS_PER_DAY = 86_400
+HOURS_PER_YEAR = 8_760
+HOURS_PER_MONTH = 730  # 8,760 / 12: spreads a monthly fixed cost over GPU-hours
+TOKENS_PER_MTOK = 1_000_000
+
+#: The 99th percentile of the standard normal distribution (Excel ``NORM.S.INV(0.99)``).
+Z_99 = NormalDist().inv_cdf(0.99)
+
+Numeric = float | np.ndarray
+
+
+def _out(x: np.ndarray) -> Numeric:
+    """numpy result → float for a scalar call, array otherwise."""
+    x = np.asarray(x, dtype=float)
+    return float(x) if x.ndim == 0 else x
+
+
+def _f(x: ArrayLike) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _div(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(_f(a), _f(b))
+
+
+# -- 1. Capacity and efficiency ----------------------------------------------------------------
+def tpm(tps: ArrayLike) -> Numeric:
+    """Tokens per minute [tokens/min] from tokens per second ``tps`` [tokens/s]: TPS × 60."""
+    return _out(_f(tps) * 60)
+
+
+def tokens_per_day(tps: ArrayLike) -> Numeric:
+    """Tokens per day [tokens/day] from ``tps`` [tokens/s]: TPS × 86,400."""
+    return _out(_f(tps) * SECONDS_PER_DAY)
+
+
+def tef(actual_tps: ArrayLike, theoretical_tps: ArrayLike) -> Numeric:
+    """Token Efficiency Factor [fraction]: actual ÷ theoretical throughput.
+
+    Parameters
+    ----------
+    actual_tps : measured cluster throughput while the service is up [tokens/s]
+    theoretical_tps : what the same cluster would produce fully busy at its best
+        configuration [tokens/s]
+
+    Examples
+    --------
+    Seed 000: 700,000 TPS theoretical, 210,000 actual.
+
+    >>> tef(210_000, 700_000)
+    0.3
+    """
+    return _out(_div(actual_tps, theoretical_tps))
+
+
+def tfi(tef: ArrayLike, sla: ArrayLike, sell_through: ArrayLike) -> Numeric:
+    """Token Factory Index [fraction]: TEF × SLA × sell-through (seed 000).
+
+    The share of theoretical capacity that becomes revenue.
+    """
+    return _out(_f(tef) * _f(sla) * _f(sell_through))
+
+
+def load_factor(tokens_paid: ArrayLike, tokens_theoretical: ArrayLike) -> Numeric:
+    """The airline load factor of seed 001 [fraction]: tokens paid ÷ theoretical tokens.
+
+    With the definitions of TFOM-SPEC section 1 it equals the TFI.
+    """
+    return _out(_div(tokens_paid, tokens_theoretical))
+
+
+def equivalent_gpus(gpus: ArrayLike, tef_now: ArrayLike, tef_target: ArrayLike) -> Numeric:
+    """GPUs that would give the same tokens at today's TEF [GPUs]: GPUs × TEF_target ÷ TEF_now.
+
+    >>> round(equivalent_gpus(1000, 0.30, 0.65), 2)  # seed 000: "about 2,167"
+    2166.67
+    """
+    return _out(_div(_f(gpus) * _f(tef_target), tef_now))
+
+
+def avoided_capex(
+    gpus: ArrayLike, tef_now: ArrayLike, tef_target: ArrayLike, capex_per_gpu: ArrayLike
+) -> Numeric:
+    """GPU CapEx a TEF uplift saves [money]: (equivalent GPUs − GPUs) × CapEx per GPU."""
+    extra = _f(equivalent_gpus(gpus, tef_now, tef_target)) - _f(gpus)
+    return _out(extra * _f(capex_per_gpu))
+
+
+def slo_attainment(ttft_p50: ArrayLike, ttft_p99: ArrayLike, ttft_slo: ArrayLike) -> Numeric:
+    """Share of requests whose time to first token meets the objective [fraction].
+
+    TTFT is modelled as log-normal through its median and 99th percentile:
+    σ = ln(p99 / p50) / z₀.₉₉ and attainment = Φ(ln(SLO / p50) / σ), Excel's
+    ``NORM.S.DIST(LN(slo/p50)/σ, TRUE)``. All three in the same unit (ms). p99 must exceed p50;
+    where it does not, the element is ``nan``.
+    """
+    p50, p99, slo = np.broadcast_arrays(_f(ttft_p50), _f(ttft_p99), _f(ttft_slo))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sigma = np.log(p99 / p50) / Z_99
+        z = np.log(slo / p50) / sigma
+        z = np.where(sigma > 0, z, np.nan)
+    return _out(_norm_cdf(z))
+
+
+def _norm_cdf(z: np.ndarray) -> np.ndarray:
+    """Φ(z), the standard normal distribution function, elementwise (nan stays nan)."""
+    flat = [0.5 * math.erfc(-v / math.sqrt(2)) if not math.isnan(v) else math.nan
+            for v in np.ravel(z)]
+    return np.reshape(np.array(flat, dtype=float), np.shape(z))
+
+
+def sla(availability: ArrayLike, slo_attainment: ArrayLike) -> Numeric:
+    """Service level [fraction]: availability × SLO attainment (TFOM-SPEC section 1)."""
+    return _out(_f(availability) * _f(slo_attainment))
+
+
+# -- 2. Unit economics -------------------------------------------------------------------------
+def revenue_per_gpu_hour(
+    tps_per_gpu: ArrayLike, util: ArrayLike, price_per_mtok: ArrayLike
+) -> Numeric:
+    """Revenue of one GPU-hour [money/GPU-h]: T × 3,600 × u × P / 10⁶.
+
+    Parameters
+    ----------
+    tps_per_gpu : tokens per second per GPU at full load [tokens/s]
+    util : share of full-load tokens produced and sold [fraction]
+    price_per_mtok : price [money per million tokens]
+    """
+    tokens = _f(tps_per_gpu) * SECONDS_PER_HOUR * _f(util)
+    return _out(tokens * _f(price_per_mtok) / TOKENS_PER_MTOK)
+
+
+def breakeven_util(
+    gpu_hour_cost: ArrayLike, tps_per_gpu: ArrayLike, price_per_mtok: ArrayLike
+) -> Numeric:
+    """Utilisation at which revenue pays the GPU-hour [fraction]: C ÷ (T × 3,600 × P / 10⁶).
+
+    Independent of the GPU count; above 1 the factory never breaks even (seed 004).
+
+    >>> breakeven_util(1.89, 5_600, 0.25)
+    0.375
+    """
+    full = _f(tps_per_gpu) * SECONDS_PER_HOUR * _f(price_per_mtok) / TOKENS_PER_MTOK
+    return _out(_div(gpu_hour_cost, full))
+
+
+def margin_at_util(
+    util: ArrayLike, gpu_hour_cost: ArrayLike, tps_per_gpu: ArrayLike, price_per_mtok: ArrayLike
+) -> Numeric:
+    """Operating margin at utilisation ``util`` [fraction]: 1 − breakeven ÷ u.
+
+    Equals (revenue − cost) ÷ revenue. Seed 004: −0.875 at 20 % and +0.0625 at 40 % for
+    C = 1.89, T = 5,600, P = 0.25.
+    """
+    return _out(1 - _div(breakeven_util(gpu_hour_cost, tps_per_gpu, price_per_mtok), util))
+
+
+def cost_per_mtok(gpu_hour_cost: ArrayLike, tps_per_gpu: ArrayLike, util: ArrayLike) -> Numeric:
+    """Cost of a million sold tokens at utilisation ``util`` [money/Mtok].
+
+    C ÷ (T × 3,600 × u / 10⁶): also the breakeven price at that utilisation.
+    """
+    mtok_per_hour = _f(tps_per_gpu) * SECONDS_PER_HOUR * _f(util) / TOKENS_PER_MTOK
+    return _out(_div(gpu_hour_cost, mtok_per_hour))
+
+
+def daily_token_value(
+    tps_per_gpu: ArrayLike, util: ArrayLike, price_per_mtok: ArrayLike
+) -> Numeric:
+    """Revenue one GPU earns in a day [money/GPU/day]: T × 86,400 × u × P / 10⁶."""
+    tokens = _f(tps_per_gpu) * SECONDS_PER_DAY * _f(util)
+    return _out(tokens * _f(price_per_mtok) / TOKENS_PER_MTOK)
+
+
+def implied_price_per_mtok(
+    tokens_per_day: ArrayLike, gpus: ArrayLike, revenue_per_gpu_hour: ArrayLike
+) -> Numeric:
+    """Fleet-average revenue per million tokens [money/Mtok] — an average, not a price.
+
+    revenue per GPU-hour × GPUs × 24 ÷ (tokens per day / 10⁶). Seed 004: 155 × 10¹² tokens a
+    day on 128 GPUs at US$38 per GPU-hour gives about US$0.000753.
+    """
+    revenue_per_day = _f(revenue_per_gpu_hour) * _f(gpus) * 24
+    return _out(_div(revenue_per_day, _f(tokens_per_day) / TOKENS_PER_MTOK))
+
+
+def tokens_per_gpu_second(tokens_per_day: ArrayLike, gpus: ArrayLike) -> Numeric:
+    """Fleet throughput per GPU [tokens/s per GPU]: tokens per day ÷ (GPUs × 86,400)."""
+    return _out(_div(tokens_per_day, _f(gpus) * SECONDS_PER_DAY))
+
+
+def cash_gpu_hour_cost(
+    power_kw: ArrayLike, pue: ArrayLike, price_per_kwh: ArrayLike, opex_per_gpu_hour: ArrayLike = 0
+) -> Numeric:
+    """Cash cost of a GPU-hour [money/GPU-h]: power kW × PUE × price per kWh + other opex."""
+    return _out(_f(power_kw) * _f(pue) * _f(price_per_kwh) + _f(opex_per_gpu_hour))
+
+
+def gpu_hour_cost(
+    capex_per_gpu: ArrayLike,
+    life_years: ArrayLike,
+    power_kw: ArrayLike,
+    pue: ArrayLike,
+    price_per_kwh: ArrayLike,
+    opex_per_gpu_hour: ArrayLike = 0,
+    salvage_per_gpu: ArrayLike = 0,
+) -> Numeric:
+    """Owned cost of a GPU-hour [money/GPU-h].
+
+    (CapEx per GPU − salvage) ÷ (life years × 8,760) + the cash cost of
+    :func:`cash_gpu_hour_cost`.
+    """
+    depreciation = _div(_f(capex_per_gpu) - _f(salvage_per_gpu), _f(life_years) * HOURS_PER_YEAR)
+    cash = cash_gpu_hour_cost(power_kw, pue, price_per_kwh, opex_per_gpu_hour)
+    return _out(depreciation + _f(cash))
+
+
+def blended_price(
+    price_input: ArrayLike,
+    price_output: ArrayLike,
+    output_share: ArrayLike,
+    cache_hit_rate: ArrayLike = 0,
+    price_cached_input: ArrayLike | None = None,
+    batch_share: ArrayLike = 0,
+    batch_discount: ArrayLike = 0.5,
+) -> Numeric:
+    """Average price of a million sold tokens [money/Mtok] (TFOM-SPEC section 2).
+
+    input price = h × P_cached + (1 − h) × P_input; list price = (1 − o) × input price + o ×
+    P_output; blended = list price × (1 − b × d). ``price_cached_input`` defaults to
+    ``price_input`` (no cache discount); the batch discount defaults to seed 001's 50 %.
+    """
+    if price_cached_input is None:
+        price_cached_input = price_input
+    h, o = _f(cache_hit_rate), _f(output_share)
+    input_price = h * _f(price_cached_input) + (1 - h) * _f(price_input)
+    list_price = (1 - o) * input_price + o * _f(price_output)
+    return _out(list_price * (1 - _f(batch_share) * _f(batch_discount)))
+
+
+# -- 3. Price dynamics: the Red Queen ----------------------------------------------------------
+def price_after(price_now: ArrayLike, decline_per_quarter: ArrayLike, months: ArrayLike) -> Numeric:
+    """Price after ``months`` months [money/Mtok]: P₀ × (1 − d)^(m / 3)."""
+    return _out(_f(price_now) * (1 - _f(decline_per_quarter)) ** (_f(months) / 3))
+
+
+def yearly_price_factor(decline_per_quarter: ArrayLike) -> Numeric:
+    """What a price is multiplied by in a year [ratio]: (1 − d)⁴.
+
+    >>> round(yearly_price_factor(0.47), 4)  # seed 001: "to 1/13 in about a year"
+    0.0789
+    """
+    return _out((1 - _f(decline_per_quarter)) ** 4)
+
+
+def revenue_ratio(volume_growth: ArrayLike, price_factor: ArrayLike) -> Numeric:
+    """Revenue after ÷ before [ratio]: volume growth × price factor (10× at 1/10 is flat)."""
+    return _out(_f(volume_growth) * _f(price_factor))
+
+
+def economic_life_months(
+    revenue_per_gpu_hour: ArrayLike,
+    cash_cost_per_gpu_hour: ArrayLike,
+    decline_per_quarter: ArrayLike,
+) -> Numeric:
+    """Months until revenue per GPU-hour falls to its cash cost [months].
+
+    m* = 3 × ln(c / R₀) / ln(1 − d); 0 when R₀ ≤ c already; ``inf`` (no finite answer) when the
+    price does not decline (d = 0) and R₀ > c.
+    """
+    r0, c, d = np.broadcast_arrays(
+        _f(revenue_per_gpu_hour), _f(cash_cost_per_gpu_hour), _f(decline_per_quarter)
+    )
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        months = 3 * np.log(c / r0) / np.log1p(-d)
+    months = np.where(r0 <= c, 0.0, months)
+    months = np.where((r0 > c) & (d == 0), np.inf, months)
+    return _out(months)
+
+
+# -- Finance: discounting, IRR, payback ---------------------------------------------------------
+def monthly_rate(yearly_rate: ArrayLike) -> Numeric:
+    """The monthly rate equivalent to a yearly one: (1 + r)^(1/12) − 1."""
+    return _out((1 + _f(yearly_rate)) ** (1 / 12) - 1)
+
+
+def npv(monthly_rate: float, cash_flows: ArrayLike) -> float:
+    """Net present value of monthly ``cash_flows``, month 0 first and undiscounted [money].
+
+    Excel's ``=CF0 + NPV(rate, CF1:CFn)``; numpy-financial's ``npv(rate, values)``.
+    """
+    flows = _f(cash_flows)
+    months = np.arange(flows.shape[-1])
+    return float(np.sum(flows / (1 + monthly_rate) ** months))
+
+
+def irr(cash_flows: ArrayLike) -> float | None:
+    """The periodic internal rate of return of ``cash_flows`` (month 0 first), or ``None``.
+
+    ``None`` when the flows have no sign change or no rate above −100 % zeroes the NPV. Where
+    several rates do, the one nearest 0 is returned (Excel's ``IRR`` starts its search at 10 %).
+    The root is bracketed on a grid and bisected to full double precision.
+    """
+    flows = _f(cash_flows)
+    signs = np.sign(flows[flows != 0])
+    if signs.size == 0 or np.all(signs == signs[0]):
+        return None
+    grid, growth = _irr_grid(flows.shape[-1])
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        values = np.sum(flows / growth, axis=-1)
+    change = np.nonzero(np.sign(values[:-1]) * np.sign(values[1:]) <= 0)[0]
+    if change.size == 0:
+        return None
+    roots = [_bisect(flows, grid[i], grid[i + 1]) for i in change]
+    return min(roots, key=abs)
+
+
+@functools.lru_cache(maxsize=8)
+def _irr_grid(periods: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rates IRR brackets its roots on, and (1 + rate)^month for each of them.
+
+    Computed once per number of periods and evaluated in one broadcast: a Python loop over the
+    ~1,100 rates made IRR cost ~10 ms, the bulk of a batch's time per site.
+    """
+    grid = np.concatenate([-1 + np.geomspace(1e-9, 1, 200)[:-1], np.geomspace(1e-9, 1e9, 600)])
+    grid = np.unique(np.concatenate([grid, -grid[grid < 1], [0.0]]))
+    grid = grid[grid > -1]
+    with np.errstate(over="ignore"):
+        growth = (1 + grid[:, None]) ** np.arange(periods)
+    grid.flags.writeable = growth.flags.writeable = False
+    return grid, growth
+
+
+def _bisect(flows: np.ndarray, low: float, high: float) -> float:
+    f_low = npv(low, flows)
+    if f_low == 0:
+        return float(low)
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        if mid in (low, high):
+            break
+        f_mid = npv(mid, flows)
+        if f_mid == 0:
+            return mid
+        if (f_mid > 0) == (f_low > 0):
+            low, f_low = mid, f_mid
+        else:
+            high = mid
+    return 0.5 * (low + high)
+
+
+def payback_months(cash_flows: ArrayLike) -> float | None:
+    """Months until the cumulative cash flow turns non-negative, interpolated, or ``None``.
+
+    With cum_k the cumulative cash flow after month k (month 0 first), the first k with
+    cum_k ≥ 0 and cum_(k−1) < 0 gives (k − 1) + (−cum_(k−1)) ÷ cash flow_k. ``None`` when the
+    cumulative never crosses from below within the flows.
+    """
+    flows = _f(cash_flows)
+    cumulative = np.cumsum(flows)
+    crossing = np.nonzero((cumulative[1:] >= 0) & (cumulative[:-1] < 0))[0]
+    if crossing.size == 0:
+        return None
+    k = int(crossing[0]) + 1
+    return (k - 1) + float(-cumulative[k - 1] / flows[k])
+''',
+    'tokenfactory_xl.errors': r'''"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
+
+A finance user who types a bad value wants to know four things: which input, what they typed,
+what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
+carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
+not five.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad input.
+
+    Attributes
+    ----------
+    name : the input's name as the user wrote it (``gpus``, ``tef_target.Optimised``).
+    value : what the user gave, unchanged.
+    message : what is wrong and what is allowed, in plain words.
+    fix : the likely fix, or ``""`` when the message already says it.
+    where : where the value came from (``row 4``), or ``""``.
+    """
+
+    name: str
+    value: object
+    message: str
+    fix: str = ""
+    where: str = ""
+
+    def __str__(self) -> str:
+        head = f"{self.where}: " if self.where else ""
+        text = f"{head}{self.name}={_show(self.value)}: {self.message}"
+        if self.fix:
+            text += f"; {self.fix}"
+        return text
+
+
+class InputError(ValueError):
+    """One or more inputs are not allowed; ``problems`` lists each of them."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        if len(self.problems) == 1:
+            return str(self.problems[0])
+        lines = [f"{len(self.problems)} inputs need fixing:"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _show(value: object) -> str:
+    """How a user's value is echoed back: text in quotes, numbers as typed."""
+    if isinstance(value, str):
+        plain = value and value == value.strip() and not any(c in value for c in " '\"=")
+        return value if plain else repr(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+''',
+    'tokenfactory_xl.specs': r'''"""The hardware and model catalogues behind a theoretical throughput: GPUs and LLMs, with sources.
+
+TEF divides what a factory produces by what it could produce. The second number comes from
+specifications: how much memory a GPU has and how fast it reads it, how many dense FLOPS it
+does at each precision, and how large a model is and how much KV cache each token of context
+costs it. This module holds those figures as two CSV catalogues shipped inside the package,
+``tokenfactory_xl/data/gpus.csv`` and ``tokenfactory_xl/data/models.csv``, each figure with the
+vendor datasheet or model card it was taken from.
+
+GPU figures are **dense** (no 2:4 structured sparsity). NVIDIA datasheets print Hopper and
+Blackwell tensor throughput *with* sparsity (marked with an asterisk); the catalogue halves
+those and says so in the source column. Memory is in the vendor's GB (10⁹ bytes; the HBM a
+card actually exposes is slightly larger, so capacity limits come out a little conservative).
+
+Users add or correct entries with CSV files of their own, in the same columns, in a folder
+given as ``catalogue_dir=`` or in the environment variable ``TOKENFACTORY_XL_CATALOGUE_DIR``:
+a ``gpus.csv`` and/or ``models.csv`` there is merged over the shipped one, row by row (a row
+whose name matches a shipped entry replaces it; other rows are added). Names are matched
+without regard to case, spaces, hyphens or underscores (``h100sxm`` finds ``H100 SXM``).
+
+Unknown names raise :class:`tokenfactory_xl.errors.InputError` whose fix lists close matches.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import functools
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .errors import InputError, Problem
+
+#: Environment variable naming a folder with a user's own ``gpus.csv`` / ``models.csv``.
+CATALOGUE_DIR_ENV = "TOKENFACTORY_XL_CATALOGUE_DIR"
+
+GPU_FILE = "gpus.csv"
+MODEL_FILE = "models.csv"
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator's specification (per GPU, dense figures).
+
+    Attributes
+    ----------
+    name : catalogue key, e.g. ``H200``
+    vendor : ``NVIDIA``, ``AMD`` …
+    hbm_gb : memory capacity [GB, 10⁹ bytes]
+    bandwidth_tbps : peak memory bandwidth [TB/s, 10¹² bytes/s]
+    bf16_tflops : dense FP16/BF16 tensor throughput [TFLOPS]
+    fp8_tflops : dense FP8 tensor throughput [TFLOPS]
+    fp4_tflops : dense FP4 tensor throughput [TFLOPS], ``None`` where the part has none
+    power_w : maximum board power [W]
+    sources : column name → where the figure comes from
+    notes : free text
+    """
+
+    name: str
+    vendor: str
+    hbm_gb: float
+    bandwidth_tbps: float
+    bf16_tflops: float
+    fp8_tflops: float
+    fp4_tflops: float | None
+    power_w: float
+    sources: Mapping[str, str] = field(default_factory=dict)
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Model:
+    """One LLM's size and KV-cache geometry.
+
+    Attributes
+    ----------
+    name : catalogue key, e.g. ``Llama-3.1-70B``
+    kind : ``dense`` or ``moe``
+    total_params : every weight, all experts included: what must sit in memory [parameters]
+    active_params : weights used for one token: what a decode step reads [parameters]
+    layers : transformer layers
+    kv_heads : key/value heads per layer (grouped-query attention)
+    head_dim : dimension of one head
+    kv_latent_dim : for multi-head latent attention (MLA), the elements cached per layer per
+        token (keys and values share one latent); ``None`` for ordinary attention
+    sliding_window : tokens a sliding-window layer attends over, ``None`` when none
+    sliding_window_layers : how many layers use that window (the rest attend over everything)
+    max_context : longest context the model supports [tokens]
+    source : the model card / config.json the figures come from
+    notes : free text
+    """
+
+    name: str
+    kind: str
+    total_params: float
+    active_params: float
+    layers: int
+    kv_heads: int
+    head_dim: int
+    kv_latent_dim: int | None = None
+    sliding_window: int | None = None
+    sliding_window_layers: int = 0
+    max_context: int | None = None
+    source: str = ""
+    notes: str = ""
+
+    @property
+    def kv_elements_per_token(self) -> int:
+        """KV-cache elements one token adds over all layers (full-attention layers only).
+
+        2 × layers × KV heads × head dim (a key and a value per head), or for MLA models
+        layers × latent size.
+        """
+        if self.kv_latent_dim:
+            return self.layers * self.kv_latent_dim
+        return 2 * self.layers * self.kv_heads * self.head_dim
+
+
+# -- reading the catalogues ----------------------------------------------------------------------
+_GPU_NUMBERS = ("hbm_gb", "bandwidth_tbps", "bf16_tflops", "fp8_tflops", "power_w")
+_GPU_OPTIONAL = ("fp4_tflops",)
+_MODEL_NUMBERS = ("total_params", "active_params", "layers", "kv_heads", "head_dim")
+_MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context")
+_MODEL_KINDS = ("dense", "moe")
+
+#: Field names that :func:`gpu_spec` / :func:`model_spec` (and GPU_SPEC / MODEL_SPEC) answer.
+GPU_FIELDS: tuple[str, ...] = ("name", "vendor", *_GPU_NUMBERS[:4], "fp4_tflops", "power_w",
+                               "notes")
+MODEL_FIELDS: tuple[str, ...] = ("name", "kind", *_MODEL_NUMBERS, *_MODEL_OPTIONAL,
+                                 "kv_elements_per_token", "source", "notes")
+
+
+def normalise(name: str) -> str:
+    """The form names are compared in: case, spaces, hyphens and underscores ignored."""
+    return re.sub(r"[\s_\-]+", "", str(name)).casefold()
+
+
+def _read_csv(path: Path | str, text: str | None = None) -> list[dict[str, str]]:
+    try:
+        if text is None:
+            with open(path, newline="", encoding="utf-8-sig") as handle:
+                text = handle.read()
+    except OSError as exc:
+        raise InputError([Problem("catalogue", str(path), f"cannot be read ({exc.strerror})",
+                                  "check the path")]) from None
+    rows = list(csv.DictReader(text.splitlines()))
+    return [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in rows]
+
+
+def _number(row: dict[str, str], column: str, where: str, optional: bool = False,
+            problems: list[Problem] | None = None) -> float | None:
+    text = row.get(column, "").replace(",", "")
+    if text == "" and optional:
+        return None
+    try:
+        value = float(text)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError
+    except ValueError:
+        assert problems is not None
+        problems.append(Problem(column, row.get(column, ""), "must be a number of at least 0",
+                                "fix the cell" if text else "fill in the cell", where))
+        return None
+    return value
+
+
+def _check_columns(rows: list[dict[str, str]], required: tuple[str, ...], path: str) -> None:
+    columns = set(rows[0]) if rows else set()
+    missing = [c for c in ("name", *required) if c not in columns]
+    if missing:
+        raise InputError([Problem("catalogue", path, f"has no column {', '.join(missing)}",
+                                  f"its header must include {', '.join(('name', *required))}")])
+
+
+def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
+    _check_columns(rows, _GPU_NUMBERS, path)
+    out: dict[str, GPU] = {}
+    problems: list[Problem] = []
+    for number, row in enumerate(rows, start=2):
+        where = f"{path} row {number}"
+        if not row.get("name"):
+            continue
+        values = {c: _number(row, c, where, problems=problems) for c in _GPU_NUMBERS}
+        fp4 = _number(row, "fp4_tflops", where, optional=True, problems=problems)
+        if any(v is None for v in values.values()):
+            continue
+        sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
+        out[normalise(row["name"])] = GPU(
+            name=row["name"], vendor=row.get("vendor", ""), fp4_tflops=fp4 or None,
+            sources=sources, notes=row.get("notes", ""), **values)  # type: ignore[arg-type]
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
+    _check_columns(rows, _MODEL_NUMBERS, path)
+    out: dict[str, Model] = {}
+    problems: list[Problem] = []
+    for number, row in enumerate(rows, start=2):
+        where = f"{path} row {number}"
+        if not row.get("name"):
+            continue
+        kind = row.get("kind", "dense").lower() or "dense"
+        if kind not in _MODEL_KINDS:
+            problems.append(Problem("kind", row.get("kind"), "must be dense or moe", "", where))
+        values = {c: _number(row, c, where, problems=problems) for c in _MODEL_NUMBERS}
+        extra = {c: _number(row, c, where, optional=True, problems=problems)
+                 for c in _MODEL_OPTIONAL}
+        if any(v is None for v in values.values()) or kind not in _MODEL_KINDS:
+            continue
+        if values["active_params"] > values["total_params"]:  # type: ignore[operator]
+            problems.append(Problem("active_params", row["active_params"],
+                                    "exceeds total_params", "active ≤ total", where))
+            continue
+        out[normalise(row["name"])] = Model(
+            name=row["name"], kind=kind,
+            total_params=values["total_params"], active_params=values["active_params"],
+            layers=int(values["layers"]), kv_heads=int(values["kv_heads"]),  # type: ignore[arg-type]
+            head_dim=int(values["head_dim"]),  # type: ignore[arg-type]
+            kv_latent_dim=_int_or_none(extra["kv_latent_dim"]),
+            sliding_window=_int_or_none(extra["sliding_window"]),
+            sliding_window_layers=int(extra["sliding_window_layers"] or 0),
+            max_context=_int_or_none(extra["max_context"]),
+            source=row.get("source", ""), notes=row.get("notes", ""),
+        )
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _int_or_none(x: float | None) -> int | None:
+    return int(x) if x else None
+
+
+@functools.cache
+def _shipped_gpus() -> dict[str, GPU]:
+    text = (resources.files("tokenfactory_xl") / "data" / GPU_FILE).read_text(encoding="utf-8")
+    return _parse_gpus(_read_csv(GPU_FILE, text), f"shipped {GPU_FILE}")
+
+
+@functools.cache
+def _shipped_models() -> dict[str, Model]:
+    text = (resources.files("tokenfactory_xl") / "data" / MODEL_FILE).read_text(encoding="utf-8")
+    return _parse_models(_read_csv(MODEL_FILE, text), f"shipped {MODEL_FILE}")
+
+
+# A user's file is parsed again only when it changes (Excel functions look names up per cell).
+_USER_CACHE: dict[tuple[str, int, int], dict] = {}
+
+
+def _user_entries(path: Path, parse) -> dict:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _USER_CACHE:
+        _USER_CACHE[key] = parse(_read_csv(path), str(path))
+    return _USER_CACHE[key]
+
+
+def _user_file(filename: str, catalogue_dir: str | os.PathLike | None) -> Path | None:
+    folder = catalogue_dir if catalogue_dir is not None else os.environ.get(CATALOGUE_DIR_ENV)
+    if not folder:
+        return None
+    folder = Path(folder)
+    if not folder.is_dir():
+        origin = "catalogue_dir" if catalogue_dir is not None else CATALOGUE_DIR_ENV
+        raise InputError([Problem(origin, str(folder), "is not a folder",
+                                  f"point it at a folder holding {GPU_FILE} and/or {MODEL_FILE}")])
+    path = folder / filename
+    return path if path.is_file() else None
+
+
+def load_gpus(catalogue_dir: str | os.PathLike | None = None) -> dict[str, GPU]:
+    """The GPU catalogue: shipped entries, with a user's ``gpus.csv`` merged over them.
+
+    Parameters
+    ----------
+    catalogue_dir : a folder that may hold ``gpus.csv``; ``None`` uses the environment
+        variable ``TOKENFACTORY_XL_CATALOGUE_DIR`` when set.
+
+    Returns
+    -------
+    normalised name → :class:`GPU`, shipped order first, user additions after.
+    """
+    gpus = dict(_shipped_gpus())
+    user = _user_file(GPU_FILE, catalogue_dir)
+    if user is not None:
+        gpus.update(_user_entries(user, _parse_gpus))
+    return gpus
+
+
+def load_models(catalogue_dir: str | os.PathLike | None = None) -> dict[str, Model]:
+    """The model catalogue, with a user's ``models.csv`` merged over it (see :func:`load_gpus`)."""
+    models = dict(_shipped_models())
+    user = _user_file(MODEL_FILE, catalogue_dir)
+    if user is not None:
+        models.update(_user_entries(user, _parse_models))
+    return models
+
+
+# -- looking things up ---------------------------------------------------------------------------
+def _close(word: str, names: list[str], n: int = 3) -> list[str]:
+    keyed = {normalise(x): x for x in names}
+    hits = difflib.get_close_matches(normalise(word), list(keyed), n=n, cutoff=0.4)
+    short = len(normalise(word)) < 3  # "5" is in "MI325X" but means nothing by it
+    contained = [] if short else [x for k, x in keyed.items() if normalise(word) in k]
+    return list(dict.fromkeys([keyed[h] for h in hits] + contained))[:n]
+
+
+def _unknown(kind: str, word: object, names: list[str]) -> InputError:
+    close = _close(str(word), names)
+    fix = (f"did you mean {' or '.join(close)}?" if close
+           else f"known: {', '.join(names)}")
+    return InputError([Problem(kind, word, f"is not in the {kind} catalogue", fix)])
+
+
+def gpu(name: str | GPU, catalogue_dir: str | os.PathLike | None = None) -> GPU:
+    """The GPU called ``name`` (case and punctuation ignored); raises InputError listing close
+    matches when there is none."""
+    if isinstance(name, GPU):
+        return name
+    gpus = load_gpus(catalogue_dir)
+    found = gpus.get(normalise(name))
+    if found is None:
+        raise _unknown("gpu", name, [g.name for g in gpus.values()])
+    return found
+
+
+def model(name: str | Model, catalogue_dir: str | os.PathLike | None = None) -> Model:
+    """The model called ``name`` (case and punctuation ignored); raises InputError listing
+    close matches when there is none."""
+    if isinstance(name, Model):
+        return name
+    models = load_models(catalogue_dir)
+    found = models.get(normalise(name))
+    if found is None:
+        raise _unknown("model", name, [m.name for m in models.values()])
+    return found
+
+
+def _field(obj: object, kind: str, fields: tuple[str, ...], name: str) -> object:
+    key = str(name).strip().lower()
+    if key not in fields:
+        close = difflib.get_close_matches(key, list(fields), n=3, cutoff=0.4)
+        fix = f"did you mean {' or '.join(close)}?" if close else f"one of {', '.join(fields)}"
+        raise InputError([Problem("field", name, f"is not a {kind} field", fix)])
+    return getattr(obj, key)
+
+
+def gpu_spec(name: str, field_name: str, catalogue_dir: str | os.PathLike | None = None) -> object:
+    """One figure of a GPU, e.g. ``gpu_spec("H200", "bandwidth_tbps")`` → 4.8 [TB/s].
+
+    Fields: :data:`GPU_FIELDS`; a figure the part lacks (FP4 on Hopper) is ``None``.
+    """
+    return _field(gpu(name, catalogue_dir), "GPU", GPU_FIELDS, field_name)
+
+
+def model_spec(name: str, field_name: str,
+               catalogue_dir: str | os.PathLike | None = None) -> object:
+    """One figure of a model, e.g. ``model_spec("DeepSeek-V3", "active_params")`` → 3.7e10."""
+    return _field(model(name, catalogue_dir), "model", MODEL_FIELDS, field_name)
+''',
+    'tokenfactory_xl.roofline': r'''"""Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
+
+A decode step of a batch of B sequences reads the model's active weights once and every
+sequence's KV cache, and does about 2 × active parameters FLOPs per token (TFOM-SPEC
+section 5). Whichever takes longer, moving the bytes or doing the FLOPs, sets the step time;
+B tokens come out of each step. Prefill is compute bound. These are upper bounds: what a
+replica would produce if nothing but memory bandwidth and tensor throughput limited it.
+
+The functions come in two layers:
+
+- spec formulas on plain numbers (:func:`kv_bytes_per_token`, :func:`kv_bytes_per_sequence`,
+  :func:`bytes_per_step`, :func:`flops_per_step`, :func:`step_time`,
+  :func:`decode_tps_per_gpu`, :func:`prefill_tps_per_gpu`, :func:`blended_tps`,
+  :func:`max_batch`), each taking scalars or numpy arrays and broadcasting like
+  :mod:`tokenfactory_xl.model`;
+- catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
+  :func:`prefill_tps_for`) that take a GPU and a model by name from
+  :mod:`tokenfactory_xl.specs` and a precision.
+
+**Precision** is one of ``fp16``, ``bf16``, ``fp8``, ``int8``, ``fp4``, ``int4``. It sets the
+bytes per weight (2, 2, 1, 1, 0.5, 0.5), the bytes per KV-cache element unless
+``kv_precision`` says otherwise, and the peak FLOPS used: BF16 TFLOPS for fp16/bf16, FP8
+TFLOPS for fp8/int8, FP4 TFLOPS for fp4/int4 where the GPU has FP4 tensor cores (FP8 where it
+has not: the weights are dequantised into FP8 arithmetic).
+
+**Efficiency factors.** ``mbu`` (memory-bandwidth utilisation) and ``mfu`` (model-FLOPs
+utilisation) scale the bandwidth and the FLOPS. Both default to 1.0, so the result is the
+spec's upper bound exactly: TEF = actual ÷ theoretical then measures the whole gap between a
+factory and its hardware, software included, which is what an optimisation programme closes.
+Pass lower factors (well-tuned decode kernels sustain about 0.7–0.85 of peak bandwidth;
+prefill reaches about 0.4–0.6 MFU) to get an *attainable* ceiling instead; TEF against it is
+correspondingly higher.
+
+**Tensor parallelism.** One replica of the model spans ``gpus_per_replica`` GPUs (tensor
+parallel). Its aggregate memory bandwidth, FLOPS and memory are ``gpus_per_replica`` × one
+GPU's; the replica's tokens per second are divided by ``gpus_per_replica`` to give tokens per
+second **per GPU**, the figure the site inputs (``theoretical_tps_per_gpu``) take. Inter-GPU
+communication is not charged: a bound, not a forecast. The KV cache is taken as split across
+the replica's GPUs; an engine that copies it to every GPU instead (an MLA latent under tensor
+parallelism, or more GPUs than KV heads) fits fewer sequences and reads more per step, which
+data-parallel attention avoids.
+
+**Mixture of experts.** Following the spec, a decode step reads the *active* parameters.
+The tokens of a batch are routed to different experts, so a large batch of a MoE model reads
+more than that: for MoE models the bound is the more optimistic the larger the batch.
+
+**Memory.** Weights resident in memory are the *total* parameters (every expert of a MoE
+model); a decode step reads the *active* ones. GB are 10⁹ bytes. No room is reserved for
+activations or the runtime, so :func:`max_batch` is an upper bound too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import InputError, Problem
+from .model import Numeric, _div, _f, _out
+from .specs import GPU, Model, gpu, model
+
+#: Bytes per weight and per KV-cache element for each precision.
+PRECISIONS: dict[str, float] = {
+    "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5, "int4": 0.5,
+}
+
+#: Default memory-bandwidth utilisation [fraction]: 1.0, the spec's pure upper bound.
+DEFAULT_MBU = 1.0
+#: Default model-FLOPs utilisation [fraction]: 1.0, the spec's pure upper bound.
+DEFAULT_MFU = 1.0
+
+TERA = 1e12
+GIGA = 1e9
+
+
+# -- precision -----------------------------------------------------------------------------------
+def _precision(precision: str, name: str = "precision") -> str:
+    key = str(precision).strip().lower()
+    if key not in PRECISIONS:
+        raise InputError([Problem(name, precision, "is not a known precision",
+                                  f"use one of {', '.join(PRECISIONS)}")])
+    return key
+
+
+def bytes_per_element(precision: str) -> float:
+    """Bytes a weight or KV-cache element takes at ``precision`` [bytes]."""
+    return PRECISIONS[_precision(precision)]
+
+
+def peak_tflops(gpu_spec: GPU | str, precision: str) -> float:
+    """The dense tensor throughput a GPU offers at ``precision`` [TFLOPS].
+
+    fp16/bf16 → BF16 TFLOPS; fp8/int8 → FP8 TFLOPS; fp4/int4 → FP4 TFLOPS where present,
+    else FP8 TFLOPS.
+    """
+    g = gpu(gpu_spec)
+    key = _precision(precision)
+    if key in ("fp16", "bf16"):
+        return g.bf16_tflops
+    if key in ("fp4", "int4") and g.fp4_tflops:
+        return g.fp4_tflops
+    return g.fp8_tflops
+
+
+# -- spec formulas on numbers --------------------------------------------------------------------
+def kv_bytes_per_token(
+    layers: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike, kv_bytes: ArrayLike,
+    latent_dim: ArrayLike = 0,
+) -> Numeric:
+    """KV-cache bytes one token of context costs [bytes/token].
+
+    2 × layers × KV heads × head dim × bytes per element (a key and a value per head per
+    layer); for a multi-head-latent-attention model (``latent_dim`` > 0) layers × latent dim ×
+    bytes per element, because keys and values are rebuilt from one cached latent.
+    """
+    latent = _f(latent_dim)
+    full = 2 * _f(layers) * _f(kv_heads) * _f(head_dim) * _f(kv_bytes)
+    mla = _f(layers) * latent * _f(kv_bytes)
+    return _out(np.where(latent > 0, mla, full))
+
+
+def kv_bytes_per_sequence(
+    kv_bytes_per_token: ArrayLike, context_tokens: ArrayLike,
+    sliding_share: ArrayLike = 0, sliding_window: ArrayLike = np.inf,
+) -> Numeric:
+    """KV-cache bytes of one sequence at ``context_tokens`` [bytes].
+
+    KV bytes per token × context (TFOM-SPEC section 5). Where a share ``sliding_share`` of the
+    layers attends over a sliding window of ``sliding_window`` tokens, those layers cache at
+    most the window: bytes per token × ((1 − s) × context + s × min(context, window)).
+    """
+    c, s = _f(context_tokens), _f(sliding_share)
+    tokens = (1 - s) * c + s * np.minimum(c, _f(sliding_window))
+    return _out(_f(kv_bytes_per_token) * tokens)
+
+
+def bytes_per_step(
+    active_params: ArrayLike, bytes_per_weight: ArrayLike, batch: ArrayLike,
+    kv_bytes_per_sequence: ArrayLike,
+) -> Numeric:
+    """Bytes one decode step reads [bytes]: active params × bytes per weight + B × KV bytes
+    per sequence (KV bytes per token × context, TFOM-SPEC section 5)."""
+    return _out(_f(active_params) * _f(bytes_per_weight) + _f(batch) * _f(kv_bytes_per_sequence))
+
+
+def flops_per_step(active_params: ArrayLike, batch: ArrayLike) -> Numeric:
+    """FLOPs one decode step does [FLOP]: 2 × active params × B (a multiply and an add per
+    weight per token)."""
+    return _out(2 * _f(active_params) * _f(batch))
+
+
+def step_time(
+    bytes_: ArrayLike, flops: ArrayLike, bandwidth: ArrayLike, peak_flops: ArrayLike,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
+) -> Numeric:
+    """Time of one decode step [s]: max(bytes ÷ (bandwidth × MBU), FLOPs ÷ (peak × MFU)).
+
+    Parameters
+    ----------
+    bytes_ : bytes read per step [bytes]
+    flops : FLOPs per step [FLOP]
+    bandwidth : memory bandwidth of the replica [bytes/s]
+    peak_flops : dense peak of the replica at the precision used [FLOP/s]
+    mbu, mfu : memory-bandwidth and model-FLOPs utilisation [fraction]
+    """
+    memory = _div(bytes_, _f(bandwidth) * _f(mbu))
+    compute = _div(flops, _f(peak_flops) * _f(mfu))
+    return _out(np.maximum(memory, compute))
+
+
+def decode_tps_per_gpu(batch: ArrayLike, step_time: ArrayLike,
+                       gpus_per_replica: ArrayLike = 1) -> Numeric:
+    """Decode tokens per second per GPU [tokens/s]: B ÷ step time ÷ GPUs per replica."""
+    return _out(_div(_f(batch), _f(step_time) * _f(gpus_per_replica)))
+
+
+def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
+                        mfu: ArrayLike = DEFAULT_MFU) -> Numeric:
+    """Prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷ (2 × active params).
+
+    ``peak_flops`` is one GPU's [FLOP/s]; a replica of g GPUs does g times as much over g GPUs.
+    """
+    return _out(_div(_f(peak_flops) * _f(mfu), 2 * _f(active_params)))
+
+
+def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
+                output_share: ArrayLike) -> Numeric:
+    """Tokens per second of a mix of prompt and output tokens [tokens/s].
+
+    A GPU that reads prompts at P tokens/s and writes output at D tokens/s spends
+    (1 − o) ÷ P + o ÷ D seconds per token of a mix whose output share is o, so it makes
+    1 ÷ ((1 − o) ÷ P + o ÷ D) tokens/s of that mix: the ceiling to set against a measured
+    throughput that counts input and output tokens alike.
+    """
+    o = _f(output_share)
+    seconds = _div(1 - o, prefill_tps) + _div(o, decode_tps)
+    return _out(_div(1.0, seconds))
+
+
+def max_batch(
+    memory_bytes: ArrayLike, gpus_per_replica: ArrayLike, weight_bytes: ArrayLike,
+    kv_bytes_per_sequence: ArrayLike,
+) -> Numeric:
+    """Largest batch whose KV cache fits beside the weights [sequences].
+
+    floor((memory per GPU × GPUs per replica − weight bytes) ÷ KV bytes per sequence), where
+    KV bytes per sequence = KV bytes per token × context. 0 when the weights alone do not fit.
+    """
+    free = _f(memory_bytes) * _f(gpus_per_replica) - _f(weight_bytes)
+    batches = np.floor(_div(np.maximum(free, 0), kv_bytes_per_sequence))
+    return _out(batches)
+
+
+# -- from the catalogue --------------------------------------------------------------------------
+def kv_bytes_per_sequence_for(m: Model, context_tokens: ArrayLike, kv_bytes: float
+                              ) -> np.ndarray:
+    """KV-cache bytes of one sequence of ``context_tokens`` for a catalogue model [bytes]:
+    its latent or heads × head dim per layer, sliding-window layers capped at their window."""
+    per_token = kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_bytes,
+                                   m.kv_latent_dim or 0)
+    share = m.sliding_window_layers / m.layers if m.sliding_window else 0.0
+    window = m.sliding_window or np.inf
+    return _f(kv_bytes_per_sequence(per_token, context_tokens, share, window))
+
+
+def _check_positive(name: str, value: ArrayLike, whole: bool = False) -> np.ndarray:
+    arr = _f(value)
+    bad = ~np.isfinite(arr) | (arr <= 0) | (whole & (arr != np.floor(arr)))
+    if np.any(bad):
+        shown = arr[bad].flat[0] if arr.ndim else float(arr)
+        allowed = "a whole number of at least 1" if whole else "a number above 0"
+        raise InputError([Problem(name, shown, f"must be {allowed}")])
+    return arr
+
+
+def _check_fraction(name: str, value: ArrayLike) -> np.ndarray:
+    arr = _f(value)
+    bad = ~np.isfinite(arr) | (arr <= 0) | (arr > 1)
+    if np.any(bad):
+        shown = arr[bad].flat[0] if arr.ndim else float(arr)
+        fix = (f"enter {shown:g}% or {shown / 100:g}" if 1 < shown <= 100
+               else "e.g. 0.8 for 80%")
+        raise InputError([Problem(name, shown, "must be a fraction above 0 and at most 1", fix)])
+    return arr
+
+
+def max_batch_for(
+    gpu_name: GPU | str, model_name: Model | str, precision: str, context_tokens: ArrayLike,
+    gpus_per_replica: ArrayLike = 1, kv_precision: str | None = None,
+) -> Numeric:
+    """Largest batch of ``context_tokens``-long sequences one replica can hold [sequences].
+
+    (HBM × GPUs per replica − total params × bytes per weight) ÷ KV bytes per sequence,
+    rounded down; 0 when the weights do not fit.
+
+    Llama-3.1-70B in FP8 on one H200 at 8,192 tokens: (141 − 70.55) GB of room ÷ 1.34 GB of KV
+    cache per sequence.
+
+    >>> max_batch_for("H200", "Llama-3.1-70B", "fp8", 8192)
+    52.0
+    """
+    g, m = gpu(gpu_name), model(model_name)
+    w_bytes = bytes_per_element(precision)
+    kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+    ctx = _check_positive("context_tokens", context_tokens, whole=True)
+    n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
+    return max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes,
+                     kv_bytes_per_sequence_for(m, ctx, kv_bytes))
+
+
+def theoretical_tps(
+    gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
+    context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
+    kv_precision: str | None = None, check_memory: bool = True,
+) -> Numeric:
+    """Theoretical decode throughput per GPU [tokens/s] (TFOM-SPEC section 5).
+
+    One replica spans ``gpus_per_replica`` GPUs: its bandwidth and FLOPS are that many times
+    one GPU's, and its tokens per second are divided by the same number.
+
+    step time = max((active × bytes/weight + B × KV bytes/sequence) ÷ (n × bandwidth × MBU),
+    2 × active × B ÷ (n × peak × MFU)); TPS per GPU = B ÷ step time ÷ n.
+
+    Parameters
+    ----------
+    gpu_name, model_name : catalogue keys (case ignored) or :class:`GPU` / :class:`Model`
+    precision : weight precision: fp16, bf16, fp8, int8, fp4, int4
+    batch : sequences decoded together [sequences]
+    context_tokens : context length of each sequence [tokens]
+    gpus_per_replica : tensor-parallel GPUs holding one replica [GPUs]
+    mbu, mfu : memory-bandwidth and model-FLOPs utilisation [fraction], default 1.0
+    kv_precision : KV-cache precision when it differs from ``precision``
+    check_memory : where the batch does not fit in the replica's memory the result is nan
+
+    Examples
+    --------
+    Llama-3.1-8B in BF16 on one H100 SXM, batch 1, 1,000-token context: memory bound,
+    3.35 TB/s ÷ (16.06 GB + 0.131 GB) ≈ 206.9 tokens/s.
+
+    >>> round(theoretical_tps("H100 SXM", "Llama-3.1-8B", "bf16", 1, 1000), 1)
+    206.9
+    """
+    g, m = gpu(gpu_name), model(model_name)
+    w_bytes = bytes_per_element(precision)
+    kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+    b = _check_positive("batch", batch, whole=True)
+    ctx = _check_positive("context_tokens", context_tokens, whole=True)
+    n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
+    mbu_, mfu_ = _check_fraction("mbu", mbu), _check_fraction("mfu", mfu)
+    kv_seq = kv_bytes_per_sequence_for(m, ctx, kv_bytes)
+    step = step_time(
+        bytes_per_step(m.active_params, w_bytes, b, kv_seq),
+        flops_per_step(m.active_params, b),
+        n * g.bandwidth_tbps * TERA, n * peak_tflops(g, precision) * TERA, mbu_, mfu_)
+    tps = _f(decode_tps_per_gpu(b, step, n))
+    if check_memory:
+        fits = b <= _f(max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes, kv_seq))
+        tps = np.where(fits, tps, np.nan)
+    return _out(tps)
+
+
+def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str,
+                    mfu: ArrayLike = DEFAULT_MFU) -> Numeric:
+    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷
+    (2 × active params), peak at ``precision``."""
+    g, m = gpu(gpu_name), model(model_name)
+    return prefill_tps_per_gpu(peak_tflops(g, precision) * TERA, m.active_params,
+                               _check_fraction("mfu", mfu))
+''',
+    'tokenfactory_xl.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
+
+A site is described by the inputs of TFOM-SPEC section 6: the fleet (GPUs, ownership, CapEx),
+its running costs (power, PUE, opex), its capacity and efficiency (theoretical and measured
+tokens per second), its latency (TTFT p50/p99 against the objective sold), how much of what it
+produces it sells, at what prices, and the finance assumptions. Three of them (the TEF target,
+the sell-through target and the price decline) take one value per scenario.
+
+This module is the single source of each input's name, label, unit, default, allowed range and
+help text. The workbook's Inputs sheet and its data validation, the sites-file schema, the CLI's
+``--set`` and every input check are built from :data:`INPUTS`; nothing else restates them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+#: The scenarios, in the order of every per-scenario value.
+SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
+
+Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "currency"]
+
+#: What the parsers return for an empty cell or an absent value: the caller takes the default.
+MISSING = None
+
+# Characters that are not allowed in the XML of a workbook (openpyxl's ILLEGAL_CHARACTERS_RE).
+_CONTROL_CHARS = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+
+
+class BadValue(ValueError):
+    """A single value is not allowed: ``message`` says why, ``fix`` what to enter instead."""
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of the site schema (TFOM-SPEC section 6).
+
+    ``low``/``high`` bound numbers (``low_open`` makes the lower bound strict: "> 0").
+    ``default`` is one value, or a tuple with one value per scenario when ``per_scenario``.
+    """
+
+    name: str
+    label: str
+    unit: str
+    group: str
+    kind: Kind
+    default: object
+    description: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    choices: tuple[str, ...] = ()
+    per_scenario: bool = False
+    max_length: int = 80
+
+    # -- what is allowed, in words ------------------------------------------------------------
+    @property
+    def allowed(self) -> str:
+        """What is allowed, as a sentence fragment for messages and data-validation prompts."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.kind == "date":
+            return "a date on the first of a month, e.g. 2027-01-01"
+        if self.kind == "currency":
+            return "a three-letter ISO 4217 currency code such as USD or EUR"
+        if self.kind == "text":
+            return f"text of 1 to {self.max_length} characters"
+        noun = {"integer": "a whole number", "fraction": "a fraction"}.get(self.kind, "a number")
+        if self.low is not None and self.high is not None:
+            text = f"{noun} from {fmt_number(self.low)} to {fmt_number(self.high)}"
+        elif self.low is not None:
+            above = "above" if self.low_open else "of at least"
+            text = f"{noun} {above} {fmt_number(self.low)}"
+        else:
+            text = noun
+        if self.kind == "fraction":
+            text += " (e.g. 0.65 or 65%)"
+        return text
+
+    def default_for(self, scenario: str) -> object:
+        """The default value, for ``scenario`` when the input is per-scenario."""
+        if self.per_scenario:
+            return self.default[SCENARIOS.index(scenario)]  # type: ignore[index]
+        return self.default
+
+    # -- checking one value -------------------------------------------------------------------
+    def parse(self, value: object) -> object:
+        """Return ``value`` as the model uses it, or raise :class:`BadValue`.
+
+        Empty text and ``None`` return :data:`MISSING`. Numbers may come as text (``"1,024"``,
+        ``"65%"`` for a fraction), dates as ISO text; choices match without regard to case.
+        """
+        if value is None or (isinstance(value, str) and value.strip() == ""):
+            return MISSING
+        if self.kind in ("number", "integer", "fraction"):
+            return self._parse_number(value)
+        if self.kind == "date":
+            return self._parse_date(value)
+        text = _as_text(value)
+        if _CONTROL_CHARS.search(text):
+            raise BadValue("contains control characters", "remove them")
+        if self.kind == "choice":
+            for choice in self.choices:
+                if text.lower() == choice.lower():
+                    return choice
+            raise BadValue(f"must be {self.allowed}", _did_you_mean(text, self.choices))
+        if self.kind == "currency":
+            code = text.upper()
+            if not re.fullmatch(r"[A-Z]{3}", code):
+                raise BadValue(f"must be {self.allowed}")
+            return code
+        if len(text) > self.max_length:
+            raise BadValue(
+                f"is {len(text)} characters long; allowed: {self.allowed}",
+                f"shorten it to {self.max_length} characters",
+            )
+        return text
+
+    def _parse_number(self, value: object) -> float | int:
+        percent = False
+        if isinstance(value, bool):
+            raise BadValue(f"is TRUE/FALSE, not a number; allowed: {self.allowed}")
+        if isinstance(value, str):
+            text = value.strip().replace("\u00a0", "").replace(" ", "")
+            if text.endswith("%"):
+                percent, text = True, text[:-1]
+            if _THOUSANDS.match(text):
+                text = text.replace(",", "")
+            try:
+                number = float(text)
+            except ValueError:
+                raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+            if percent:
+                if self.kind != "fraction":
+                    raise BadValue(f"is a percentage, but this input is {self.allowed}")
+                number /= 100
+        elif isinstance(value, (int, float)) or hasattr(value, "__float__"):
+            try:
+                number = float(value)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+        else:
+            raise BadValue(f"is not a number; allowed: {self.allowed}")
+        if math.isnan(number):
+            raise BadValue(f"is not a number (NaN); allowed: {self.allowed}")
+        if math.isinf(number):
+            raise BadValue(f"is infinite; allowed: {self.allowed}")
+        if (
+            self.kind == "fraction"
+            and not percent
+            and self.high is not None
+            and self.high <= 1
+            and 1 < number <= 100
+        ):
+            shown, fraction = fmt_number(number), fmt_number(number / 100)
+            raise BadValue("looks like a percentage", f"enter {shown}% or {fraction}")
+        if self.kind == "integer" and not number.is_integer():
+            raise BadValue(f"must be {self.allowed}", f"enter a whole number, e.g. {round(number)}")
+        too_low = self.low is not None and (
+            number <= self.low if self.low_open else number < self.low
+        )
+        too_high = self.high is not None and number > self.high
+        if too_low or too_high:
+            raise BadValue(f"is out of range; allowed: {self.allowed}")
+        return int(number) if self.kind == "integer" else number
+
+    def _parse_date(self, value: object) -> _dt.date:
+        if isinstance(value, _dt.datetime):
+            if value.time() != _dt.time(0):
+                raise BadValue(f"has a time of day; allowed: {self.allowed}")
+            day = value.date()
+        elif isinstance(value, _dt.date):
+            day = value
+        elif isinstance(value, str):
+            text = value.strip()
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}([ T]00:00(:00)?)?", text):
+                text = text[:10]
+            try:
+                day = _dt.date.fromisoformat(text)
+            except ValueError:
+                raise BadValue(f"is not a date; allowed: {self.allowed}") from None
+        else:
+            raise BadValue(f"is not a date; allowed: {self.allowed}")
+        if day.day != 1:
+            raise BadValue(
+                f"is not the first of a month; allowed: {self.allowed}",
+                f"enter {day.replace(day=1).isoformat()}",
+            )
+        return day
+
+
+def fmt_number(x: float) -> str:
+    """A number as a finance user writes it: ``1,000,000``, ``0.99``, ``2.5``."""
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.10g}" if abs(x) >= 1000 else f"{x:.10g}"
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _did_you_mean(word: str, options: Sequence[str]) -> str:
+    lowered = {o.lower(): o for o in options}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.5)
+    return f"did you mean {lowered[close[0]]}?" if close else ""
+
+
+#: Names users reach for that the model derives: what to set instead.
+DERIVED_FROM: dict[str, str] = {
+    "sla": "availability and ttft_p50_ms / ttft_p99_ms / ttft_slo_ms",
+    "slo_attainment": "ttft_p50_ms, ttft_p99_ms and ttft_slo_ms",
+    "tef": "measured_tps ÷ (gpus × theoretical_tps_per_gpu); tef_target for the target",
+    "tef_now": "measured_tps ÷ (gpus × theoretical_tps_per_gpu)",
+    "tfi": "TEF × SLA × sell-through",
+    "sell_through": "sell_through_start and sell_through_target",
+    "blended_price": "the price_* inputs, output_share, cache_hit_rate and the batch inputs",
+    "price_per_mtok": "the price_* inputs, output_share, cache_hit_rate and the batch inputs",
+    "capex": "gpus × capex_per_gpu",
+}
+
+
+def closest_name(word: str) -> str:
+    """The known input name nearest to ``word`` (for unknown columns and ``--set`` names)."""
+    base = word.split(".", 1)[0]
+    close = difflib.get_close_matches(base.lower(), [i.name for i in INPUTS], n=1, cutoff=0.6)
+    return close[0] if close else ""
+
+
+_S, _F, _C, _L, _M, _P, _X = (
+    "Site",
+    "Fleet and costs",
+    "Capacity and efficiency",
+    "Latency and SLA",
+    "Sell-through",
+    "Prices",
+    "Finance",
+)
+
+#: Every input, in the order of the workbook's Inputs sheet and of a sites file.
+INPUTS: tuple[Input, ...] = (
+    Input("site_name", "Site name", "text", _S, "text", "Example site",
+          "The site; also the workbook's file name when batch-generated."),
+    Input("currency", "Currency", "ISO 4217", _S, "currency", "USD",
+          "Label for every money figure; no conversion is done."),
+    Input("start_date", "Start date", "date", _S, "date", _dt.date(2027, 1, 1),
+          "Month 1 of the timeline; the first of a month."),
+    Input("horizon_months", "Horizon", "months", _S, "integer", 60,
+          "Length of the monthly timeline.", low=1, high=240),
+    Input("scenario", "Live scenario", "scenario", _S, "choice", "Base",
+          "The scenario the model computes.", choices=SCENARIOS),
+    Input("gpus", "GPUs", "GPUs", _F, "integer", 1024,
+          "GPUs in the fleet.", low=1, high=1_000_000),
+    Input("gpu_model", "GPU model", "text", _F, "text", "H200",
+          "Label, and the GPU catalogue key where one exists."),
+    Input("ownership", "Ownership", "own / rent", _F, "choice", "own",
+          "Owned fleets have CapEx and depreciation; rented ones pay rent.",
+          choices=("own", "rent")),
+    Input("capex_per_gpu", "CapEx per GPU", "money/GPU", _F, "number", 40_000,
+          "All-in cost per GPU: server, network, installation share.", low=0),
+    Input("salvage_per_gpu", "Salvage per GPU", "money/GPU", _F, "number", 0,
+          "Resale value per GPU, received at the end of the horizon (at most the CapEx).",
+          low=0),
+    Input("life_years", "Depreciation life", "years", _F, "number", 4,
+          "Straight-line depreciation life.", low=1, high=10),
+    Input("rent_per_gpu_hour", "Rent per GPU-hour", "money/GPU-h", _F, "number", 2.00,
+          "Rent paid per GPU-hour when the fleet is rented.", low=0),
+    Input("power_kw_per_gpu", "Power per GPU", "kW", _F, "number", 1.0,
+          "Draw per GPU including its share of the server.", low=0, high=5),
+    Input("pue", "PUE", "ratio", _F, "number", 1.3,
+          "Data-centre power usage effectiveness.", low=1, high=3),
+    Input("electricity_per_kwh", "Electricity price", "money/kWh", _F, "number", 0.08,
+          "Price of one kWh.", low=0, high=2),
+    Input("opex_per_gpu_hour", "Other opex per GPU-hour", "money/GPU-h", _F, "number", 0.15,
+          "Staff, colocation, network, software.", low=0),
+    Input("fixed_opex_per_month", "Fixed opex per month", "money/month", _F, "number", 0,
+          "Site overheads.", low=0),
+    Input("theoretical_tps_per_gpu", "Theoretical TPS per GPU", "tokens/s", _C, "number", 10_000,
+          "Full-load capacity of one GPU at its best configuration (the TEF denominator).",
+          low=0, low_open=True),
+    Input("measured_tps", "Measured TPS (cluster)", "tokens/s", _C, "number", 3_072_000,
+          "Measured cluster throughput while the service is up (the TEF numerator).", low=0),
+    Input("tef_target", "TEF target", "fraction", _C, "fraction", (0.30, 0.65, 0.30),
+          "TEF reached after the ramp.", low=0, high=1, per_scenario=True),
+    Input("tef_ramp_months", "TEF ramp", "months", _C, "integer", 6,
+          "Months of linear ramp from TEF now to the target.", low=0, high=120),
+    Input("availability", "Availability", "fraction", _L, "fraction", 0.995,
+          "Share of hours the service is up.", low=0, high=1),
+    Input("ttft_p50_ms", "TTFT p50", "ms", _L, "number", 400,
+          "Measured median time to first token.", low=0, low_open=True),
+    Input("ttft_p99_ms", "TTFT p99", "ms", _L, "number", 1500,
+          "Measured 99th-percentile time to first token (above the p50).", low=0,
+          low_open=True),
+    Input("ttft_slo_ms", "TTFT objective", "ms", _L, "number", 2000,
+          "The time-to-first-token objective sold to customers.", low=0, low_open=True),
+    Input("sell_through_start", "Sell-through today", "fraction", _M, "fraction", 0.50,
+          "Tokens billed / tokens produced today; the ramp starts from it.", low=0, high=1),
+    Input("sell_through_target", "Sell-through target", "fraction", _M, "fraction",
+          (0.80, 0.85, 0.60), "Sell-through reached after the ramp.", low=0, high=1,
+          per_scenario=True),
+    Input("sell_through_ramp_months", "Sell-through ramp", "months", _M, "integer", 12,
+          "Months of linear ramp from today's sell-through to the target.", low=0, high=120),
+    Input("price_input_per_mtok", "Input price", "money/Mtok", _P, "number", 0.28,
+          "Price of a million uncached input tokens.", low=0),
+    Input("price_cached_input_per_mtok", "Cached input price", "money/Mtok", _P, "number", 0.07,
+          "Price of a million input tokens served from the prompt cache.", low=0),
+    Input("price_output_per_mtok", "Output price", "money/Mtok", _P, "number", 1.10,
+          "Price of a million output tokens.", low=0),
+    Input("output_share", "Output share", "fraction", _P, "fraction", 0.25,
+          "Output tokens / all tokens.", low=0, high=1),
+    Input("cache_hit_rate", "Cache-hit rate", "fraction", _P, "fraction", 0.50,
+          "Share of input tokens served from the prompt cache.", low=0, high=1),
+    Input("batch_share", "Batch share", "fraction", _P, "fraction", 0.20,
+          "Share of tokens sold as batch work.", low=0, high=1),
+    Input("batch_discount", "Batch discount", "fraction", _P, "fraction", 0.50,
+          "Discount on batch work (50% for work done within 24 hours).", low=0, high=1),
+    Input("decline_per_quarter", "Price decline per quarter", "fraction", _P, "fraction",
+          (0.10, 0.10, 0.25), "Share by which prices fall each quarter.", low=0, high=0.99,
+          per_scenario=True),
+    Input("discount_rate", "Discount rate", "fraction/year", _X, "fraction", 0.10,
+          "Yearly discount rate for the NPV.", low=0, high=1),
+    Input("tax_rate", "Tax rate", "fraction", _X, "fraction", 0.25,
+          "Tax on positive monthly EBIT; no loss carry-forward.", low=0, high=1),
+)
+
+BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
+
+#: The input groups, in the order they appear.
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.group for i in INPUTS))
+''',
+    'tokenfactory_xl.udfs': r'''"""The Excel functions: ``=TEF()``, ``=TFI()``, ``=BREAKEVEN_UTIL()`` … for finance teams.
+
+A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
+``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
+call that spills down the column. Each function here is a thin adapter: it checks the cells it is
+given, calls the formula of :mod:`tokenfactory_xl.model` (TFOM-SPEC sections 1–4) once over whole
+arrays, and gives the result back in the shape Excel expects. No formula is stated here.
+
+The same module serves three runtimes through xlwings' decorators ``func``/``arg``/``ret``:
+classic xlwings (Windows desktop Excel, through COM and a generated VBA module), Office.js custom
+functions (xlwings Lite in Excel for Mac and the web, and xlwings Server), and plain Python
+(where the decorators do nothing and the functions are ordinary callables).
+
+Conventions every function follows (the specs functions ``THEORETICAL_TPS``, ``MAX_BATCH``,
+``GPU_SPEC``, ``MODEL_SPEC`` are to follow them too):
+
+1. **Names.** The Python function's name is the Excel name (upper case, the spec's words);
+   parameters are the spec's names, positional, optional ones last with their default. No
+   keyword-only parameters, none named ``caller``, no VBA reserved words (``currency``, ``date``,
+   ``type`` …), no type annotations (xlwings reads annotations as converters).
+2. **One source.** Each argument name is declared once in :data:`PARAMS` with its rule (the
+   catalogue's where the argument is a site input) and its help; a new function adds its names
+   there, a thin decorated function calling :func:`_call` with the model's formula, and its
+   name to ``__all__``; then ``python -m tests.tools.regen_golden`` regenerates the golden
+   registration files.
+3. **Help.** The docstring, collapsed to one line by :func:`_excel_help`, is the description the
+   function wizard shows; each argument's help comes from :data:`PARAMS` (the argument's meaning,
+   its unit in words, its allowed range derived from the rule). Both must stay within Excel's
+   255 characters (tests check). Category :data:`CATEGORY`.
+4. **Ranges in, ranges out.** Every argument is declared ``ndim=2`` so a range keeps its
+   orientation; any argument may be one cell or a range. :func:`_call` broadcasts like numpy and
+   returns a plain number for an all-single-cell call, a list of lists (rows of cells) for ranges,
+   which Excel 365 spills. An empty cell in a required argument gives an empty result at that
+   position; an empty cell (or an omitted argument) in an optional argument takes its default.
+5. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
+   sizes do not fit, p99 ≤ p50 …) stop the whole call with one short message that names the
+   argument, the value, what is allowed and the fix. The number rules are the input catalogue's
+   (:meth:`tokenfactory_xl.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
+   reported as a percentage typed without its % sign. An argument whose rule is text or a
+   choice (a GPU model) reaches the formula as an object array of parsed texts, ``None`` where
+   empty. How the message reaches the user depends on the runtime (see below).
+6. **Undefined results** of one element (a division by zero, no finite answer) give that element
+   one of Excel's error codes, ``"#DIV/0!"``, ``"#NUM!"`` or ``"#N/A"``; the other elements compute.
+
+How each runtime shows them (read in xlwings 0.37's own source, ``xlwings/udfs.py``,
+``xlwings/_xlwindows.py``, ``xlwings/pro/_xlofficejs.py``, ``xlwings/pro/udfs_officejs.py``):
+
+- **Office.js (xlwings Lite, xlwings Server).** The result strings ``"#DIV/0!"``, ``"#NUM!"`` and
+  ``"#N/A"`` are turned into real Excel error values (``ISERROR`` is TRUE, ``IFERROR`` catches
+  them, arithmetic propagates them). A bad argument raises :class:`ArgumentError`, an
+  ``xlwings.XlwingsError``: the cell shows ``#VALUE!`` with the message on hover, and xlwings
+  Server answers it with status 400, which the add-in does not retry (a plain exception is a 500
+  and is retried).
+- **Classic xlwings (Windows, COM).** A UDF cannot return a real error value there (xlwings
+  issue 776; NaN comes back as an empty cell), and a raised exception reaches the cell as
+  "Unexpected Python Error" text with the traceback. So in classic Excel a bad argument returns
+  the message itself as the cell's text (no traceback), and an undefined element shows the text
+  ``#DIV/0!`` / ``#NUM!`` / ``#N/A``: it looks like Excel's error and ``SUM`` skips it, but it is
+  text (``ISNUMBER`` is FALSE and ``ISERROR`` is FALSE). ``ISNUMBER()`` tells a result from a
+  problem in every runtime.
+- **Plain Python.** Bad arguments raise :class:`ArgumentError` (a ``ValueError``); undefined
+  elements are the same error strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import xlwings as xw
+
+from . import model, roofline, specs
+from .catalogue import BY_NAME, BadValue, Input, fmt_number
+from .errors import InputError, Problem
+
+#: The function-wizard category of every function of this module.
+CATEGORY = "Token Factory"
+
+#: Excel's own error codes, as the strings Office.js turns into real error values.
+DIV0, NUM, NA = "#DIV/0!", "#NUM!", "#N/A"
+
+#: Excel cuts function and argument descriptions at this many characters.
+EXCEL_HELP_LIMIT = 255
+
+
+class ArgumentError(xw.XlwingsError, ValueError):
+    """An Excel function was given an argument it cannot use; the message says which and why.
+
+    A subclass of ``xlwings.XlwingsError`` so that Office.js runtimes show it as ``#VALUE!``
+    with the message and do not retry the call.
+    """
+
+
+# -- the arguments: one rule and one help text for each name ------------------------------------
+@dataclass(frozen=True)
+class Param:
+    """One Excel-function argument: its rule, its help text and (when optional) its default.
+
+    ``rule`` is a catalogue :class:`~tokenfactory_xl.catalogue.Input`, so values are checked
+    exactly as the site inputs are. ``default`` is a number, the name of another argument whose
+    value it takes (``price_cached_input`` defaults to ``price_input``), or ``None`` when the
+    argument is required.
+    """
+
+    name: str
+    rule: Input
+    help: str
+    default: float | str | None = None
+
+    @property
+    def doc(self) -> str:
+        """The help Excel shows for this argument: meaning, unit and allowed range."""
+        return f"{self.help} ({_range_words(self.rule)})."
+
+
+def _range_words(rule: Input) -> str:
+    """The allowed range of a number rule, short: "at least 0", "1 to 3", "0 to 100%"."""
+    def show(x: float) -> str:
+        return f"{fmt_number(x * 100)}%" if rule.kind == "fraction" else fmt_number(x)
+
+    if rule.kind in ("text", "choice"):  # a name, or one of a list: say which
+        return rule.allowed
+    whole = "whole number, " if rule.kind == "integer" else ""
+    if rule.low is not None and rule.high is not None:
+        return f"{whole}{show(rule.low)} to {show(rule.high)}"
+    if rule.low is not None:
+        return f"{whole}{'above' if rule.low_open else 'at least'} {show(rule.low)}"
+    return "any number"
+
+
+def _rule(name: str, kind: str = "number", unit: str = "", low: float | None = 0,
+          high: float | None = None, low_open: bool = False) -> Input:
+    """A number rule for an argument that is not a site input of the catalogue."""
+    return Input(name, name, unit, "Excel functions", kind, None, "", low=low, high=high,  # type: ignore[arg-type]
+                 low_open=low_open)
+
+
+def _catalogue(input_name: str, as_name: str) -> Input:
+    """The catalogue's rule for a site input, under the argument's name."""
+    return dataclasses.replace(BY_NAME[input_name], name=as_name)
+
+
+def _fraction(name: str) -> Input:
+    return _rule(name, "fraction", "fraction", 0, 1)
+
+
+_TPS = "tokens per second"
+_PER_MTOK = "$ per million tokens"
+_PER_GPU_H = "$ per GPU-hour"
+_FRACTION = "fraction, e.g. 65%"
+
+#: Every argument name used by the functions, with its rule and help. One name, one meaning.
+PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("actual_tps", _rule("actual_tps"),
+          f"Measured cluster throughput while the service is up, {_TPS}"),
+    Param("theoretical_tps", _rule("theoretical_tps"),
+          f"What the same cluster would produce fully busy at its best configuration, {_TPS}"),
+    Param("tef", _fraction("tef"),
+          f"Token Efficiency Factor, actual / theoretical tokens per second, {_FRACTION}"),
+    Param("sla", _fraction("sla"),
+          f"Share of the period the service is up and meets its latency objective, {_FRACTION}"),
+    Param("sell_through", _fraction("sell_through"),
+          f"Tokens billed / tokens produced, {_FRACTION}"),
+    Param("gpus", _catalogue("gpus", "gpus"), "GPUs in the fleet, a count"),
+    Param("tef_now", _fraction("tef_now"), f"Today's Token Efficiency Factor, {_FRACTION}"),
+    Param("tef_target", _catalogue("tef_target", "tef_target"),
+          f"Token Efficiency Factor after the optimisation, {_FRACTION}"),
+    Param("capex_per_gpu", _catalogue("capex_per_gpu", "capex_per_gpu"),
+          "All-in cost of one GPU (server, network, installation share), $ per GPU"),
+    Param("tokens_paid", _rule("tokens_paid"), "Tokens billed to customers, tokens"),
+    Param("tokens_theoretical", _rule("tokens_theoretical"),
+          "Tokens the fleet could have produced fully busy over the same period, tokens"),
+    Param("tps", _rule("tps"), f"Throughput, {_TPS}"),
+    Param("gpu_hour_cost", _rule("gpu_hour_cost"), f"Cost of one GPU-hour, {_PER_GPU_H}"),
+    Param("tps_per_gpu", _rule("tps_per_gpu"),
+          f"Tokens one GPU makes at full load, {_TPS} per GPU"),
+    Param("price_per_mtok", _rule("price_per_mtok"), f"Price of a million tokens, {_PER_MTOK}"),
+    Param("util", _fraction("util"),
+          f"Utilisation: share of full-load tokens produced and sold (the TFI), {_FRACTION}"),
+    Param("tokens_per_day", _rule("tokens_per_day"),
+          "Tokens the whole fleet sells in a day, tokens per day"),
+    Param("revenue_per_gpu_hour", _rule("revenue_per_gpu_hour"),
+          f"Revenue of one GPU-hour, {_PER_GPU_H}"),
+    Param("life_years", _catalogue("life_years", "life_years"),
+          "Straight-line depreciation life, years"),
+    Param("power_kw", _catalogue("power_kw_per_gpu", "power_kw"),
+          "Power drawn per GPU including its share of the server, kW"),
+    Param("pue", _catalogue("pue", "pue"), "Data-centre power usage effectiveness, a ratio"),
+    Param("price_per_kwh", _catalogue("electricity_per_kwh", "price_per_kwh"),
+          "Electricity price, $ per kWh"),
+    Param("opex_per_gpu_hour", _catalogue("opex_per_gpu_hour", "opex_per_gpu_hour"),
+          f"Other opex (staff, colocation, network, software), {_PER_GPU_H}; default 0", 0.0),
+    Param("salvage_per_gpu", _catalogue("salvage_per_gpu", "salvage_per_gpu"),
+          "Resale value of one GPU at the end of its life, $ per GPU; default 0", 0.0),
+    Param("price_input", _catalogue("price_input_per_mtok", "price_input"),
+          f"Price of uncached input tokens, {_PER_MTOK}"),
+    Param("price_output", _catalogue("price_output_per_mtok", "price_output"),
+          f"Price of output tokens, {_PER_MTOK}"),
+    Param("output_share", _catalogue("output_share", "output_share"),
+          f"Output tokens / all tokens, {_FRACTION}"),
+    Param("cache_hit_rate", _catalogue("cache_hit_rate", "cache_hit_rate"),
+          f"Share of input tokens served from the prompt cache, {_FRACTION}; default 0", 0.0),
+    Param("price_cached_input", _catalogue("price_cached_input_per_mtok", "price_cached_input"),
+          f"Price of cache-hit input tokens, {_PER_MTOK}; default price_input", "price_input"),
+    Param("batch_share", _catalogue("batch_share", "batch_share"),
+          f"Share of tokens sold as batch work, {_FRACTION}; default 0", 0.0),
+    Param("batch_discount", _catalogue("batch_discount", "batch_discount"),
+          f"Discount on batch work, {_FRACTION}; default 50%", 0.5),
+    Param("price_now", _rule("price_now"), f"Today's price, {_PER_MTOK}"),
+    Param("decline_per_quarter", _catalogue("decline_per_quarter", "decline_per_quarter"),
+          f"Share by which the price falls each quarter, {_FRACTION}"),
+    Param("months", _rule("months"), "Months from today, months"),
+    Param("cash_cost_per_gpu_hour", _rule("cash_cost_per_gpu_hour"),
+          f"Cash cost of one GPU-hour (power and opex, no depreciation), {_PER_GPU_H}"),
+    Param("ttft_p50", _catalogue("ttft_p50_ms", "ttft_p50"),
+          "Measured median time to first token, ms (any unit, the same for all three)"),
+    Param("ttft_p99", _catalogue("ttft_p99_ms", "ttft_p99"),
+          "Measured 99th-percentile time to first token, above the median, ms"),
+    Param("ttft_slo", _catalogue("ttft_slo_ms", "ttft_slo"),
+          "The time-to-first-token objective sold to customers, ms"),
+    Param("cash_flows", _rule("cash_flows", low=None),
+          "Monthly cash flows, one row or one column, month 0 (the investment) first, $"),
+)}
+
+
+def _excel_help(f: Callable) -> Callable:
+    """Collapse the docstring to the one line the function wizard shows.
+
+    Applied innermost, before xlwings' decorators read ``__doc__``.
+    """
+    f.__doc__ = " ".join((f.__doc__ or "").split())
+    return f
+
+
+# -- the runtime ---------------------------------------------------------------------------------
+def runtime() -> str:
+    """Which runtime decorated these functions: ``"classic"``, ``"officejs"`` or ``"python"``.
+
+    xlwings binds ``xlwings.func`` to its COM implementation (``xlwings.udfs``) on Windows, to
+    its Office.js one under xlwings Lite and xlwings Server, and to a no-op elsewhere.
+    """
+    module = getattr(xw.func, "__module__", "")
+    if module == "xlwings.udfs":
+        return "classic"
+    if module.startswith("xlwings.pro") or module == "xlwings.server":
+        return "officejs"
+    return "python"
+
+
+# -- reading the cells ---------------------------------------------------------------------------
+_NUMERIC_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+
+
+@dataclass
+class _Values:
+    """One checked argument: ``values`` (numbers, nan where empty; texts for a text rule) and
+    ``empty``, both in the argument's own shape."""
+
+    values: np.ndarray
+    empty: np.ndarray
+    single: bool  # one cell or one number: the call may answer with a plain number
+
+
+def _where(index: tuple[int, ...], shape: tuple[int, ...], name: str) -> str:
+    """Where in an argument's range an element sits, in the user's words ("row 3 of sla")."""
+    if len(shape) == 0 or int(np.prod(shape)) == 1:
+        return ""
+    if len(shape) == 1:
+        return f"item {index[0] + 1} of {name}"
+    row, col = index[0] + 1, index[1] + 1
+    if shape[1] == 1:
+        return f"row {row} of {name}"
+    if shape[0] == 1:
+        return f"column {col} of {name}"
+    return f"row {row}, column {col} of {name}"
+
+
+def _bad(param: Param, value: object, error: BadValue, where: str = "") -> ArgumentError:
+    return ArgumentError(str(Problem(param.name, value, error.message, error.fix, where)))
+
+
+def _read(param: Param, raw: object) -> _Values:
+    """Check one argument (a number, None, a 1-D or 2-D range) and return it as numbers.
+
+    An argument whose rule is text or a choice (a GPU model, a scenario) comes back as an object
+    array of the parsed texts instead, ``None`` where empty.
+    """
+    if param.rule.kind in ("text", "choice", "currency"):
+        return _read_text(param, raw)
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu":
+        cells = raw.astype(float, copy=False)
+        return _check_numbers(param, cells, cells, np.isnan(cells))
+    cells = _cells(param, raw)  # numpy keeps the rows of a ragged range as lists: refused
+    if set(map(type, cells.ravel())) <= _NUMERIC_TYPES | {type(None)}:
+        numbers = cells.astype(float)  # None becomes nan: an empty cell
+        return _check_numbers(param, cells, numbers, np.isnan(numbers))
+    numbers = np.empty(cells.shape, dtype=float)
+    empty = np.zeros(cells.shape, dtype=bool)
+    for index, cell in np.ndenumerate(cells):
+        if isinstance(cell, float) and np.isnan(cell):
+            parsed = None
+        else:
+            try:
+                parsed = param.rule.parse(cell)
+            except BadValue as error:
+                raise _bad(param, cell, error, _where(index, cells.shape, param.name)) from None
+        if parsed is None:
+            empty[index], numbers[index] = True, np.nan
+        else:
+            numbers[index] = float(parsed)  # type: ignore[arg-type]
+    return _Values(numbers, empty, cells.size == 1)
+
+
+def _cells(param: Param, raw: object) -> np.ndarray:
+    cells = np.asarray(raw, dtype=object) if raw is not None else np.array(None, dtype=object)
+    if cells.ndim > 2:
+        raise ArgumentError(f"{param.name}: give a single cell or a range of rows and columns")
+    if set(map(type, cells.ravel())) & {list, tuple, np.ndarray}:
+        raise ArgumentError(f"{param.name}: the rows of the range have different lengths; "
+                            "give a rectangular range")
+    return cells
+
+
+def _read_text(param: Param, raw: object) -> _Values:
+    cells = _cells(param, raw)
+    texts = np.empty(cells.shape, dtype=object)
+    empty = np.zeros(cells.shape, dtype=bool)
+    for index, cell in np.ndenumerate(cells):
+        try:
+            texts[index] = param.rule.parse(cell)
+        except BadValue as error:
+            raise _bad(param, cell, error, _where(index, cells.shape, param.name)) from None
+        empty[index] = texts[index] is None
+    return _Values(texts, empty, cells.size == 1)
+
+
+def _check_numbers(param: Param, cells: np.ndarray, numbers: np.ndarray,
+                   empty: np.ndarray) -> _Values:
+    """Apply the rule to numbers at array speed; the rule's own message for the first failure."""
+    rule = param.rule
+    with np.errstate(invalid="ignore"):
+        bad = np.isinf(numbers)
+        if rule.low is not None:
+            bad |= (numbers <= rule.low) if rule.low_open else (numbers < rule.low)
+        if rule.high is not None:
+            bad |= numbers > rule.high
+        if rule.kind == "integer":
+            bad |= ~empty & (numbers != np.round(numbers))
+    bad &= ~empty
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+        value = cells[index] if cells.ndim else cells.item()
+        try:
+            rule.parse(value)
+        except BadValue as error:
+            raise _bad(param, value, error, _where(index, cells.shape, param.name)) from None
+        raise ArgumentError(f"{param.name}={value}: not allowed")  # pragma: no cover
+    return _Values(numbers, empty, cells.size == 1)
+
+
+def _shape_of(values: _Values) -> str:
+    shape = values.values.shape
+    if len(shape) == 2:
+        return f"{shape[0]} × {shape[1]}"
+    return f"{shape[0]} items" if shape else "1 cell"
+
+
+# -- answering -----------------------------------------------------------------------------------
+def _answer(result: np.ndarray, empty: np.ndarray, single: bool, undefined: str) -> object:
+    """The result as Excel takes it: a number, or rows of cells; errors and blanks in place."""
+    result = np.asarray(result, dtype=float)
+    bad = ~np.isfinite(result) & ~empty
+    if single:
+        if empty.any():
+            return None
+        return undefined if bad.any() else float(result.ravel()[0])
+    if not (bad.any() or empty.any()):
+        return result.tolist()
+    cells = result.astype(object)
+    cells[bad] = undefined
+    cells[empty] = None
+    return cells.tolist()
+
+
+def _reply_to(error: ArgumentError) -> str:
+    """A bad argument, as the runtime shows it best (see the module docstring)."""
+    if runtime() == "classic":
+        return str(error)  # the cell shows the message, not a COM traceback
+    raise error
+
+
+def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[object, ...],
+          undefined: str = DIV0,
+          check: Callable[[dict[str, _Values]], None] | None = None) -> object:
+    """Run ``formula`` of the model over the arguments; the shared body of every function.
+
+    Reads and checks each argument (:data:`PARAMS`), fills optional arguments' empty cells with
+    their defaults, broadcasts, calls the model once, and answers with :func:`_answer`.
+    """
+    try:
+        read = {name: _read(PARAMS[name], raw) for name, raw in zip(names, raws, strict=True)}
+        for name, values in read.items():
+            default = PARAMS[name].default
+            if default is None or not values.empty.any():
+                continue
+            if isinstance(default, str):  # another argument's value, element by element
+                fill, fill_empty = read[default].values, read[default].empty
+            else:
+                fill, fill_empty = default, np.zeros((), dtype=bool)
+            filled = np.where(values.empty, fill, values.values)
+            read[name] = _Values(filled, values.empty & fill_empty,
+                                 values.single and filled.size == 1)
+        try:
+            shape = np.broadcast_shapes(*(v.values.shape for v in read.values()))
+        except ValueError:
+            sizes = ", ".join(f"{n} is {_shape_of(v)}" for n, v in read.items()
+                              if v.values.size > 1)
+            raise ArgumentError(f"the ranges do not fit together ({sizes}); give ranges of "
+                                "the same size, or single cells") from None
+        if check is not None:
+            check(read)
+        empty = np.zeros(shape, dtype=bool)
+        for name, values in read.items():
+            if PARAMS[name].default is None:
+                empty |= values.empty
+        result = formula(*(v.values for v in read.values()))
+        single = all(v.single for v in read.values())
+        return _answer(np.broadcast_to(np.asarray(result, dtype=float), shape), empty, single,
+                       undefined)
+    except ArgumentError as error:
+        return _reply_to(error)
+
+
+def _p99_above_p50(read: dict[str, _Values]) -> None:
+    p50, p99 = np.broadcast_arrays(read["ttft_p50"].values, read["ttft_p99"].values)
+    with np.errstate(invalid="ignore"):
+        broken = ~np.isnan(p50) & ~np.isnan(p99) & (p99 <= p50)
+    if broken.any():
+        index = np.unravel_index(int(np.argmax(broken)), broken.shape) if broken.ndim else ()
+        where = _where(tuple(int(i) for i in index), broken.shape, "ttft_p99")
+        problem = Problem("ttft_p99", float(p99[index]),
+                          f"must be above ttft_p50 ({fmt_number(float(p50[index]))})",
+                          "enter the measured 99th percentile, which is above the median",
+                          where)
+        raise ArgumentError(str(problem))
+
+
+def _salvage_within_capex(read: dict[str, _Values]) -> None:
+    capex, salvage = np.broadcast_arrays(read["capex_per_gpu"].values,
+                                         read["salvage_per_gpu"].values)
+    broken = salvage > capex
+    if broken.any():
+        index = np.unravel_index(int(np.argmax(broken)), broken.shape) if broken.ndim else ()
+        where = _where(tuple(int(i) for i in index), broken.shape, "salvage_per_gpu")
+        problem = Problem("salvage_per_gpu", float(salvage[index]),
+                          f"is more than capex_per_gpu ({fmt_number(float(capex[index]))})",
+                          "enter a resale value of at most the cost of the GPU", where)
+        raise ArgumentError(str(problem))
+
+
+def _doc(name: str) -> str:
+    return PARAMS[name].doc
+
+
+# -- the functions -------------------------------------------------------------------------------
+# Each: xlwings decorators (name, category, per-argument help), a one-paragraph description, one
+# call into the model. Order and names are those of issue 3's table.
+
+@xw.func(category=CATEGORY)
+@xw.arg("actual_tps", ndim=2, doc=_doc("actual_tps"))
+@xw.arg("theoretical_tps", ndim=2, doc=_doc("theoretical_tps"))
+@_excel_help
+def TEF(actual_tps, theoretical_tps):
+    """Token Efficiency Factor: actual / theoretical tokens per second, a fraction (210,000 of
+    700,000 TPS is 30%). #DIV/0! where the theoretical TPS is 0."""
+    return _call(model.tef, ("actual_tps", "theoretical_tps"), (actual_tps, theoretical_tps))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tef", ndim=2, doc=_doc("tef"))
+@xw.arg("sla", ndim=2, doc=_doc("sla"))
+@xw.arg("sell_through", ndim=2, doc=_doc("sell_through"))
+@_excel_help
+def TFI(tef, sla, sell_through):
+    """Token Factory Index: TEF x SLA x sell-through, the share of theoretical capacity that
+    becomes revenue, a fraction."""
+    return _call(model.tfi, ("tef", "sla", "sell_through"), (tef, sla, sell_through))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpus", ndim=2, doc=_doc("gpus"))
+@xw.arg("tef_now", ndim=2, doc=_doc("tef_now"))
+@xw.arg("tef_target", ndim=2, doc=_doc("tef_target"))
+@_excel_help
+def EQUIV_GPU(gpus, tef_now, tef_target):
+    """GPUs that would make the same tokens at today's TEF: GPUs x TEF target / TEF now (1,000
+    GPUs from 30% to 65% = 2,166.67). #DIV/0! where TEF now is 0."""
+    return _call(model.equivalent_gpus, ("gpus", "tef_now", "tef_target"),
+                 (gpus, tef_now, tef_target))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpus", ndim=2, doc=_doc("gpus"))
+@xw.arg("tef_now", ndim=2, doc=_doc("tef_now"))
+@xw.arg("tef_target", ndim=2, doc=_doc("tef_target"))
+@xw.arg("capex_per_gpu", ndim=2, doc=_doc("capex_per_gpu"))
+@_excel_help
+def AVOIDED_CAPEX(gpus, tef_now, tef_target, capex_per_gpu):
+    """GPU CapEx a TEF uplift saves, in $: (equivalent GPUs - GPUs) x CapEx per GPU. #DIV/0!
+    where TEF now is 0."""
+    return _call(model.avoided_capex, ("gpus", "tef_now", "tef_target", "capex_per_gpu"),
+                 (gpus, tef_now, tef_target, capex_per_gpu))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tokens_paid", ndim=2, doc=_doc("tokens_paid"))
+@xw.arg("tokens_theoretical", ndim=2, doc=_doc("tokens_theoretical"))
+@_excel_help
+def LOAD_FACTOR(tokens_paid, tokens_theoretical):
+    """Load factor, the airline measure for tokens: tokens paid / theoretical tokens, a fraction
+    (equal to the TFI). #DIV/0! where the theoretical tokens are 0."""
+    return _call(model.load_factor, ("tokens_paid", "tokens_theoretical"),
+                 (tokens_paid, tokens_theoretical))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tps", ndim=2, doc=_doc("tps"))
+@_excel_help
+def TPM(tps):
+    """Tokens per minute from tokens per second: TPS x 60."""
+    return _call(model.tpm, ("tps",), (tps,))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tps", ndim=2, doc=_doc("tps"))
+@_excel_help
+def TOKENS_PER_DAY(tps):
+    """Tokens per day from tokens per second: TPS x 86,400."""
+    return _call(model.tokens_per_day, ("tps",), (tps,))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
+@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
+@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@_excel_help
+def BREAKEVEN_UTIL(gpu_hour_cost, tps_per_gpu, price_per_mtok):
+    """Utilisation at which revenue pays the GPU-hour, a fraction: cost / (TPS x 3,600 x price /
+    10^6); above 100% never breaks even. #DIV/0! where TPS or price is 0."""
+    return _call(model.breakeven_util, ("gpu_hour_cost", "tps_per_gpu", "price_per_mtok"),
+                 (gpu_hour_cost, tps_per_gpu, price_per_mtok))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
+@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
+@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@_excel_help
+def MARGIN_AT_UTIL(util, gpu_hour_cost, tps_per_gpu, price_per_mtok):
+    """Operating margin at a utilisation, a fraction: 1 - breakeven utilisation / utilisation.
+    #DIV/0! where utilisation, TPS or price is 0."""
+    return _call(model.margin_at_util, ("util", "gpu_hour_cost", "tps_per_gpu", "price_per_mtok"),
+                 (util, gpu_hour_cost, tps_per_gpu, price_per_mtok))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
+@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@_excel_help
+def COST_PER_MTOK(gpu_hour_cost, tps_per_gpu, util):
+    """Cost of a million sold tokens at a utilisation, in $ per million tokens (also the
+    breakeven price). #DIV/0! where TPS or utilisation is 0."""
+    return _call(model.cost_per_mtok, ("gpu_hour_cost", "tps_per_gpu", "util"),
+                 (gpu_hour_cost, tps_per_gpu, util))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@_excel_help
+def REVENUE_PER_GPU_HOUR(tps_per_gpu, util, price_per_mtok):
+    """Revenue of one GPU-hour, in $ per GPU-hour: TPS x 3,600 x utilisation x price / 10^6."""
+    return _call(model.revenue_per_gpu_hour, ("tps_per_gpu", "util", "price_per_mtok"),
+                 (tps_per_gpu, util, price_per_mtok))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@_excel_help
+def DAILY_TOKEN_VALUE(tps_per_gpu, util, price_per_mtok):
+    """Revenue one GPU earns in a day, in $ per GPU per day: TPS x 86,400 x utilisation x price /
+    10^6."""
+    return _call(model.daily_token_value, ("tps_per_gpu", "util", "price_per_mtok"),
+                 (tps_per_gpu, util, price_per_mtok))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tokens_per_day", ndim=2, doc=_doc("tokens_per_day"))
+@xw.arg("gpus", ndim=2, doc=_doc("gpus"))
+@xw.arg("revenue_per_gpu_hour", ndim=2, doc=_doc("revenue_per_gpu_hour"))
+@_excel_help
+def IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour):
+    """Fleet-average revenue per million tokens, in $ per million tokens: an average, not a
+    price. #DIV/0! where tokens per day is 0."""
+    return _call(model.implied_price_per_mtok, ("tokens_per_day", "gpus", "revenue_per_gpu_hour"),
+                 (tokens_per_day, gpus, revenue_per_gpu_hour))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("capex_per_gpu", ndim=2, doc=_doc("capex_per_gpu"))
+@xw.arg("life_years", ndim=2, doc=_doc("life_years"))
+@xw.arg("power_kw", ndim=2, doc=_doc("power_kw"))
+@xw.arg("pue", ndim=2, doc=_doc("pue"))
+@xw.arg("price_per_kwh", ndim=2, doc=_doc("price_per_kwh"))
+@xw.arg("opex_per_gpu_hour", ndim=2, doc=_doc("opex_per_gpu_hour"))
+@xw.arg("salvage_per_gpu", ndim=2, doc=_doc("salvage_per_gpu"))
+@_excel_help
+def GPU_HOUR_COST(capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour=0,
+                  salvage_per_gpu=0):
+    """Owned cost of one GPU-hour, in $ per GPU-hour: (CapEx - salvage) / (life x 8,760) + kW x
+    PUE x $ per kWh + other opex."""
+    return _call(model.gpu_hour_cost,
+                 ("capex_per_gpu", "life_years", "power_kw", "pue", "price_per_kwh",
+                  "opex_per_gpu_hour", "salvage_per_gpu"),
+                 (capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour,
+                  salvage_per_gpu),
+                 check=_salvage_within_capex)
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("price_input", ndim=2, doc=_doc("price_input"))
+@xw.arg("price_output", ndim=2, doc=_doc("price_output"))
+@xw.arg("output_share", ndim=2, doc=_doc("output_share"))
+@xw.arg("cache_hit_rate", ndim=2, doc=_doc("cache_hit_rate"))
+@xw.arg("price_cached_input", ndim=2, doc=_doc("price_cached_input"))
+@xw.arg("batch_share", ndim=2, doc=_doc("batch_share"))
+@xw.arg("batch_discount", ndim=2, doc=_doc("batch_discount"))
+@_excel_help
+def BLENDED_PRICE(price_input, price_output, output_share, cache_hit_rate=0,
+                  price_cached_input=None, batch_share=0, batch_discount=0.5):
+    """Average price of a million sold tokens, in $ per million tokens, from input, cached-input
+    and output prices, the output share and the batch discount."""
+    return _call(model.blended_price,
+                 ("price_input", "price_output", "output_share", "cache_hit_rate",
+                  "price_cached_input", "batch_share", "batch_discount"),
+                 (price_input, price_output, output_share, cache_hit_rate, price_cached_input,
+                  batch_share, batch_discount))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("price_now", ndim=2, doc=_doc("price_now"))
+@xw.arg("decline_per_quarter", ndim=2, doc=_doc("decline_per_quarter"))
+@xw.arg("months", ndim=2, doc=_doc("months"))
+@_excel_help
+def PRICE_AFTER(price_now, decline_per_quarter, months):
+    """Price after a number of months, in $ per million tokens: price now x (1 - decline per
+    quarter)^(months / 3)."""
+    return _call(model.price_after, ("price_now", "decline_per_quarter", "months"),
+                 (price_now, decline_per_quarter, months))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("revenue_per_gpu_hour", ndim=2, doc=_doc("revenue_per_gpu_hour"))
+@xw.arg("cash_cost_per_gpu_hour", ndim=2, doc=_doc("cash_cost_per_gpu_hour"))
+@xw.arg("decline_per_quarter", ndim=2, doc=_doc("decline_per_quarter"))
+@_excel_help
+def ECONOMIC_LIFE_MONTHS(revenue_per_gpu_hour, cash_cost_per_gpu_hour, decline_per_quarter):
+    """Months until falling prices bring revenue per GPU-hour down to its cash cost; 0 if already
+    there. #NUM! where it never happens (no decline, or a cash cost of 0)."""
+    return _call(model.economic_life_months,
+                 ("revenue_per_gpu_hour", "cash_cost_per_gpu_hour", "decline_per_quarter"),
+                 (revenue_per_gpu_hour, cash_cost_per_gpu_hour, decline_per_quarter),
+                 undefined=NUM)
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("ttft_p50", ndim=2, doc=_doc("ttft_p50"))
+@xw.arg("ttft_p99", ndim=2, doc=_doc("ttft_p99"))
+@xw.arg("ttft_slo", ndim=2, doc=_doc("ttft_slo"))
+@_excel_help
+def SLO_ATTAINMENT(ttft_p50, ttft_p99, ttft_slo):
+    """Share of requests whose time to first token meets the objective, a fraction, modelling
+    TTFT as log-normal through its median (p50) and 99th percentile (p99)."""
+    return _call(model.slo_attainment, ("ttft_p50", "ttft_p99", "ttft_slo"),
+                 (ttft_p50, ttft_p99, ttft_slo), check=_p99_above_p50)
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("cash_flows", ndim=2, doc=_doc("cash_flows"))
+@_excel_help
+def PAYBACK_MONTHS(cash_flows):
+    """Months until the cumulative cash flow turns non-negative, interpolated within the month.
+    #N/A where it does not within the cash flows given."""
+    try:
+        flows = _series(cash_flows)
+    except ArgumentError as error:
+        return _reply_to(error)
+    months = model.payback_months(flows)
+    return NA if months is None else float(months)
+
+
+def _series(raw: object) -> np.ndarray:
+    """One row or one column of cash flows, trailing empty cells dropped."""
+    values = _read(PARAMS["cash_flows"], raw)
+    shape = values.values.shape
+    if len(shape) == 2 and min(shape) > 1:
+        raise ArgumentError(f"cash_flows is a block of {shape[0]} × {shape[1]} cells; give one "
+                            "row or one column, month 0 first")
+    flows, empty = values.values.ravel(), values.empty.ravel()
+    filled = np.nonzero(~empty)[0]
+    if filled.size == 0:
+        raise ArgumentError("cash_flows is empty; give the monthly cash flows, month 0 first")
+    gaps = np.nonzero(empty[: filled[-1]])[0]
+    if gaps.size:
+        raise ArgumentError(f"cash_flows has an empty cell at month {int(gaps[0])}; enter 0 "
+                            "for a month without cash flow")
+    return flows[: filled[-1] + 1]
+
+
+# -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
+# The catalogue functions take names (a GPU, a model, a field) and a precision as well as
+# numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
+# once in the catalogues of tokenfactory_xl.specs and runs the roofline of
+# tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
+# the close matches.
+
+def _text(name: str) -> Input:
+    return Input(name, name, "text", "Excel functions", "text", None, "")
+
+
+def _choice(name: str, choices: tuple[str, ...]) -> Input:
+    return Input(name, name, "choice", "Excel functions", "choice", None, "", choices=choices)
+
+
+PARAMS.update({p.name: p for p in (
+    Param("gpu", _text("gpu"), "GPU name from the GPU catalogue, e.g. H200, B200 or MI300X; "
+                               "case ignored"),
+    Param("model", _text("model"), "Model name from the model catalogue, e.g. Llama-3.1-70B "
+                                   "or DeepSeek-V3; case ignored"),
+    Param("precision", _choice("precision", tuple(roofline.PRECISIONS)),
+          "Weight precision: it sets the bytes per weight and per KV-cache element and the "
+          "peak FLOPS used"),
+    Param("field", _text("field"), "The figure to look up, e.g. hbm_gb, bandwidth_tbps, "
+                                   "fp8_tflops (GPU_SPEC) or total_params, active_params, "
+                                   "layers (MODEL_SPEC); a wrong name lists the fields"),
+    Param("batch", _rule("batch", "integer", low=1), "Sequences decoded together, a count"),
+    Param("context_tokens", _rule("context_tokens", "integer", low=1),
+          "Context length of each sequence, tokens"),
+    Param("gpus_per_replica", _rule("gpus_per_replica", "integer", low=1),
+          "Tensor-parallel GPUs holding one model replica, a count; default 1", 1.0),
+    Param("mbu", _rule("mbu", "fraction", "fraction", 0, 1, low_open=True),
+          f"Memory-bandwidth utilisation, {_FRACTION}; default 100%, the pure bound",
+          roofline.DEFAULT_MBU),
+    Param("mfu", _rule("mfu", "fraction", "fraction", 0, 1, low_open=True),
+          f"Model-FLOPs utilisation, {_FRACTION}; default 100%, the pure bound",
+          roofline.DEFAULT_MFU),
+)})
+
+
+def _field_of(fields: tuple[str, ...]) -> Callable[[str], str]:
+    def resolve(text: str) -> str:
+        key = text.strip().lower()
+        if key not in fields:
+            close = difflib.get_close_matches(key, list(fields), n=3, cutoff=0.4)
+            fix = f"did you mean {' or '.join(close)}?" if close else f"one of {', '.join(fields)}"
+            raise InputError([Problem("field", text, "is not a field", fix)])
+        return key
+    return resolve
+
+
+def _resolve(names: tuple[str, ...], resolvers: tuple[Callable[[str], object], ...],
+             texts: list[np.ndarray], shape: tuple[int, ...], known: np.ndarray
+             ) -> list[tuple[list[object], np.ndarray]]:
+    """The distinct combinations of names among the ``known`` cells, resolved, each with the
+    mask of the cells that share it; an unknown name raises ArgumentError saying where."""
+    cells = np.flatnonzero(known)
+    if cells.size == 0:
+        return []
+    # numpy groups the cells by their names at array speed: a column of 100,000 GPU names is
+    # resolved once per distinct name
+    distinct, codes, found = [], [], []
+    for name, resolve, text in zip(names, resolvers, texts, strict=True):
+        values, inverse = np.unique(np.broadcast_to(text, shape).reshape(-1)[cells].astype(str),
+                                    return_inverse=True)
+        entries = []
+        for value in values:
+            try:
+                entries.append(resolve(str(value)))
+            except InputError as error:
+                at = tuple(int(i) for i in np.argwhere(text.astype(str) == value)[0])
+                where = _where(at, text.shape, name)
+                problem = dataclasses.replace(error.problems[0], name=name, where=where)
+                raise ArgumentError(str(problem)) from None
+        distinct.append(values)
+        codes.append(inverse.reshape(-1))
+        found.append(entries)
+    sizes = [len(d) for d in distinct]
+    combined = np.ravel_multi_index(codes, sizes)
+    resolved = []
+    for combo in np.unique(combined):
+        mask = np.zeros(shape, dtype=bool)
+        mask.reshape(-1)[cells[combined == combo]] = True
+        picks = np.unravel_index(combo, sizes)
+        resolved.append(([entries[i] for entries, i in zip(found, picks, strict=True)], mask))
+    return resolved
+
+
+def _by_name(compute: Callable[..., object], names: tuple[str, ...],
+             resolvers: tuple[Callable[[str], object], ...]) -> Callable[..., np.ndarray]:
+    """A formula for :func:`_call`: ``compute`` once per distinct combination of names, over
+    the numbers of the cells that share it."""
+    def formula(*arrays: np.ndarray) -> np.ndarray:
+        texts, numbers = list(arrays[: len(names)]), arrays[len(names):]
+        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
+        known = np.ones(shape, dtype=bool)
+        for t in texts:
+            known &= np.broadcast_to(np.vectorize(lambda x: x is not None, otypes=[bool])(t)
+                                     if t.size else t, shape)
+        numbers = [np.broadcast_to(n, shape) for n in numbers]
+        for n in numbers:
+            known &= np.isfinite(n)
+        out = np.full(shape, np.nan)
+        for found, mask in _resolve(names, resolvers, texts, shape, known):
+            try:
+                out[mask] = compute(*found, *(n[mask] for n in numbers))
+            except InputError as error:  # pragma: no cover - the rules above catch these
+                raise ArgumentError(str(error)) from None
+        return out
+    return formula
+
+
+_ROOFLINE_NAMES = ("gpu", "model", "precision")
+_ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
+@xw.arg("model", ndim=2, doc=_doc("model"))
+@xw.arg("precision", ndim=2, doc=_doc("precision"))
+@xw.arg("batch", ndim=2, doc=_doc("batch"))
+@xw.arg("context_tokens", ndim=2, doc=_doc("context_tokens"))
+@xw.arg("gpus_per_replica", ndim=2, doc=_doc("gpus_per_replica"))
+@xw.arg("mbu", ndim=2, doc=_doc("mbu"))
+@xw.arg("mfu", ndim=2, doc=_doc("mfu"))
+@_excel_help
+def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_replica=1, mbu=1,
+                    mfu=1):
+    """Theoretical decode tokens per second per GPU (roofline): batch / max(bytes / bandwidth,
+    FLOPs / peak) / GPUs per replica, from the GPU and model catalogues. #NUM! where the batch
+    does not fit in memory."""
+    formula = _by_name(roofline.theoretical_tps, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    return _call(formula, ("gpu", "model", "precision", "batch", "context_tokens",
+                           "gpus_per_replica", "mbu", "mfu"),
+                 (gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu),
+                 undefined=NUM)
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
+@xw.arg("model", ndim=2, doc=_doc("model"))
+@xw.arg("precision", ndim=2, doc=_doc("precision"))
+@xw.arg("context_tokens", ndim=2, doc=_doc("context_tokens"))
+@xw.arg("gpus_per_replica", ndim=2, doc=_doc("gpus_per_replica"))
+@_excel_help
+def MAX_BATCH(gpu, model, precision, context_tokens, gpus_per_replica=1):
+    """Largest batch of sequences whose KV cache fits beside the weights: (memory x GPUs per
+    replica - weights) / KV bytes per sequence, rounded down; 0 where the weights alone do not
+    fit."""
+    formula = _by_name(roofline.max_batch_for, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    return _call(formula, ("gpu", "model", "precision", "context_tokens", "gpus_per_replica"),
+                 (gpu, model, precision, context_tokens, gpus_per_replica), undefined=NUM)
+
+
+def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
+                 resolvers: tuple[Callable[[str], object], Callable[[str], object]]) -> object:
+    """GPU_SPEC / MODEL_SPEC: a figure or a text per cell; #N/A for a figure the entry lacks."""
+    try:
+        read = [_read(PARAMS[n], r) for n, r in zip(names, raws, strict=True)]
+        try:
+            shape = np.broadcast_shapes(*(v.values.shape for v in read))
+        except ValueError:
+            raise ArgumentError(f"the ranges do not fit together ({names[0]} and {names[1]}); "
+                                "give ranges of the same size, or single cells") from None
+        texts = [v.values for v in read]
+        empty = np.logical_or.reduce([np.broadcast_to(v.empty, shape) for v in read])
+        cells = np.empty(shape, dtype=object)
+        for (entry, field_name), mask in _resolve(names, resolvers, texts, shape, ~empty):
+            value = getattr(entry, field_name)  # type: ignore[arg-type]
+            cells[mask] = NA if value is None else (
+                float(value) if isinstance(value, (int, float)) else value)
+    except ArgumentError as error:
+        return _reply_to(error)
+    if all(v.single for v in read):
+        return cells.ravel()[0]
+    return cells.tolist()
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
+@xw.arg("field", ndim=2, doc=_doc("field"))
+@_excel_help
+def GPU_SPEC(gpu, field):
+    """One figure of a catalogue GPU, dense and per GPU: GPU_SPEC("H200", "bandwidth_tbps") is
+    4.8 (TB/s); fields hbm_gb, bf16_tflops, fp8_tflops, fp4_tflops, power_w, vendor … #N/A where
+    the GPU lacks it."""
+    return _spec_lookup(("gpu", "field"), (gpu, field), (specs.gpu, _field_of(specs.GPU_FIELDS)))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("model", ndim=2, doc=_doc("model"))
+@xw.arg("field", ndim=2, doc=_doc("field"))
+@_excel_help
+def MODEL_SPEC(model, field):
+    """One figure of a catalogue model: MODEL_SPEC("DeepSeek-V3", "active_params") is 37 billion;
+    fields total_params, layers, kv_heads, head_dim, kv_latent_dim, source … #N/A where the model
+    has none."""
+    return _spec_lookup(("model", "field"), (model, field),
+                        (specs.model, _field_of(specs.MODEL_FIELDS)))
+
+
+#: The Excel functions of this module, in the order of issue 3's table.
+__all__ = [
+    "TEF", "TFI", "EQUIV_GPU", "AVOIDED_CAPEX", "LOAD_FACTOR", "TPM", "TOKENS_PER_DAY",
+    "BREAKEVEN_UTIL", "MARGIN_AT_UTIL", "COST_PER_MTOK", "REVENUE_PER_GPU_HOUR",
+    "DAILY_TOKEN_VALUE", "IMPLIED_PRICE_PER_MTOK", "GPU_HOUR_COST", "BLENDED_PRICE",
+    "PRICE_AFTER", "ECONOMIC_LIFE_MONTHS", "SLO_ATTAINMENT", "PAYBACK_MONTHS",
+    "THEORETICAL_TPS", "MAX_BATCH", "GPU_SPEC", "MODEL_SPEC",
+]
+''',
+}
+
+# The package's data files.
+_DATA = {
+    'data/gpus.csv': r'''name,vendor,hbm_gb,hbm_gb_source,bandwidth_tbps,bandwidth_source,bf16_tflops,bf16_source,fp8_tflops,fp8_source,fp4_tflops,fp4_source,power_w,power_source,notes
+H100 SXM,NVIDIA,80,NVIDIA H100 Tensor Core GPU datasheet (2023),3.35,NVIDIA H100 Tensor Core GPU datasheet (2023),989.5,"NVIDIA H100 Tensor Core GPU datasheet (2023): 1,979* with sparsity, halved",1979,"NVIDIA H100 Tensor Core GPU datasheet (2023): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H100 Tensor Core GPU datasheet (2023): up to 700 W (configurable),"The datasheet prints tensor figures with sparsity (asterisk); dense = half."
+H200,NVIDIA,141,NVIDIA H200 Tensor Core GPU datasheet (2024),4.8,NVIDIA H200 Tensor Core GPU datasheet (2024),989.5,"NVIDIA H200 Tensor Core GPU datasheet (2024): 1,979* with sparsity, halved",1979,"NVIDIA H200 Tensor Core GPU datasheet (2024): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H200 Tensor Core GPU datasheet (2024): up to 700 W (configurable),"H200 SXM. Same compute as H100 SXM; more and faster HBM3e. Sparse figures halved."
+B200,NVIDIA,180,"NVIDIA Blackwell datasheet (2025), HGX B200 column",7.7,"NVIDIA Blackwell datasheet (2025), HGX B200 column",2250,"NVIDIA Blackwell datasheet (2025), HGX B200: 4.5 PFLOPS with sparsity, halved",4500,"NVIDIA Blackwell datasheet (2025), HGX B200: 9 PFLOPS with sparsity, halved",9000,"NVIDIA Blackwell datasheet (2025), HGX B200: 18 PFLOPS with sparsity, halved",1000,"NVIDIA Blackwell datasheet (2025), HGX B200: configurable up to 1,000 W","One Blackwell GPU of an HGX B200 board. The datasheet's per-GPU tensor figures are with sparsity; dense = half."
+GB200,NVIDIA,186,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (13.4 TB HBM3e over 72 GPUs)",8,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (576 TB/s over 72 GPUs)",2500,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 5 PFLOPS with sparsity, halved",5000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 10 PFLOPS with sparsity, halved",10000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 20 PFLOPS with sparsity, halved",1200,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: configurable up to 1,200 W per GPU","One Blackwell GPU of a GB200 superchip (two per Grace CPU). Grace CPU power not included. Sparse figures halved."
+MI300X,AMD,192,AMD Instinct MI300X accelerator data sheet (2023),5.3,AMD Instinct MI300X accelerator data sheet (2023),1307.4,"AMD Instinct MI300X accelerator data sheet (2023): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI300X accelerator data sheet (2023): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),750,AMD Instinct MI300X accelerator data sheet (2023): 750 W total board power,AMD prints dense and sparse figures separately; the dense ones are used.
+MI325X,AMD,256,AMD Instinct MI325X accelerator data sheet (2024),6,AMD Instinct MI325X accelerator data sheet (2024),1307.4,"AMD Instinct MI325X accelerator data sheet (2024): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI325X accelerator data sheet (2024): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),1000,AMD Instinct MI325X accelerator data sheet (2024): 1000 W total board power,Same compute as MI300X; 256 GB HBM3E.
+L40S,NVIDIA,48,NVIDIA L40S GPU datasheet (2023): 48 GB GDDR6 with ECC,0.864,NVIDIA L40S GPU datasheet (2023): 864 GB/s,362.05,"NVIDIA L40S GPU datasheet (2023): BF16 362.05 dense (733* with sparsity)",733,"NVIDIA L40S GPU datasheet (2023): FP8 733 dense (1,466* with sparsity)",,no FP4 tensor cores (Ada Lovelace),350,NVIDIA L40S GPU datasheet (2023): max power 350 W,"GDDR6, not HBM: hbm_gb is the card's memory. The datasheet prints dense and sparse (asterisk) side by side; the dense figures are used."
+''',
+    'data/models.csv': r'''name,kind,total_params,active_params,layers,kv_heads,head_dim,kv_latent_dim,sliding_window,sliding_window_layers,max_context,source,notes
+Llama-3.1-8B,dense,8030261248,8030261248,32,8,128,,,,131072,"meta-llama/Llama-3.1-8B config.json (hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Parameters counted from config.json (untied embeddings); the model card rounds to 8B.
+Llama-3.1-70B,dense,70553706496,70553706496,80,8,128,,,,131072,"meta-llama/Llama-3.1-70B config.json (hidden_size 8192, intermediate_size 28672, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Parameters counted from config.json (untied embeddings); the model card rounds to 70B.
+Llama-3.1-405B,dense,405853388800,405853388800,126,8,128,,,,131072,"meta-llama/Llama-3.1-405B config.json (hidden_size 16384, intermediate_size 53248, num_hidden_layers 126, num_attention_heads 128, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Parameters counted from config.json (untied embeddings); the model card rounds to 405B.
+Qwen2.5-72B,dense,72706203648,72706203648,80,8,128,,,,131072,"Qwen/Qwen2.5-72B-Instruct config.json (hidden_size 8192, intermediate_size 29568, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 152064, QKV bias); model card: 72.7B parameters, 131,072-token context with YaRN",Parameters counted from config.json; agrees with the model card's 72.7B.
+DeepSeek-V3,moe,671000000000,37000000000,61,128,128,576,,,163840,"deepseek-ai/DeepSeek-V3 model card (Dec 2024): 671B total, 37B activated per token; config.json: num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840","Multi-head latent attention (MLA): the KV cache holds one compressed latent of kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576 elements per layer per token (keys and values share it), instead of 2 x kv_heads x head_dim. The multi-token-prediction module (14B) is not counted."
+gpt-oss-120b,moe,116800000000,5100000000,36,8,64,,128,18,131072,"openai/gpt-oss-120b model card (Aug 2025): 117B parameters (116.8B), 5.1B active per token; config.json: num_hidden_layers 36, num_key_value_heads 8, head_dim 64, sliding_window 128, layer_types alternating sliding_attention / full_attention",Half of the layers (18 of 36) attend over a 128-token sliding window and cache at most 128 tokens each. Expert weights ship in MXFP4.
+gpt-oss-20b,moe,20900000000,3600000000,24,8,64,,128,12,131072,"openai/gpt-oss-20b model card (Aug 2025): 21B parameters (20.9B), 3.6B active per token; config.json: num_hidden_layers 24, num_key_value_heads 8, head_dim 64, sliding_window 128, alternating layer_types",Half of the layers (12 of 24) use a 128-token sliding window.
+''',
+}
+
+
+class _Data:
+    """A file or folder of the bundled package data, as importlib.resources.files() gives it."""
+
+    def __init__(self, path=""):
+        self._path = path
+        self.name = path.rsplit("/", 1)[-1]
+
+    def _children(self):
+        prefix = self._path + "/" if self._path else ""
+        return sorted({prefix + key[len(prefix):].split("/")[0]
+                       for key in _DATA if key.startswith(prefix)})
+
+    def is_file(self):
+        return self._path in _DATA
+
+    def is_dir(self):
+        return not self.is_file() and bool(self._children())
+
+    def iterdir(self):
+        return iter([_Data(child) for child in self._children()])
+
+    def joinpath(self, *names):
+        parts = [self._path] if self._path else []
+        for name in names:
+            parts.extend(part for part in str(name).split("/") if part)
+        return _Data("/".join(parts))
+
+    __truediv__ = joinpath
+
+    def read_text(self, encoding=None, errors=None):
+        if not self.is_file():
+            raise FileNotFoundError(f"{_PACKAGE}/{self._path}")
+        return _DATA[self._path]
+
+    def read_bytes(self):
+        return self.read_text().encode("utf-8")
+
+    def open(self, mode="r", *args, **kwargs):
+        return _io.BytesIO(self.read_bytes()) if "b" in mode else _io.StringIO(self.read_text())
+
+
+class _Reader:
+    def files(self):
+        return _Data()
+
+
+class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
+    """Imports the bundled modules of tokenfactory_xl from the sources above."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _PACKAGE and fullname not in _SOURCES:
+            return None
+        spec = _machinery.ModuleSpec(fullname, self, origin=self._file(fullname),
+                                              is_package=fullname == _PACKAGE)
+        spec.has_location = False
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = module.__name__
+        module.__file__ = self._file(name)
+        if name == _PACKAGE:
+            module.__version__ = _VERSION
+            module.__doc__ = "tokenfactory_xl, as bundled for xlwings Lite: " + ", ".join(
+                sorted(key.rsplit(".", 1)[-1] for key in _SOURCES)) + "."
+            return
+        source = _SOURCES[name]
+        # Tracebacks then show the line that failed.
+        _linecache.cache[module.__file__] = (len(source), None, source.splitlines(True),
+                                            module.__file__)
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+
+    def get_resource_reader(self, fullname):
+        return _Reader() if fullname == _PACKAGE else None
+
+    @staticmethod
+    def _file(fullname):
+        return "<bundled " + fullname.replace(".", "/") + (
+            "/__init__.py>" if fullname == _PACKAGE else ".py>")
+
+
+if _PACKAGE in _sys.modules and not isinstance(
+        getattr(_sys.modules[_PACKAGE], "__loader__", None), _Bundle):
+    raise ImportError("another tokenfactory_xl is already imported; this file is for "
+                      "xlwings Lite, where the package itself is not installed")
+if not any(isinstance(finder, _Bundle) for finder in _sys.meta_path):
+    _sys.meta_path.insert(0, _Bundle())
+
+_udfs = _importlib.import_module(_PACKAGE + ".udfs")
+globals().update({name: getattr(_udfs, name) for name in _udfs.__all__})
+__all__ = list(_udfs.__all__)
