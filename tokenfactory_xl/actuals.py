@@ -566,7 +566,10 @@ def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: st
                                   f"{fit:,.0f} sequences of {context:,.0f} tokens on "
                                   f"{gpus} × {g.name} ({precision})",
                                   "lower --batch or --context, or raise --gpus")])
-    prefill = float(roofline.prefill_tps_for(g, m, precision, mfu))
+    # prefill attention at the measured mean prompt length; none known: 0 (a higher bound)
+    prompt = (found.input_tokens / found.requests
+              if found.input_tokens is not None and found.requests else 0.0)
+    prefill = float(roofline.prefill_tps_for(g, m, precision, mfu, prompt))
     share = found.output_share
     basis = (f"roofline: {m.name} on {gpus} × {g.name}, {precision}, batch {batch:g}, "
              f"context {context:g}, MBU {mbu:g}, MFU {mfu:g}")

@@ -88,10 +88,26 @@ class Model:
     head_dim : dimension of one head
     kv_latent_dim : for multi-head latent attention (MLA), the elements cached per layer per
         token (keys and values share one latent); ``None`` for ordinary attention
-    sliding_window : tokens a sliding-window layer attends over, ``None`` when none
+    sliding_window : tokens a sliding-window (or chunked-attention) layer attends over,
+        ``None`` when none
     sliding_window_layers : how many layers use that window (the rest attend over everything)
     max_context : longest context the model supports [tokens]
+    hidden_size : width of the residual stream: one embedding row [elements]; 0 when unknown
+    embedding_params : input-embedding table (vocabulary × hidden size) that a decode step
+        looks up B rows of instead of reading [parameters]; 0 for tied embeddings (the table is
+        the LM head, read whole) or when unknown (the table is then read whole: a lower bound)
+    query_heads : attention (query) heads per layer; blank in a catalogue row means kv_heads
+        (fewer attention FLOPs, so the bound stays an upper bound)
+    rope_dim : for MLA, the rotary part of the cached latent (``qk_rope_head_dim``); the
+        compressed latent is kv_latent_dim − rope_dim [elements]
+    moe_layers : layers whose feed-forward is a mixture of routed experts (0 for dense)
+    experts : routed experts per MoE layer (E)
+    experts_per_token : routed experts each token uses (k)
+    expert_params : parameters of one routed expert in one layer (3 × hidden × expert
+        intermediate size for a SwiGLU expert) [parameters]
     source : the model card / config.json the figures come from
+    sources : column group → where its figures come from (``moe``, ``embedding``,
+        ``attention`` from the ``*_source`` columns)
     notes : free text
     """
 
@@ -106,8 +122,27 @@ class Model:
     sliding_window: int | None = None
     sliding_window_layers: int = 0
     max_context: int | None = None
+    hidden_size: int = 0
+    embedding_params: float = 0.0
+    query_heads: int = 0
+    rope_dim: int = 0
+    moe_layers: int = 0
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_params: float = 0.0
     source: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+
+    @property
+    def routed_active_params(self) -> float:
+        """Routed-expert parameters one token uses: k × MoE layers × params per expert."""
+        return self.experts_per_token * self.moe_layers * self.expert_params
+
+    @property
+    def attention_heads(self) -> int:
+        """Query heads for the attention FLOPs: ``query_heads``, or ``kv_heads`` when blank."""
+        return self.query_heads or self.kv_heads
 
     @property
     def kv_elements_per_token(self) -> int:
@@ -125,14 +160,17 @@ class Model:
 _GPU_NUMBERS = ("hbm_gb", "bandwidth_tbps", "bf16_tflops", "fp8_tflops", "power_w")
 _GPU_OPTIONAL = ("fp4_tflops",)
 _MODEL_NUMBERS = ("total_params", "active_params", "layers", "kv_heads", "head_dim")
-_MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context")
+_MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context",
+                   "hidden_size", "embedding_params", "query_heads", "rope_dim")
+#: Columns a ``moe`` row must fill (roofline version 2 reads the experts a batch touches).
+_MODEL_MOE = ("moe_layers", "experts", "experts_per_token", "expert_params")
 _MODEL_KINDS = ("dense", "moe")
 
 #: Field names that :func:`gpu_spec` / :func:`model_spec` (and GPU_SPEC / MODEL_SPEC) answer.
 GPU_FIELDS: tuple[str, ...] = ("name", "vendor", *_GPU_NUMBERS[:4], "fp4_tflops", "power_w",
                                "notes")
 MODEL_FIELDS: tuple[str, ...] = ("name", "kind", *_MODEL_NUMBERS, *_MODEL_OPTIONAL,
-                                 "kv_elements_per_token", "source", "notes")
+                                 *_MODEL_MOE, "kv_elements_per_token", "source", "notes")
 
 
 def normalise(name: str) -> str:
@@ -211,13 +249,16 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             problems.append(Problem("kind", row.get("kind"), "must be dense or moe", "", where))
         values = {c: _number(row, c, where, problems=problems) for c in _MODEL_NUMBERS}
         extra = {c: _number(row, c, where, optional=True, problems=problems)
-                 for c in _MODEL_OPTIONAL}
+                 for c in (*_MODEL_OPTIONAL, *_MODEL_MOE)}
         if any(v is None for v in values.values()) or kind not in _MODEL_KINDS:
             continue
         if values["active_params"] > values["total_params"]:  # type: ignore[operator]
             problems.append(Problem("active_params", row["active_params"],
                                     "exceeds total_params", "active ≤ total", where))
             continue
+        if not _moe_ok(kind, values, extra, row, where, problems):
+            continue
+        sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = Model(
             name=row["name"], kind=kind,
             total_params=values["total_params"], active_params=values["active_params"],
@@ -227,11 +268,47 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             sliding_window=_int_or_none(extra["sliding_window"]),
             sliding_window_layers=int(extra["sliding_window_layers"] or 0),
             max_context=_int_or_none(extra["max_context"]),
-            source=row.get("source", ""), notes=row.get("notes", ""),
+            hidden_size=int(extra["hidden_size"] or 0),
+            embedding_params=float(extra["embedding_params"] or 0),
+            query_heads=int(extra["query_heads"] or 0),
+            rope_dim=int(extra["rope_dim"] or 0),
+            moe_layers=int(extra["moe_layers"] or 0), experts=int(extra["experts"] or 0),
+            experts_per_token=int(extra["experts_per_token"] or 0),
+            expert_params=float(extra["expert_params"] or 0),
+            source=row.get("source", ""), sources=sources, notes=row.get("notes", ""),
         )
     if problems:
         raise InputError(problems)
     return out
+
+
+def _moe_ok(kind: str, values: dict, extra: dict, row: dict[str, str], where: str,
+            problems: list[Problem]) -> bool:
+    """A ``moe`` row names its experts, and its routed parameters fit in its active count."""
+    if kind != "moe":
+        return True
+    missing = [c for c in _MODEL_MOE if not extra[c]]
+    if missing:
+        problems.append(Problem(
+            missing[0], row.get(missing[0], ""), "is needed for a moe model",
+            f"fill in {', '.join(missing)} from the model's config.json (roofline version 2 "
+            "counts the experts a batch touches)", where))
+        return False
+    if extra["experts_per_token"] > extra["experts"] or extra["moe_layers"] > values["layers"]:
+        problems.append(Problem("experts_per_token", row.get("experts_per_token"),
+                                "must not exceed experts (and moe_layers not exceed layers)",
+                                "check the config.json figures", where))
+        return False
+    fixed = (values["active_params"] - (extra["embedding_params"] or 0)
+             - extra["experts_per_token"] * extra["moe_layers"] * extra["expert_params"])
+    if fixed < 0:
+        problems.append(Problem(
+            "expert_params", row.get("expert_params"),
+            "makes the routed experts a token uses larger than its active parameters",
+            "active_params ≥ embedding_params + experts_per_token × moe_layers × "
+            "expert_params", where))
+        return False
+    return True
 
 
 def _int_or_none(x: float | None) -> int | None:

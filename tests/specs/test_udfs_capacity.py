@@ -93,7 +93,7 @@ def test_spec_ranges():
 
 def test_unknown_names_list_close_matches():
     assert message(THEORETICAL_TPS, "H201", "Llama-3.1-70B", "fp8", 1, 1024) == (
-        "gpu=H201: is not in the gpu catalogue; did you mean H200 or B200 or GB200?")
+        "gpu=H201: is not in the gpu catalogue; did you mean H20 or H200 or B200?")
     assert "did you mean Llama-3.1-70B" in message(MAX_BATCH, "H200", "Llama-3.1-07B", "fp8",
                                                    1024)
     assert message(THEORETICAL_TPS, [["H200"], ["H2"]], "Llama-3.1-70B", "fp8", 1, 1).startswith(
