@@ -109,6 +109,7 @@ class Measurement:
         output token) [tokens/s], when the file gives it or its time per output token
     hardware, precision, model_name : what the file says was measured, when it says
     run : which run of a file of several (``"2 of 5"``), else None
+    prompt_tokens : mean input tokens per request [tokens], when the file gives it
     notes : remarks the reader made (which unit was assumed, …)
     """
 
@@ -131,6 +132,7 @@ class Measurement:
     precision: str | None = None
     model_name: str | None = None
     run: str | None = None
+    prompt_tokens: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -212,12 +214,28 @@ def _per_user(obj: dict, path, what: str) -> float | None:
 
 
 def _concurrency(obj: dict, path, what: str) -> float | None:
+    """The concurrency a run was driven at; for a run driven by request rate instead, the
+    average requests in flight by Little's law: completed ÷ duration × mean latency."""
     for key in ("max_concurrency", "conc", "concurrency"):
         value = obj.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and \
                 math.isfinite(value) and value > 0:
             return float(value)
+    latency = next((obj[k] for k in ("mean_e2e_latency_ms", "mean_e2el_ms") if k in obj), None)
+    done, seconds = obj.get("completed"), obj.get("duration")
+    numbers = (latency, done, seconds)
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+           and x > 0 for x in numbers):
+        return float(done) / float(seconds) * float(latency) / 1000  # type: ignore[arg-type]
     return None
+
+
+def _mean(total: float | None, count: object) -> float | None:
+    """Mean per request, when both are numbers and there were requests."""
+    if total is None or isinstance(count, bool) or not isinstance(count, (int, float)) or \
+            not (math.isfinite(count) and count > 0):
+        return None
+    return total / count
 
 
 def _text_of(obj: dict, *keys: str) -> str | None:
@@ -258,7 +276,8 @@ def read_vllm_bench(obj: dict, path: str) -> Measurement:
         requests=_num(obj, "completed", path, what, required=False),
         request_goodput=_num(obj, "request_goodput", path, what, required=False),
         concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(obj, path, what),
-        model_name=_text_of(obj, "model_id"), notes=notes)
+        model_name=_text_of(obj, "model_id"), prompt_tokens=_mean(inp, obj.get("completed")),
+        notes=notes)
 
 
 def read_sglang_bench(obj: dict, path: str) -> Measurement:
@@ -276,7 +295,8 @@ def read_sglang_bench(obj: dict, path: str) -> Measurement:
         ttft_p50_ms=p50, ttft_p99_ms=p99,
         requests=_num(obj, "completed", path, what, required=False),
         concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(obj, path, what),
-        model_name=_text_of(obj, "model_id", "model"), notes=n50 + n99)
+        model_name=_text_of(obj, "model_id", "model"),
+        prompt_tokens=_mean(inp, obj.get("completed")), notes=n50 + n99)
 
 
 def read_suite_result(obj: dict, path: str) -> Measurement:
@@ -312,6 +332,7 @@ def read_suite_result(obj: dict, path: str) -> Measurement:
         concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(figures, path, what),
         hardware=_text_of(obj, "hw", "hardware", "device"),
         precision=_text_of(obj, "precision"), model_name=_text_of(obj, "model"),
+        prompt_tokens=_num(obj, "isl", path, what, required=False) or None,
         notes=notes + n50 + n99)
 
 
@@ -364,6 +385,7 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
     """An AIPerf ``profile_export_aiperf.json`` (see the module docstring)."""
     duration = _aiperf_metric(obj, "benchmark_duration", "avg", path, unit_to="sec")
     inp = _aiperf_metric(obj, "total_isl", "avg", path)
+    requests = _aiperf_metric(obj, "request_count", "avg", path, required=False)
     out = _aiperf_metric(obj, "total_osl", "avg", path)
     return Measurement(
         source=path, format=FORMATS[2], duration_s=duration, input_tokens=inp,
@@ -371,7 +393,7 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
         output_tps=_aiperf_metric(obj, "output_token_throughput", "avg", path, required=False),
         ttft_p50_ms=_aiperf_metric(obj, "time_to_first_token", "p50", path, unit_to="ms"),
         ttft_p99_ms=_aiperf_metric(obj, "time_to_first_token", "p99", path, unit_to="ms"),
-        requests=_aiperf_metric(obj, "request_count", "avg", path, required=False),
+        requests=requests, prompt_tokens=_mean(inp, requests),
         request_goodput=_aiperf_metric(obj, "goodput", "avg", path, required=False),
         tps_per_user=_aiperf_metric(obj, "output_token_throughput_per_user", "avg", path,
                                     required=False))

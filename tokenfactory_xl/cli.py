@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "tokenfactory_xl.batch",
     "tokenfactory_xl.theoretical",
     "tokenfactory_xl.actuals",
+    "tokenfactory_xl.cost",
     "tokenfactory_xl.collect",
 )
 

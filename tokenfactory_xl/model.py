@@ -467,3 +467,19 @@ def tokens_per_mw(tps_per_gpu: ArrayLike, util: ArrayLike, power_kw_per_gpu: Arr
     4000000.0
     """
     return _out(_div(_f(tps_per_gpu) * _f(util) * 1_000, _f(power_kw_per_gpu) * _f(pue)))
+
+
+def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
+                          prefill_decode_ratio: ArrayLike) -> Numeric:
+    """Decode (output) tokens per GPU-second T_d behind a blended throughput [tokens/s].
+
+    TFOM-SPEC §2's blend T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d) solved for T_d when the prefill rate
+    is r times the decode rate (T_p = r × T_d): T_d = T × ((1 − o) ÷ r + o). With T_p = r × T_d,
+    :func:`blended_capacity` of the two gives T back. Used to split a measured throughput into
+    the input and output rates that price input and output tokens.
+
+    >>> round(decode_tps_from_blend(1 / 8.125e-5, 0.25, 10), 6)  # §2 example: 4,000, 40,000
+    4000.0
+    """
+    o, r = _f(output_share), _f(prefill_decode_ratio)
+    return _out(_f(tps) * (_div(1 - o, r) + o))
