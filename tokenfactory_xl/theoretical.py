@@ -92,8 +92,8 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
         ("decode step", f"{out['step_time_ms']:,.3f} ms, {out['bound']} bound"),
         ("decode TPS per GPU", f"{out['decode_tps_per_gpu']:,.1f} tokens/s"),
         ("decode TPS per replica", f"{out['decode_tps_per_replica']:,.1f} tokens/s"),
-        ("prefill TPS per GPU", f"{out['prefill_tps_per_gpu']:,.1f} tokens/s (a "
-                                f"{out['context_tokens']:,}-token prompt)"),
+        ("prefill TPS per GPU", f"{out['prefill_tps_per_gpu']:,.1f} tokens/s (prompts of "
+                                f"{out['context_tokens']:,} tokens)"),
     ]
     width = max(len(label) for label, _ in rows)
     for label, shown in rows:
