@@ -314,9 +314,13 @@ def read_suite_result(obj: dict, path: str) -> Measurement:
     per_gpu = _num(figures, "tput_per_gpu", path, what)
     gpus = None
     notes: tuple[str, ...] = ()
+    prefill_gpus = _num(obj, "num_prefill_gpu", path, what, required=False)
+    decode_gpus = _num(obj, "num_decode_gpu", path, what, required=False)
+    if prefill_gpus and decode_gpus:  # a disaggregated (multi-node) configuration
+        gpus = prefill_gpus + decode_gpus
     for key in ("num_gpus", "total_gpus", "tp", "decode_tp"):
         value = _num(obj, key, path, what, required=False)
-        if value:
+        if value and gpus is None:
             gpus = value
             break
     if gpus is None:
@@ -384,9 +388,25 @@ def _aiperf_metric(obj: dict, tag: str, stat: str, path, required: bool = True,
 def read_aiperf(obj: dict, path: str) -> Measurement:
     """An AIPerf ``profile_export_aiperf.json`` (see the module docstring)."""
     duration = _aiperf_metric(obj, "benchmark_duration", "avg", path, unit_to="sec")
-    inp = _aiperf_metric(obj, "total_isl", "avg", path)
     requests = _aiperf_metric(obj, "request_count", "avg", path, required=False)
-    out = _aiperf_metric(obj, "total_osl", "avg", path)
+    notes: list[str] = []
+    inp = _aiperf_metric(obj, "total_isl", "avg", path, required=False)
+    if inp is None:  # totals absent: mean sequence length × requests
+        mean_isl = _aiperf_metric(obj, "input_sequence_length", "avg", path, required=False)
+        if mean_isl is not None and requests:
+            inp = mean_isl * requests
+            notes.append("input tokens = mean input_sequence_length × request_count")
+    out = _aiperf_metric(obj, "total_osl", "avg", path, required=False)
+    if out is None:
+        mean_osl = _aiperf_metric(obj, "output_sequence_length", "avg", path, required=False)
+        if mean_osl is not None and requests:
+            out = mean_osl * requests
+            notes.append("output tokens = mean output_sequence_length × request_count")
+    if inp is None or out is None:
+        missing = "total_isl" if inp is None else "total_osl"
+        raise FileProblem(path, f"AIPerf export has no {missing!r} metric (nor the mean sequence "
+                                f"length and request_count); expected \"{missing}\": "
+                                "{\"unit\": …, \"avg\": …}")
     return Measurement(
         source=path, format=FORMATS[2], duration_s=duration, input_tokens=inp,
         output_tokens=out, tps=_tps(inp, out, duration, path, "AIPerf export"),
@@ -396,7 +416,7 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
         requests=requests, prompt_tokens=_mean(inp, requests),
         request_goodput=_aiperf_metric(obj, "goodput", "avg", path, required=False),
         tps_per_user=_aiperf_metric(obj, "output_token_throughput_per_user", "avg", path,
-                                    required=False))
+                                    required=False), notes=tuple(notes))
 
 
 def _benchmark_kind(obj: dict) -> str | None:
@@ -1001,8 +1021,9 @@ def _print(summary: dict[str, object]) -> None:
         rows.append(("output tokens/s per user", _fmt(summary["tps_per_user"], " tokens/s")))
     if summary["request_goodput"] is not None:
         rows.append(("request goodput", _fmt(summary["request_goodput"], " req/s", 2)))
-    if summary["theoretical_tps_per_gpu"] is not None:
+    if summary["theoretical_tps_per_gpu"] is not None or summary["gpus_per_instance"] != 1:
         rows.append(("measured TPS per GPU", _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
+    if summary["theoretical_tps_per_gpu"] is not None:
         rows.append(("theoretical TPS per GPU", _fmt(summary["theoretical_tps_per_gpu"],
                                                      " tokens/s")))
         rows.append(("TEF", _fmt(summary["tef"], "", 3)))

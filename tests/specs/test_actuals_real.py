@@ -202,3 +202,24 @@ def test_format_comes_from_content_not_the_name(tmp_path):
     aiperf.write_text(Path(fixture("profile_export_aiperf_ttft_constructed.json")).read_text())
     assert [m.format for m in actuals.read_files([str(row), str(aiperf)])] == [
         "benchmark suite result", "NVIDIA AIPerf"]
+
+
+def test_aiperf_without_totals_uses_mean_lengths_times_requests():
+    data = json.loads(Path(fixture("profile_export_aiperf_ttft_constructed.json")).read_text())
+    del data["records"]["total_isl"], data["records"]["total_osl"]
+    data["records"]["input_sequence_length"] = {"tag": "input_sequence_length", "avg": 550.0}
+    data["records"]["output_sequence_length"] = {"tag": "output_sequence_length", "avg": 199.92}
+    m = actuals.read_benchmark("means.json", json.dumps(data))
+    assert m.tps == pytest.approx((550 * 100 + 199.92 * 100) / 15.8)
+    assert "input tokens = mean input_sequence_length × request_count" in m.notes
+    del data["records"]["input_sequence_length"]
+    with pytest.raises(actuals.FileProblem, match="no 'total_isl' metric"):
+        actuals.read_benchmark("none.json", json.dumps(data))
+
+
+def test_a_disaggregated_suite_row_counts_prefill_and_decode_gpus():
+    row = {"hw": "gb200", "precision": "fp4", "conc": 512, "num_prefill_gpu": 8,
+           "num_decode_gpu": 16, "prefill_tp": 4, "decode_tp": 8,
+           "metrics": {"tput_per_gpu": 1000.0, "median_ttft": 0.5}}
+    m = actuals.read_benchmark("disagg.json", json.dumps(row))
+    assert m.gpus == 24 and m.tps == 24_000.0
