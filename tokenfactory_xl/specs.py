@@ -12,6 +12,13 @@ Blackwell tensor throughput *with* sparsity (marked with an asterisk); the catal
 those and says so in the source column. Memory is in the vendor's GB (10⁹ bytes; the HBM a
 card actually exposes is slightly larger, so capacity limits come out a little conservative).
 
+Model rows carry what the version-2 roofline (TFOM-SPEC section 5) needs beyond sizes: the hidden
+size and input-embedding table (a decode step looks up B rows of it), the query heads and the
+MLA rope dimension (attention FLOPs), and for mixture-of-experts models the MoE layers, routed
+experts, experts per token and parameters of one expert (a batch reads every expert it touches).
+Each group has a source column (``embedding_source``, ``attention_source``, ``moe_source``)
+quoting the published ``config.json`` fields.
+
 Users add or correct entries with CSV files of their own, in the same columns, in a folder
 given as ``catalogue_dir=`` or in the environment variable ``TOKENFACTORY_XL_CATALOGUE_DIR``:
 a ``gpus.csv`` and/or ``models.csv`` there is merged over the shipped one, row by row (a row
