@@ -231,8 +231,10 @@ def render_png(xlsx: bytes, dpi: int = 90) -> bytes:
         source = Path(folder, "curve.xlsx")
         source.write_bytes(xlsx)
         [pdf] = libreoffice.convert([source], folder, "pdf")
+        # the chart fills the top of the landscape page: keep 6.7 inches of it
         proc = subprocess.run([pdftoppm, "-png", "-r", str(dpi), "-singlefile", "-f", "1",
-                               "-l", "1", str(pdf), str(Path(folder, "curve"))],
+                               "-l", "1", "-H", str(round(6.7 * dpi)), str(pdf),
+                               str(Path(folder, "curve"))],
                               capture_output=True, text=True, timeout=120)
         png = Path(folder, "curve.png")
         if proc.returncode != 0 or not png.exists():
