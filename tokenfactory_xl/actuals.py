@@ -428,10 +428,15 @@ def _benchmark_kind(obj: dict) -> str | None:
     if {"time_to_first_token", "ttft"} & (set(obj) | set(records)) and (
             "benchmark_duration" in obj or "benchmark_duration" in records):
         return FORMATS[2]
-    if {"total_output_tokens_retokenized", "mean_e2e_latency_ms", "input_throughput"} & set(obj):
+    # SGLang's own fields first (its client can benchmark a vLLM server: "backend" says
+    # nothing), then vLLM's; older vLLM files share input_throughput with SGLang
+    if {"total_output_tokens_retokenized", "mean_e2e_latency_ms"} & set(obj):
         return FORMATS[1]
-    if {"total_token_throughput", "endpoint_type", "request_goodput"} & set(obj):
+    if {"total_token_throughput", "endpoint_type", "request_goodput", "tokenizer_id",
+            "burstiness"} & set(obj):
         return FORMATS[0]
+    if "input_throughput" in obj:
+        return FORMATS[1]
     return None
 
 

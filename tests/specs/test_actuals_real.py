@@ -223,3 +223,18 @@ def test_a_disaggregated_suite_row_counts_prefill_and_decode_gpus():
            "metrics": {"tput_per_gpu": 1000.0, "median_ttft": 0.5}}
     m = actuals.read_benchmark("disagg.json", json.dumps(row))
     assert m.gpus == 24 and m.tps == 24_000.0
+
+
+def test_an_older_vllm_file_is_told_from_sglang_by_its_own_fields():
+    # benchmark_serving.py of 2024 wrote input_throughput (as SGLang does) and no
+    # total_token_throughput; tokenizer_id is vLLM's
+    old = {"backend": "vllm", "model_id": "m", "tokenizer_id": "m", "duration": 10.0,
+           "completed": 10, "total_input_tokens": 1000, "total_output_tokens": 500,
+           "input_throughput": 100.0, "output_throughput": 50.0, "median_ttft_ms": 30.0,
+           "p99_ttft_ms": 90.0, "median_tpot_ms": 20.0}
+    m = actuals.read_benchmark("old.json", json.dumps(old))
+    assert m.format == "vLLM bench serve" and m.tps == 150.0 and m.tps_per_user == 50.0
+    sglang_client_on_vllm = {**old, "total_output_tokens_retokenized": 499}
+    del sglang_client_on_vllm["tokenizer_id"]
+    assert actuals.read_benchmark("s.json", json.dumps(sglang_client_on_vllm)).format == \
+        "SGLang bench_serving"
