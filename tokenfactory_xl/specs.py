@@ -78,6 +78,7 @@ class GPU:
     power_w: float
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class Model:
     source: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    aliases: tuple[str, ...] = ()
 
     @property
     def routed_active_params(self) -> float:
@@ -237,7 +239,8 @@ def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
         sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = GPU(
             name=row["name"], vendor=row.get("vendor", ""), fp4_tflops=fp4 or None,
-            sources=sources, notes=row.get("notes", ""), **values)  # type: ignore[arg-type]
+            sources=sources, notes=row.get("notes", ""), aliases=_aliases(row),
+            **values)  # type: ignore[arg-type]
     if problems:
         raise InputError(problems)
     return out
@@ -283,6 +286,7 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             experts_per_token=int(extra["experts_per_token"] or 0),
             expert_params=float(extra["expert_params"] or 0),
             source=row.get("source", ""), sources=sources, notes=row.get("notes", ""),
+            aliases=_aliases(row),
         )
     if problems:
         raise InputError(problems)
@@ -316,6 +320,11 @@ def _moe_ok(kind: str, values: dict, extra: dict, row: dict[str, str], where: st
             "expert_params", where))
         return False
     return True
+
+
+def _aliases(row: dict[str, str]) -> tuple[str, ...]:
+    """Other names of an entry: the ``aliases`` column, separated by semicolons."""
+    return tuple(a.strip() for a in row.get("aliases", "").split(";") if a.strip())
 
 
 def _int_or_none(x: float | None) -> int | None:
@@ -403,28 +412,41 @@ def _unknown(kind: str, word: object, names: list[str]) -> InputError:
     return InputError([Problem(kind, word, f"is not in the {kind} catalogue", fix)])
 
 
+def _find(entries: dict, name: str) -> object | None:
+    """An entry by its name or one of its aliases, case and punctuation ignored; a Hugging Face
+    id's organisation (``deepseek-ai/DeepSeek-R1`` → ``DeepSeek-R1``) is dropped."""
+    for key in dict.fromkeys((normalise(name), normalise(str(name).rsplit("/", 1)[-1]))):
+        if key in entries:
+            return entries[key]
+        for entry in entries.values():
+            if key in {normalise(a) for a in entry.aliases}:
+                return entry
+    return None
+
+
 def gpu(name: str | GPU, catalogue_dir: str | os.PathLike | None = None) -> GPU:
-    """The GPU called ``name`` (case and punctuation ignored); raises InputError listing close
-    matches when there is none."""
+    """The GPU called ``name`` or one of its aliases (case and punctuation ignored); raises
+    InputError listing close matches when there is none."""
     if isinstance(name, GPU):
         return name
     gpus = load_gpus(catalogue_dir)
-    found = gpus.get(normalise(name))
+    found = _find(gpus, name)
     if found is None:
         raise _unknown("gpu", name, [g.name for g in gpus.values()])
-    return found
+    return found  # type: ignore[return-value]
 
 
 def model(name: str | Model, catalogue_dir: str | os.PathLike | None = None) -> Model:
-    """The model called ``name`` (case and punctuation ignored); raises InputError listing
-    close matches when there is none."""
+    """The model called ``name`` or one of its aliases (a Hugging Face id such as
+    ``meta-llama/Llama-3.1-70B-Instruct`` works); raises InputError listing close matches when
+    there is none."""
     if isinstance(name, Model):
         return name
     models = load_models(catalogue_dir)
-    found = models.get(normalise(name))
+    found = _find(models, name)
     if found is None:
         raise _unknown("model", name, [m.name for m in models.values()])
-    return found
+    return found  # type: ignore[return-value]
 
 
 def _field(obj: object, kind: str, fields: tuple[str, ...], name: str) -> object:

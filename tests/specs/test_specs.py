@@ -247,3 +247,15 @@ def test_a_bad_user_catalogue_names_file_row_and_column(tmp_path):
 def test_module_examples():
     for module in (specs, roofline):
         assert doctest.testmod(module).failed == 0
+
+
+def test_names_as_published_find_their_entry():
+    # Hugging Face ids (organisation dropped), released variants, and the suites' short names
+    assert specs.model("deepseek-ai/DeepSeek-R1-0528").name == "DeepSeek-R1"
+    assert specs.model("meta-llama/Llama-3.3-70B-Instruct").name == "Llama-3.1-70B"
+    assert specs.model("moonshotai/Kimi-K2-Instruct").name == "Kimi-K2"
+    assert specs.model("openai/gpt-oss-120b").name == "gpt-oss-120b"
+    assert specs.model("Qwen/Qwen3-235B-A22B-Instruct-2507").name == "Qwen3-235B-A22B"
+    assert specs.gpu("h100").name == "H100 SXM" and specs.gpu("H200 SXM").name == "H200"
+    with pytest.raises(InputError, match="did you mean"):
+        specs.model("Llama-3.1-7B")
