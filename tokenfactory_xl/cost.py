@@ -172,6 +172,7 @@ def workbook_bytes(points: list[CostPoint], gpu_hour: float, title: str,
     for letter in "BCDEFGHIJK":
         sheet.column_dimensions[letter].width = 16
     curve["A1"] = title
+    curve["A1"].data_type = "s"  # a title made of file names stays text, never a formula
     curve["A1"].font = Font(bold=True, size=12)
     curve["A2"] = f"at ${gpu_hour:,.2f} per GPU-hour; points on sheet Points"
     curve["A2"].data_type = "s"
