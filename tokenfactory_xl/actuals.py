@@ -20,13 +20,20 @@ Formats, and the source file each reader follows:
   ``benchmark()``): ``duration``, ``completed``, ``total_input_tokens``,
   ``total_output_tokens``, ``total_output_tokens_retokenized``, ``input_throughput``,
   ``output_throughput``, ``median_ttft_ms``, ``p99_ttft_ms``, ``mean_e2e_latency_ms``,
-  ``concurrency``. The last line of the file is read (the latest run).
+  ``concurrency``. Each line is one run.
 - **NVIDIA AIPerf** ``profile_export_aiperf.json``: ``aiperf/exporters/json_exporter.py`` and
   ``aiperf/common/models/export_models.py`` of ai-dynamo/aiperf: one object per metric tag
   (``time_to_first_token``, ``output_token_throughput``, ``request_throughput``,
   ``request_count``, ``benchmark_duration``, ``total_isl``, ``total_osl``, ``goodput``), each
-  ``{"unit": …, "avg": …, "p50": …, "p99": …}``; earlier versions nest them under
-  ``"records"`` with a ``tag`` each, read too. Units are honoured (ns, us, ms, sec).
+  ``{"unit": …, "avg": …, "p50": …, "p99": …}``; the current export keys them under
+  ``"records"`` by short tags (``ttft``, ``total_isl``, ``total_osl``, ``benchmark_duration``),
+  other versions by the long tags or as a list of records each with its ``tag``; all are read.
+  Units are honoured (ns, us, ms, sec).
+- **Nightly suites' per-configuration results** (InferenceMAX's ``agg_*.json`` rows written by
+  its ``utils/process_result.py``, one object or a list; newer rows keep the figures under
+  ``"metrics"``): ``tput_per_gpu``, ``output_tput_per_gpu``, ``tp``, ``conc``, ``hw``,
+  ``precision``, ``model``, latencies in **seconds** with ``_ms`` dropped (``median_ttft``,
+  ``p99_ttft``) and interactivity ``median_intvty`` (tokens/s per user).
 - **vLLM Prometheus scrapes** (two ``/metrics`` texts, before and after): metric names from
   ``vllm/v1/metrics/loggers.py`` of vllm-project/vllm. Counters are declared as
   ``vllm:prompt_tokens``, ``vllm:generation_tokens``, ``vllm:prefix_cache_queries`` and
@@ -40,6 +47,10 @@ Formats, and the source file each reader follows:
   line ``# scraped_at <unix seconds or ISO 8601 time>`` (e.g.
   ``{ echo "# scraped_at $(date +%s)"; curl -s $SERVER/metrics; } > before.prom``);
   ``--interval SECONDS`` overrides both (then the first file given is the earlier).
+
+The format is recognised from the fields, never from the file's name. A file of several runs
+(JSON lines, a JSON list) gives one measurement per run. A TTFT field whose name carries no unit
+is read as seconds (milliseconds when above a minute) and a note says which was assumed.
 
 Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A benchmark
 measures one serving instance; a site's ``measured_tps`` is the whole cluster's, so
