@@ -51,6 +51,10 @@ TABLE = {
     "MAX_BATCH": "gpu, model, precision, context_tokens, [gpus_per_replica=1]",
     "GPU_SPEC": "gpu, field",
     "MODEL_SPEC": "model, field",
+    "BLENDED_CAPACITY": "prefill_tps, decode_tps, output_share",
+    "COST_PER_MTOK_INPUT": "gpu_hour_cost, prefill_tps, util",
+    "COST_PER_MTOK_OUTPUT": "gpu_hour_cost, decode_tps, util",
+    "TOKENS_PER_MW": "tps_per_gpu, util, power_kw, pue",
 }
 #: What a Python default stands for where the table names another argument.
 SAME_AS = {None: "price_input"}

@@ -20,13 +20,20 @@ Formats, and the source file each reader follows:
   ``benchmark()``): ``duration``, ``completed``, ``total_input_tokens``,
   ``total_output_tokens``, ``total_output_tokens_retokenized``, ``input_throughput``,
   ``output_throughput``, ``median_ttft_ms``, ``p99_ttft_ms``, ``mean_e2e_latency_ms``,
-  ``concurrency``. The last line of the file is read (the latest run).
+  ``concurrency``. Each line is one run.
 - **NVIDIA AIPerf** ``profile_export_aiperf.json``: ``aiperf/exporters/json_exporter.py`` and
   ``aiperf/common/models/export_models.py`` of ai-dynamo/aiperf: one object per metric tag
   (``time_to_first_token``, ``output_token_throughput``, ``request_throughput``,
   ``request_count``, ``benchmark_duration``, ``total_isl``, ``total_osl``, ``goodput``), each
-  ``{"unit": …, "avg": …, "p50": …, "p99": …}``; earlier versions nest them under
-  ``"records"`` with a ``tag`` each, read too. Units are honoured (ns, us, ms, sec).
+  ``{"unit": …, "avg": …, "p50": …, "p99": …}``; the current export keys them under
+  ``"records"`` by short tags (``ttft``, ``total_isl``, ``total_osl``, ``benchmark_duration``),
+  other versions by the long tags or as a list of records each with its ``tag``; all are read.
+  Units are honoured (ns, us, ms, sec).
+- **Nightly suites' per-configuration results** (InferenceMAX's ``agg_*.json`` rows written by
+  its ``utils/process_result.py``, one object or a list; newer rows keep the figures under
+  ``"metrics"``): ``tput_per_gpu``, ``output_tput_per_gpu``, ``tp``, ``conc``, ``hw``,
+  ``precision``, ``model``, latencies in **seconds** with ``_ms`` dropped (``median_ttft``,
+  ``p99_ttft``) and interactivity ``median_intvty`` (tokens/s per user).
 - **vLLM Prometheus scrapes** (two ``/metrics`` texts, before and after): metric names from
   ``vllm/v1/metrics/loggers.py`` of vllm-project/vllm. Counters are declared as
   ``vllm:prompt_tokens``, ``vllm:generation_tokens``, ``vllm:prefix_cache_queries`` and
@@ -40,6 +47,10 @@ Formats, and the source file each reader follows:
   line ``# scraped_at <unix seconds or ISO 8601 time>`` (e.g.
   ``{ echo "# scraped_at $(date +%s)"; curl -s $SERVER/metrics; } > before.prom``);
   ``--interval SECONDS`` overrides both (then the first file given is the earlier).
+
+The format is recognised from the fields, never from the file's name. A file of several runs
+(JSON lines, a JSON list) gives one measurement per run. A TTFT field whose name carries no unit
+is read as seconds (milliseconds when above a minute) and a note says which was assumed.
 
 Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A benchmark
 measures one serving instance; a site's ``measured_tps`` is the whole cluster's, so
@@ -73,10 +84,11 @@ from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
                                     "cache_hit_rate")
 
-FORMATS = ("vLLM bench serve", "SGLang bench_serving", "NVIDIA AIPerf", "vLLM Prometheus")
+FORMATS = ("vLLM bench serve", "SGLang bench_serving", "NVIDIA AIPerf", "vLLM Prometheus",
+           "benchmark suite result")
 _EXPECTED = ("a vllm bench serve --save-result JSON, an SGLang bench_serving JSON(L) result, "
-             "an AIPerf profile_export_aiperf.json, or a Prometheus text scrape of a vLLM "
-             "server's /metrics")
+             "an AIPerf profile_export_aiperf.json, a nightly suite's per-configuration result "
+             "(tput_per_gpu), or a Prometheus text scrape of a vLLM server's /metrics")
 
 
 class FileProblem(ValueError):
@@ -102,7 +114,14 @@ class Measurement:
     cache_hit_rate : share of input tokens served from the prefix cache [fraction] or None
     requests : requests completed, when known
     request_goodput : requests per second meeting the benchmark's SLOs, when measured
-    notes : remarks the reader made (which line of a JSONL file, …)
+    gpus : GPUs the measured instance ran on, when the file says (a suite result's ``tp``)
+    concurrency : requests in flight the run was driven at, when the file says
+    tps_per_user : output tokens per second one user sees (interactivity, 1 ÷ time per
+        output token) [tokens/s], when the file gives it or its time per output token
+    hardware, precision, model_name : what the file says was measured, when it says
+    run : which run of a file of several (``"2 of 5"``), else None
+    prompt_tokens : mean input tokens per request [tokens], when the file gives it
+    notes : remarks the reader made (which unit was assumed, …)
     """
 
     source: str
@@ -117,6 +136,14 @@ class Measurement:
     cache_hit_rate: float | None = None
     requests: float | None = None
     request_goodput: float | None = None
+    gpus: float | None = None
+    concurrency: float | None = None
+    tps_per_user: float | None = None
+    hardware: str | None = None
+    precision: str | None = None
+    model_name: str | None = None
+    run: str | None = None
+    prompt_tokens: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -152,6 +179,84 @@ def _tps(input_tokens: float | None, output_tokens: float | None, duration: floa
     return (input_tokens + output_tokens) / duration
 
 
+#: A TTFT above this many "seconds" is taken to be milliseconds after all [s].
+_LONGEST_TTFT_S = 60.0
+
+
+def _ttft(obj: dict, stat: str, path, what: str) -> tuple[float | None, tuple[str, ...]]:
+    """A TTFT percentile in ms, and a note when its unit had to be assumed.
+
+    ``{stat}_ttft_ms`` is milliseconds. A key without the unit (``median_ttft``, ``p99_ttft``,
+    ``ttft_p50``: how the nightly suites and post-processed vLLM files store them) is read as
+    seconds, the unit those files convert to, unless it is above a minute, which no serving TTFT
+    is in seconds: then it is read as milliseconds. Either way a note says which unit was
+    assumed. ``stat`` is ``median`` or ``p99``.
+    """
+    alias = "p50" if stat == "median" else stat
+    for key in (f"{stat}_ttft_ms", f"{alias}_ttft_ms", f"ttft_{alias}_ms"):
+        value = _num(obj, key, path, what, required=False)
+        if value is not None:
+            return value, ()
+    for key in (f"{stat}_ttft", f"{alias}_ttft", f"ttft_{alias}"):
+        value = _num(obj, key, path, what, required=False)
+        if value is None:
+            continue
+        if value <= _LONGEST_TTFT_S:
+            return value * 1000, (f"{key} has no unit in its name: read as seconds "
+                                  f"({value:g} s = {value * 1000:g} ms)",)
+        return value, (f"{key} has no unit in its name and {value:g} is too long for seconds: "
+                       "read as milliseconds",)
+    return None, ()
+
+
+def _per_user(obj: dict, path, what: str) -> float | None:
+    """Output tokens per second one user sees: the file's interactivity, else 1 ÷ its median
+    time per output token (TPOT; inter-token latency where there is no TPOT)."""
+    for key in ("median_intvty", "intvty_p50", "p50_intvty", "mean_intvty"):
+        value = _num(obj, key, path, what, required=False)
+        if value:
+            return value
+    for key, scale in (("median_tpot_ms", 1000.0), ("median_tpot", 1.0),
+                       ("median_itl_ms", 1000.0)):
+        value = _num(obj, key, path, what, required=False)
+        if value:
+            return scale / value
+    return None
+
+
+def _concurrency(obj: dict, path, what: str) -> float | None:
+    """The concurrency a run was driven at; for a run driven by request rate instead, the
+    average requests in flight by Little's law: completed ÷ duration × mean latency."""
+    for key in ("max_concurrency", "conc", "concurrency"):
+        value = obj.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                math.isfinite(value) and value > 0:
+            return float(value)
+    latency = next((obj[k] for k in ("mean_e2e_latency_ms", "mean_e2el_ms") if k in obj), None)
+    done, seconds = obj.get("completed"), obj.get("duration")
+    numbers = (latency, done, seconds)
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+           and x > 0 for x in numbers):
+        return float(done) / float(seconds) * float(latency) / 1000  # type: ignore[arg-type]
+    return None
+
+
+def _mean(total: float | None, count: object) -> float | None:
+    """Mean per request, when both are numbers and there were requests."""
+    if total is None or isinstance(count, bool) or not isinstance(count, (int, float)) or \
+            not (math.isfinite(count) and count > 0):
+        return None
+    return total / count
+
+
+def _text_of(obj: dict, *keys: str) -> str | None:
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:80]
+    return None
+
+
 def read_vllm_bench(obj: dict, path: str) -> Measurement:
     """A ``vllm bench serve --save-result`` result (see the module docstring)."""
     what = "vllm bench serve result"
@@ -161,18 +266,19 @@ def read_vllm_bench(obj: dict, path: str) -> Measurement:
     tps = _num(obj, "total_token_throughput", path, what, required=False)
     if tps is None:
         tps = _tps(inp, out, duration, path, what)
-    p50 = _num(obj, "median_ttft_ms", path, what, required=False)
-    p99 = _num(obj, "p99_ttft_ms", path, what, required=False)
+    p50, n50 = _ttft(obj, "median", path, what)
+    p99, n99 = _ttft(obj, "p99", path, what)
     listed = obj.get("percentiles_ttft_ms")
     if isinstance(listed, list):
         for pair in listed:
-            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and all(
+                    isinstance(x, (int, float)) for x in pair):
                 if float(pair[0]) == 99 and p99 is None:
                     p99 = float(pair[1])
                 if float(pair[0]) == 50 and p50 is None:
                     p50 = float(pair[1])
-    notes = () if p99 is not None else (
-        "no p99_ttft_ms: run vllm bench serve with --metric-percentiles 50,99",)
+    notes = n50 + n99 + (() if p99 is not None else (
+        "no p99_ttft_ms: run vllm bench serve with --metric-percentiles 50,99",))
     return Measurement(
         source=path, format=FORMATS[0], duration_s=duration, input_tokens=inp,
         output_tokens=out, tps=tps,
@@ -180,6 +286,8 @@ def read_vllm_bench(obj: dict, path: str) -> Measurement:
         ttft_p50_ms=p50, ttft_p99_ms=p99,
         requests=_num(obj, "completed", path, what, required=False),
         request_goodput=_num(obj, "request_goodput", path, what, required=False),
+        concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(obj, path, what),
+        model_name=_text_of(obj, "model_id"), prompt_tokens=_mean(inp, obj.get("completed")),
         notes=notes)
 
 
@@ -189,23 +297,87 @@ def read_sglang_bench(obj: dict, path: str) -> Measurement:
     duration = _num(obj, "duration", path, what)
     inp = _num(obj, "total_input_tokens", path, what)
     out = _num(obj, "total_output_tokens", path, what)
+    p50, n50 = _ttft(obj, "median", path, what)
+    p99, n99 = _ttft(obj, "p99", path, what)
     return Measurement(
         source=path, format=FORMATS[1], duration_s=duration, input_tokens=inp,
         output_tokens=out, tps=_tps(inp, out, duration, path, what),
         output_tps=_num(obj, "output_throughput", path, what, required=False),
-        ttft_p50_ms=_num(obj, "median_ttft_ms", path, what, required=False),
-        ttft_p99_ms=_num(obj, "p99_ttft_ms", path, what, required=False),
-        requests=_num(obj, "completed", path, what, required=False))
+        ttft_p50_ms=p50, ttft_p99_ms=p99,
+        requests=_num(obj, "completed", path, what, required=False),
+        concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(obj, path, what),
+        model_name=_text_of(obj, "model_id", "model"),
+        prompt_tokens=_mean(inp, obj.get("completed")), notes=n50 + n99)
+
+
+def read_suite_result(obj: dict, path: str) -> Measurement:
+    """One configuration of a public nightly inference benchmark suite (InferenceMAX's
+    ``agg_*.json`` rows, flat or with the figures under ``"metrics"``).
+
+    Those files give throughput **per GPU** (``tput_per_gpu``, ``output_tput_per_gpu``), the
+    tensor-parallel GPUs of the instance (``tp``), latencies in seconds with the ``_ms`` dropped
+    (``median_ttft``, ``p99_ttft``), interactivity (``median_intvty``, tokens/s per user), the
+    concurrency (``conc``), hardware (``hw``) and precision. The instance's throughput is
+    tokens/s per GPU × ``tp``.
+    """
+    what = "benchmark suite result"
+    figures = obj["metrics"] if isinstance(obj.get("metrics"), dict) else obj
+    per_gpu = _num(figures, "tput_per_gpu", path, what)
+    gpus = None
+    notes: tuple[str, ...] = ()
+    prefill_gpus = _num(obj, "num_prefill_gpu", path, what, required=False)
+    decode_gpus = _num(obj, "num_decode_gpu", path, what, required=False)
+    if prefill_gpus and decode_gpus:  # a disaggregated (multi-node) configuration
+        gpus = prefill_gpus + decode_gpus
+    for key in ("num_gpus", "total_gpus", "tp", "decode_tp"):
+        value = _num(obj, key, path, what, required=False)
+        if value and gpus is None:
+            gpus = value
+            break
+    if gpus is None:
+        notes = ("no GPU count (tp): the instance figures are for one GPU",)
+    out_per_gpu = _num(figures, "output_tput_per_gpu", path, what, required=False)
+    p50, n50 = _ttft(figures, "median", path, what)
+    p99, n99 = _ttft(figures, "p99", path, what)
+    assert per_gpu is not None
+    return Measurement(
+        source=path, format=FORMATS[4], duration_s=None, input_tokens=None, output_tokens=None,
+        tps=per_gpu * (gpus or 1), output_tps=None if out_per_gpu is None
+        else out_per_gpu * (gpus or 1), ttft_p50_ms=p50, ttft_p99_ms=p99, gpus=gpus,
+        concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(figures, path, what),
+        hardware=_text_of(obj, "hw", "hardware", "device"),
+        precision=_text_of(obj, "precision"), model_name=_text_of(obj, "model"),
+        prompt_tokens=_num(obj, "isl", path, what, required=False) or None,
+        notes=notes + n50 + n99)
 
 
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sec": 1.0, "s": 1.0}
 
 
+#: AIPerf metric tags under their other names (the current export's short tags first).
+_AIPERF_ALIASES = {"time_to_first_token": ("ttft",), "total_osl": ("total_output_tokens",),
+                   "output_token_throughput": ("output_tps",)}
+
+
+def _aiperf_records(obj: dict) -> dict:
+    """The metrics of an AIPerf export by tag: top level (one release), ``"records"`` as an
+    object (the current export) or as a list of objects each with its ``tag``."""
+    records = obj.get("records")
+    if isinstance(records, list):
+        return {r["tag"]: r for r in records if isinstance(r, dict) and isinstance(
+            r.get("tag"), str)}
+    return records if isinstance(records, dict) else {}
+
+
 def _aiperf_metric(obj: dict, tag: str, stat: str, path, required: bool = True,
                    unit_to: str | None = None) -> float | None:
-    metric = obj.get(tag)
-    if metric is None and isinstance(obj.get("records"), dict):
-        metric = obj["records"].get(tag)
+    records = _aiperf_records(obj)
+    metric = None
+    for name in (tag, *_AIPERF_ALIASES.get(tag, ())):
+        metric = obj.get(name) if isinstance(obj.get(name), dict) else records.get(name)
+        if metric is not None:
+            tag = name
+            break
     what = f"AIPerf export {tag!r}"
     if metric is None:
         if required:
@@ -227,61 +399,115 @@ def _aiperf_metric(obj: dict, tag: str, stat: str, path, required: bool = True,
 def read_aiperf(obj: dict, path: str) -> Measurement:
     """An AIPerf ``profile_export_aiperf.json`` (see the module docstring)."""
     duration = _aiperf_metric(obj, "benchmark_duration", "avg", path, unit_to="sec")
-    inp = _aiperf_metric(obj, "total_isl", "avg", path)
+    requests = _aiperf_metric(obj, "request_count", "avg", path, required=False)
+    notes: list[str] = []
+    inp = _aiperf_metric(obj, "total_isl", "avg", path, required=False)
+    if inp is None:  # totals absent: mean sequence length × requests
+        mean_isl = _aiperf_metric(obj, "input_sequence_length", "avg", path, required=False)
+        if mean_isl is not None and requests:
+            inp = mean_isl * requests
+            notes.append("input tokens = mean input_sequence_length × request_count")
     out = _aiperf_metric(obj, "total_osl", "avg", path, required=False)
     if out is None:
-        out = _aiperf_metric(obj, "total_output_tokens", "avg", path)
+        mean_osl = _aiperf_metric(obj, "output_sequence_length", "avg", path, required=False)
+        if mean_osl is not None and requests:
+            out = mean_osl * requests
+            notes.append("output tokens = mean output_sequence_length × request_count")
+    if inp is None or out is None:
+        missing = "total_isl" if inp is None else "total_osl"
+        raise FileProblem(path, f"AIPerf export has no {missing!r} metric (nor the mean sequence "
+                                f"length and request_count); expected \"{missing}\": "
+                                "{\"unit\": …, \"avg\": …}")
     return Measurement(
         source=path, format=FORMATS[2], duration_s=duration, input_tokens=inp,
         output_tokens=out, tps=_tps(inp, out, duration, path, "AIPerf export"),
         output_tps=_aiperf_metric(obj, "output_token_throughput", "avg", path, required=False),
         ttft_p50_ms=_aiperf_metric(obj, "time_to_first_token", "p50", path, unit_to="ms"),
         ttft_p99_ms=_aiperf_metric(obj, "time_to_first_token", "p99", path, unit_to="ms"),
-        requests=_aiperf_metric(obj, "request_count", "avg", path, required=False),
-        request_goodput=_aiperf_metric(obj, "goodput", "avg", path, required=False))
+        requests=requests, prompt_tokens=_mean(inp, requests),
+        request_goodput=_aiperf_metric(obj, "goodput", "avg", path, required=False),
+        tps_per_user=_aiperf_metric(obj, "output_token_throughput_per_user", "avg", path,
+                                    required=False), notes=tuple(notes))
 
 
 def _benchmark_kind(obj: dict) -> str | None:
-    if "time_to_first_token" in obj or (
-            isinstance(obj.get("records"), dict) and "time_to_first_token" in obj["records"]):
+    """Which tool wrote a result object, from its field names (never the file's name)."""
+    if "tput_per_gpu" in obj or (isinstance(obj.get("metrics"), dict)
+                                 and "tput_per_gpu" in obj["metrics"]):
+        return FORMATS[4]
+    records = _aiperf_records(obj)
+    if {"time_to_first_token", "ttft"} & (set(obj) | set(records)) and (
+            "benchmark_duration" in obj or "benchmark_duration" in records):
         return FORMATS[2]
-    if {"total_output_tokens_retokenized", "mean_e2e_latency_ms", "input_throughput"} & set(obj):
+    # SGLang's own fields first (its client can benchmark a vLLM server: "backend" says
+    # nothing), then vLLM's; older vLLM files share input_throughput with SGLang
+    if {"total_output_tokens_retokenized", "mean_e2e_latency_ms"} & set(obj):
         return FORMATS[1]
-    if {"total_token_throughput", "endpoint_type", "request_goodput"} & set(obj):
+    if {"total_token_throughput", "endpoint_type", "request_goodput", "tokenizer_id",
+            "burstiness"} & set(obj):
         return FORMATS[0]
+    if "input_throughput" in obj:
+        return FORMATS[1]
     return None
 
 
 _READERS = {FORMATS[0]: read_vllm_bench, FORMATS[1]: read_sglang_bench,
-            FORMATS[2]: read_aiperf}
+            FORMATS[2]: read_aiperf, FORMATS[4]: read_suite_result}
 
 
-def read_benchmark(path: str | os.PathLike, text: str | None = None) -> Measurement:
-    """A benchmark result file of any supported tool, recognised by its field names."""
+def read_benchmark_runs(path: str | os.PathLike, text: str | None = None) -> list[Measurement]:
+    """Every run in a benchmark result file, recognised by its field names: one per line of a
+    JSON-lines file (SGLang appends a line per run), one per object of a JSON array (a suite's
+    collected configurations), else the one object."""
     path = str(path)
     if text is None:
         text = _read_text(path)
     objects = _json_objects(text, path)
     if objects is None:
         raise FileProblem(path, f"is not JSON; expected {_EXPECTED}")
-    notes: tuple[str, ...] = ()
-    if len(objects) > 1:
-        notes = (f"line {len(objects)} of {len(objects)} read (the latest run)",)
-    obj = objects[-1]
-    if not isinstance(obj, dict):
-        raise FileProblem(path, f"holds a JSON {type(obj).__name__}, expected an object: "
-                                f"{_EXPECTED}")
-    kind = _benchmark_kind(obj)
-    if kind is None:
-        raise FileProblem(path, "is JSON but none of the known result formats (no "
-                                "total_token_throughput, time_to_first_token or "
-                                f"mean_e2e_latency_ms); expected {_EXPECTED}")
-    found = _READERS[kind](obj, path)
-    return replace(found, notes=found.notes + notes)
+    if len(objects) == 1 and isinstance(objects[0], list):
+        objects = objects[0]
+    if not objects:
+        raise FileProblem(path, f"holds no result (an empty list); expected {_EXPECTED}")
+    runs = []
+    for number, obj in enumerate(objects, start=1):
+        where = path if len(objects) == 1 else f"{path} (run {number} of {len(objects)})"
+        if not isinstance(obj, dict):
+            raise FileProblem(where, f"holds a JSON {type(obj).__name__}, expected an object: "
+                                     f"{_EXPECTED}")
+        kind = _benchmark_kind(obj)
+        if kind is None:
+            raise FileProblem(where, "is JSON but none of the known result formats (no "
+                                     "total_token_throughput, time_to_first_token, "
+                                     f"mean_e2e_latency_ms or tput_per_gpu); expected {_EXPECTED}")
+        found = _READERS[kind](obj, where)
+        if len(objects) > 1:
+            found = replace(found, run=f"{number} of {len(objects)}")
+        runs.append(found)
+    return runs
+
+
+def read_benchmark(path: str | os.PathLike, text: str | None = None) -> Measurement:
+    """The latest run of a benchmark result file (the last line or object); see
+    :func:`read_benchmark_runs` for every run."""
+    runs = read_benchmark_runs(path, text)
+    if len(runs) == 1:
+        return runs[0]
+    return replace(runs[-1], notes=runs[-1].notes + (
+        f"run {len(runs)} of {len(runs)} read (the latest)",))
+
+
+#: Largest result file read [bytes]: benchmark summaries are kilobytes.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
 def _read_text(path: str) -> str:
     try:
+        size = os.path.getsize(path)
+        if size > MAX_RESULT_BYTES:
+            raise FileProblem(path, f"is {size / 1e6:,.0f} MB; a benchmark result is far "
+                                    f"smaller (at most {MAX_RESULT_BYTES / 1e6:,.0f} MB read): "
+                                    "give the summary file, not per-request records")
         with open(path, encoding="utf-8-sig") as handle:
             return handle.read()
     except FileNotFoundError:
@@ -300,12 +526,17 @@ def _json_objects(text: str, path: str) -> list | None:
         return None
     try:
         return [json.loads(stripped)]
+    except RecursionError:
+        raise FileProblem(path, "nests JSON too deeply to be a benchmark result") from None
     except json.JSONDecodeError as whole:
         lines = [ln for ln in stripped.splitlines() if ln.strip()]
         objects = []
         for number, line in enumerate(lines, start=1):
             try:
                 objects.append(json.loads(line))
+            except RecursionError:
+                raise FileProblem(path, "nests JSON too deeply to be a benchmark result"
+                                  ) from None
             except json.JSONDecodeError:
                 where = (f"line {whole.lineno}, column {whole.colno}" if len(lines) == 1
                          else f"line {number}")
@@ -498,11 +729,12 @@ def from_scrapes(first: Scrape, second: Scrape, interval_s: float | None = None)
         cache_hit_rate=cache, notes=tuple(notes))
 
 
-def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = None
-               ) -> list[Measurement]:
-    """Every measurement in ``paths``: one per benchmark file, one per pair of scrapes.
+def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = None,
+               run: int | None = None) -> list[Measurement]:
+    """Every measurement in ``paths``: one per run of each benchmark file, one per pair of
+    scrapes. ``run`` (from 1) keeps only that run of each file that holds several.
 
-    Two scrapes and one benchmark file give one measurement: the benchmark's throughput and
+    Two scrapes and one benchmark run give one measurement: the benchmark's throughput and
     TTFT, with the cache-hit share from the scrapes.
     """
     benchmarks: list[Measurement] = []
@@ -510,7 +742,13 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
     for path in paths:
         text = _read_text(str(path))
         if text.lstrip()[:1] in ("{", "["):
-            benchmarks.append(read_benchmark(path, text))
+            runs = read_benchmark_runs(path, text)
+            if run is not None and len(runs) > 1:
+                if run > len(runs):
+                    raise FileProblem(path, f"holds {len(runs)} runs; --run {run} is not one "
+                                            f"of them (give 1 to {len(runs)})")
+                runs = [runs[run - 1]]
+            benchmarks.extend(runs)
         elif looks_like_prometheus(text):
             scrapes.append(read_scrape(path, text))
         else:
@@ -523,8 +761,8 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
         if not benchmarks:
             return [between]
         if len(benchmarks) > 1:
-            raise FileProblem(scrapes[0].path, "two scrapes go with one benchmark file, "
-                                               f"not {len(benchmarks)}")
+            raise FileProblem(scrapes[0].path, "two scrapes go with one benchmark run, "
+                                               f"not {len(benchmarks)} (choose one with --run)")
         bench = benchmarks[0]
         return [replace(bench, cache_hit_rate=between.cache_hit_rate,
                         source=f"{bench.source} + {between.source}",
@@ -566,7 +804,10 @@ def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: st
                                   f"{fit:,.0f} sequences of {context:,.0f} tokens on "
                                   f"{gpus} × {g.name} ({precision})",
                                   "lower --batch or --context, or raise --gpus")])
-    prefill = float(roofline.prefill_tps_for(g, m, precision, mfu))
+    # prefill attention at the measured mean prompt length; none known: 0 (a higher bound)
+    prompt = (found.input_tokens / found.requests
+              if found.input_tokens is not None and found.requests else 0.0)
+    prefill = float(roofline.prefill_tps_for(g, m, precision, mfu, prompt))
     share = found.output_share
     basis = (f"roofline: {m.name} on {gpus} × {g.name}, {precision}, batch {batch:g}, "
              f"context {context:g}, MBU {mbu:g}, MFU {mfu:g}")
@@ -594,7 +835,9 @@ def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None
         "cache_hit_rate": found.cache_hit_rate, "request_goodput": found.request_goodput,
         "theoretical_tps_per_gpu": theoretical.tps_per_gpu if theoretical else None,
         "theoretical_basis": theoretical.basis if theoretical else None,
-        "tef": tef, "notes": list(found.notes),
+        "tef": tef, "concurrency": found.concurrency, "tps_per_user": found.tps_per_user,
+        "hardware": found.hardware, "precision": found.precision, "model": found.model_name,
+        "run": found.run, "notes": list(found.notes),
     }
     if theoretical and theoretical.decode_tps_per_gpu is not None:
         out["roofline_decode_tps_per_gpu"] = theoretical.decode_tps_per_gpu
@@ -766,6 +1009,11 @@ def _fmt(value: object, unit: str = "", digits: int = 1) -> str:
 
 def _print(summary: dict[str, object]) -> None:
     head = f"{summary['source']} ({summary['format']}"
+    described = ", ".join(str(summary[k]) for k in ("hardware", "precision") if summary.get(k))
+    if described:
+        head += f", {described}"
+    if summary.get("concurrency"):
+        head += f", concurrency {summary['concurrency']:,.0f}"
     if summary["duration_s"]:
         head += f", {summary['duration_s']:,.1f} s"
     if summary["requests"]:
@@ -785,10 +1033,13 @@ def _print(summary: dict[str, object]) -> None:
         ("cache-hit share", _fmt(None if summary["cache_hit_rate"] is None
                                  else 100 * summary["cache_hit_rate"], " %")),  # type: ignore[operator]
     ]
+    if summary.get("tps_per_user") is not None:
+        rows.append(("output tokens/s per user", _fmt(summary["tps_per_user"], " tokens/s")))
     if summary["request_goodput"] is not None:
         rows.append(("request goodput", _fmt(summary["request_goodput"], " req/s", 2)))
-    if summary["theoretical_tps_per_gpu"] is not None:
+    if summary["theoretical_tps_per_gpu"] is not None or summary["gpus_per_instance"] != 1:
         rows.append(("measured TPS per GPU", _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
+    if summary["theoretical_tps_per_gpu"] is not None:
         rows.append(("theoretical TPS per GPU", _fmt(summary["theoretical_tps_per_gpu"],
                                                      " tokens/s")))
         rows.append(("TEF", _fmt(summary["tef"], "", 3)))
@@ -809,7 +1060,7 @@ def cmd_actuals(args: argparse.Namespace) -> int:
     from .cli import UserError
 
     try:
-        found = read_files(args.files, args.interval)
+        found = read_files(args.files, args.interval, args.run)
     except FileProblem as exc:
         raise UserError(str(exc)) from None
     roofline_opts = [args.gpu, args.model, args.precision, args.batch, args.context]
@@ -830,14 +1081,16 @@ def cmd_actuals(args: argparse.Namespace) -> int:
     slo = args.slo_ms if args.slo_ms is not None else float(BY_NAME["ttft_slo_ms"].default)
     summaries = []
     for measurement in found:
+        # GPUs of the instance: --gpus, else what the file says (a suite's tp), else 1
+        gpus = int(args.gpus or measurement.gpus or 1)
         theoretical = None
         if args.theoretical_tps is not None:
             theoretical = Theoretical(args.theoretical_tps, "given (--theoretical-tps)")
         elif args.gpu is not None:
             theoretical = theoretical_for(measurement, args.gpu, args.model, args.precision,
-                                          args.batch, args.context, args.gpus, args.mbu,
+                                          args.batch, args.context, gpus, args.mbu,
                                           args.mfu)
-        summaries.append(summarise(measurement, slo, theoretical, args.gpus, args.instances))
+        summaries.append(summarise(measurement, slo, theoretical, gpus, args.instances))
     written = None
     if args.sites:
         summary = summaries[0]
@@ -880,7 +1133,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "actuals",
         description="Read a serving benchmark's result file (vllm bench serve --save-result, "
-                    "SGLang bench_serving, AIPerf profile_export_aiperf.json) or two "
+                    "SGLang bench_serving, AIPerf profile_export_aiperf.json, a nightly "
+                    "suite's per-configuration results such as InferenceMAX's) or two "
                     "Prometheus scrapes of a vLLM server, and print the measured TPS, TTFT "
                     "p50/p99, SLO attainment, cache-hit share and the TEF against a "
                     "theoretical figure: given with --theoretical-tps, or the roofline of a "
@@ -904,9 +1158,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch", type=positive_int, help="decode batch for the roofline")
     p.add_argument("--context", type=positive_int, metavar="TOKENS",
                    help="context length per sequence for the roofline")
-    p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
+    p.add_argument("--gpus", type=positive_int, metavar="N",
                    help="GPUs serving the measured instance (the tensor-parallel GPUs of its "
-                        "replica); measured TPS per GPU divides by it (default 1)")
+                        "replica); measured TPS per GPU divides by it (default: the GPU count "
+                        "the file gives, such as a suite result's tp, else 1)")
+    p.add_argument("--run", type=positive_int, metavar="N",
+                   help="of a file holding several runs (JSON lines, a list of "
+                        "configurations), read only run N (from 1); default: every run")
     p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
                    help="memory-bandwidth utilisation for the roofline (default 1.0)")
     p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
@@ -932,6 +1190,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 __all__ = ["Measurement", "Scrape", "Theoretical", "FileProblem", "read_files",
-           "read_benchmark", "read_scrape", "from_scrapes", "histogram_quantile",
+           "read_benchmark", "read_benchmark_runs", "read_suite_result", "read_scrape",
+           "from_scrapes", "histogram_quantile",
            "slo_attainment", "summarise", "theoretical_for", "write_site_values",
            "MEASURED_INPUTS", "FORMATS"]

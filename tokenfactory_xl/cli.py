@@ -40,6 +40,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "theoretical TPS per GPU of a catalogue GPU and model (roofline)"),
     ("actuals", "tokenfactory_xl.actuals",
      "measured TPS, TTFT, SLO attainment and TEF from serving output"),
+    ("cost", "tokenfactory_xl.cost",
+     "throughput per GPU and input/output cost per Mtok from benchmark files"),
     ("collect", "tokenfactory_xl.collect",
      "collect filled-in TFOM workbooks into a portfolio, with an audit report"),
     ("lite", "tokenfactory_xl.lite",

@@ -393,3 +393,93 @@ def payback_months(cash_flows: ArrayLike) -> float | None:
         return None
     k = int(crossing[0]) + 1
     return (k - 1) + float(-cumulative[k - 1] / flows[k])
+
+
+# -- 2. Input and output tokens: prefill vs decode -------------------------------------------
+def blended_capacity(prefill_tps: ArrayLike, decode_tps: ArrayLike,
+                     output_share: ArrayLike) -> Numeric:
+    """Tokens per GPU-second of a mix of input and output tokens [tokens/s] (TFOM-SPEC §2).
+
+    T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d): a GPU spends (1 − o) ÷ T_p seconds on the input and
+    o ÷ T_d on the output of each token of a mix whose output share is o. The
+    ``theoretical_tps_per_gpu`` a site gets when it gives prefill and decode TPS instead.
+
+    Parameters
+    ----------
+    prefill_tps : T_p, full-load prefill (input) tokens per second per GPU [tokens/s]
+    decode_tps : T_d, full-load decode (output) tokens per second per GPU [tokens/s]
+    output_share : o, output tokens ÷ all tokens [fraction]
+
+    Examples
+    --------
+    40,000 prefill and 4,000 decode tokens/s, a quarter of the tokens output:
+    1 ÷ (0.75 ÷ 40,000 + 0.25 ÷ 4,000) = 1 ÷ 0.00008125 ≈ 12,307.7.
+
+    >>> round(blended_capacity(40_000, 4_000, 0.25), 1)
+    12307.7
+    """
+    o = _f(output_share)
+    return _out(_div(1.0, _div(1 - o, prefill_tps) + _div(o, decode_tps)))
+
+
+def input_time_share(prefill_tps: ArrayLike, decode_tps: ArrayLike,
+                     output_share: ArrayLike) -> Numeric:
+    """Share of GPU time spent on input tokens [fraction] (TFOM-SPEC §2): s_in =
+    ((1 − o) ÷ T_p) ÷ ((1 − o) ÷ T_p + o ÷ T_d); output tokens take 1 − s_in.
+
+    >>> round(input_time_share(40_000, 4_000, 0.25), 4)  # 0.00001875 ÷ 0.00008125
+    0.2308
+    """
+    o = _f(output_share)
+    time_in = _div(1 - o, prefill_tps)
+    return _out(_div(time_in, time_in + _div(o, decode_tps)))
+
+
+def cost_per_mtok_input(gpu_hour_cost: ArrayLike, prefill_tps: ArrayLike,
+                        util: ArrayLike) -> Numeric:
+    """Cost of a million input (prompt) tokens at utilisation u [$ per million tokens]
+    (TFOM-SPEC §2): C × 10⁶ ÷ (3,600 × T_p × u), :func:`cost_per_mtok` at the prefill rate.
+
+    >>> round(cost_per_mtok_input(2.10, 40_000, 1), 5)  # 2.10 × 10⁶ ÷ 144,000,000
+    0.01458
+    """
+    return cost_per_mtok(gpu_hour_cost, prefill_tps, util)
+
+
+def cost_per_mtok_output(gpu_hour_cost: ArrayLike, decode_tps: ArrayLike,
+                         util: ArrayLike) -> Numeric:
+    """Cost of a million output tokens at utilisation u [$ per million tokens] (TFOM-SPEC §2):
+    C × 10⁶ ÷ (3,600 × T_d × u). The token-weighted mean of the input and output costs,
+    (1 − o) × input + o × output, is :func:`cost_per_mtok` at the :func:`blended_capacity`.
+
+    >>> round(cost_per_mtok_output(2.10, 4_000, 1), 4)  # 2.10 × 10⁶ ÷ 14,400,000
+    0.1458
+    """
+    return cost_per_mtok(gpu_hour_cost, decode_tps, util)
+
+
+def tokens_per_mw(tps_per_gpu: ArrayLike, util: ArrayLike, power_kw_per_gpu: ArrayLike,
+                  pue: ArrayLike) -> Numeric:
+    """Facility tokens per second per megawatt [tokens/s/MW] (TFOM-SPEC §2): T × u × 1,000 ÷
+    (kW per GPU × PUE), the GPUs a megawatt of facility power feeds times what each produces.
+
+    >>> tokens_per_mw(10_000, 0.5, 1.0, 1.25)  # 5,000 tokens/s per 1.25 kW → 800 GPUs a MW
+    4000000.0
+    """
+    return _out(_div(_f(tps_per_gpu) * _f(util) * 1_000, _f(power_kw_per_gpu) * _f(pue)))
+
+
+def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
+                          prefill_decode_ratio: ArrayLike) -> Numeric:
+    """Decode (output) tokens per GPU-second T_d behind a blended throughput [tokens/s].
+
+    TFOM-SPEC §2's blend T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d) solved for T_d when the prefill rate
+    is r times the decode rate (T_p = r × T_d): T_d = T × ((1 − o) ÷ r + o). With T_p = r × T_d,
+    :func:`blended_capacity` of the two gives T back. Used to split a measured throughput into
+    the input and output rates that price input and output tokens.
+
+    >>> round(decode_tps_from_blend(1 / 8.125e-5, 0.25, 10), 6)  # §2 example: 4,000, 40,000
+    4000.0
+    """
+    o, r = _f(output_share), _f(prefill_decode_ratio)
+    return _out(_f(tps) * (_div(1 - o, r) + o))

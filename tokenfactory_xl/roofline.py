@@ -1,21 +1,43 @@
 """Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
 
-A decode step of a batch of B sequences reads the model's active weights once and every
-sequence's KV cache, and does about 2 × active parameters FLOPs per token (TFOM-SPEC
-section 5). Whichever takes longer, moving the bytes or doing the FLOPs, sets the step time;
+A decode step of a batch of B sequences on one replica reads the weights it needs and every
+sequence's KV cache, and does the matrix and attention arithmetic (TFOM-SPEC section 5,
+version 2). Whichever takes longer, moving the bytes or doing the FLOPs, sets the step time;
 B tokens come out of each step. Prefill is compute bound. These are upper bounds: what a
 replica would produce if nothing but memory bandwidth and tensor throughput limited it.
 
+**What a step reads.** Not simply the active parameters:
+
+- the input embedding is a lookup: a step reads B rows of hidden-size elements, not the whole
+  table (Llama-3.1-8B's table is 525 M of its 8.03 B parameters);
+- the output projection (LM head) is a full matrix multiply: read whole every step;
+- a mixture-of-experts layer routes each of the B tokens to k of its E experts, so a batch
+  touches E × (1 − (1 − k/E)^B) distinct experts in expectation (uniform routing). At batch 1
+  that is k; at large batch nearly every expert: DeepSeek-V3 (k = 8, E = 256) touches 255.9 of
+  256 at B = 256, and decode then reads nearly all 671 B parameters, not the 37 B active ones.
+
+**What a step computes.** 2 FLOPs per active weight per token (the input-embedding lookup
+excluded) plus attention over the context: 4 × layers × query heads × head dim × context for
+ordinary (MHA/GQA) attention, 2 × layers × query heads × context × (2 × latent + rope dim) for
+multi-head latent attention in its absorbed form (about 70 GFLOP per token for DeepSeek-V3 at
+4,096 tokens). Sliding-window layers attend over at most their window. Prefill does the same
+per prompt token, its attention at half the prompt length (the average position).
+
 The functions come in two layers:
 
-- spec formulas on plain numbers (:func:`kv_bytes_per_token`, :func:`kv_bytes_per_sequence`,
-  :func:`bytes_per_step`, :func:`flops_per_step`, :func:`step_time`,
+- spec formulas on plain numbers (:func:`experts_touched`, :func:`weights_read_per_step`,
+  :func:`kv_bytes_per_token`, :func:`kv_bytes_per_sequence`, :func:`bytes_per_step`,
+  :func:`attention_flops_per_token`, :func:`flops_per_step`, :func:`step_time`,
   :func:`decode_tps_per_gpu`, :func:`prefill_tps_per_gpu`, :func:`blended_tps`,
   :func:`max_batch`), each taking scalars or numpy arrays and broadcasting like
   :mod:`tokenfactory_xl.model`;
 - catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
-  :func:`prefill_tps_for`) that take a GPU and a model by name from
+  :func:`prefill_tps_for`, :func:`decode_step_for`) that take a GPU and a model by name from
   :mod:`tokenfactory_xl.specs` and a precision.
+
+Check values of the spec, pinned by the tests: Llama-3.1-8B in BF16 on one H100 SXM, batch 1,
+1,100 tokens of context: 221.1 tokens/s (a published 212.8 stays under it); DeepSeek-V3 in FP8
+on 8 × H200, batch 256, 4,096 tokens: 1,740 tokens/s per GPU.
 
 **Precision** is one of ``fp16``, ``bf16``, ``fp8``, ``int8``, ``fp4``, ``int4``. It sets the
 bytes per weight (2, 2, 1, 1, 0.5, 0.5), the bytes per KV-cache element unless
@@ -31,7 +53,7 @@ Pass lower factors (well-tuned decode kernels sustain about 0.7–0.85 of peak b
 prefill reaches about 0.4–0.6 MFU) to get an *attainable* ceiling instead; TEF against it is
 correspondingly higher.
 
-**Tensor parallelism.** One replica of the model spans ``gpus_per_replica`` GPUs (tensor
+**Parallelism.** One replica of the model spans ``gpus_per_replica`` GPUs (tensor or expert
 parallel). Its aggregate memory bandwidth, FLOPS and memory are ``gpus_per_replica`` × one
 GPU's; the replica's tokens per second are divided by ``gpus_per_replica`` to give tokens per
 second **per GPU**, the figure the site inputs (``theoretical_tps_per_gpu``) take. Inter-GPU
@@ -40,13 +62,9 @@ the replica's GPUs; an engine that copies it to every GPU instead (an MLA latent
 parallelism, or more GPUs than KV heads) fits fewer sequences and reads more per step, which
 data-parallel attention avoids.
 
-**Mixture of experts.** Following the spec, a decode step reads the *active* parameters.
-The tokens of a batch are routed to different experts, so a large batch of a MoE model reads
-more than that: for MoE models the bound is the more optimistic the larger the batch.
-
 **Memory.** Weights resident in memory are the *total* parameters (every expert of a MoE
-model); a decode step reads the *active* ones. GB are 10⁹ bytes. No room is reserved for
-activations or the runtime, so :func:`max_batch` is an upper bound too.
+model). GB are 10⁹ bytes. No room is reserved for activations or the runtime, so
+:func:`max_batch` is an upper bound too.
 """
 
 from __future__ import annotations
@@ -55,7 +73,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InputError, Problem
-from .model import Numeric, _div, _f, _out
+from .model import Numeric, _div, _f, _out, blended_capacity
 from .specs import GPU, Model, gpu, model
 
 #: Bytes per weight and per KV-cache element for each precision.
@@ -133,19 +151,88 @@ def kv_bytes_per_sequence(
     return _out(_f(kv_bytes_per_token) * tokens)
 
 
+def experts_touched(experts: ArrayLike, experts_per_token: ArrayLike,
+                    batch: ArrayLike) -> Numeric:
+    """Distinct experts a batch routes to in one MoE layer, in expectation [experts].
+
+    E × (1 − (1 − k ÷ E)^B) under uniform routing (TFOM-SPEC section 5): each expert is missed
+    by one token with probability 1 − k ÷ E, by all B tokens with that to the power B. k at
+    B = 1, nearly E at large B. 0 for a dense model (E = 0).
+
+    >>> round(experts_touched(256, 8, 256), 1)  # DeepSeek-V3 at batch 256
+    255.9
+    """
+    e, k = _f(experts), _f(experts_per_token)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        touched = e * (1 - np.power(1 - np.where(e > 0, k / np.where(e > 0, e, 1), 0),
+                                    _f(batch)))
+    return _out(np.where(e > 0, touched, 0.0))
+
+
+def weights_read_per_step(
+    active_params: ArrayLike, batch: ArrayLike, embedding_params: ArrayLike = 0,
+    hidden_size: ArrayLike = 0, moe_layers: ArrayLike = 0, experts: ArrayLike = 0,
+    experts_per_token: ArrayLike = 0, expert_params: ArrayLike = 0,
+) -> Numeric:
+    """Parameters one decode step of B sequences reads [parameters] (TFOM-SPEC section 5).
+
+    (active − input embedding − k × L_moe × p_expert) + B × hidden + L_moe × E_touched(B) ×
+    p_expert: the weights every token uses (attention, dense and shared-expert layers, LM head)
+    once, the B embedding rows looked up, and every routed expert the batch touches. For a dense
+    model (no experts) it is active − embedding + B × hidden.
+
+    Parameters
+    ----------
+    active_params : published active parameters, embeddings and LM head included [parameters]
+    batch : sequences decoded together [sequences]
+    embedding_params : input-embedding table [parameters]; 0 reads it whole (tied embeddings)
+    hidden_size : elements of one embedding row [elements]
+    moe_layers : MoE layers L_moe; experts : routed experts per layer E;
+    experts_per_token : k; expert_params : one routed expert in one layer p_expert [parameters]
+    """
+    b, p, layers = _f(batch), _f(expert_params), _f(moe_layers)
+    always = _f(active_params) - _f(embedding_params) - _f(experts_per_token) * layers * p
+    routed = layers * _f(experts_touched(experts, experts_per_token, b)) * p
+    return _out(always + b * _f(hidden_size) + routed)
+
+
 def bytes_per_step(
-    active_params: ArrayLike, bytes_per_weight: ArrayLike, batch: ArrayLike,
+    weights_read: ArrayLike, bytes_per_weight: ArrayLike, batch: ArrayLike,
     kv_bytes_per_sequence: ArrayLike,
 ) -> Numeric:
-    """Bytes one decode step reads [bytes]: active params × bytes per weight + B × KV bytes
-    per sequence (KV bytes per token × context, TFOM-SPEC section 5)."""
-    return _out(_f(active_params) * _f(bytes_per_weight) + _f(batch) * _f(kv_bytes_per_sequence))
+    """Bytes one decode step reads [bytes]: weights read × bytes per weight + B × KV bytes per
+    sequence (TFOM-SPEC section 5). ``weights_read`` comes from :func:`weights_read_per_step`."""
+    return _out(_f(weights_read) * _f(bytes_per_weight) + _f(batch) * _f(kv_bytes_per_sequence))
 
 
-def flops_per_step(active_params: ArrayLike, batch: ArrayLike) -> Numeric:
-    """FLOPs one decode step does [FLOP]: 2 × active params × B (a multiply and an add per
-    weight per token)."""
-    return _out(2 * _f(active_params) * _f(batch))
+def attention_flops_per_token(
+    layers: ArrayLike, query_heads: ArrayLike, head_dim: ArrayLike, context_tokens: ArrayLike,
+    latent_dim: ArrayLike = 0, rope_dim: ArrayLike = 0, sliding_share: ArrayLike = 0,
+    sliding_window: ArrayLike = np.inf,
+) -> Numeric:
+    """Attention FLOPs one new token does over a context of n tokens [FLOP/token].
+
+    MHA/GQA: 4 × layers × query heads × head dim × n (scores and the weighted sum of values,
+    a multiply and an add each). MLA in its absorbed form (``latent_dim`` > 0): 2 × layers ×
+    query heads × n × (2 × latent + rope dim), the scores over latent and rotary part and the
+    sum over the latent (TFOM-SPEC section 5). A share ``sliding_share`` of the layers attends
+    over at most ``sliding_window`` tokens.
+    """
+    n, s = _f(context_tokens), _f(sliding_share)
+    attended = (1 - s) * n + s * np.minimum(n, _f(sliding_window))
+    latent = _f(latent_dim)
+    mha = 4 * _f(query_heads) * _f(head_dim)
+    mla = 2 * _f(query_heads) * (2 * latent + _f(rope_dim))
+    return _out(_f(layers) * np.where(latent > 0, mla, mha) * attended)
+
+
+def flops_per_step(active_params: ArrayLike, batch: ArrayLike, embedding_params: ArrayLike = 0,
+                   attention_flops_per_token: ArrayLike = 0) -> Numeric:
+    """FLOPs one decode step does [FLOP]: B × (2 × (active − input embedding) params +
+    attention FLOPs per token) (a multiply and an add per weight per token; the embedding is a
+    lookup, not arithmetic)."""
+    per_token = 2 * (_f(active_params) - _f(embedding_params)) + _f(attention_flops_per_token)
+    return _out(_f(batch) * per_token)
 
 
 def step_time(
@@ -174,26 +261,25 @@ def decode_tps_per_gpu(batch: ArrayLike, step_time: ArrayLike,
 
 
 def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
-                        mfu: ArrayLike = DEFAULT_MFU) -> Numeric:
-    """Prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷ (2 × active params).
+                        mfu: ArrayLike = DEFAULT_MFU, embedding_params: ArrayLike = 0,
+                        attention_flops_per_token: ArrayLike = 0) -> Numeric:
+    """Prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷ (2 × (active −
+    embedding) params + attention FLOPs per prompt token).
 
     ``peak_flops`` is one GPU's [FLOP/s]; a replica of g GPUs does g times as much over g GPUs.
+    ``attention_flops_per_token`` is taken at half the prompt length (TFOM-SPEC section 5): the
+    average position of a prompt token.
     """
-    return _out(_div(_f(peak_flops) * _f(mfu), 2 * _f(active_params)))
+    per_token = 2 * (_f(active_params) - _f(embedding_params)) + _f(attention_flops_per_token)
+    return _out(_div(_f(peak_flops) * _f(mfu), per_token))
 
 
 def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                 output_share: ArrayLike) -> Numeric:
-    """Tokens per second of a mix of prompt and output tokens [tokens/s].
-
-    A GPU that reads prompts at P tokens/s and writes output at D tokens/s spends
-    (1 − o) ÷ P + o ÷ D seconds per token of a mix whose output share is o, so it makes
-    1 ÷ ((1 − o) ÷ P + o ÷ D) tokens/s of that mix: the ceiling to set against a measured
-    throughput that counts input and output tokens alike.
-    """
-    o = _f(output_share)
-    seconds = _div(1 - o, prefill_tps) + _div(o, decode_tps)
-    return _out(_div(1.0, seconds))
+    """Tokens per second of a mix of prompt and output tokens [tokens/s]: TFOM-SPEC section 2's
+    blended capacity 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d), stated once in
+    :func:`tokenfactory_xl.model.blended_capacity`."""
+    return blended_capacity(prefill_tps, decode_tps, output_share)
 
 
 def max_batch(
@@ -267,38 +353,37 @@ def max_batch_for(
                      kv_bytes_per_sequence_for(m, ctx, kv_bytes))
 
 
-def theoretical_tps(
+def _sliding(m: Model) -> tuple[float, float]:
+    """The share of a model's layers that attend over a window, and the window [tokens]."""
+    if not m.sliding_window:
+        return 0.0, np.inf
+    return m.sliding_window_layers / m.layers, float(m.sliding_window)
+
+
+def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
+    """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
+    MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
+    share, window = _sliding(m)
+    latent = (m.kv_latent_dim - m.rope_dim) if m.kv_latent_dim else 0
+    return attention_flops_per_token(m.layers, m.attention_heads, m.head_dim, context_tokens,
+                                     latent, m.rope_dim, share, window)
+
+
+def decode_step_for(
     gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
     context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
-    kv_precision: str | None = None, check_memory: bool = True,
-) -> Numeric:
-    """Theoretical decode throughput per GPU [tokens/s] (TFOM-SPEC section 5).
+    kv_precision: str | None = None,
+) -> dict[str, Numeric]:
+    """The working of one decode step of a catalogue GPU and model (TFOM-SPEC section 5).
 
-    One replica spans ``gpus_per_replica`` GPUs: its bandwidth and FLOPS are that many times
-    one GPU's, and its tokens per second are divided by the same number.
-
-    step time = max((active × bytes/weight + B × KV bytes/sequence) ÷ (n × bandwidth × MBU),
-    2 × active × B ÷ (n × peak × MFU)); TPS per GPU = B ÷ step time ÷ n.
-
-    Parameters
-    ----------
-    gpu_name, model_name : catalogue keys (case ignored) or :class:`GPU` / :class:`Model`
-    precision : weight precision: fp16, bf16, fp8, int8, fp4, int4
-    batch : sequences decoded together [sequences]
-    context_tokens : context length of each sequence [tokens]
-    gpus_per_replica : tensor-parallel GPUs holding one replica [GPUs]
-    mbu, mfu : memory-bandwidth and model-FLOPs utilisation [fraction], default 1.0
-    kv_precision : KV-cache precision when it differs from ``precision``
-    check_memory : where the batch does not fit in the replica's memory the result is nan
-
-    Examples
-    --------
-    Llama-3.1-8B in BF16 on one H100 SXM, batch 1, 1,000-token context: memory bound,
-    3.35 TB/s ÷ (16.06 GB + 0.131 GB) ≈ 206.9 tokens/s.
-
-    >>> round(theoretical_tps("H100 SXM", "Llama-3.1-8B", "bf16", 1, 1000), 1)
-    206.9
+    Returns
+    -------
+    ``weights_read`` [parameters], ``experts_touched`` per MoE layer [experts],
+    ``kv_bytes_per_sequence`` [bytes], ``bytes`` and ``flops`` per step [bytes, FLOP],
+    ``memory_s`` and ``compute_s`` (each bound's time) and ``step_s`` [s], ``tps_per_gpu``
+    [tokens/s], ``max_batch`` [sequences]. Arguments are validated as in
+    :func:`theoretical_tps`.
     """
     g, m = gpu(gpu_name), model(model_name)
     w_bytes = bytes_per_element(precision)
@@ -308,21 +393,89 @@ def theoretical_tps(
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
     mbu_, mfu_ = _check_fraction("mbu", mbu), _check_fraction("mfu", mfu)
     kv_seq = kv_bytes_per_sequence_for(m, ctx, kv_bytes)
-    step = step_time(
-        bytes_per_step(m.active_params, w_bytes, b, kv_seq),
-        flops_per_step(m.active_params, b),
-        n * g.bandwidth_tbps * TERA, n * peak_tflops(g, precision) * TERA, mbu_, mfu_)
-    tps = _f(decode_tps_per_gpu(b, step, n))
+    weights = weights_read_per_step(m.active_params, b, m.embedding_params, m.hidden_size,
+                                    m.moe_layers, m.experts, m.experts_per_token,
+                                    m.expert_params)
+    moved = bytes_per_step(weights, w_bytes, b, kv_seq)
+    flops = flops_per_step(m.active_params, b, m.embedding_params, attention_flops_for(m, ctx))
+    memory_s = _div(moved, n * g.bandwidth_tbps * TERA * mbu_)
+    compute_s = _div(flops, n * peak_tflops(g, precision) * TERA * mfu_)
+    step = np.maximum(memory_s, compute_s)
+    return {
+        "weights_read": weights,
+        "experts_touched": experts_touched(m.experts, m.experts_per_token, b),
+        "kv_bytes_per_sequence": _out(kv_seq), "bytes": moved, "flops": flops,
+        "memory_s": _out(memory_s), "compute_s": _out(compute_s), "step_s": _out(step),
+        "tps_per_gpu": decode_tps_per_gpu(b, step, n),
+        "max_batch": max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes, kv_seq),
+    }
+
+
+def theoretical_tps(
+    gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
+    context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
+    kv_precision: str | None = None, check_memory: bool = True,
+) -> Numeric:
+    """Theoretical decode throughput per GPU [tokens/s] (TFOM-SPEC section 5, version 2).
+
+    One replica spans ``gpus_per_replica`` GPUs: its bandwidth and FLOPS are that many times
+    one GPU's, and its tokens per second are divided by the same number.
+
+    step time = max(bytes ÷ (n × bandwidth × MBU), FLOPs ÷ (n × peak × MFU)) with bytes =
+    weights read (:func:`weights_read_per_step`: embedding rows, LM head, the experts the batch
+    touches) × bytes/weight + B × KV bytes/sequence and FLOPs = B × (2 × (active − embedding)
+    + attention FLOPs per token); TPS per GPU = B ÷ step time ÷ n.
+
+    Parameters
+    ----------
+    gpu_name, model_name : catalogue keys (case ignored) or :class:`GPU` / :class:`Model`
+    precision : weight precision: fp16, bf16, fp8, int8, fp4, int4
+    batch : sequences decoded together [sequences]
+    context_tokens : context length of each sequence [tokens]
+    gpus_per_replica : tensor- or expert-parallel GPUs holding one replica [GPUs]
+    mbu, mfu : memory-bandwidth and model-FLOPs utilisation [fraction], default 1.0
+    kv_precision : KV-cache precision when it differs from ``precision``
+    check_memory : where the batch does not fit in the replica's memory the result is nan
+
+    Examples
+    --------
+    Llama-3.1-8B in BF16 on one H100 SXM, batch 1, 1,100-token context (the spec's check):
+    memory bound, 3.35 TB/s ÷ ((8.030 − 0.525) G params + one 4,096-element embedding row) ×
+    2 bytes + 0.144 GB of KV cache) ≈ 221.1 tokens/s, above the published 212.8.
+
+    >>> round(theoretical_tps("H100 SXM", "Llama-3.1-8B", "bf16", 1, 1100), 1)
+    221.1
+
+    DeepSeek-V3 in FP8 on 8 × H200, batch 256, 4,096 tokens: the batch touches 255.9 of 256
+    experts per layer, so a step reads 669 GB of weights and 37 GB of MLA cache.
+
+    >>> round(theoretical_tps("H200", "DeepSeek-V3", "fp8", 256, 4096, 8))
+    1740
+    """
+    step = decode_step_for(gpu_name, model_name, precision, batch, context_tokens,
+                           gpus_per_replica, mbu, mfu, kv_precision)
+    tps = _f(step["tps_per_gpu"])
     if check_memory:
-        fits = b <= _f(max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes, kv_seq))
-        tps = np.where(fits, tps, np.nan)
+        tps = np.where(_check_positive("batch", batch, whole=True) <= _f(step["max_batch"]),
+                       tps, np.nan)
     return _out(tps)
 
 
 def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str,
-                    mfu: ArrayLike = DEFAULT_MFU) -> Numeric:
-    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷
-    (2 × active params), peak at ``precision``."""
+                    mfu: ArrayLike = DEFAULT_MFU, prompt_tokens: ArrayLike = 0) -> Numeric:
+    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (TFOM-SPEC section 5):
+    peak × MFU ÷ (2 × (active − embedding) params + attention FLOPs at half the prompt length),
+    peak at ``precision``. ``prompt_tokens`` 0 leaves attention out (a short prompt).
+
+    >>> round(prefill_tps_for("H100 SXM", "Llama-3.1-8B", "bf16", 1, 1000))
+    64792
+    """
     g, m = gpu(gpu_name), model(model_name)
+    prompt = _f(prompt_tokens)
+    if np.any(~np.isfinite(prompt) | (prompt < 0)):
+        raise InputError([Problem("prompt_tokens", prompt_tokens, "must be a number of at least 0",
+                                  "give the prompt length in tokens")])
     return prefill_tps_per_gpu(peak_tflops(g, precision) * TERA, m.active_params,
-                               _check_fraction("mfu", mfu))
+                               _check_fraction("mfu", mfu), m.embedding_params,
+                               attention_flops_for(m, prompt / 2))

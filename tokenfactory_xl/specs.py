@@ -12,6 +12,13 @@ Blackwell tensor throughput *with* sparsity (marked with an asterisk); the catal
 those and says so in the source column. Memory is in the vendor's GB (10⁹ bytes; the HBM a
 card actually exposes is slightly larger, so capacity limits come out a little conservative).
 
+Model rows carry what the version-2 roofline (TFOM-SPEC section 5) needs beyond sizes: the hidden
+size and input-embedding table (a decode step looks up B rows of it), the query heads and the
+MLA rope dimension (attention FLOPs), and for mixture-of-experts models the MoE layers, routed
+experts, experts per token and parameters of one expert (a batch reads every expert it touches).
+Each group has a source column (``embedding_source``, ``attention_source``, ``moe_source``)
+quoting the published ``config.json`` fields.
+
 Users add or correct entries with CSV files of their own, in the same columns, in a folder
 given as ``catalogue_dir=`` or in the environment variable ``TOKENFACTORY_XL_CATALOGUE_DIR``:
 a ``gpus.csv`` and/or ``models.csv`` there is merged over the shipped one, row by row (a row
@@ -71,6 +78,7 @@ class GPU:
     power_w: float
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,10 +96,26 @@ class Model:
     head_dim : dimension of one head
     kv_latent_dim : for multi-head latent attention (MLA), the elements cached per layer per
         token (keys and values share one latent); ``None`` for ordinary attention
-    sliding_window : tokens a sliding-window layer attends over, ``None`` when none
+    sliding_window : tokens a sliding-window (or chunked-attention) layer attends over,
+        ``None`` when none
     sliding_window_layers : how many layers use that window (the rest attend over everything)
     max_context : longest context the model supports [tokens]
+    hidden_size : width of the residual stream: one embedding row [elements]; 0 when unknown
+    embedding_params : input-embedding table (vocabulary × hidden size) that a decode step
+        looks up B rows of instead of reading [parameters]; 0 for tied embeddings (the table is
+        the LM head, read whole) or when unknown (the table is then read whole: a lower bound)
+    query_heads : attention (query) heads per layer; blank in a catalogue row means kv_heads
+        (fewer attention FLOPs, so the bound stays an upper bound)
+    rope_dim : for MLA, the rotary part of the cached latent (``qk_rope_head_dim``); the
+        compressed latent is kv_latent_dim − rope_dim [elements]
+    moe_layers : layers whose feed-forward is a mixture of routed experts (0 for dense)
+    experts : routed experts per MoE layer (E)
+    experts_per_token : routed experts each token uses (k)
+    expert_params : parameters of one routed expert in one layer (3 × hidden × expert
+        intermediate size for a SwiGLU expert) [parameters]
     source : the model card / config.json the figures come from
+    sources : column group → where its figures come from (``moe``, ``embedding``,
+        ``attention`` from the ``*_source`` columns)
     notes : free text
     """
 
@@ -106,8 +130,28 @@ class Model:
     sliding_window: int | None = None
     sliding_window_layers: int = 0
     max_context: int | None = None
+    hidden_size: int = 0
+    embedding_params: float = 0.0
+    query_heads: int = 0
+    rope_dim: int = 0
+    moe_layers: int = 0
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_params: float = 0.0
     source: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def routed_active_params(self) -> float:
+        """Routed-expert parameters one token uses: k × MoE layers × params per expert."""
+        return self.experts_per_token * self.moe_layers * self.expert_params
+
+    @property
+    def attention_heads(self) -> int:
+        """Query heads for the attention FLOPs: ``query_heads``, or ``kv_heads`` when blank."""
+        return self.query_heads or self.kv_heads
 
     @property
     def kv_elements_per_token(self) -> int:
@@ -125,14 +169,17 @@ class Model:
 _GPU_NUMBERS = ("hbm_gb", "bandwidth_tbps", "bf16_tflops", "fp8_tflops", "power_w")
 _GPU_OPTIONAL = ("fp4_tflops",)
 _MODEL_NUMBERS = ("total_params", "active_params", "layers", "kv_heads", "head_dim")
-_MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context")
+_MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context",
+                   "hidden_size", "embedding_params", "query_heads", "rope_dim")
+#: Columns a ``moe`` row must fill (roofline version 2 reads the experts a batch touches).
+_MODEL_MOE = ("moe_layers", "experts", "experts_per_token", "expert_params")
 _MODEL_KINDS = ("dense", "moe")
 
 #: Field names that :func:`gpu_spec` / :func:`model_spec` (and GPU_SPEC / MODEL_SPEC) answer.
 GPU_FIELDS: tuple[str, ...] = ("name", "vendor", *_GPU_NUMBERS[:4], "fp4_tflops", "power_w",
                                "notes")
 MODEL_FIELDS: tuple[str, ...] = ("name", "kind", *_MODEL_NUMBERS, *_MODEL_OPTIONAL,
-                                 "kv_elements_per_token", "source", "notes")
+                                 *_MODEL_MOE, "kv_elements_per_token", "source", "notes")
 
 
 def normalise(name: str) -> str:
@@ -192,7 +239,8 @@ def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
         sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = GPU(
             name=row["name"], vendor=row.get("vendor", ""), fp4_tflops=fp4 or None,
-            sources=sources, notes=row.get("notes", ""), **values)  # type: ignore[arg-type]
+            sources=sources, notes=row.get("notes", ""), aliases=_aliases(row),
+            **values)  # type: ignore[arg-type]
     if problems:
         raise InputError(problems)
     return out
@@ -211,13 +259,16 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             problems.append(Problem("kind", row.get("kind"), "must be dense or moe", "", where))
         values = {c: _number(row, c, where, problems=problems) for c in _MODEL_NUMBERS}
         extra = {c: _number(row, c, where, optional=True, problems=problems)
-                 for c in _MODEL_OPTIONAL}
+                 for c in (*_MODEL_OPTIONAL, *_MODEL_MOE)}
         if any(v is None for v in values.values()) or kind not in _MODEL_KINDS:
             continue
         if values["active_params"] > values["total_params"]:  # type: ignore[operator]
             problems.append(Problem("active_params", row["active_params"],
                                     "exceeds total_params", "active ≤ total", where))
             continue
+        if not _moe_ok(kind, values, extra, row, where, problems):
+            continue
+        sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = Model(
             name=row["name"], kind=kind,
             total_params=values["total_params"], active_params=values["active_params"],
@@ -227,11 +278,53 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             sliding_window=_int_or_none(extra["sliding_window"]),
             sliding_window_layers=int(extra["sliding_window_layers"] or 0),
             max_context=_int_or_none(extra["max_context"]),
-            source=row.get("source", ""), notes=row.get("notes", ""),
+            hidden_size=int(extra["hidden_size"] or 0),
+            embedding_params=float(extra["embedding_params"] or 0),
+            query_heads=int(extra["query_heads"] or 0),
+            rope_dim=int(extra["rope_dim"] or 0),
+            moe_layers=int(extra["moe_layers"] or 0), experts=int(extra["experts"] or 0),
+            experts_per_token=int(extra["experts_per_token"] or 0),
+            expert_params=float(extra["expert_params"] or 0),
+            source=row.get("source", ""), sources=sources, notes=row.get("notes", ""),
+            aliases=_aliases(row),
         )
     if problems:
         raise InputError(problems)
     return out
+
+
+def _moe_ok(kind: str, values: dict, extra: dict, row: dict[str, str], where: str,
+            problems: list[Problem]) -> bool:
+    """A ``moe`` row names its experts, and its routed parameters fit in its active count."""
+    if kind != "moe":
+        return True
+    missing = [c for c in _MODEL_MOE if not extra[c]]
+    if missing:
+        problems.append(Problem(
+            missing[0], row.get(missing[0], ""), "is needed for a moe model",
+            f"fill in {', '.join(missing)} from the model's config.json (roofline version 2 "
+            "counts the experts a batch touches)", where))
+        return False
+    if extra["experts_per_token"] > extra["experts"] or extra["moe_layers"] > values["layers"]:
+        problems.append(Problem("experts_per_token", row.get("experts_per_token"),
+                                "must not exceed experts (and moe_layers not exceed layers)",
+                                "check the config.json figures", where))
+        return False
+    fixed = (values["active_params"] - (extra["embedding_params"] or 0)
+             - extra["experts_per_token"] * extra["moe_layers"] * extra["expert_params"])
+    if fixed < 0:
+        problems.append(Problem(
+            "expert_params", row.get("expert_params"),
+            "makes the routed experts a token uses larger than its active parameters",
+            "active_params ≥ embedding_params + experts_per_token × moe_layers × "
+            "expert_params", where))
+        return False
+    return True
+
+
+def _aliases(row: dict[str, str]) -> tuple[str, ...]:
+    """Other names of an entry: the ``aliases`` column, separated by semicolons."""
+    return tuple(a.strip() for a in row.get("aliases", "").split(";") if a.strip())
 
 
 def _int_or_none(x: float | None) -> int | None:
@@ -319,28 +412,41 @@ def _unknown(kind: str, word: object, names: list[str]) -> InputError:
     return InputError([Problem(kind, word, f"is not in the {kind} catalogue", fix)])
 
 
+def _find(entries: dict, name: str) -> object | None:
+    """An entry by its name or one of its aliases, case and punctuation ignored; a Hugging Face
+    id's organisation (``deepseek-ai/DeepSeek-R1`` → ``DeepSeek-R1``) is dropped."""
+    for key in dict.fromkeys((normalise(name), normalise(str(name).rsplit("/", 1)[-1]))):
+        if key in entries:
+            return entries[key]
+        for entry in entries.values():
+            if key in {normalise(a) for a in entry.aliases}:
+                return entry
+    return None
+
+
 def gpu(name: str | GPU, catalogue_dir: str | os.PathLike | None = None) -> GPU:
-    """The GPU called ``name`` (case and punctuation ignored); raises InputError listing close
-    matches when there is none."""
+    """The GPU called ``name`` or one of its aliases (case and punctuation ignored); raises
+    InputError listing close matches when there is none."""
     if isinstance(name, GPU):
         return name
     gpus = load_gpus(catalogue_dir)
-    found = gpus.get(normalise(name))
+    found = _find(gpus, name)
     if found is None:
         raise _unknown("gpu", name, [g.name for g in gpus.values()])
-    return found
+    return found  # type: ignore[return-value]
 
 
 def model(name: str | Model, catalogue_dir: str | os.PathLike | None = None) -> Model:
-    """The model called ``name`` (case and punctuation ignored); raises InputError listing
-    close matches when there is none."""
+    """The model called ``name`` or one of its aliases (a Hugging Face id such as
+    ``meta-llama/Llama-3.1-70B-Instruct`` works); raises InputError listing close matches when
+    there is none."""
     if isinstance(name, Model):
         return name
     models = load_models(catalogue_dir)
-    found = models.get(normalise(name))
+    found = _find(models, name)
     if found is None:
         raise _unknown("model", name, [m.name for m in models.values()])
-    return found
+    return found  # type: ignore[return-value]
 
 
 def _field(obj: object, kind: str, fields: tuple[str, ...], name: str) -> object:

@@ -20,30 +20,29 @@ def figures(args: argparse.Namespace) -> dict[str, object]:
     """Every figure the command prints, from the catalogue and the roofline."""
     g, m = specs.gpu(args.gpu), specs.model(args.model)
     w_bytes = roofline.bytes_per_element(args.precision)
-    kv_bytes = roofline.bytes_per_element(args.kv_precision or args.precision)
     n = args.gpus
-    kv_seq = float(roofline.kv_bytes_per_sequence_for(m, args.context, kv_bytes))
-    moved = roofline.bytes_per_step(m.active_params, w_bytes, args.batch, kv_seq)
-    flops = roofline.flops_per_step(m.active_params, args.batch)
-    peak = roofline.peak_tflops(g, args.precision)
-    memory_s = moved / (n * g.bandwidth_tbps * roofline.TERA * args.mbu)
-    compute_s = flops / (n * peak * roofline.TERA * args.mfu)
-    decode = roofline.theoretical_tps(g, m, args.precision, args.batch, args.context, n,
-                                      args.mbu, args.mfu, args.kv_precision, check_memory=False)
-    fits = roofline.max_batch_for(g, m, args.precision, args.context, n, args.kv_precision)
+    step = roofline.decode_step_for(g, m, args.precision, args.batch, args.context, n,
+                                    args.mbu, args.mfu, args.kv_precision)
+    decode = float(step["tps_per_gpu"])
+    fits = float(step["max_batch"])
     return {
         "gpu": g.name, "model": m.name, "precision": args.precision,
         "kv_precision": args.kv_precision or args.precision, "batch": args.batch,
         "context_tokens": args.context, "gpus_per_replica": n, "mbu": args.mbu,
-        "mfu": args.mfu, "peak_tflops_per_gpu": peak,
+        "mfu": args.mfu, "peak_tflops_per_gpu": roofline.peak_tflops(g, args.precision),
         "weights_gb": m.total_params * w_bytes / roofline.GIGA,
-        "kv_gb_per_sequence": kv_seq / roofline.GIGA,
-        "bytes_per_step": moved, "flops_per_step": flops,
-        "step_time_ms": max(memory_s, compute_s) * 1000,
-        "bound": "memory" if memory_s >= compute_s else "compute",
+        "weights_read_gb_per_step": float(step["weights_read"]) * w_bytes / roofline.GIGA,
+        "experts_touched_per_layer": float(step["experts_touched"]),
+        "experts_per_layer": m.experts,
+        "kv_gb_per_sequence": float(step["kv_bytes_per_sequence"]) / roofline.GIGA,
+        "bytes_per_step": float(step["bytes"]), "flops_per_step": float(step["flops"]),
+        "attention_gflop_per_token": float(roofline.attention_flops_for(m, args.context)) / 1e9,
+        "step_time_ms": float(step["step_s"]) * 1000,
+        "bound": "memory" if step["memory_s"] >= step["compute_s"] else "compute",
         "max_batch": fits, "fits": args.batch <= fits,
         "decode_tps_per_gpu": decode, "decode_tps_per_replica": decode * n,
-        "prefill_tps_per_gpu": roofline.prefill_tps_for(g, m, args.precision, args.mfu),
+        "prefill_tps_per_gpu": float(roofline.prefill_tps_for(g, m, args.precision, args.mfu,
+                                                               args.context)),
     }
 
 
@@ -58,8 +57,10 @@ def _list() -> None:
     for m in specs.load_models().values():
         kv = (f"MLA latent {m.kv_latent_dim}" if m.kv_latent_dim
               else f"{m.kv_heads} KV heads × {m.head_dim}")
-        print(f"  {m.name:<15} {m.kind:<5} {m.total_params / 1e9:>7,.1f}B total "
-              f"{m.active_params / 1e9:>6,.1f}B active  {m.layers:>3} layers  {kv}")
+        moe = (f"  {m.experts} experts, {m.experts_per_token} per token, "
+               f"{m.moe_layers} MoE layers" if m.experts else "")
+        print(f"  {m.name:<16} {m.kind:<5} {m.total_params / 1e9:>7,.1f}B total "
+              f"{m.active_params / 1e9:>6,.1f}B active  {m.layers:>3} layers  {kv}{moe}")
 
 
 def cmd_theoretical(args: argparse.Namespace) -> int:
@@ -82,12 +83,17 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
           f"{out['context_tokens']:,} tokens, MBU {out['mbu']:g}, MFU {out['mfu']:g}")
     rows = [
         ("weights in memory", f"{out['weights_gb']:,.1f} GB"),
+        ("weights read per step", f"{out['weights_read_gb_per_step']:,.2f} GB" + (
+            f" ({out['experts_touched_per_layer']:,.1f} of {out['experts_per_layer']} experts "
+            "per MoE layer)" if out["experts_per_layer"] else "")),
         ("KV cache per sequence", f"{out['kv_gb_per_sequence']:,.3f} GB"),
+        ("attention per token", f"{out['attention_gflop_per_token']:,.2f} GFLOP"),
         ("largest batch that fits", f"{out['max_batch']:,.0f} ({fit})"),
         ("decode step", f"{out['step_time_ms']:,.3f} ms, {out['bound']} bound"),
         ("decode TPS per GPU", f"{out['decode_tps_per_gpu']:,.1f} tokens/s"),
         ("decode TPS per replica", f"{out['decode_tps_per_replica']:,.1f} tokens/s"),
-        ("prefill TPS per GPU", f"{out['prefill_tps_per_gpu']:,.1f} tokens/s"),
+        ("prefill TPS per GPU", f"{out['prefill_tps_per_gpu']:,.1f} tokens/s (prompts of "
+                                f"{out['context_tokens']:,} tokens)"),
     ]
     width = max(len(label) for label, _ in rows)
     for label, shown in rows:
@@ -103,7 +109,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="The roofline bound of TFOM-SPEC section 5 for a GPU and a model of the "
                     "catalogues: decode and prefill tokens per second per GPU, the bound the "
                     "step hits, the largest batch that fits. Use the decode TPS per GPU as the "
-                    "theoretical_tps_per_gpu input.",
+                    "theoretical_tps_per_gpu input (or decode and prefill TPS per GPU as the "
+                    "decode_tps_per_gpu and prefill_tps_per_gpu inputs; the prefill figure "
+                    "takes --context as the prompt length).",
         epilog="examples:\n  tokenfactory-xl theoretical --list\n"
                "  tokenfactory-xl theoretical --gpu H200 --model Llama-3.1-70B --precision fp8 "
                "--batch 64 --context 4096 --gpus 8",
@@ -119,7 +127,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--context", type=positive_int, metavar="TOKENS",
                    help="context length of each sequence")
     p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
-                   help="tensor-parallel GPUs per replica (default 1)")
+                   help="tensor- or expert-parallel GPUs per replica (default 1)")
     p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
                    help="memory-bandwidth utilisation (default 1.0: the pure bound)")
     p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,

@@ -221,6 +221,10 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "Measured 99th-percentile time to first token, above the median, ms"),
     Param("ttft_slo", _catalogue("ttft_slo_ms", "ttft_slo"),
           "The time-to-first-token objective sold to customers, ms"),
+    Param("prefill_tps", _rule("prefill_tps"),
+          f"Full-load prefill (input) tokens one GPU reads, {_TPS} per GPU"),
+    Param("decode_tps", _rule("decode_tps"),
+          f"Full-load decode (output) tokens one GPU writes, {_TPS} per GPU"),
     Param("cash_flows", _rule("cash_flows", low=None),
           "Monthly cash flows, one row or one column, month 0 (the investment) first, $"),
 )}
@@ -725,6 +729,56 @@ def _series(raw: object) -> np.ndarray:
     return flows[: filled[-1] + 1]
 
 
+# -- input and output tokens: prefill vs decode (TFOM-SPEC section 2) ---------------------------
+@xw.func(category=CATEGORY)
+@xw.arg("prefill_tps", ndim=2, doc=_doc("prefill_tps"))
+@xw.arg("decode_tps", ndim=2, doc=_doc("decode_tps"))
+@xw.arg("output_share", ndim=2, doc=_doc("output_share"))
+@_excel_help
+def BLENDED_CAPACITY(prefill_tps, decode_tps, output_share):
+    """Tokens per second one GPU makes of a mix of input and output tokens: 1 / ((1 - output
+    share) / prefill TPS + output share / decode TPS)."""
+    return _call(model.blended_capacity, ("prefill_tps", "decode_tps", "output_share"),
+                 (prefill_tps, decode_tps, output_share))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
+@xw.arg("prefill_tps", ndim=2, doc=_doc("prefill_tps"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@_excel_help
+def COST_PER_MTOK_INPUT(gpu_hour_cost, prefill_tps, util):
+    """Cost of a million input (prompt) tokens, in $ per million tokens: GPU-hour cost x 10^6 /
+    (3,600 x prefill TPS x utilisation)."""
+    return _call(model.cost_per_mtok_input, ("gpu_hour_cost", "prefill_tps", "util"),
+                 (gpu_hour_cost, prefill_tps, util))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
+@xw.arg("decode_tps", ndim=2, doc=_doc("decode_tps"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@_excel_help
+def COST_PER_MTOK_OUTPUT(gpu_hour_cost, decode_tps, util):
+    """Cost of a million output tokens, in $ per million tokens: GPU-hour cost x 10^6 / (3,600 x
+    decode TPS x utilisation)."""
+    return _call(model.cost_per_mtok_output, ("gpu_hour_cost", "decode_tps", "util"),
+                 (gpu_hour_cost, decode_tps, util))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("power_kw", ndim=2, doc=_doc("power_kw"))
+@xw.arg("pue", ndim=2, doc=_doc("pue"))
+@_excel_help
+def TOKENS_PER_MW(tps_per_gpu, util, power_kw, pue):
+    """Tokens per second a megawatt of facility power yields: TPS per GPU x utilisation x 1,000
+    / (kW per GPU x PUE)."""
+    return _call(model.tokens_per_mw, ("tps_per_gpu", "util", "power_kw", "pue"),
+                 (tps_per_gpu, util, power_kw, pue))
+
+
 # -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
 # The catalogue functions take names (a GPU, a model, a field) and a precision as well as
 # numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
@@ -933,4 +987,5 @@ __all__ = [
     "DAILY_TOKEN_VALUE", "IMPLIED_PRICE_PER_MTOK", "GPU_HOUR_COST", "BLENDED_PRICE",
     "PRICE_AFTER", "ECONOMIC_LIFE_MONTHS", "SLO_ATTAINMENT", "PAYBACK_MONTHS",
     "THEORETICAL_TPS", "MAX_BATCH", "GPU_SPEC", "MODEL_SPEC",
+    "BLENDED_CAPACITY", "COST_PER_MTOK_INPUT", "COST_PER_MTOK_OUTPUT", "TOKENS_PER_MW",
 ]

@@ -7,7 +7,7 @@ Lite ships both. Then type, for example, =TEF(210000, 700000) into a cell.
 Written by `tokenfactory-xl lite` from tokenfactory_xl 0.1.0; do not edit it by hand: write
 it again with that command. It holds the source of the package's modules model, errors, specs, roofline, catalogue, udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
-tokenfactory_xl.udfs (23 functions): the same functions, with the same names, arguments
+tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
 and help, as desktop Excel gets.
 """
 # ruff: noqa: E501 (the data files' lines are as long as they are)
@@ -419,6 +419,96 @@ def payback_months(cash_flows: ArrayLike) -> float | None:
         return None
     k = int(crossing[0]) + 1
     return (k - 1) + float(-cumulative[k - 1] / flows[k])
+
+
+# -- 2. Input and output tokens: prefill vs decode -------------------------------------------
+def blended_capacity(prefill_tps: ArrayLike, decode_tps: ArrayLike,
+                     output_share: ArrayLike) -> Numeric:
+    """Tokens per GPU-second of a mix of input and output tokens [tokens/s] (TFOM-SPEC §2).
+
+    T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d): a GPU spends (1 − o) ÷ T_p seconds on the input and
+    o ÷ T_d on the output of each token of a mix whose output share is o. The
+    ``theoretical_tps_per_gpu`` a site gets when it gives prefill and decode TPS instead.
+
+    Parameters
+    ----------
+    prefill_tps : T_p, full-load prefill (input) tokens per second per GPU [tokens/s]
+    decode_tps : T_d, full-load decode (output) tokens per second per GPU [tokens/s]
+    output_share : o, output tokens ÷ all tokens [fraction]
+
+    Examples
+    --------
+    40,000 prefill and 4,000 decode tokens/s, a quarter of the tokens output:
+    1 ÷ (0.75 ÷ 40,000 + 0.25 ÷ 4,000) = 1 ÷ 0.00008125 ≈ 12,307.7.
+
+    >>> round(blended_capacity(40_000, 4_000, 0.25), 1)
+    12307.7
+    """
+    o = _f(output_share)
+    return _out(_div(1.0, _div(1 - o, prefill_tps) + _div(o, decode_tps)))
+
+
+def input_time_share(prefill_tps: ArrayLike, decode_tps: ArrayLike,
+                     output_share: ArrayLike) -> Numeric:
+    """Share of GPU time spent on input tokens [fraction] (TFOM-SPEC §2): s_in =
+    ((1 − o) ÷ T_p) ÷ ((1 − o) ÷ T_p + o ÷ T_d); output tokens take 1 − s_in.
+
+    >>> round(input_time_share(40_000, 4_000, 0.25), 4)  # 0.00001875 ÷ 0.00008125
+    0.2308
+    """
+    o = _f(output_share)
+    time_in = _div(1 - o, prefill_tps)
+    return _out(_div(time_in, time_in + _div(o, decode_tps)))
+
+
+def cost_per_mtok_input(gpu_hour_cost: ArrayLike, prefill_tps: ArrayLike,
+                        util: ArrayLike) -> Numeric:
+    """Cost of a million input (prompt) tokens at utilisation u [$ per million tokens]
+    (TFOM-SPEC §2): C × 10⁶ ÷ (3,600 × T_p × u), :func:`cost_per_mtok` at the prefill rate.
+
+    >>> round(cost_per_mtok_input(2.10, 40_000, 1), 5)  # 2.10 × 10⁶ ÷ 144,000,000
+    0.01458
+    """
+    return cost_per_mtok(gpu_hour_cost, prefill_tps, util)
+
+
+def cost_per_mtok_output(gpu_hour_cost: ArrayLike, decode_tps: ArrayLike,
+                         util: ArrayLike) -> Numeric:
+    """Cost of a million output tokens at utilisation u [$ per million tokens] (TFOM-SPEC §2):
+    C × 10⁶ ÷ (3,600 × T_d × u). The token-weighted mean of the input and output costs,
+    (1 − o) × input + o × output, is :func:`cost_per_mtok` at the :func:`blended_capacity`.
+
+    >>> round(cost_per_mtok_output(2.10, 4_000, 1), 4)  # 2.10 × 10⁶ ÷ 14,400,000
+    0.1458
+    """
+    return cost_per_mtok(gpu_hour_cost, decode_tps, util)
+
+
+def tokens_per_mw(tps_per_gpu: ArrayLike, util: ArrayLike, power_kw_per_gpu: ArrayLike,
+                  pue: ArrayLike) -> Numeric:
+    """Facility tokens per second per megawatt [tokens/s/MW] (TFOM-SPEC §2): T × u × 1,000 ÷
+    (kW per GPU × PUE), the GPUs a megawatt of facility power feeds times what each produces.
+
+    >>> tokens_per_mw(10_000, 0.5, 1.0, 1.25)  # 5,000 tokens/s per 1.25 kW → 800 GPUs a MW
+    4000000.0
+    """
+    return _out(_div(_f(tps_per_gpu) * _f(util) * 1_000, _f(power_kw_per_gpu) * _f(pue)))
+
+
+def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
+                          prefill_decode_ratio: ArrayLike) -> Numeric:
+    """Decode (output) tokens per GPU-second T_d behind a blended throughput [tokens/s].
+
+    TFOM-SPEC §2's blend T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d) solved for T_d when the prefill rate
+    is r times the decode rate (T_p = r × T_d): T_d = T × ((1 − o) ÷ r + o). With T_p = r × T_d,
+    :func:`blended_capacity` of the two gives T back. Used to split a measured throughput into
+    the input and output rates that price input and output tokens.
+
+    >>> round(decode_tps_from_blend(1 / 8.125e-5, 0.25, 10), 6)  # §2 example: 4,000, 40,000
+    4000.0
+    """
+    o, r = _f(output_share), _f(prefill_decode_ratio)
+    return _out(_f(tps) * (_div(1 - o, r) + o))
 ''',
     'tokenfactory_xl.errors': r'''"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
 
@@ -499,6 +589,13 @@ Blackwell tensor throughput *with* sparsity (marked with an asterisk); the catal
 those and says so in the source column. Memory is in the vendor's GB (10⁹ bytes; the HBM a
 card actually exposes is slightly larger, so capacity limits come out a little conservative).
 
+Model rows carry what the version-2 roofline (TFOM-SPEC section 5) needs beyond sizes: the hidden
+size and input-embedding table (a decode step looks up B rows of it), the query heads and the
+MLA rope dimension (attention FLOPs), and for mixture-of-experts models the MoE layers, routed
+experts, experts per token and parameters of one expert (a batch reads every expert it touches).
+Each group has a source column (``embedding_source``, ``attention_source``, ``moe_source``)
+quoting the published ``config.json`` fields.
+
 Users add or correct entries with CSV files of their own, in the same columns, in a folder
 given as ``catalogue_dir=`` or in the environment variable ``TOKENFACTORY_XL_CATALOGUE_DIR``:
 a ``gpus.csv`` and/or ``models.csv`` there is merged over the shipped one, row by row (a row
@@ -558,6 +655,7 @@ class GPU:
     power_w: float
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -575,10 +673,26 @@ class Model:
     head_dim : dimension of one head
     kv_latent_dim : for multi-head latent attention (MLA), the elements cached per layer per
         token (keys and values share one latent); ``None`` for ordinary attention
-    sliding_window : tokens a sliding-window layer attends over, ``None`` when none
+    sliding_window : tokens a sliding-window (or chunked-attention) layer attends over,
+        ``None`` when none
     sliding_window_layers : how many layers use that window (the rest attend over everything)
     max_context : longest context the model supports [tokens]
+    hidden_size : width of the residual stream: one embedding row [elements]; 0 when unknown
+    embedding_params : input-embedding table (vocabulary × hidden size) that a decode step
+        looks up B rows of instead of reading [parameters]; 0 for tied embeddings (the table is
+        the LM head, read whole) or when unknown (the table is then read whole: a lower bound)
+    query_heads : attention (query) heads per layer; blank in a catalogue row means kv_heads
+        (fewer attention FLOPs, so the bound stays an upper bound)
+    rope_dim : for MLA, the rotary part of the cached latent (``qk_rope_head_dim``); the
+        compressed latent is kv_latent_dim − rope_dim [elements]
+    moe_layers : layers whose feed-forward is a mixture of routed experts (0 for dense)
+    experts : routed experts per MoE layer (E)
+    experts_per_token : routed experts each token uses (k)
+    expert_params : parameters of one routed expert in one layer (3 × hidden × expert
+        intermediate size for a SwiGLU expert) [parameters]
     source : the model card / config.json the figures come from
+    sources : column group → where its figures come from (``moe``, ``embedding``,
+        ``attention`` from the ``*_source`` columns)
     notes : free text
     """
 
@@ -593,8 +707,28 @@ class Model:
     sliding_window: int | None = None
     sliding_window_layers: int = 0
     max_context: int | None = None
+    hidden_size: int = 0
+    embedding_params: float = 0.0
+    query_heads: int = 0
+    rope_dim: int = 0
+    moe_layers: int = 0
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_params: float = 0.0
     source: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def routed_active_params(self) -> float:
+        """Routed-expert parameters one token uses: k × MoE layers × params per expert."""
+        return self.experts_per_token * self.moe_layers * self.expert_params
+
+    @property
+    def attention_heads(self) -> int:
+        """Query heads for the attention FLOPs: ``query_heads``, or ``kv_heads`` when blank."""
+        return self.query_heads or self.kv_heads
 
     @property
     def kv_elements_per_token(self) -> int:
@@ -612,14 +746,17 @@ class Model:
 _GPU_NUMBERS = ("hbm_gb", "bandwidth_tbps", "bf16_tflops", "fp8_tflops", "power_w")
 _GPU_OPTIONAL = ("fp4_tflops",)
 _MODEL_NUMBERS = ("total_params", "active_params", "layers", "kv_heads", "head_dim")
-_MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context")
+_MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context",
+                   "hidden_size", "embedding_params", "query_heads", "rope_dim")
+#: Columns a ``moe`` row must fill (roofline version 2 reads the experts a batch touches).
+_MODEL_MOE = ("moe_layers", "experts", "experts_per_token", "expert_params")
 _MODEL_KINDS = ("dense", "moe")
 
 #: Field names that :func:`gpu_spec` / :func:`model_spec` (and GPU_SPEC / MODEL_SPEC) answer.
 GPU_FIELDS: tuple[str, ...] = ("name", "vendor", *_GPU_NUMBERS[:4], "fp4_tflops", "power_w",
                                "notes")
 MODEL_FIELDS: tuple[str, ...] = ("name", "kind", *_MODEL_NUMBERS, *_MODEL_OPTIONAL,
-                                 "kv_elements_per_token", "source", "notes")
+                                 *_MODEL_MOE, "kv_elements_per_token", "source", "notes")
 
 
 def normalise(name: str) -> str:
@@ -679,7 +816,8 @@ def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
         sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = GPU(
             name=row["name"], vendor=row.get("vendor", ""), fp4_tflops=fp4 or None,
-            sources=sources, notes=row.get("notes", ""), **values)  # type: ignore[arg-type]
+            sources=sources, notes=row.get("notes", ""), aliases=_aliases(row),
+            **values)  # type: ignore[arg-type]
     if problems:
         raise InputError(problems)
     return out
@@ -698,13 +836,16 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             problems.append(Problem("kind", row.get("kind"), "must be dense or moe", "", where))
         values = {c: _number(row, c, where, problems=problems) for c in _MODEL_NUMBERS}
         extra = {c: _number(row, c, where, optional=True, problems=problems)
-                 for c in _MODEL_OPTIONAL}
+                 for c in (*_MODEL_OPTIONAL, *_MODEL_MOE)}
         if any(v is None for v in values.values()) or kind not in _MODEL_KINDS:
             continue
         if values["active_params"] > values["total_params"]:  # type: ignore[operator]
             problems.append(Problem("active_params", row["active_params"],
                                     "exceeds total_params", "active ≤ total", where))
             continue
+        if not _moe_ok(kind, values, extra, row, where, problems):
+            continue
+        sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = Model(
             name=row["name"], kind=kind,
             total_params=values["total_params"], active_params=values["active_params"],
@@ -714,11 +855,53 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             sliding_window=_int_or_none(extra["sliding_window"]),
             sliding_window_layers=int(extra["sliding_window_layers"] or 0),
             max_context=_int_or_none(extra["max_context"]),
-            source=row.get("source", ""), notes=row.get("notes", ""),
+            hidden_size=int(extra["hidden_size"] or 0),
+            embedding_params=float(extra["embedding_params"] or 0),
+            query_heads=int(extra["query_heads"] or 0),
+            rope_dim=int(extra["rope_dim"] or 0),
+            moe_layers=int(extra["moe_layers"] or 0), experts=int(extra["experts"] or 0),
+            experts_per_token=int(extra["experts_per_token"] or 0),
+            expert_params=float(extra["expert_params"] or 0),
+            source=row.get("source", ""), sources=sources, notes=row.get("notes", ""),
+            aliases=_aliases(row),
         )
     if problems:
         raise InputError(problems)
     return out
+
+
+def _moe_ok(kind: str, values: dict, extra: dict, row: dict[str, str], where: str,
+            problems: list[Problem]) -> bool:
+    """A ``moe`` row names its experts, and its routed parameters fit in its active count."""
+    if kind != "moe":
+        return True
+    missing = [c for c in _MODEL_MOE if not extra[c]]
+    if missing:
+        problems.append(Problem(
+            missing[0], row.get(missing[0], ""), "is needed for a moe model",
+            f"fill in {', '.join(missing)} from the model's config.json (roofline version 2 "
+            "counts the experts a batch touches)", where))
+        return False
+    if extra["experts_per_token"] > extra["experts"] or extra["moe_layers"] > values["layers"]:
+        problems.append(Problem("experts_per_token", row.get("experts_per_token"),
+                                "must not exceed experts (and moe_layers not exceed layers)",
+                                "check the config.json figures", where))
+        return False
+    fixed = (values["active_params"] - (extra["embedding_params"] or 0)
+             - extra["experts_per_token"] * extra["moe_layers"] * extra["expert_params"])
+    if fixed < 0:
+        problems.append(Problem(
+            "expert_params", row.get("expert_params"),
+            "makes the routed experts a token uses larger than its active parameters",
+            "active_params ≥ embedding_params + experts_per_token × moe_layers × "
+            "expert_params", where))
+        return False
+    return True
+
+
+def _aliases(row: dict[str, str]) -> tuple[str, ...]:
+    """Other names of an entry: the ``aliases`` column, separated by semicolons."""
+    return tuple(a.strip() for a in row.get("aliases", "").split(";") if a.strip())
 
 
 def _int_or_none(x: float | None) -> int | None:
@@ -806,28 +989,41 @@ def _unknown(kind: str, word: object, names: list[str]) -> InputError:
     return InputError([Problem(kind, word, f"is not in the {kind} catalogue", fix)])
 
 
+def _find(entries: dict, name: str) -> object | None:
+    """An entry by its name or one of its aliases, case and punctuation ignored; a Hugging Face
+    id's organisation (``deepseek-ai/DeepSeek-R1`` → ``DeepSeek-R1``) is dropped."""
+    for key in dict.fromkeys((normalise(name), normalise(str(name).rsplit("/", 1)[-1]))):
+        if key in entries:
+            return entries[key]
+        for entry in entries.values():
+            if key in {normalise(a) for a in entry.aliases}:
+                return entry
+    return None
+
+
 def gpu(name: str | GPU, catalogue_dir: str | os.PathLike | None = None) -> GPU:
-    """The GPU called ``name`` (case and punctuation ignored); raises InputError listing close
-    matches when there is none."""
+    """The GPU called ``name`` or one of its aliases (case and punctuation ignored); raises
+    InputError listing close matches when there is none."""
     if isinstance(name, GPU):
         return name
     gpus = load_gpus(catalogue_dir)
-    found = gpus.get(normalise(name))
+    found = _find(gpus, name)
     if found is None:
         raise _unknown("gpu", name, [g.name for g in gpus.values()])
-    return found
+    return found  # type: ignore[return-value]
 
 
 def model(name: str | Model, catalogue_dir: str | os.PathLike | None = None) -> Model:
-    """The model called ``name`` (case and punctuation ignored); raises InputError listing
-    close matches when there is none."""
+    """The model called ``name`` or one of its aliases (a Hugging Face id such as
+    ``meta-llama/Llama-3.1-70B-Instruct`` works); raises InputError listing close matches when
+    there is none."""
     if isinstance(name, Model):
         return name
     models = load_models(catalogue_dir)
-    found = models.get(normalise(name))
+    found = _find(models, name)
     if found is None:
         raise _unknown("model", name, [m.name for m in models.values()])
-    return found
+    return found  # type: ignore[return-value]
 
 
 def _field(obj: object, kind: str, fields: tuple[str, ...], name: str) -> object:
@@ -854,22 +1050,44 @@ def model_spec(name: str, field_name: str,
 ''',
     'tokenfactory_xl.roofline': r'''"""Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
 
-A decode step of a batch of B sequences reads the model's active weights once and every
-sequence's KV cache, and does about 2 × active parameters FLOPs per token (TFOM-SPEC
-section 5). Whichever takes longer, moving the bytes or doing the FLOPs, sets the step time;
+A decode step of a batch of B sequences on one replica reads the weights it needs and every
+sequence's KV cache, and does the matrix and attention arithmetic (TFOM-SPEC section 5,
+version 2). Whichever takes longer, moving the bytes or doing the FLOPs, sets the step time;
 B tokens come out of each step. Prefill is compute bound. These are upper bounds: what a
 replica would produce if nothing but memory bandwidth and tensor throughput limited it.
 
+**What a step reads.** Not simply the active parameters:
+
+- the input embedding is a lookup: a step reads B rows of hidden-size elements, not the whole
+  table (Llama-3.1-8B's table is 525 M of its 8.03 B parameters);
+- the output projection (LM head) is a full matrix multiply: read whole every step;
+- a mixture-of-experts layer routes each of the B tokens to k of its E experts, so a batch
+  touches E × (1 − (1 − k/E)^B) distinct experts in expectation (uniform routing). At batch 1
+  that is k; at large batch nearly every expert: DeepSeek-V3 (k = 8, E = 256) touches 255.9 of
+  256 at B = 256, and decode then reads nearly all 671 B parameters, not the 37 B active ones.
+
+**What a step computes.** 2 FLOPs per active weight per token (the input-embedding lookup
+excluded) plus attention over the context: 4 × layers × query heads × head dim × context for
+ordinary (MHA/GQA) attention, 2 × layers × query heads × context × (2 × latent + rope dim) for
+multi-head latent attention in its absorbed form (about 70 GFLOP per token for DeepSeek-V3 at
+4,096 tokens). Sliding-window layers attend over at most their window. Prefill does the same
+per prompt token, its attention at half the prompt length (the average position).
+
 The functions come in two layers:
 
-- spec formulas on plain numbers (:func:`kv_bytes_per_token`, :func:`kv_bytes_per_sequence`,
-  :func:`bytes_per_step`, :func:`flops_per_step`, :func:`step_time`,
+- spec formulas on plain numbers (:func:`experts_touched`, :func:`weights_read_per_step`,
+  :func:`kv_bytes_per_token`, :func:`kv_bytes_per_sequence`, :func:`bytes_per_step`,
+  :func:`attention_flops_per_token`, :func:`flops_per_step`, :func:`step_time`,
   :func:`decode_tps_per_gpu`, :func:`prefill_tps_per_gpu`, :func:`blended_tps`,
   :func:`max_batch`), each taking scalars or numpy arrays and broadcasting like
   :mod:`tokenfactory_xl.model`;
 - catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
-  :func:`prefill_tps_for`) that take a GPU and a model by name from
+  :func:`prefill_tps_for`, :func:`decode_step_for`) that take a GPU and a model by name from
   :mod:`tokenfactory_xl.specs` and a precision.
+
+Check values of the spec, pinned by the tests: Llama-3.1-8B in BF16 on one H100 SXM, batch 1,
+1,100 tokens of context: 221.1 tokens/s (a published 212.8 stays under it); DeepSeek-V3 in FP8
+on 8 × H200, batch 256, 4,096 tokens: 1,740 tokens/s per GPU.
 
 **Precision** is one of ``fp16``, ``bf16``, ``fp8``, ``int8``, ``fp4``, ``int4``. It sets the
 bytes per weight (2, 2, 1, 1, 0.5, 0.5), the bytes per KV-cache element unless
@@ -885,7 +1103,7 @@ Pass lower factors (well-tuned decode kernels sustain about 0.7–0.85 of peak b
 prefill reaches about 0.4–0.6 MFU) to get an *attainable* ceiling instead; TEF against it is
 correspondingly higher.
 
-**Tensor parallelism.** One replica of the model spans ``gpus_per_replica`` GPUs (tensor
+**Parallelism.** One replica of the model spans ``gpus_per_replica`` GPUs (tensor or expert
 parallel). Its aggregate memory bandwidth, FLOPS and memory are ``gpus_per_replica`` × one
 GPU's; the replica's tokens per second are divided by ``gpus_per_replica`` to give tokens per
 second **per GPU**, the figure the site inputs (``theoretical_tps_per_gpu``) take. Inter-GPU
@@ -894,13 +1112,9 @@ the replica's GPUs; an engine that copies it to every GPU instead (an MLA latent
 parallelism, or more GPUs than KV heads) fits fewer sequences and reads more per step, which
 data-parallel attention avoids.
 
-**Mixture of experts.** Following the spec, a decode step reads the *active* parameters.
-The tokens of a batch are routed to different experts, so a large batch of a MoE model reads
-more than that: for MoE models the bound is the more optimistic the larger the batch.
-
 **Memory.** Weights resident in memory are the *total* parameters (every expert of a MoE
-model); a decode step reads the *active* ones. GB are 10⁹ bytes. No room is reserved for
-activations or the runtime, so :func:`max_batch` is an upper bound too.
+model). GB are 10⁹ bytes. No room is reserved for activations or the runtime, so
+:func:`max_batch` is an upper bound too.
 """
 
 from __future__ import annotations
@@ -909,7 +1123,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import InputError, Problem
-from .model import Numeric, _div, _f, _out
+from .model import Numeric, _div, _f, _out, blended_capacity
 from .specs import GPU, Model, gpu, model
 
 #: Bytes per weight and per KV-cache element for each precision.
@@ -987,19 +1201,88 @@ def kv_bytes_per_sequence(
     return _out(_f(kv_bytes_per_token) * tokens)
 
 
+def experts_touched(experts: ArrayLike, experts_per_token: ArrayLike,
+                    batch: ArrayLike) -> Numeric:
+    """Distinct experts a batch routes to in one MoE layer, in expectation [experts].
+
+    E × (1 − (1 − k ÷ E)^B) under uniform routing (TFOM-SPEC section 5): each expert is missed
+    by one token with probability 1 − k ÷ E, by all B tokens with that to the power B. k at
+    B = 1, nearly E at large B. 0 for a dense model (E = 0).
+
+    >>> round(experts_touched(256, 8, 256), 1)  # DeepSeek-V3 at batch 256
+    255.9
+    """
+    e, k = _f(experts), _f(experts_per_token)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        touched = e * (1 - np.power(1 - np.where(e > 0, k / np.where(e > 0, e, 1), 0),
+                                    _f(batch)))
+    return _out(np.where(e > 0, touched, 0.0))
+
+
+def weights_read_per_step(
+    active_params: ArrayLike, batch: ArrayLike, embedding_params: ArrayLike = 0,
+    hidden_size: ArrayLike = 0, moe_layers: ArrayLike = 0, experts: ArrayLike = 0,
+    experts_per_token: ArrayLike = 0, expert_params: ArrayLike = 0,
+) -> Numeric:
+    """Parameters one decode step of B sequences reads [parameters] (TFOM-SPEC section 5).
+
+    (active − input embedding − k × L_moe × p_expert) + B × hidden + L_moe × E_touched(B) ×
+    p_expert: the weights every token uses (attention, dense and shared-expert layers, LM head)
+    once, the B embedding rows looked up, and every routed expert the batch touches. For a dense
+    model (no experts) it is active − embedding + B × hidden.
+
+    Parameters
+    ----------
+    active_params : published active parameters, embeddings and LM head included [parameters]
+    batch : sequences decoded together [sequences]
+    embedding_params : input-embedding table [parameters]; 0 reads it whole (tied embeddings)
+    hidden_size : elements of one embedding row [elements]
+    moe_layers : MoE layers L_moe; experts : routed experts per layer E;
+    experts_per_token : k; expert_params : one routed expert in one layer p_expert [parameters]
+    """
+    b, p, layers = _f(batch), _f(expert_params), _f(moe_layers)
+    always = _f(active_params) - _f(embedding_params) - _f(experts_per_token) * layers * p
+    routed = layers * _f(experts_touched(experts, experts_per_token, b)) * p
+    return _out(always + b * _f(hidden_size) + routed)
+
+
 def bytes_per_step(
-    active_params: ArrayLike, bytes_per_weight: ArrayLike, batch: ArrayLike,
+    weights_read: ArrayLike, bytes_per_weight: ArrayLike, batch: ArrayLike,
     kv_bytes_per_sequence: ArrayLike,
 ) -> Numeric:
-    """Bytes one decode step reads [bytes]: active params × bytes per weight + B × KV bytes
-    per sequence (KV bytes per token × context, TFOM-SPEC section 5)."""
-    return _out(_f(active_params) * _f(bytes_per_weight) + _f(batch) * _f(kv_bytes_per_sequence))
+    """Bytes one decode step reads [bytes]: weights read × bytes per weight + B × KV bytes per
+    sequence (TFOM-SPEC section 5). ``weights_read`` comes from :func:`weights_read_per_step`."""
+    return _out(_f(weights_read) * _f(bytes_per_weight) + _f(batch) * _f(kv_bytes_per_sequence))
 
 
-def flops_per_step(active_params: ArrayLike, batch: ArrayLike) -> Numeric:
-    """FLOPs one decode step does [FLOP]: 2 × active params × B (a multiply and an add per
-    weight per token)."""
-    return _out(2 * _f(active_params) * _f(batch))
+def attention_flops_per_token(
+    layers: ArrayLike, query_heads: ArrayLike, head_dim: ArrayLike, context_tokens: ArrayLike,
+    latent_dim: ArrayLike = 0, rope_dim: ArrayLike = 0, sliding_share: ArrayLike = 0,
+    sliding_window: ArrayLike = np.inf,
+) -> Numeric:
+    """Attention FLOPs one new token does over a context of n tokens [FLOP/token].
+
+    MHA/GQA: 4 × layers × query heads × head dim × n (scores and the weighted sum of values,
+    a multiply and an add each). MLA in its absorbed form (``latent_dim`` > 0): 2 × layers ×
+    query heads × n × (2 × latent + rope dim), the scores over latent and rotary part and the
+    sum over the latent (TFOM-SPEC section 5). A share ``sliding_share`` of the layers attends
+    over at most ``sliding_window`` tokens.
+    """
+    n, s = _f(context_tokens), _f(sliding_share)
+    attended = (1 - s) * n + s * np.minimum(n, _f(sliding_window))
+    latent = _f(latent_dim)
+    mha = 4 * _f(query_heads) * _f(head_dim)
+    mla = 2 * _f(query_heads) * (2 * latent + _f(rope_dim))
+    return _out(_f(layers) * np.where(latent > 0, mla, mha) * attended)
+
+
+def flops_per_step(active_params: ArrayLike, batch: ArrayLike, embedding_params: ArrayLike = 0,
+                   attention_flops_per_token: ArrayLike = 0) -> Numeric:
+    """FLOPs one decode step does [FLOP]: B × (2 × (active − input embedding) params +
+    attention FLOPs per token) (a multiply and an add per weight per token; the embedding is a
+    lookup, not arithmetic)."""
+    per_token = 2 * (_f(active_params) - _f(embedding_params)) + _f(attention_flops_per_token)
+    return _out(_f(batch) * per_token)
 
 
 def step_time(
@@ -1028,26 +1311,25 @@ def decode_tps_per_gpu(batch: ArrayLike, step_time: ArrayLike,
 
 
 def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
-                        mfu: ArrayLike = DEFAULT_MFU) -> Numeric:
-    """Prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷ (2 × active params).
+                        mfu: ArrayLike = DEFAULT_MFU, embedding_params: ArrayLike = 0,
+                        attention_flops_per_token: ArrayLike = 0) -> Numeric:
+    """Prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷ (2 × (active −
+    embedding) params + attention FLOPs per prompt token).
 
     ``peak_flops`` is one GPU's [FLOP/s]; a replica of g GPUs does g times as much over g GPUs.
+    ``attention_flops_per_token`` is taken at half the prompt length (TFOM-SPEC section 5): the
+    average position of a prompt token.
     """
-    return _out(_div(_f(peak_flops) * _f(mfu), 2 * _f(active_params)))
+    per_token = 2 * (_f(active_params) - _f(embedding_params)) + _f(attention_flops_per_token)
+    return _out(_div(_f(peak_flops) * _f(mfu), per_token))
 
 
 def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                 output_share: ArrayLike) -> Numeric:
-    """Tokens per second of a mix of prompt and output tokens [tokens/s].
-
-    A GPU that reads prompts at P tokens/s and writes output at D tokens/s spends
-    (1 − o) ÷ P + o ÷ D seconds per token of a mix whose output share is o, so it makes
-    1 ÷ ((1 − o) ÷ P + o ÷ D) tokens/s of that mix: the ceiling to set against a measured
-    throughput that counts input and output tokens alike.
-    """
-    o = _f(output_share)
-    seconds = _div(1 - o, prefill_tps) + _div(o, decode_tps)
-    return _out(_div(1.0, seconds))
+    """Tokens per second of a mix of prompt and output tokens [tokens/s]: TFOM-SPEC section 2's
+    blended capacity 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d), stated once in
+    :func:`tokenfactory_xl.model.blended_capacity`."""
+    return blended_capacity(prefill_tps, decode_tps, output_share)
 
 
 def max_batch(
@@ -1121,38 +1403,37 @@ def max_batch_for(
                      kv_bytes_per_sequence_for(m, ctx, kv_bytes))
 
 
-def theoretical_tps(
+def _sliding(m: Model) -> tuple[float, float]:
+    """The share of a model's layers that attend over a window, and the window [tokens]."""
+    if not m.sliding_window:
+        return 0.0, np.inf
+    return m.sliding_window_layers / m.layers, float(m.sliding_window)
+
+
+def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
+    """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
+    MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
+    share, window = _sliding(m)
+    latent = (m.kv_latent_dim - m.rope_dim) if m.kv_latent_dim else 0
+    return attention_flops_per_token(m.layers, m.attention_heads, m.head_dim, context_tokens,
+                                     latent, m.rope_dim, share, window)
+
+
+def decode_step_for(
     gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
     context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
-    kv_precision: str | None = None, check_memory: bool = True,
-) -> Numeric:
-    """Theoretical decode throughput per GPU [tokens/s] (TFOM-SPEC section 5).
+    kv_precision: str | None = None,
+) -> dict[str, Numeric]:
+    """The working of one decode step of a catalogue GPU and model (TFOM-SPEC section 5).
 
-    One replica spans ``gpus_per_replica`` GPUs: its bandwidth and FLOPS are that many times
-    one GPU's, and its tokens per second are divided by the same number.
-
-    step time = max((active × bytes/weight + B × KV bytes/sequence) ÷ (n × bandwidth × MBU),
-    2 × active × B ÷ (n × peak × MFU)); TPS per GPU = B ÷ step time ÷ n.
-
-    Parameters
-    ----------
-    gpu_name, model_name : catalogue keys (case ignored) or :class:`GPU` / :class:`Model`
-    precision : weight precision: fp16, bf16, fp8, int8, fp4, int4
-    batch : sequences decoded together [sequences]
-    context_tokens : context length of each sequence [tokens]
-    gpus_per_replica : tensor-parallel GPUs holding one replica [GPUs]
-    mbu, mfu : memory-bandwidth and model-FLOPs utilisation [fraction], default 1.0
-    kv_precision : KV-cache precision when it differs from ``precision``
-    check_memory : where the batch does not fit in the replica's memory the result is nan
-
-    Examples
-    --------
-    Llama-3.1-8B in BF16 on one H100 SXM, batch 1, 1,000-token context: memory bound,
-    3.35 TB/s ÷ (16.06 GB + 0.131 GB) ≈ 206.9 tokens/s.
-
-    >>> round(theoretical_tps("H100 SXM", "Llama-3.1-8B", "bf16", 1, 1000), 1)
-    206.9
+    Returns
+    -------
+    ``weights_read`` [parameters], ``experts_touched`` per MoE layer [experts],
+    ``kv_bytes_per_sequence`` [bytes], ``bytes`` and ``flops`` per step [bytes, FLOP],
+    ``memory_s`` and ``compute_s`` (each bound's time) and ``step_s`` [s], ``tps_per_gpu``
+    [tokens/s], ``max_batch`` [sequences]. Arguments are validated as in
+    :func:`theoretical_tps`.
     """
     g, m = gpu(gpu_name), model(model_name)
     w_bytes = bytes_per_element(precision)
@@ -1162,24 +1443,92 @@ def theoretical_tps(
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
     mbu_, mfu_ = _check_fraction("mbu", mbu), _check_fraction("mfu", mfu)
     kv_seq = kv_bytes_per_sequence_for(m, ctx, kv_bytes)
-    step = step_time(
-        bytes_per_step(m.active_params, w_bytes, b, kv_seq),
-        flops_per_step(m.active_params, b),
-        n * g.bandwidth_tbps * TERA, n * peak_tflops(g, precision) * TERA, mbu_, mfu_)
-    tps = _f(decode_tps_per_gpu(b, step, n))
+    weights = weights_read_per_step(m.active_params, b, m.embedding_params, m.hidden_size,
+                                    m.moe_layers, m.experts, m.experts_per_token,
+                                    m.expert_params)
+    moved = bytes_per_step(weights, w_bytes, b, kv_seq)
+    flops = flops_per_step(m.active_params, b, m.embedding_params, attention_flops_for(m, ctx))
+    memory_s = _div(moved, n * g.bandwidth_tbps * TERA * mbu_)
+    compute_s = _div(flops, n * peak_tflops(g, precision) * TERA * mfu_)
+    step = np.maximum(memory_s, compute_s)
+    return {
+        "weights_read": weights,
+        "experts_touched": experts_touched(m.experts, m.experts_per_token, b),
+        "kv_bytes_per_sequence": _out(kv_seq), "bytes": moved, "flops": flops,
+        "memory_s": _out(memory_s), "compute_s": _out(compute_s), "step_s": _out(step),
+        "tps_per_gpu": decode_tps_per_gpu(b, step, n),
+        "max_batch": max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes, kv_seq),
+    }
+
+
+def theoretical_tps(
+    gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
+    context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
+    kv_precision: str | None = None, check_memory: bool = True,
+) -> Numeric:
+    """Theoretical decode throughput per GPU [tokens/s] (TFOM-SPEC section 5, version 2).
+
+    One replica spans ``gpus_per_replica`` GPUs: its bandwidth and FLOPS are that many times
+    one GPU's, and its tokens per second are divided by the same number.
+
+    step time = max(bytes ÷ (n × bandwidth × MBU), FLOPs ÷ (n × peak × MFU)) with bytes =
+    weights read (:func:`weights_read_per_step`: embedding rows, LM head, the experts the batch
+    touches) × bytes/weight + B × KV bytes/sequence and FLOPs = B × (2 × (active − embedding)
+    + attention FLOPs per token); TPS per GPU = B ÷ step time ÷ n.
+
+    Parameters
+    ----------
+    gpu_name, model_name : catalogue keys (case ignored) or :class:`GPU` / :class:`Model`
+    precision : weight precision: fp16, bf16, fp8, int8, fp4, int4
+    batch : sequences decoded together [sequences]
+    context_tokens : context length of each sequence [tokens]
+    gpus_per_replica : tensor- or expert-parallel GPUs holding one replica [GPUs]
+    mbu, mfu : memory-bandwidth and model-FLOPs utilisation [fraction], default 1.0
+    kv_precision : KV-cache precision when it differs from ``precision``
+    check_memory : where the batch does not fit in the replica's memory the result is nan
+
+    Examples
+    --------
+    Llama-3.1-8B in BF16 on one H100 SXM, batch 1, 1,100-token context (the spec's check):
+    memory bound, 3.35 TB/s ÷ ((8.030 − 0.525) G params + one 4,096-element embedding row) ×
+    2 bytes + 0.144 GB of KV cache) ≈ 221.1 tokens/s, above the published 212.8.
+
+    >>> round(theoretical_tps("H100 SXM", "Llama-3.1-8B", "bf16", 1, 1100), 1)
+    221.1
+
+    DeepSeek-V3 in FP8 on 8 × H200, batch 256, 4,096 tokens: the batch touches 255.9 of 256
+    experts per layer, so a step reads 669 GB of weights and 37 GB of MLA cache.
+
+    >>> round(theoretical_tps("H200", "DeepSeek-V3", "fp8", 256, 4096, 8))
+    1740
+    """
+    step = decode_step_for(gpu_name, model_name, precision, batch, context_tokens,
+                           gpus_per_replica, mbu, mfu, kv_precision)
+    tps = _f(step["tps_per_gpu"])
     if check_memory:
-        fits = b <= _f(max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes, kv_seq))
-        tps = np.where(fits, tps, np.nan)
+        tps = np.where(_check_positive("batch", batch, whole=True) <= _f(step["max_batch"]),
+                       tps, np.nan)
     return _out(tps)
 
 
 def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str,
-                    mfu: ArrayLike = DEFAULT_MFU) -> Numeric:
-    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s]: peak × MFU ÷
-    (2 × active params), peak at ``precision``."""
+                    mfu: ArrayLike = DEFAULT_MFU, prompt_tokens: ArrayLike = 0) -> Numeric:
+    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (TFOM-SPEC section 5):
+    peak × MFU ÷ (2 × (active − embedding) params + attention FLOPs at half the prompt length),
+    peak at ``precision``. ``prompt_tokens`` 0 leaves attention out (a short prompt).
+
+    >>> round(prefill_tps_for("H100 SXM", "Llama-3.1-8B", "bf16", 1, 1000))
+    64792
+    """
     g, m = gpu(gpu_name), model(model_name)
+    prompt = _f(prompt_tokens)
+    if np.any(~np.isfinite(prompt) | (prompt < 0)):
+        raise InputError([Problem("prompt_tokens", prompt_tokens, "must be a number of at least 0",
+                                  "give the prompt length in tokens")])
     return prefill_tps_per_gpu(peak_tflops(g, precision) * TERA, m.active_params,
-                               _check_fraction("mfu", mfu))
+                               _check_fraction("mfu", mfu), m.embedding_params,
+                               attention_flops_for(m, prompt / 2))
 ''',
     'tokenfactory_xl.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
 
@@ -1443,7 +1792,7 @@ INPUTS: tuple[Input, ...] = (
     Input("start_date", "Start date", "date", _S, "date", _dt.date(2027, 1, 1),
           "Month 1 of the timeline; the first of a month."),
     Input("horizon_months", "Horizon", "months", _S, "integer", 60,
-          "Length of the monthly timeline.", low=1, high=240),
+          "Length of the monthly timeline.", low=1, high=120),
     Input("scenario", "Live scenario", "scenario", _S, "choice", "Base",
           "The scenario the model computes.", choices=SCENARIOS),
     Input("gpus", "GPUs", "GPUs", _F, "integer", 1024,
@@ -1748,6 +2097,10 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           "Measured 99th-percentile time to first token, above the median, ms"),
     Param("ttft_slo", _catalogue("ttft_slo_ms", "ttft_slo"),
           "The time-to-first-token objective sold to customers, ms"),
+    Param("prefill_tps", _rule("prefill_tps"),
+          f"Full-load prefill (input) tokens one GPU reads, {_TPS} per GPU"),
+    Param("decode_tps", _rule("decode_tps"),
+          f"Full-load decode (output) tokens one GPU writes, {_TPS} per GPU"),
     Param("cash_flows", _rule("cash_flows", low=None),
           "Monthly cash flows, one row or one column, month 0 (the investment) first, $"),
 )}
@@ -2252,6 +2605,56 @@ def _series(raw: object) -> np.ndarray:
     return flows[: filled[-1] + 1]
 
 
+# -- input and output tokens: prefill vs decode (TFOM-SPEC section 2) ---------------------------
+@xw.func(category=CATEGORY)
+@xw.arg("prefill_tps", ndim=2, doc=_doc("prefill_tps"))
+@xw.arg("decode_tps", ndim=2, doc=_doc("decode_tps"))
+@xw.arg("output_share", ndim=2, doc=_doc("output_share"))
+@_excel_help
+def BLENDED_CAPACITY(prefill_tps, decode_tps, output_share):
+    """Tokens per second one GPU makes of a mix of input and output tokens: 1 / ((1 - output
+    share) / prefill TPS + output share / decode TPS)."""
+    return _call(model.blended_capacity, ("prefill_tps", "decode_tps", "output_share"),
+                 (prefill_tps, decode_tps, output_share))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
+@xw.arg("prefill_tps", ndim=2, doc=_doc("prefill_tps"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@_excel_help
+def COST_PER_MTOK_INPUT(gpu_hour_cost, prefill_tps, util):
+    """Cost of a million input (prompt) tokens, in $ per million tokens: GPU-hour cost x 10^6 /
+    (3,600 x prefill TPS x utilisation)."""
+    return _call(model.cost_per_mtok_input, ("gpu_hour_cost", "prefill_tps", "util"),
+                 (gpu_hour_cost, prefill_tps, util))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
+@xw.arg("decode_tps", ndim=2, doc=_doc("decode_tps"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@_excel_help
+def COST_PER_MTOK_OUTPUT(gpu_hour_cost, decode_tps, util):
+    """Cost of a million output tokens, in $ per million tokens: GPU-hour cost x 10^6 / (3,600 x
+    decode TPS x utilisation)."""
+    return _call(model.cost_per_mtok_output, ("gpu_hour_cost", "decode_tps", "util"),
+                 (gpu_hour_cost, decode_tps, util))
+
+
+@xw.func(category=CATEGORY)
+@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
+@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("power_kw", ndim=2, doc=_doc("power_kw"))
+@xw.arg("pue", ndim=2, doc=_doc("pue"))
+@_excel_help
+def TOKENS_PER_MW(tps_per_gpu, util, power_kw, pue):
+    """Tokens per second a megawatt of facility power yields: TPS per GPU x utilisation x 1,000
+    / (kW per GPU x PUE)."""
+    return _call(model.tokens_per_mw, ("tps_per_gpu", "util", "power_kw", "pue"),
+                 (tps_per_gpu, util, power_kw, pue))
+
+
 # -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
 # The catalogue functions take names (a GPU, a model, a field) and a precision as well as
 # numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
@@ -2460,29 +2863,43 @@ __all__ = [
     "DAILY_TOKEN_VALUE", "IMPLIED_PRICE_PER_MTOK", "GPU_HOUR_COST", "BLENDED_PRICE",
     "PRICE_AFTER", "ECONOMIC_LIFE_MONTHS", "SLO_ATTAINMENT", "PAYBACK_MONTHS",
     "THEORETICAL_TPS", "MAX_BATCH", "GPU_SPEC", "MODEL_SPEC",
+    "BLENDED_CAPACITY", "COST_PER_MTOK_INPUT", "COST_PER_MTOK_OUTPUT", "TOKENS_PER_MW",
 ]
 ''',
 }
 
 # The package's data files.
 _DATA = {
-    'data/gpus.csv': r'''name,vendor,hbm_gb,hbm_gb_source,bandwidth_tbps,bandwidth_source,bf16_tflops,bf16_source,fp8_tflops,fp8_source,fp4_tflops,fp4_source,power_w,power_source,notes
-H100 SXM,NVIDIA,80,NVIDIA H100 Tensor Core GPU datasheet (2023),3.35,NVIDIA H100 Tensor Core GPU datasheet (2023),989.5,"NVIDIA H100 Tensor Core GPU datasheet (2023): 1,979* with sparsity, halved",1979,"NVIDIA H100 Tensor Core GPU datasheet (2023): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H100 Tensor Core GPU datasheet (2023): up to 700 W (configurable),"The datasheet prints tensor figures with sparsity (asterisk); dense = half."
-H200,NVIDIA,141,NVIDIA H200 Tensor Core GPU datasheet (2024),4.8,NVIDIA H200 Tensor Core GPU datasheet (2024),989.5,"NVIDIA H200 Tensor Core GPU datasheet (2024): 1,979* with sparsity, halved",1979,"NVIDIA H200 Tensor Core GPU datasheet (2024): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H200 Tensor Core GPU datasheet (2024): up to 700 W (configurable),"H200 SXM. Same compute as H100 SXM; more and faster HBM3e. Sparse figures halved."
-B200,NVIDIA,180,"NVIDIA Blackwell datasheet (2025), HGX B200 column",7.7,"NVIDIA Blackwell datasheet (2025), HGX B200 column",2250,"NVIDIA Blackwell datasheet (2025), HGX B200: 4.5 PFLOPS with sparsity, halved",4500,"NVIDIA Blackwell datasheet (2025), HGX B200: 9 PFLOPS with sparsity, halved",9000,"NVIDIA Blackwell datasheet (2025), HGX B200: 18 PFLOPS with sparsity, halved",1000,"NVIDIA Blackwell datasheet (2025), HGX B200: configurable up to 1,000 W","One Blackwell GPU of an HGX B200 board. The datasheet's per-GPU tensor figures are with sparsity; dense = half."
-GB200,NVIDIA,186,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (13.4 TB HBM3e over 72 GPUs)",8,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (576 TB/s over 72 GPUs)",2500,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 5 PFLOPS with sparsity, halved",5000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 10 PFLOPS with sparsity, halved",10000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 20 PFLOPS with sparsity, halved",1200,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: configurable up to 1,200 W per GPU","One Blackwell GPU of a GB200 superchip (two per Grace CPU). Grace CPU power not included. Sparse figures halved."
-MI300X,AMD,192,AMD Instinct MI300X accelerator data sheet (2023),5.3,AMD Instinct MI300X accelerator data sheet (2023),1307.4,"AMD Instinct MI300X accelerator data sheet (2023): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI300X accelerator data sheet (2023): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),750,AMD Instinct MI300X accelerator data sheet (2023): 750 W total board power,AMD prints dense and sparse figures separately; the dense ones are used.
-MI325X,AMD,256,AMD Instinct MI325X accelerator data sheet (2024),6,AMD Instinct MI325X accelerator data sheet (2024),1307.4,"AMD Instinct MI325X accelerator data sheet (2024): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI325X accelerator data sheet (2024): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),1000,AMD Instinct MI325X accelerator data sheet (2024): 1000 W total board power,Same compute as MI300X; 256 GB HBM3E.
-L40S,NVIDIA,48,NVIDIA L40S GPU datasheet (2023): 48 GB GDDR6 with ECC,0.864,NVIDIA L40S GPU datasheet (2023): 864 GB/s,362.05,"NVIDIA L40S GPU datasheet (2023): BF16 362.05 dense (733* with sparsity)",733,"NVIDIA L40S GPU datasheet (2023): FP8 733 dense (1,466* with sparsity)",,no FP4 tensor cores (Ada Lovelace),350,NVIDIA L40S GPU datasheet (2023): max power 350 W,"GDDR6, not HBM: hbm_gb is the card's memory. The datasheet prints dense and sparse (asterisk) side by side; the dense figures are used."
+    'data/gpus.csv': r'''name,vendor,hbm_gb,hbm_gb_source,bandwidth_tbps,bandwidth_source,bf16_tflops,bf16_source,fp8_tflops,fp8_source,fp4_tflops,fp4_source,power_w,power_source,aliases,notes
+H100 SXM,NVIDIA,80,NVIDIA H100 Tensor Core GPU datasheet (2023),3.35,NVIDIA H100 Tensor Core GPU datasheet (2023),989.5,"NVIDIA H100 Tensor Core GPU datasheet (2023): 1,979* with sparsity, halved",1979,"NVIDIA H100 Tensor Core GPU datasheet (2023): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H100 Tensor Core GPU datasheet (2023): up to 700 W (configurable),H100; H100 SXM5; H100-SXM5-80GB,The datasheet prints tensor figures with sparsity (asterisk); dense = half. H100 alone (as nightly suites write it) names this SXM part; the PCIe card has 2.0 TB/s and is not in the catalogue.
+H200,NVIDIA,141,NVIDIA H200 Tensor Core GPU datasheet (2024),4.8,NVIDIA H200 Tensor Core GPU datasheet (2024),989.5,"NVIDIA H200 Tensor Core GPU datasheet (2024): 1,979* with sparsity, halved",1979,"NVIDIA H200 Tensor Core GPU datasheet (2024): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H200 Tensor Core GPU datasheet (2024): up to 700 W (configurable),H200 SXM,H200 SXM. Same compute as H100 SXM; more and faster HBM3e. Sparse figures halved.
+B200,NVIDIA,180,"NVIDIA Blackwell datasheet (2025), HGX B200 column",7.7,"NVIDIA Blackwell datasheet (2025), HGX B200 column",2250,"NVIDIA Blackwell datasheet (2025), HGX B200: 4.5 PFLOPS with sparsity, halved",4500,"NVIDIA Blackwell datasheet (2025), HGX B200: 9 PFLOPS with sparsity, halved",9000,"NVIDIA Blackwell datasheet (2025), HGX B200: 18 PFLOPS with sparsity, halved",1000,"NVIDIA Blackwell datasheet (2025), HGX B200: configurable up to 1,000 W",,One Blackwell GPU of an HGX B200 board. The datasheet's per-GPU tensor figures are with sparsity; dense = half.
+GB200,NVIDIA,186,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (13.4 TB HBM3e over 72 GPUs)",8,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (576 TB/s over 72 GPUs)",2500,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 5 PFLOPS with sparsity, halved",5000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 10 PFLOPS with sparsity, halved",10000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 20 PFLOPS with sparsity, halved",1200,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: configurable up to 1,200 W per GPU",,One Blackwell GPU of a GB200 superchip (two per Grace CPU). Grace CPU power not included. Sparse figures halved.
+MI300X,AMD,192,AMD Instinct MI300X accelerator data sheet (2023),5.3,AMD Instinct MI300X accelerator data sheet (2023),1307.4,"AMD Instinct MI300X accelerator data sheet (2023): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI300X accelerator data sheet (2023): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),750,AMD Instinct MI300X accelerator data sheet (2023): 750 W total board power,,AMD prints dense and sparse figures separately; the dense ones are used.
+MI325X,AMD,256,AMD Instinct MI325X accelerator data sheet (2024),6,AMD Instinct MI325X accelerator data sheet (2024),1307.4,"AMD Instinct MI325X accelerator data sheet (2024): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI325X accelerator data sheet (2024): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),1000,AMD Instinct MI325X accelerator data sheet (2024): 1000 W total board power,,Same compute as MI300X; 256 GB HBM3E.
+L40S,NVIDIA,48,NVIDIA L40S GPU datasheet (2023): 48 GB GDDR6 with ECC,0.864,NVIDIA L40S GPU datasheet (2023): 864 GB/s,362.05,NVIDIA L40S GPU datasheet (2023): BF16 362.05 dense (733* with sparsity),733,"NVIDIA L40S GPU datasheet (2023): FP8 733 dense (1,466* with sparsity)",,no FP4 tensor cores (Ada Lovelace),350,NVIDIA L40S GPU datasheet (2023): max power 350 W,,"GDDR6, not HBM: hbm_gb is the card's memory. The datasheet prints dense and sparse (asterisk) side by side; the dense figures are used."
+B300,NVIDIA,288,"NVIDIA HGX B300 datasheet (2025): 2.3 TB HBM3e over 8 GPUs, 288 GB per Blackwell Ultra GPU",8,NVIDIA HGX B300 datasheet (2025): 64 TB/s over 8 GPUs,2250,"NVIDIA HGX B300 datasheet (2025): FP16/BF16 36 PFLOPS with sparsity over 8 GPUs = 4.5 per GPU, halved",4500,"NVIDIA HGX B300 datasheet (2025): FP8 72 PFLOPS with sparsity over 8 GPUs = 9 per GPU, halved",13500,NVIDIA HGX B300 datasheet (2025): FP4 144 PFLOPS with sparsity / 108 PFLOPS dense over 8 GPUs; 108 ÷ 8,1100,"NVIDIA HGX B300 (2025): about 1,100 W per GPU",,One Blackwell Ultra GPU of an HGX B300 board. NVIDIA prints the tensor figures with sparsity; dense = half (FP4: the dense figure NVIDIA gives).
+GB300,NVIDIA,278,NVIDIA GB300 NVL72 datasheet (2025): up to 20 TB HBM3e over 72 GPUs (277.8 GB each),8,NVIDIA GB300 NVL72 datasheet (2025): up to 576 TB/s over 72 GPUs,2500,"NVIDIA GB300 NVL72 datasheet (2025): FP16/BF16 360 PFLOPS with sparsity over 72 GPUs = 5 per GPU, halved",5000,"NVIDIA GB300 NVL72 datasheet (2025): FP8 720 PFLOPS with sparsity over 72 GPUs = 10 per GPU, halved",15000,"NVIDIA GB300 NVL72 datasheet (2025): FP4 1,440 PFLOPS with sparsity / 1,080 dense over 72 GPUs; 1,080 ÷ 72",1400,"NVIDIA GB300 NVL72 (2025): configurable up to 1,400 W per GPU",,One Blackwell Ultra GPU of a GB300 superchip. Grace CPU power not included. Sparse figures halved.
+MI355X,AMD,288,AMD Instinct MI355X GPU data sheet (2025): 288 GB HBM3E,8,AMD Instinct MI355X GPU data sheet (2025): 8 TB/s peak memory bandwidth,2516.6,AMD Instinct MI355X GPU data sheet (2025): peak FP16/BF16 dense 2.5 PFLOPS (5.0 with structured sparsity),5033.2,AMD Instinct MI355X GPU data sheet (2025): peak FP8 dense 5.0 PFLOPS (10.1 with structured sparsity),10066.4,AMD Instinct MI355X GPU data sheet (2025): peak MXFP4 dense 10.1 PFLOPS,1400,AMD Instinct MI355X GPU data sheet (2025): 1400 W total board power,,CDNA 4. AMD prints dense and sparse figures separately; the dense ones are used.
+H20,NVIDIA,96,NVIDIA HGX H20 product specification (2024): 96 GB HBM3,4,NVIDIA HGX H20 product specification (2024): 4.0 TB/s,148,"NVIDIA HGX H20 product specification (2024): FP16/BF16 296 TFLOPS with sparsity, halved (148 dense)",296,"NVIDIA HGX H20 product specification (2024): FP8 592 TFLOPS with sparsity, halved (296 dense)",,no FP4 tensor cores (Hopper),400,NVIDIA HGX H20 product specification (2024): 400 W,,"Hopper part for the Chinese market: H100-class memory bandwidth, about 15% of H100's tensor throughput, so decode of large batches turns compute bound early."
 ''',
-    'data/models.csv': r'''name,kind,total_params,active_params,layers,kv_heads,head_dim,kv_latent_dim,sliding_window,sliding_window_layers,max_context,source,notes
-Llama-3.1-8B,dense,8030261248,8030261248,32,8,128,,,,131072,"meta-llama/Llama-3.1-8B config.json (hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Parameters counted from config.json (untied embeddings); the model card rounds to 8B.
-Llama-3.1-70B,dense,70553706496,70553706496,80,8,128,,,,131072,"meta-llama/Llama-3.1-70B config.json (hidden_size 8192, intermediate_size 28672, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Parameters counted from config.json (untied embeddings); the model card rounds to 70B.
-Llama-3.1-405B,dense,405853388800,405853388800,126,8,128,,,,131072,"meta-llama/Llama-3.1-405B config.json (hidden_size 16384, intermediate_size 53248, num_hidden_layers 126, num_attention_heads 128, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Parameters counted from config.json (untied embeddings); the model card rounds to 405B.
-Qwen2.5-72B,dense,72706203648,72706203648,80,8,128,,,,131072,"Qwen/Qwen2.5-72B-Instruct config.json (hidden_size 8192, intermediate_size 29568, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 152064, QKV bias); model card: 72.7B parameters, 131,072-token context with YaRN",Parameters counted from config.json; agrees with the model card's 72.7B.
-DeepSeek-V3,moe,671000000000,37000000000,61,128,128,576,,,163840,"deepseek-ai/DeepSeek-V3 model card (Dec 2024): 671B total, 37B activated per token; config.json: num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840","Multi-head latent attention (MLA): the KV cache holds one compressed latent of kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576 elements per layer per token (keys and values share it), instead of 2 x kv_heads x head_dim. The multi-token-prediction module (14B) is not counted."
-gpt-oss-120b,moe,116800000000,5100000000,36,8,64,,128,18,131072,"openai/gpt-oss-120b model card (Aug 2025): 117B parameters (116.8B), 5.1B active per token; config.json: num_hidden_layers 36, num_key_value_heads 8, head_dim 64, sliding_window 128, layer_types alternating sliding_attention / full_attention",Half of the layers (18 of 36) attend over a 128-token sliding window and cache at most 128 tokens each. Expert weights ship in MXFP4.
-gpt-oss-20b,moe,20900000000,3600000000,24,8,64,,128,12,131072,"openai/gpt-oss-20b model card (Aug 2025): 21B parameters (20.9B), 3.6B active per token; config.json: num_hidden_layers 24, num_key_value_heads 8, head_dim 64, sliding_window 128, alternating layer_types",Half of the layers (12 of 24) use a 128-token sliding window.
+    'data/models.csv': r'''name,kind,total_params,active_params,layers,kv_heads,head_dim,kv_latent_dim,sliding_window,sliding_window_layers,max_context,hidden_size,embedding_params,embedding_source,query_heads,rope_dim,attention_source,moe_layers,experts,experts_per_token,expert_params,moe_source,source,aliases,notes
+Llama-3.1-8B,dense,8030261248,8030261248,32,8,128,,,,131072,4096,525336576,"meta-llama/Llama-3.1-8B config.json: vocab_size 128,256 × hidden_size 4,096; tie_word_embeddings false (the LM head is a separate matrix, read whole)",32,,meta-llama/Llama-3.1-8B config.json: num_attention_heads 32,,,,,,"meta-llama/Llama-3.1-8B config.json (hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-8B-Instruct; Meta-Llama-3.1-8B; Meta-Llama-3.1-8B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 8B.
+Llama-3.1-70B,dense,70553706496,70553706496,80,8,128,,,,131072,8192,1050673152,"meta-llama/Llama-3.1-70B config.json: vocab_size 128,256 × hidden_size 8,192; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,meta-llama/Llama-3.1-70B config.json: num_attention_heads 64,,,,,,"meta-llama/Llama-3.1-70B config.json (hidden_size 8192, intermediate_size 28672, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-70B-Instruct; Meta-Llama-3.1-70B-Instruct; Llama-3.3-70B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 70B.
+Llama-3.1-405B,dense,405853388800,405853388800,126,8,128,,,,131072,16384,2101346304,"meta-llama/Llama-3.1-405B config.json: vocab_size 128,256 × hidden_size 16,384; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,,meta-llama/Llama-3.1-405B config.json: num_attention_heads 128,,,,,,"meta-llama/Llama-3.1-405B config.json (hidden_size 16384, intermediate_size 53248, num_hidden_layers 126, num_attention_heads 128, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-405B-Instruct; Meta-Llama-3.1-405B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 405B.
+Qwen2.5-72B,dense,72706203648,72706203648,80,8,128,,,,131072,8192,1245708288,"Qwen/Qwen2.5-72B-Instruct config.json: vocab_size 152,064 × hidden_size 8,192; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen2.5-72B-Instruct config.json: num_attention_heads 64,,,,,,"Qwen/Qwen2.5-72B-Instruct config.json (hidden_size 8192, intermediate_size 29568, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 152064, QKV bias); model card: 72.7B parameters, 131,072-token context with YaRN",Qwen2.5-72B-Instruct,Parameters counted from config.json; agrees with the model card's 72.7B.
+DeepSeek-V3,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-V3 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,deepseek-ai/DeepSeek-V3 config.json: num_attention_heads 128; qk_rope_head_dim 64,58,256,8,44040192,"deepseek-ai/DeepSeek-V3 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-V3 model card (Dec 2024): 671B total, 37B activated per token; config.json: num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840",DeepSeek-V3-0324,"Multi-head latent attention (MLA): the KV cache holds one compressed latent of kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576 elements per layer per token (keys and values share it), instead of 2 x kv_heads x head_dim. The multi-token-prediction module (14B) is not counted."
+DeepSeek-V3.1,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-V3.1 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,deepseek-ai/DeepSeek-V3.1 config.json: num_attention_heads 128; qk_rope_head_dim 64,58,256,8,44040192,"deepseek-ai/DeepSeek-V3.1 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-V3.1 model card (Aug 2025): 671B total, 37B activated, 128K context; config.json: the DeepSeek-V3 architecture (num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840)",,Same architecture as DeepSeek-V3: MLA caches kv_lora_rank + qk_rope_head_dim = 576 elements per layer per token. The multi-token-prediction module is not counted.
+DeepSeek-R1,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-R1 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,deepseek-ai/DeepSeek-R1 config.json: num_attention_heads 128; qk_rope_head_dim 64,58,256,8,44040192,"deepseek-ai/DeepSeek-R1 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-R1 model card (Jan 2025): 671B total, 37B activated, built on DeepSeek-V3-Base; config.json: the DeepSeek-V3 architecture (num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840)",DeepSeek-R1-0528,Same architecture as DeepSeek-V3: MLA caches kv_lora_rank + qk_rope_head_dim = 576 elements per layer per token. The multi-token-prediction module is not counted.
+gpt-oss-120b,moe,116800000000,5100000000,36,8,64,,128,18,131072,2880,579133440,"openai/gpt-oss-120b config.json: vocab_size 201,088 × hidden_size 2,880; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,openai/gpt-oss-120b config.json: num_attention_heads 64,36,128,4,24883200,"openai/gpt-oss-120b config.json: every one of the 36 layers is MoE; 128 routed experts, 4 per token; one expert = 3 (gate, up, down) × hidden_size 2,880 × expert intermediate size 2,880","openai/gpt-oss-120b model card (Aug 2025): 117B parameters (116.8B), 5.1B active per token; config.json: num_hidden_layers 36, num_key_value_heads 8, head_dim 64, sliding_window 128, layer_types alternating sliding_attention / full_attention",,Half of the layers (18 of 36) attend over a 128-token sliding window and cache at most 128 tokens each. Expert weights ship in MXFP4.
+gpt-oss-20b,moe,20900000000,3600000000,24,8,64,,128,12,131072,2880,579133440,"openai/gpt-oss-20b config.json: vocab_size 201,088 × hidden_size 2,880; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,openai/gpt-oss-20b config.json: num_attention_heads 64,24,32,4,24883200,"openai/gpt-oss-20b config.json: every one of the 24 layers is MoE; 32 routed experts, 4 per token; one expert = 3 (gate, up, down) × hidden_size 2,880 × expert intermediate size 2,880","openai/gpt-oss-20b model card (Aug 2025): 21B parameters (20.9B), 3.6B active per token; config.json: num_hidden_layers 24, num_key_value_heads 8, head_dim 64, sliding_window 128, alternating layer_types",,Half of the layers (12 of 24) use a 128-token sliding window.
+Qwen3-235B-A22B,moe,235000000000,22000000000,94,4,128,,,,131072,4096,622329856,"Qwen/Qwen3-235B-A22B config.json: vocab_size 151,936 × hidden_size 4,096; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen3-235B-A22B config.json: num_attention_heads 64,94,128,8,18874368,"Qwen/Qwen3-235B-A22B config.json: decoder_sparse_step 1 and no mlp_only_layers: all 94 layers are MoE; 128 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 4,096 × expert intermediate size 1,536","Qwen/Qwen3-235B-A22B model card (Apr 2025): 235B total, 22B activated, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 94, num_attention_heads 64, num_key_value_heads 4, head_dim 128",Qwen3-235B-A22B-Instruct-2507; Qwen3-235B-A22B-Thinking-2507,"Grouped-query attention (64 query heads, 4 KV heads)."
+Qwen3-30B-A3B,moe,30500000000,3300000000,48,4,128,,,,131072,2048,311164928,"Qwen/Qwen3-30B-A3B config.json: vocab_size 151,936 × hidden_size 2,048; tie_word_embeddings false (the LM head is a separate matrix, read whole)",32,,Qwen/Qwen3-30B-A3B config.json: num_attention_heads 32,48,128,8,4718592,"Qwen/Qwen3-30B-A3B config.json: decoder_sparse_step 1 and no mlp_only_layers: all 48 layers are MoE; 128 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 2,048 × expert intermediate size 768","Qwen/Qwen3-30B-A3B model card (Apr 2025): 30.5B total, 3.3B activated, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 48, num_attention_heads 32, num_key_value_heads 4, head_dim 128",Qwen3-30B-A3B-Instruct-2507; Qwen3-30B-A3B-Thinking-2507,"Grouped-query attention (32 query heads, 4 KV heads)."
+Qwen3-32B,dense,32800000000,32800000000,64,8,128,,,,131072,5120,777912320,"Qwen/Qwen3-32B config.json: vocab_size 151,936 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen3-32B config.json: num_attention_heads 64,,,,,,"Qwen/Qwen3-32B model card (Apr 2025): 32.8B parameters, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 64, num_attention_heads 64, num_key_value_heads 8, head_dim 128, intermediate_size 25600",,"Dense; grouped-query attention (64 query heads, 8 KV heads)."
+Kimi-K2,moe,1026000000000,32000000000,61,64,128,576,,,131072,7168,1174405120,"moonshotai/Kimi-K2-Instruct config.json: vocab_size 163,840 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,64,moonshotai/Kimi-K2-Instruct config.json: num_attention_heads 64; qk_rope_head_dim 64,60,384,8,44040192,"moonshotai/Kimi-K2-Instruct config.json: num_hidden_layers 61 − first_k_dense_replace 1 = 60 MoE layers; 384 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","moonshotai/Kimi-K2-Instruct model card (Jul 2025): 1T total, 32B activated, 128K context; config.json: num_hidden_layers 61, num_attention_heads 64, kv_lora_rank 512, qk_rope_head_dim 64, v_head_dim 128",Kimi-K2-Instruct; Kimi-K2-Base,"DeepSeek-V3 architecture with 384 experts and 64 heads: MLA caches 512 + 64 = 576 elements per layer per token. The model card rounds the total to 1T; counted from config.json it is about 1.026T (60 MoE layers × 384 experts × 44.04 M parameters = 1,014.7 B, plus the 32 B active less its 8 routed experts), the figure used so that a large batch cannot read more than the model holds."
+GLM-4.5,moe,355000000000,32000000000,92,8,128,,,,131072,5120,775946240,"zai-org/GLM-4.5 config.json: vocab_size 151,552 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",96,,zai-org/GLM-4.5 config.json: num_attention_heads 96,89,160,8,23592960,"zai-org/GLM-4.5 config.json: num_hidden_layers 92 − first_k_dense_replace 3 = 89 MoE layers; 160 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 1,536","zai-org/GLM-4.5 model card (Jul 2025): 355B total, 32B active, 128K context; config.json: num_hidden_layers 92, num_attention_heads 96, num_key_value_heads 8, head_dim 128",,"Grouped-query attention (96 query heads, 8 KV heads). The multi-token-prediction layer (num_nextn_predict_layers 1) is not counted."
+Llama-4-Maverick,moe,400000000000,17000000000,48,8,128,,8192,36,1048576,5120,1034485760,"meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): vocab_size 202,048 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",40,,meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): num_attention_heads 40,24,128,1,125829120,"meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): interleave_moe_layer_step 2: 24 of the 48 layers are MoE; 128 routed experts, 1 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 8,192","meta-llama/Llama-4-Maverick-17B-128E-Instruct model card (Apr 2025): 400B total, 17B active, 1M context; config.json text_config: num_hidden_layers 48, num_attention_heads 40, num_key_value_heads 8, head_dim 128, attention_chunk_size 8192",Llama-4-Maverick-17B-128E-Instruct; Llama-4-Maverick-17B-128E,"Three of every four layers use chunked attention over 8,192-token chunks (counted as a 8,192-token window: an upper limit on what they cache); every fourth layer attends globally."
+Llama-4-Scout,moe,109000000000,17000000000,48,8,128,,8192,36,10485760,5120,1034485760,"meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): vocab_size 202,048 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",40,,meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): num_attention_heads 40,48,16,1,125829120,"meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): interleave_moe_layer_step 1: all 48 layers are MoE; 16 routed experts, 1 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 8,192","meta-llama/Llama-4-Scout-17B-16E-Instruct model card (Apr 2025): 109B total, 17B active, 10M context; config.json text_config: num_hidden_layers 48, num_attention_heads 40, num_key_value_heads 8, head_dim 128, attention_chunk_size 8192",Llama-4-Scout-17B-16E-Instruct; Llama-4-Scout-17B-16E,"Three of every four layers use chunked attention over 8,192-token chunks (counted as a 8,192-token window); every fourth layer attends globally."
 ''',
 }
 

@@ -14,6 +14,19 @@ failed:
     AVOIDED_CAPEX = Err.Description
 End Function
 
+Function BLENDED_CAPACITY(prefill_tps, decode_tps, output_share)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        BLENDED_CAPACITY = XLPy.CallUDF("tokenfactory_xl.udfs", "BLENDED_CAPACITY", Array(prefill_tps, decode_tps, output_share), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        BLENDED_CAPACITY = XLPy.CallUDF("tokenfactory_xl.udfs", "BLENDED_CAPACITY", Array(prefill_tps, decode_tps, output_share))
+        Exit Function
+    #End If
+failed:
+    BLENDED_CAPACITY = Err.Description
+End Function
+
 Function BLENDED_PRICE(price_input, price_output, output_share, Optional cache_hit_rate, Optional price_cached_input, Optional batch_share, Optional batch_discount)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
@@ -51,6 +64,32 @@ Function COST_PER_MTOK(gpu_hour_cost, tps_per_gpu, util)
     #End If
 failed:
     COST_PER_MTOK = Err.Description
+End Function
+
+Function COST_PER_MTOK_INPUT(gpu_hour_cost, prefill_tps, util)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        COST_PER_MTOK_INPUT = XLPy.CallUDF("tokenfactory_xl.udfs", "COST_PER_MTOK_INPUT", Array(gpu_hour_cost, prefill_tps, util), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        COST_PER_MTOK_INPUT = XLPy.CallUDF("tokenfactory_xl.udfs", "COST_PER_MTOK_INPUT", Array(gpu_hour_cost, prefill_tps, util))
+        Exit Function
+    #End If
+failed:
+    COST_PER_MTOK_INPUT = Err.Description
+End Function
+
+Function COST_PER_MTOK_OUTPUT(gpu_hour_cost, decode_tps, util)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        COST_PER_MTOK_OUTPUT = XLPy.CallUDF("tokenfactory_xl.udfs", "COST_PER_MTOK_OUTPUT", Array(gpu_hour_cost, decode_tps, util), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        COST_PER_MTOK_OUTPUT = XLPy.CallUDF("tokenfactory_xl.udfs", "COST_PER_MTOK_OUTPUT", Array(gpu_hour_cost, decode_tps, util))
+        Exit Function
+    #End If
+failed:
+    COST_PER_MTOK_OUTPUT = Err.Description
 End Function
 
 Function DAILY_TOKEN_VALUE(tps_per_gpu, util, price_per_mtok)
@@ -285,6 +324,19 @@ Function TOKENS_PER_DAY(tps)
     #End If
 failed:
     TOKENS_PER_DAY = Err.Description
+End Function
+
+Function TOKENS_PER_MW(tps_per_gpu, util, power_kw, pue)
+    #If App = "Microsoft Excel" Then
+        If TypeOf Application.Caller Is Range Then On Error GoTo failed
+        TOKENS_PER_MW = XLPy.CallUDF("tokenfactory_xl.udfs", "TOKENS_PER_MW", Array(tps_per_gpu, util, power_kw, pue), ThisWorkbook, Application.Caller)
+        Exit Function
+    #Else
+        TOKENS_PER_MW = XLPy.CallUDF("tokenfactory_xl.udfs", "TOKENS_PER_MW", Array(tps_per_gpu, util, power_kw, pue))
+        Exit Function
+    #End If
+failed:
+    TOKENS_PER_MW = Err.Description
 End Function
 
 Function TPM(tps)

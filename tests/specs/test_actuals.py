@@ -14,7 +14,7 @@ from statistics import NormalDist
 import openpyxl
 import pytest
 
-from tests.specs.test_roofline import GPUS, MODELS, hand_peak, hand_tps
+from tests.specs.test_roofline import GPUS, MODELS, hand_prefill, hand_tps
 from tokenfactory_xl import actuals, cli
 from tokenfactory_xl.errors import InputError
 
@@ -62,12 +62,20 @@ def test_older_vllm_percentile_lists_are_read():
     assert (m.tps, m.ttft_p99_ms) == (15.0, 90.0)
 
 
-def test_sglang_bench_serving_reads_the_latest_run():
-    [m] = actuals.read_files([fixture("sglang_bench_serving.jsonl")])
+def test_sglang_bench_serving_reports_every_run_or_the_one_chosen():
+    first, second = actuals.read_files([fixture("sglang_bench_serving.jsonl")])
+    assert (first.run, second.run) == ("1 of 2", "2 of 2")
+    assert first.tps == (240_000 + 96_000) / 50.0
+    m = second
     assert m.format == "SGLang bench_serving"
     assert m.tps == (300_000 + 120_000) / 60.0 == 7_000
     assert (m.ttft_p50_ms, m.ttft_p99_ms, m.requests) == (250.0, 980.0, 500)
-    assert m.notes == ("line 2 of 2 read (the latest run)",)
+    [chosen] = actuals.read_files([fixture("sglang_bench_serving.jsonl")], run=2)
+    assert chosen == second
+    assert actuals.read_benchmark(fixture("sglang_bench_serving.jsonl")).notes == (
+        "run 2 of 2 read (the latest)",)
+    with pytest.raises(actuals.FileProblem, match="holds 2 runs; --run 3 is not one of them"):
+        actuals.read_files([fixture("sglang_bench_serving.jsonl")], run=3)
 
 
 @pytest.mark.parametrize("name", ["profile_export_aiperf.json",
@@ -192,7 +200,8 @@ def test_tef_against_the_roofline(capsys):
                   "--batch", "32", "--context", "4096", "--gpus", "2", "--slo-ms", "1500")
     gpu, model = GPUS[1], MODELS[1]
     decode = hand_tps(gpu, model, "fp8", 32, 4096, 2)
-    prefill = hand_peak(gpu, "fp8") / (2 * float(model["active_params"]))
+    # two scrapes count no requests: no mean prompt length, attention left out of prefill
+    prefill = hand_prefill(gpu, model, "fp8", 0)
     share = 300_000 / 1_500_000
     blended = 1 / ((1 - share) / prefill + share / decode)
     assert got["roofline_decode_tps_per_gpu"] == pytest.approx(decode)
@@ -203,10 +212,11 @@ def test_tef_against_the_roofline(capsys):
 
 
 def test_printed_summary():
-    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000")
+    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000", "--run", "2")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "SGLang bench_serving, 60.0 s, 500 requests" in out
+    assert "(run 2 of 2) (SGLang bench_serving, concurrency 32, 60.0 s, 500 requests)" in out
+    assert "(run 1 of 2)" not in out
     assert "7,000.0 tokens/s" in out and "250.0 / 980.0 ms" in out
     assert f"{100 * hand_slo(250, 980, 2000):.2f} %" in out
     assert "TEF" in out and "0.700" in out

@@ -52,10 +52,66 @@ def test_tensor_figures_are_dense(row):
     bf16, fp8 = float(row["bf16_tflops"]), float(row["fp8_tflops"])
     assert fp8 == pytest.approx(2 * bf16, rel=0.02)
     if row["fp4_tflops"]:
-        assert float(row["fp4_tflops"]) == pytest.approx(2 * fp8)
-    if row["name"] in ("H100 SXM", "H200", "B200", "GB200"):
+        # Blackwell Ultra (B300, GB300) raised dense FP4 to three times FP8; others have two
+        ratio = 3 if row["name"] in ("B300", "GB300") else 2
+        assert float(row["fp4_tflops"]) == pytest.approx(ratio * fp8)
+    if row["name"] in ("H100 SXM", "H200", "B200", "GB200", "B300", "GB300", "H20"):
         assert "halved" in row["bf16_source"] and "halved" in row["fp8_source"]
         assert "sparsity" in row["bf16_source"]
+
+
+def test_todays_gpus():
+    # HGX B300: 288 GB, 8 TB/s, FP8 72 PFLOPS sparse over 8 GPUs → 4,500 dense; FP4 108 dense / 8
+    b300 = specs.gpu("B300")
+    assert (b300.hbm_gb, b300.bandwidth_tbps, b300.bf16_tflops, b300.fp8_tflops,
+            b300.fp4_tflops) == (288, 8, 2250, 4500, 13500)
+    # GB300 NVL72: 20 TB and 576 TB/s over 72 GPUs; FP4 1,080 PFLOPS dense / 72
+    gb300 = specs.gpu("GB300")
+    assert (gb300.hbm_gb, gb300.bandwidth_tbps, gb300.fp8_tflops, gb300.fp4_tflops) == (
+        278, 8, 5000, 15000)
+    mi355x = specs.gpu("MI355X")
+    assert (mi355x.hbm_gb, mi355x.bandwidth_tbps, mi355x.bf16_tflops, mi355x.power_w) == (
+        288, 8, 2516.6, 1400)
+    h20 = specs.gpu("H20")   # H100-class bandwidth, ~15 % of its tensor throughput
+    assert (h20.hbm_gb, h20.bandwidth_tbps, h20.bf16_tflops, h20.fp4_tflops) == (
+        96, 4, 148, None)
+
+
+def test_todays_models_come_from_their_configs():
+    # expert = 3 × hidden × expert intermediate; embedding = vocabulary × hidden
+    qwen = specs.model("Qwen3-235B-A22B")
+    assert (qwen.moe_layers, qwen.experts, qwen.experts_per_token, qwen.expert_params) == (
+        94, 128, 8, 3 * 4096 * 1536)
+    assert qwen.embedding_params == 151_936 * 4096 and qwen.query_heads == 64
+    kimi = specs.model("Kimi-K2")
+    assert (kimi.moe_layers, kimi.experts, kimi.kv_latent_dim, kimi.rope_dim) == (60, 384, 576, 64)
+    maverick = specs.model("Llama-4-Maverick")
+    assert (maverick.moe_layers, maverick.experts, maverick.experts_per_token) == (24, 128, 1)
+    assert maverick.expert_params == 3 * 5120 * 8192
+    for name in ("DeepSeek-V3.1", "DeepSeek-R1"):   # the DeepSeek-V3 architecture
+        m = specs.model(name)
+        assert (m.total_params, m.active_params, m.moe_layers, m.expert_params) == (
+            671e9, 37e9, 58, 3 * 7168 * 2048)
+    for m in specs.load_models().values():
+        assert m.sources.get("embedding") and m.sources.get("attention"), m.name
+        if m.kind == "moe":
+            assert "config.json" in m.sources["moe"], m.name
+
+
+def test_a_moe_row_must_name_its_experts(tmp_path):
+    (tmp_path / "models.csv").write_text(
+        "name,kind,total_params,active_params,layers,kv_heads,head_dim\n"
+        "Mine,moe,100e9,10e9,40,8,128\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        specs.load_models(tmp_path)
+    assert "moe_layers" in str(err.value) and "config.json" in str(err.value)
+    (tmp_path / "models.csv").write_text(
+        "name,kind,total_params,active_params,layers,kv_heads,head_dim,moe_layers,experts,"
+        "experts_per_token,expert_params\nMine,moe,100e9,10e9,40,8,128,40,64,8,1e8\n",
+        encoding="utf-8")
+    with pytest.raises(InputError) as err:   # 8 × 40 × 100 M = 32 B routed > 10 B active
+        specs.load_models(tmp_path)
+    assert "expert_params" in str(err.value)
 
 
 def test_datasheet_figures():
@@ -191,3 +247,15 @@ def test_a_bad_user_catalogue_names_file_row_and_column(tmp_path):
 def test_module_examples():
     for module in (specs, roofline):
         assert doctest.testmod(module).failed == 0
+
+
+def test_names_as_published_find_their_entry():
+    # Hugging Face ids (organisation dropped), released variants, and the suites' short names
+    assert specs.model("deepseek-ai/DeepSeek-R1-0528").name == "DeepSeek-R1"
+    assert specs.model("meta-llama/Llama-3.3-70B-Instruct").name == "Llama-3.1-70B"
+    assert specs.model("moonshotai/Kimi-K2-Instruct").name == "Kimi-K2"
+    assert specs.model("openai/gpt-oss-120b").name == "gpt-oss-120b"
+    assert specs.model("Qwen/Qwen3-235B-A22B-Instruct-2507").name == "Qwen3-235B-A22B"
+    assert specs.gpu("h100").name == "H100 SXM" and specs.gpu("H200 SXM").name == "H200"
+    with pytest.raises(InputError, match="did you mean"):
+        specs.model("Llama-3.1-7B")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.specs.test_roofline import GPUS, MODELS, hand_max_batch, hand_peak, hand_tps
+from tests.specs.test_roofline import GPUS, MODELS, hand_max_batch, hand_prefill, hand_tps
 from tokenfactory_xl import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,8 +31,8 @@ def test_json_figures_agree_with_a_hand_computation(capsys, gpu, m):
     assert got["decode_tps_per_gpu"] == pytest.approx(hand_tps(gpu, m, "fp8", 16, 8192, 4,
                                                                mbu=0.85))
     assert got["decode_tps_per_replica"] == pytest.approx(4 * got["decode_tps_per_gpu"])
-    assert got["prefill_tps_per_gpu"] == pytest.approx(
-        hand_peak(gpu, "fp8") / (2 * float(m["active_params"])))
+    # prefill: attention at half the 8,192-token prompt (TFOM-SPEC section 5)
+    assert got["prefill_tps_per_gpu"] == pytest.approx(hand_prefill(gpu, m, "fp8", 8192))
     assert got["max_batch"] == hand_max_batch(gpu, m, "fp8", 8192, 4)
     assert got["weights_gb"] == pytest.approx(float(m["total_params"]) / 1e9)
     assert got["step_time_ms"] == pytest.approx(16 / (4 * got["decode_tps_per_gpu"]) * 1000)
@@ -66,5 +66,6 @@ def test_a_users_catalogue_folder_reaches_the_command(tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["gpu"] == "Lab-1"
+    # fp8: (8,030,261,248 − 525,336,576 embedding + one 4,096 row) bytes + 1,000 × 65,536 KV
     assert got["decode_tps_per_gpu"] == pytest.approx(
-        2e12 / (8_030_261_248 + 1000 * 2 * 32 * 8 * 128))
+        2e12 / (8_030_261_248 - 128_256 * 4096 + 4096 + 1000 * 2 * 32 * 8 * 128))

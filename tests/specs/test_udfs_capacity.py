@@ -93,7 +93,7 @@ def test_spec_ranges():
 
 def test_unknown_names_list_close_matches():
     assert message(THEORETICAL_TPS, "H201", "Llama-3.1-70B", "fp8", 1, 1024) == (
-        "gpu=H201: is not in the gpu catalogue; did you mean H200 or B200 or GB200?")
+        "gpu=H201: is not in the gpu catalogue; did you mean H20 or H200 or B200?")
     assert "did you mean Llama-3.1-70B" in message(MAX_BATCH, "H200", "Llama-3.1-07B", "fp8",
                                                    1024)
     assert message(THEORETICAL_TPS, [["H200"], ["H2"]], "Llama-3.1-70B", "fp8", 1, 1).startswith(
@@ -118,3 +118,55 @@ def test_bad_arguments():
 def test_classic_excel_shows_the_message_as_the_cells_text(monkeypatch):
     monkeypatch.setattr(udfs, "runtime", lambda: "classic")
     assert GPU_SPEC("H201", "hbm_gb").startswith("gpu=H201: is not in the gpu catalogue")
+
+
+def test_prefill_decode_split_of_spec_section_2():
+    from tokenfactory_xl import model
+    from tokenfactory_xl.udfs import (
+        BLENDED_CAPACITY,
+        COST_PER_MTOK_INPUT,
+        COST_PER_MTOK_OUTPUT,
+        TOKENS_PER_MW,
+    )
+    # T_p 40,000, T_d 4,000, o 0.25: T = 1 / (0.75/40,000 + 0.25/4,000) = 1 / 8.125e-5
+    assert BLENDED_CAPACITY(40_000, 4_000, 0.25) == pytest.approx(1 / 8.125e-5)
+    # $2.10 a GPU-hour at full use: input 2.10e6 / (3,600 × 40,000) = $0.014583 per Mtok,
+    # output ten times that, as decode is ten times slower
+    tin = COST_PER_MTOK_INPUT(2.10, 40_000, 1)
+    tout = COST_PER_MTOK_OUTPUT(2.10, 4_000, 1)
+    assert tin == pytest.approx(2.10e6 / (3600 * 40_000))
+    assert tout / tin == pytest.approx(10)
+    # their token-weighted mean is the cost per Mtok at the blended capacity (any utilisation)
+    for util in (1, 0.6):
+        mean = (0.75 * model.cost_per_mtok_input(2.10, 40_000, util)
+                + 0.25 * model.cost_per_mtok_output(2.10, 4_000, util))
+        assert mean == pytest.approx(model.cost_per_mtok(2.10, 1 / 8.125e-5, util))
+    # GPU-time share of input tokens: 1.875e-5 / 8.125e-5
+    assert model.input_time_share(40_000, 4_000, 0.25) == pytest.approx(1.875 / 8.125)
+    # 10,000 tokens/s at 50 % on 1 kW × PUE 1.25: 800 GPUs a MW × 5,000 = 4,000,000
+    assert TOKENS_PER_MW(10_000, 0.5, 1.0, 1.25) == pytest.approx(4e6)
+    assert BLENDED_CAPACITY([[40_000], [20_000]], 4_000, 0.25) == [
+        [pytest.approx(1 / 8.125e-5)], [pytest.approx(1 / (0.75 / 20_000 + 0.25 / 4_000))]]
+    assert message(COST_PER_MTOK_OUTPUT, 2.10, 4_000, 65) == (
+        "util=65: looks like a percentage; enter 65% or 0.65")
+    # the roofline's blend is the same formula
+    from tokenfactory_xl import roofline
+    assert roofline.blended_tps(40_000, 4_000, 0.25) == model.blended_capacity(40_000, 4_000, 0.25)
+
+
+def test_todays_pairs_give_finite_bounds():
+    # every new GPU and model in a configuration that fits memory
+    pairs = [("MI355X", "Qwen3-235B-A22B", "fp8", 64, 4096, 8),
+             ("B300", "DeepSeek-R1", "fp4", 256, 8192, 8),
+             ("GB300", "Kimi-K2", "fp8", 128, 8192, 8),
+             ("H20", "Qwen3-30B-A3B", "bf16", 32, 2048, 1),
+             ("B200", "Llama-4-Maverick", "fp8", 64, 4096, 8),
+             ("H100 SXM", "GLM-4.5", "fp8", 64, 4096, 8),
+             ("H200", "Qwen3-32B", "bf16", 16, 4096, 2),
+             ("MI355X", "Llama-4-Scout", "bf16", 32, 8192, 1),
+             ("B300", "DeepSeek-V3.1", "fp8", 64, 4096, 8)]
+    for p in pairs:
+        got = THEORETICAL_TPS(*p)
+        gpu = next(g for g in GPUS if g["name"] == p[0])
+        m = next(m for m in MODELS if m["name"] == p[1])
+        assert got == pytest.approx(hand_tps(gpu, m, *p[2:])), p

@@ -1,0 +1,143 @@
+"""`tokenfactory-xl cost`: throughput per GPU, tokens/s per user and the input/output cost split
+of TFOM-SPEC section 2, on the real SGLang sweep (tests/fixtures/actuals/SOURCES.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from tokenfactory_xl import cost, libreoffice
+
+ROOT = Path(__file__).resolve().parents[2]
+SWEEP = str(ROOT / "tests" / "fixtures" / "actuals" / "sglang_llama70b_h200_sweep.jsonl")
+SUITE = str(ROOT / "tests" / "fixtures" / "actuals" / "suite_agg_list_constructed.json")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", "cost", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def hand_point(inp, out, seconds, done, ttft_ms, itl_ms, gpus=4, gpu_hour=2.10):
+    """Section 2 by hand: r = mean prompt × ITL ÷ TTFT; 1/T = (1 − o)/(r·T_d) + o/T_d."""
+    per_gpu = (inp + out) / seconds / gpus
+    o = out / (inp + out)
+    r = (inp / done) * (itl_ms / 1000) / (ttft_ms / 1000)
+    t_d = per_gpu * ((1 - o) / r + o)     # 1/T = ((1 − o)/r + o)/T_d
+    t_p = r * t_d
+    return per_gpu, gpu_hour * 1e6 / (3600 * t_p), gpu_hour * 1e6 / (3600 * t_d)
+
+
+def test_cost_of_every_run_of_the_real_sweep():
+    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500", "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    points = got["points"]
+    assert len(points) == 5
+    # run 4 of 5: 2,441,917 tokens in 346.69 s on 4 GPUs; ITL 70.81 ms; TTFT 194.50 ms
+    per_gpu, c_in, c_out = hand_point(1222995, 1218922, 346.69448847300373, 2400,
+                                      194.49735060334206, 70.8101480267942)
+    p = points[3]
+    assert p["tps_per_gpu"] == pytest.approx(per_gpu) and round(per_gpu, 1) == 1760.9
+    assert p["cost_per_mtok_input"] == pytest.approx(c_in)
+    assert p["cost_per_mtok_output"] == pytest.approx(c_out)
+    assert p["tps_per_user"] == pytest.approx(1000 / 70.8101480267942)
+    # the token-weighted mean of the two is the cost of a million tokens at T
+    o = p["output_share"]
+    assert (1 - o) * c_in + o * c_out == pytest.approx(2.10e6 / (3600 * per_gpu))
+    # the fastest-per-GPU run whose TTFT (p50: the file has no p99) is within 500 ms
+    assert got["best"].endswith("(run 4 of 5)")
+    assert p["ttft_stat"] == "p50"
+
+
+def test_a_given_ratio_replaces_the_measured_one():
+    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--run", "1",
+               "--prefill-decode-ratio", "10", "--json")
+    [p] = json.loads(proc.stdout)["points"]
+    o = 160347 / (152612 + 160347)
+    per_gpu = (152612 + 160347) / 298.36731477989815 / 4
+    t_d = per_gpu * ((1 - o) / 10 + o)
+    assert p["decode_tps_per_gpu"] == pytest.approx(t_d)
+    assert p["cost_per_mtok_output"] / p["cost_per_mtok_input"] == pytest.approx(10)
+    assert p["ratio_basis"] == "given (--prefill-decode-ratio)"
+
+
+def test_suite_results_take_their_gpu_count_from_the_file():
+    # those rows carry no prompt length, so the split takes a given ratio
+    proc = run(SUITE, "--gpu-hour", "3", "--json", "--ttft-slo-ms", "2500",
+               "--prefill-decode-ratio", "20")
+    points = json.loads(proc.stdout)["points"]
+    assert [p["tps_per_gpu"] for p in points] == [pytest.approx(98.41), pytest.approx(412.7),
+                                                  pytest.approx(903.5)]
+    # p99 TTFTs 604.7, 2,103.4 and 7,883.2 ms: the second is the best within 2,500 ms
+    assert json.loads(proc.stdout)["best"].endswith("(run 2 of 3)")
+    assert points[1]["ttft_stat"] == "p99"
+
+
+def test_the_sweep_workbook_has_its_points_and_chart(tmp_path):
+    out = tmp_path / "curve.xlsx"
+    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500", "-o",
+               str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "best point meeting TTFT ≤ 500 ms (p50)" in proc.stdout
+    wb = openpyxl.load_workbook(out)
+    assert wb.sheetnames == ["Curve", "Points"]
+    rows = list(wb["Points"].iter_rows(min_row=2, values_only=True))
+    assert len(rows) == 5
+    users = [r[2] for r in rows]
+    assert users == sorted(users)        # plotted left to right by tokens/s per user
+    assert len(wb["Curve"]._charts) == 1
+
+
+@pytest.mark.skipif(libreoffice.find_soffice() is None, reason="LibreOffice not installed")
+def test_the_png_is_rendered(tmp_path):
+    png = tmp_path / "curve.png"
+    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--png", str(png))
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ((SWEEP,), "--gpu-hour"),
+    ((SWEEP, "--gpu-hour", "-1"), "--gpu-hour"),
+    ((SWEEP, "--gpu-hour", "2", "-o", "curve.csv"), "must end in .xlsx"),
+    ((SWEEP, "--gpu-hour", "2", "--png", "/no/such/folder/c.png"), "folder does not exist"),
+    (("missing.json", "--gpu-hour", "2"), "missing.json: no such file"),
+    ((SWEEP, "--gpu-hour", "2", "--run", "9"), "holds 5 runs; --run 9"),
+])
+def test_bad_input_is_one_clear_line(args, says):
+    proc = run(*args)
+    assert proc.returncode == 2
+    assert says in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_run_without_what_the_split_needs_asks_for_the_ratio(tmp_path):
+    bare = tmp_path / "r.json"
+    bare.write_text(json.dumps({"endpoint_type": "vllm", "duration": 10.0, "completed": 5,
+                                "total_input_tokens": 100, "total_output_tokens": 50}))
+    proc = run(str(bare), "--gpu-hour", "2")
+    assert proc.returncode == 2 and "give --prefill-decode-ratio" in proc.stderr
+    ok = run(str(bare), "--gpu-hour", "2", "--prefill-decode-ratio", "20", "--json")
+    [p] = json.loads(ok.stdout)["points"]
+    assert p["tps_per_gpu"] == 15.0
+
+
+def test_best_point_needs_a_known_ttft():
+    point = cost.CostPoint("a", None, 100.0, None, 0.5, 10, "", 1, 1, 1, 1, 1, None, None)
+    assert cost.best_point([point], 1000) is None
+
+
+def test_a_file_name_is_never_turned_into_a_formula(tmp_path):
+    point = cost.CostPoint('=HYPERLINK("http://x","y")', 8, 100.0, 20.0, 0.5, 10, "", 1, 1, 1, 1,
+                           1, 100.0, "p50")
+    out = tmp_path / "c.xlsx"
+    out.write_bytes(cost.workbook_bytes([point], 2.0, "=1+1 runs"))
+    wb = openpyxl.load_workbook(out)
+    cell = wb["Points"]["A2"]
+    assert cell.data_type == "s" and cell.value == '=HYPERLINK("http://x","y")'
+    assert wb["Curve"]["A1"].data_type == "s"
