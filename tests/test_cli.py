@@ -232,6 +232,7 @@ EXAMPLE_FILES = {
     "before.prom": "tests/fixtures/actuals/vllm_metrics_before.prom",
     "after.prom": "tests/fixtures/actuals/vllm_metrics_after.prom",
     "sites.csv": "tests/fixtures/actuals/sites.csv",
+    "sweep.jsonl": "tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl",
 }
 
 

@@ -343,7 +343,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "tokens/s-per-user curve as an Excel chart (--output) and a PNG (--png), "
                     "and --ttft-slo-ms names the best point meeting a TTFT objective.",
         epilog="examples:\n  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4\n"
-               "  tokenfactory-xl cost conc*.json --gpu-hour 2.10 --ttft-slo-ms 500 "
+               "  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4 --ttft-slo-ms 500 "
                "-o curve.xlsx --png curve.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")

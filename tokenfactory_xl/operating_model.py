@@ -54,7 +54,6 @@ from .formula import (
     SUM,
     SUMIF,
     SUMPRODUCT,
-    TEXT,
     At,
     Cell,
     Const,
@@ -671,14 +670,13 @@ MASTER_CHECK = _scalar(
 
 #: Texts the sheets show about the site, in the same language as the model's lines.
 TEXT_LINES: tuple[Line, ...] = (
+    # a whole number joins a text as its digits in every engine, so no TEXT() is needed
     Line("timeline_subtitle", "", "", "text",
          Text("Monthly operating model · ").concat(I.site_name).concat(" · ")
-         .concat(I.scenario).concat(" scenario · ")
-         .concat(TEXT(I.horizon_months, "0")).concat(" months")),
+         .concat(I.scenario).concat(" scenario · ").concat(I.horizon_months).concat(" months")),
     Line("dashboard_subtitle", "", "", "text",
          I.site_name.concat(" · ").concat(I.scenario).concat(" scenario · ")
-         .concat(TEXT(I.horizon_months, "0")).concat(" months from ")
-         .concat(TEXT(I.start_date, "yyyy-mm-dd")).concat(" · ").concat(I.currency)),
+         .concat(I.horizon_months).concat(" months · money in ").concat(I.currency)),
 )
 
 
