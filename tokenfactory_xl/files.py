@@ -25,6 +25,7 @@ forever and a device (``/dev/zero``) never ends.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -135,6 +136,10 @@ def read_regular(path: str | os.PathLike) -> bytes:
 
 
 # -- checking the outputs against the inputs ---------------------------------------------------
+class OutputClash(InputError):
+    """An output would replace an input, another output, a folder or a link."""
+
+
 def _identity(path: Path, follow: bool = True) -> tuple[int, int] | None:
     try:
         st = os.stat(path) if follow else os.lstat(path)
@@ -162,7 +167,7 @@ def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
 
     Raises
     ------
-    InputError
+    OutputClash
         naming every clash; whatever the flags (``--force`` replaces old outputs, never inputs).
     """
     problems: list[Problem] = []
@@ -199,7 +204,7 @@ def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
                                     "a file that can be replaced",
                                     "choose another output name"))
     if problems:
-        raise InputError(problems)
+        raise OutputClash(problems)
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -238,6 +243,10 @@ def stage(path: str | os.PathLike, data: bytes) -> Path:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
+    except OSError as exc:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         os.close(fd)
         temp.unlink(missing_ok=True)
@@ -248,6 +257,15 @@ def stage(path: str | os.PathLike, data: bytes) -> Path:
         temp.unlink(missing_ok=True)
         raise
     return temp
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An operating-system error in one line: what failed and for which file."""
+    reason = (exc.strerror or str(exc)).rstrip(".")
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on the disk"
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return f"{reason[:1].lower()}{reason[1:]}{where}"
 
 
 def _sync_folder(folder: Path) -> None:
