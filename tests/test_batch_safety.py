@@ -41,7 +41,7 @@ def sites_csv(path: Path, names: list[str]) -> Path:
     return path
 
 
-# -- inputs are never outputs --------------------------------------------------------------------
+# -- inputs are never outputs ---------------------------------------------------------------------
 def test_a_site_named_like_the_sites_workbook_cannot_replace_it_even_with_force(tmp_path):
     wb = openpyxl.Workbook()
     wb.active.append(["site_name", "gpus"])
@@ -113,7 +113,7 @@ def test_temporary_names_are_unpredictable(tmp_path):
     assert all(n.startswith(TEMP_PREFIX) and n.endswith("-x.xlsx.tmp") for n in names)
 
 
-# -- a run that fails ------------------------------------------------------------------------------
+# -- a run that fails -----------------------------------------------------------------------------
 def test_a_full_disk_leaves_nothing_and_says_so_in_one_line(tmp_path, monkeypatch, capsys):
     sites = sites_csv(tmp_path / "sites.csv", [f"Site {i}" for i in range(5)])
     out = tmp_path / "out"
@@ -157,7 +157,7 @@ def test_a_link_to_dev_zero_is_a_device(tmp_path):
     assert "no such file" not in proc.stderr.lower()
 
 
-# -- a run that is stopped -----------------------------------------------------------------------
+# -- a run that is stopped ------------------------------------------------------------------------
 @pytest.mark.parametrize(("signum", "status", "group"), [
     (signal.SIGTERM, 143, False),   # kill PID: the parent only
     (signal.SIGINT, 130, True),     # Ctrl-C: the whole foreground process group
@@ -191,7 +191,7 @@ def test_a_stopped_parallel_batch_ends_quietly_and_leaves_nothing(tmp_path, sign
     assert sorted(out.iterdir()) == []
 
 
-# -- what was read is said -------------------------------------------------------------------------
+# -- what was read is said ------------------------------------------------------------------------
 def test_notes_say_where_the_header_was_and_how_numbers_were_read(tmp_path):
     sites = tmp_path / "sites.csv"
     sites.write_text("Our sites;\n;\nsite_name;capex_per_gpu\nA;40.000\n", encoding="utf-8")

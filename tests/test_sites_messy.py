@@ -47,7 +47,7 @@ def messages(sites) -> str:
     return "\n".join(str(p) for p in sites.problems)
 
 
-# -- which sheet -----------------------------------------------------------------------------------
+# -- which sheet ----------------------------------------------------------------------------------
 def test_the_sheet_the_workbook_opens_on_is_read_not_a_hidden_first_one(tmp_path):
     wb = sheet_of([["site_name", "gpus"], ["Old", 8]], "Old")
     wb.active.sheet_state = "hidden"
@@ -88,7 +88,7 @@ def test_site_name_on_another_sheet_is_named_in_the_fix(tmp_path):
     assert "sheet 'Sites' has one on row 1: add --sheet Sites" in problem.fix
 
 
-# -- which row -------------------------------------------------------------------------------------
+# -- which row ------------------------------------------------------------------------------------
 def test_header_below_a_title_is_found_and_said(tmp_path):
     wb = sheet_of([["Sites 2027", None], [None, None], ["site_name", "gpus"], ["A", 1024],
                    ["B", 2048]])
@@ -108,7 +108,7 @@ def test_header_row_given(tmp_path):
         load_sites(path, header_row=9)
 
 
-# -- formulas without values ---------------------------------------------------------------------
+# -- formulas without values ----------------------------------------------------------------------
 def test_a_formula_without_stored_value_names_the_cell_and_the_fix(tmp_path):
     # openpyxl stores a formula and no value: what a script writes without opening Excel
     wb = sheet_of([["site_name", "gpus", "availability"], ["A", "=4*256", 0.99],
@@ -129,7 +129,7 @@ def test_a_formula_saved_by_a_spreadsheet_program_gives_its_value(tmp_path):
     assert row.inputs["gpus"] == 1024   # 4 × 256, computed and stored by LibreOffice
 
 
-# -- merged cells --------------------------------------------------------------------------------
+# -- merged cells ---------------------------------------------------------------------------------
 def test_merged_cells_down_one_column_give_each_row_the_shown_value(tmp_path):
     wb = sheet_of([["site_name", "gpus", "measured_tps"], ["A", 64, 33333], ["B", 128, None],
                    ["C", 256, 1000]])
@@ -160,7 +160,7 @@ def test_merged_title_above_the_header_is_fine(tmp_path):
     assert row.inputs["gpus"] == 1024
 
 
-# -- decimal separators ----------------------------------------------------------------------------
+# -- decimal separators ---------------------------------------------------------------------------
 def csv_file(tmp_path: Path, text: str, name: str = "s.csv") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
@@ -219,7 +219,7 @@ def test_text_columns_are_never_read_as_numbers(tmp_path):
     assert row.inputs["site_name"] == "1,5" and row.inputs["pue"] == 1.2
 
 
-# -- names -----------------------------------------------------------------------------------------
+# -- names ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200f", "\x1b"])
 def test_bidirectional_and_control_characters_in_names_are_refused(tmp_path, char):
     sites = load_sites(csv_file(tmp_path, f"site_name,gpus\nEvil{char}xslx.exe,1024\nOK,1024\n"))
@@ -228,7 +228,7 @@ def test_bidirectional_and_control_characters_in_names_are_refused(tmp_path, cha
     assert char not in safe_file_stem(f"a{char}b")
 
 
-# -- what is not a file --------------------------------------------------------------------------
+# -- what is not a file ---------------------------------------------------------------------------
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_is_refused_at_once(tmp_path):
     fifo = tmp_path / "sites.csv"

@@ -140,8 +140,11 @@ class Duplicate:
 
 def _content_hash(path: Path) -> str | None:
     try:
+        digest = hashlib.sha256()
         with open_regular(path) as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
     except OSError:
         return None
 
