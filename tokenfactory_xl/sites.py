@@ -8,9 +8,14 @@ three scenarios (``tef_target``) or one column per scenario (``tef_target.Optimi
 appear, the scenario column winning for its scenario.
 
 :func:`load_sites` reads a ``.csv`` (UTF-8, with or without a byte-order mark; comma-, semicolon-
-or tab-separated) or an ``.xlsx`` (the first sheet or a named one) and checks every row against
-the catalogue, collecting every problem with the row number the user sees (the header is row 1)
-so that a file with twenty mistakes is fixed in one pass. It also gives each site the file name
+or tab-separated) or an ``.xlsx`` (the sheet it opens on, or a named one) and checks every row
+against the catalogue, collecting every problem with the row number the user sees so that a file
+with twenty mistakes is fixed in one pass. It reads what the file shows or says why it cannot:
+the header is the first row with a ``site_name`` cell (or a given row); a formula cell without a
+stored value, a merge across columns and a file mixing decimal conventions are refused; a merge
+down one column gives each row its shown value; numbers typed as text are read with the file's
+one decimal convention (:func:`_read_numbers`). What it decided is said in
+:attr:`SitesFile.notes`. Only regular files are read (:func:`tokenfactory_xl.files.open_regular`). It also gives each site the file name
 its workbook will have (:func:`safe_file_stem`) and reports two sites that would share one.
 :func:`read_sites` is the strict form: the rows, or an :class:`~tokenfactory_xl.errors.InputError`
 listing every problem.
