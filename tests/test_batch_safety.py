@@ -160,6 +160,7 @@ def test_a_link_to_dev_zero_is_a_device(tmp_path):
 # -- a run that is stopped ------------------------------------------------------------------------
 @pytest.mark.parametrize(("signum", "status", "group"), [
     (signal.SIGTERM, 143, False),   # kill PID: the parent only
+    (signal.SIGTERM, 143, True),    # a service manager stopping the whole process group
     (signal.SIGINT, 130, True),     # Ctrl-C: the whole foreground process group
 ])
 def test_a_stopped_parallel_batch_ends_quietly_and_leaves_nothing(tmp_path, signum, status,
@@ -204,3 +205,14 @@ def test_notes_say_where_the_header_was_and_how_numbers_were_read(tmp_path):
     assert proc.returncode == 2
     assert "site_name" in proc.stderr and "column is missing" in proc.stderr
     assert not (tmp_path / "out2").exists()
+
+
+def test_control_characters_are_shown_escaped_in_messages(tmp_path):
+    sites = tmp_path / "sites.csv"
+    sites.write_text("site_name,gpus\nRed\x1b[31m,2048\nOK,\x1b[2J\n", encoding="utf-8")
+    proc = tfxl("batch", str(sites), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "\x1b" not in proc.stderr
+    assert "row 2: site_name=Red\\u001b[31m: contains control characters" in proc.stderr
+    assert "row 3: gpus=\\u001b[2J: is not a number" in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -227,7 +227,9 @@ def test_fifos_and_devices_are_refused_without_blocking(generated, tmp_path):
 
 
 # -- signals --------------------------------------------------------------------------------------
-def test_sigterm_ends_collect_quietly_with_nothing_written(generated, tmp_path):
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_ends_collect_quietly_with_nothing_written(generated, tmp_path, signum,
+                                                            status):
     inbox = tmp_path / "inbox"
     for i in range(60):
         copy(generated["Alpha"], inbox, f"site{i:02}.xlsx")
@@ -238,8 +240,9 @@ def test_sigterm_ends_collect_quietly_with_nothing_written(generated, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3.0)   # building the template and auditing the first workbooks
     assert proc.poll() is None, "collect ended before it could be stopped"
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 143
-    assert stderr == "tokenfactory-xl: collect stopped by SIGTERM; nothing was written\n"
+    assert proc.returncode == status
+    assert stderr == (f"tokenfactory-xl: collect stopped by {signal.Signals(signum).name}; "
+                      "nothing was written\n")
     assert fingerprint(tmp_path) == before

@@ -108,6 +108,14 @@ def test_header_row_given(tmp_path):
         load_sites(path, header_row=9)
 
 
+def test_no_site_name_anywhere_says_which_row_was_taken(tmp_path):
+    path = csv_file(tmp_path, "Our sites\nname,gpus\nA,1024\n")
+    sites = load_sites(path)
+    (problem,) = [p for p in sites.file_problems if p.name == "site_name"]
+    assert problem.message == ("column is missing: no row among the first 50 has a site_name "
+                               "cell, so row 1 was read as the header")
+
+
 # -- formulas without values ----------------------------------------------------------------------
 def test_a_formula_without_stored_value_names_the_cell_and_the_fix(tmp_path):
     # openpyxl stores a formula and no value: what a script writes without opening Excel

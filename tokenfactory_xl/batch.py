@@ -53,7 +53,7 @@ from .inputs import SiteInputs, default_inputs
 from .interrupts import Stopped, quiet_worker, stop_on_signals
 from .operating_model import OUTPUT_NAMES, Result, run
 from .portfolio import portfolio_bytes, summary_csv_text
-from .sites import SiteRow, SitesFile, load_sites
+from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
@@ -397,12 +397,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     except OutputClash as exc:
         lines = ["an output would replace an input or another output, so nothing was "
-                 "written:"] + [f"  - {p}" for p in exc.problems]
+                 "written:"] + [f"  - {visible(p)}" for p in exc.problems]
         raise UserError("\n".join(lines)) from None
     except InputError as exc:
         count = len(exc.problems)
-        lines = [f"{count} problem{'s' if count != 1 else ''} in {args.sites}, so nothing was "
-                 "written:"] + [f"  - {p}" for p in exc.problems]
+        lines = [f"{count} problem{'s' if count != 1 else ''} in {visible(args.sites)}, so "
+                 "nothing was written:"] + [f"  - {visible(p)}" for p in exc.problems]
         raise UserError("\n".join(lines)) from None
     except (Stopped, KeyboardInterrupt) as exc:
         stopped = exc if isinstance(exc, Stopped) else Stopped(signal.SIGINT)
@@ -417,13 +417,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if not args.quiet:
         for note in report.notes:
-            print(f"tokenfactory-xl: note: {note}", file=sys.stderr)
+            print(f"tokenfactory-xl: note: {visible(note)}", file=sys.stderr)
     if report.skipped:
         problems = [p for row in report.skipped for p in row.problems]
         print(f"tokenfactory-xl: skipped {len(report.skipped)} row"
               f"{'s' if len(report.skipped) != 1 else ''} with problems:", file=sys.stderr)
         for problem in problems:
-            print(f"  - {problem}", file=sys.stderr)
+            print(f"  - {visible(problem)}", file=sys.stderr)
     if not args.quiet:
         count = len(report.written)
         extra = f" and {report.summary_csv}" if report.summary_csv else ""

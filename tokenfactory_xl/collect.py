@@ -19,7 +19,7 @@ files, stop the run with both paths named unless ``--allow-duplicates``); replac
 workbooks it reads (whatever ``--force``); leave part of its outputs after a failure or a signal
 (all are written under temporary names and renamed together); put a site's text into the report
 as anything but text (Markdown and HTML characters are escaped, control and bidirectional
-characters shown as ``\u202e``).
+characters shown as ``\\u202e``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from .files import (
 )
 from .interrupts import Stopped, stop_on_signals
 from .safe_xlsx import MB, Limits, RefusedFile, open_xlsx
-from .sites import CONTROL_OR_BIDI
+from .sites import CONTROL_OR_BIDI, visible
 
 #: Files a folder is searched for (any file named on the command line is read, whatever its name).
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls")
@@ -200,12 +200,6 @@ def _site(audit: WorkbookAudit) -> str:
 
 # Characters that Markdown (CommonMark, GitHub's tables) or HTML would take for markup.
 _MARKUP = re.compile(r"([\\`*_{}\[\]()<>!|&~#])")
-
-
-def visible(text: str) -> str:
-    """``text`` with control and bidirectional characters shown as escapes (``\u202e``), so a
-    name cannot rewrite a terminal line or show as another name."""
-    return CONTROL_OR_BIDI.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
 
 
 def _md(text: str) -> str:

@@ -15,8 +15,9 @@ the header is the first row with a ``site_name`` cell (or a given row); a formul
 stored value, a merge across columns and a file mixing decimal conventions are refused; a merge
 down one column gives each row its shown value; numbers typed as text are read with the file's
 one decimal convention (:func:`_read_numbers`). What it decided is said in
-:attr:`SitesFile.notes`. Only regular files are read (:func:`tokenfactory_xl.files.open_regular`). It also gives each site the file name
-its workbook will have (:func:`safe_file_stem`) and reports two sites that would share one.
+:attr:`SitesFile.notes`. Only regular files are read (:func:`tokenfactory_xl.files.open_regular`).
+It also gives each site the file name its workbook will have (:func:`safe_file_stem`) and reports
+two sites that would share one.
 :func:`read_sites` is the strict form: the rows, or an :class:`~tokenfactory_xl.errors.InputError`
 listing every problem.
 """
@@ -56,7 +57,7 @@ MAX_STEM_BYTES = 120
 MAX_XLSX_UNPACKED = 200 * 2**20
 
 #: Characters that reorder the text shown around them (Unicode bidirectional controls): a name
-#: holding one can display as another ("evil\u202eslx.exe" shows as "evilexe.xlsx").
+#: holding one can display as another ("evil\u202exslx.exe" shows as "evilexe.xlsx").
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # Characters Windows, macOS or Linux refuse in a file name, every control character and every
 # bidirectional control.
@@ -66,6 +67,12 @@ _UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]')
 #: line of a portfolio and a line of a report.
 CONTROL_OR_BIDI = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 _CONTROL = CONTROL_OR_BIDI
+
+
+def visible(text: object) -> str:
+    """``text`` with control and bidirectional characters shown as escapes (``\\u202e``), so a
+    value echoed in a message or a report cannot rewrite a terminal line or show as another."""
+    return CONTROL_OR_BIDI.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,8 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
             file_problems.append(_formula_problem(cell, "header", header_at))
             header[index] = None
     columns, header_problems, keep = _check_header(header, header_at, body)
+    if "site_name" not in columns and header_row is None:
+        header_problems = [_no_header(p, header_at) for p in header_problems]
     if "site_name" not in columns and source.elsewhere:
         header_problems = [_with_sheet_hint(p, source.elsewhere) for p in header_problems]
     file_problems += header_problems
@@ -284,6 +293,14 @@ def _find_header(path: Path, numbered: list[tuple[int, list[object]]],
                              "another row)")
             return n
     return numbered[0][0]  # reported by _check_header: no site_name column
+
+
+def _no_header(problem: Problem, row: int) -> Problem:
+    if problem.name != "site_name":
+        return problem
+    return Problem(problem.name, problem.value, f"column is missing: no row among the first "
+                   f"{HEADER_SEARCH_ROWS} has a site_name cell, so row {row} was read as the "
+                   "header", problem.fix, problem.where)
 
 
 def _with_sheet_hint(problem: Problem, elsewhere: dict[str, int]) -> Problem:
