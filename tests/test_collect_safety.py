@@ -231,14 +231,14 @@ def test_fifos_and_devices_are_refused_without_blocking(generated, tmp_path):
 def test_a_signal_ends_collect_quietly_with_nothing_written(generated, tmp_path, signum,
                                                             status):
     inbox = tmp_path / "inbox"
-    for i in range(60):
-        copy(generated["Alpha"], inbox, f"site{i:02}.xlsx")
+    for i in range(150):   # about 7 s of auditing on a 2-core machine
+        copy(generated["Alpha"], inbox, f"site{i:03}.xlsx")
     before = fingerprint(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "tokenfactory_xl", "collect", str(inbox),
                              "-o", "p.xlsx", "--allow-duplicates"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3.0)   # building the template and auditing the first workbooks
+    time.sleep(2.5)   # building the template and auditing the first workbooks
     assert proc.poll() is None, "collect ended before it could be stopped"
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=120)
@@ -246,3 +246,18 @@ def test_a_signal_ends_collect_quietly_with_nothing_written(generated, tmp_path,
     assert stderr == (f"tokenfactory-xl: collect stopped by {signal.Signals(signum).name}; "
                       "nothing was written\n")
     assert fingerprint(tmp_path) == before
+
+
+def test_the_portfolio_written_into_a_collected_folder_is_replaced_not_collected(generated,
+                                                                                  tmp_path):
+    inbox = tmp_path / "inbox"
+    copy(generated["Alpha"], inbox)
+    first = collect("inbox", "-o", "inbox/portfolio.xlsx", cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = collect("inbox", "-o", "inbox/portfolio.xlsx", "--force", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1 file: 1 in the portfolio, 0 left out" in again.stdout   # not the portfolio
+    # named explicitly as a workbook to collect, it is an input and cannot be an output
+    named = collect("inbox/Alpha.xlsx", "inbox/portfolio.xlsx", "-o", "inbox/portfolio.xlsx",
+                    "--force", cwd=tmp_path)
+    assert named.returncode == 2 and "is the workbook inbox/portfolio.xlsx" in named.stderr
