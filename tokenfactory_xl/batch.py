@@ -456,7 +456,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes (default 1)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress and no closing line (problems are still reported)")
+                   help="no progress, no notes and no closing line (problems are still "
+                        "reported)")
     p.add_argument("--summary-csv", metavar="FILE",
                    help="also write the portfolio table as CSV (one row per site)")
     p.add_argument("--header-row", type=_row_number, metavar="N",
