@@ -116,6 +116,24 @@ def test_no_site_name_anywhere_says_which_row_was_taken(tmp_path):
                                "cell, so row 1 was read as the header")
 
 
+def test_a_table_totals_row_is_not_a_site_and_hidden_rows_are_said(tmp_path):
+    from openpyxl.worksheet.table import Table
+
+    wb = sheet_of([["site_name", "gpus"], ["A", 1024], ["B", 2048],
+                   ["Total", "=SUBTOTAL(109,B2:B3)"]])
+    table = Table(displayName="Fleet", ref="A1:B4")
+    table.totalsRowCount = 1
+    wb.active.add_table(table)
+    wb.active.row_dimensions[3].hidden = True
+    wb.active.column_dimensions["B"].hidden = True
+    sites = load_sites(save(wb, tmp_path / "s.xlsx"))
+    assert [(r.row, r.site_name, r.inputs["gpus"]) for r in sites.rows] == [(2, "A", 1024),
+                                                                           (3, "B", 2048)]
+    assert sites.notes == ("row 4: the totals row of the Excel table 'Fleet', not read as a site",
+                           "row 3 hidden (or filtered out) in the sheet, read like the others",
+                           "hidden column read: gpus")
+
+
 # -- formulas without values ----------------------------------------------------------------------
 def test_a_formula_without_stored_value_names_the_cell_and_the_fix(tmp_path):
     # openpyxl stores a formula and no value: what a script writes without opening Excel

@@ -191,6 +191,9 @@ class _Source:
     notes: list[str] = field(default_factory=list)
     # other sheets of the workbook with a site_name cell: title → row
     elsewhere: dict[str, int] = field(default_factory=dict)
+    hidden_rows: set[int] = field(default_factory=set)
+    hidden_columns: set[int] = field(default_factory=set)  # 0-based
+    totals_rows: dict[int, str] = field(default_factory=dict)  # row → its Excel table's name
 
 
 def load_sites(path: str | os.PathLike, sheet: str | None = None,
@@ -223,6 +226,11 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
     header_at = _find_header(path, numbered, header_row, notes)
     header = list(grid[header_at - 1])
     body = [(n, list(cells)) for n, cells in numbered if n > header_at]
+    totals = [n for n, _ in body if n in source.totals_rows]
+    if totals:
+        body = [(n, cells) for n, cells in body if n not in source.totals_rows]
+        notes.append(f"row{'s' if len(totals) > 1 else ''} {_rows_text(totals)}: the totals row "
+                     f"of the Excel table {source.totals_rows[totals[0]]!r}, not read as a site")
     file_problems: list[Problem] = []
     for index, cell in enumerate(header):
         if isinstance(cell, _Formula):
@@ -240,6 +248,15 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
         file_problems += number_problems
         number_problems = []
     notes += number_notes
+    hidden = [n for n, _ in body if n in source.hidden_rows]
+    if hidden:
+        notes.append(f"row{'s' if len(hidden) > 1 else ''} {_rows_text(hidden)} hidden (or "
+                     "filtered out) in the sheet, read like the others")
+    hidden_columns = [columns[i] for i in sorted(source.hidden_columns)
+                      if i < len(keep) and keep[i]]
+    if hidden_columns:
+        notes.append(f"hidden column{'s' if len(hidden_columns) > 1 else ''} read: "
+                     + ", ".join(hidden_columns))
     if not body:
         file_problems.append(Problem(
             "sites file", str(path), "has a header but no site rows",
@@ -360,6 +377,12 @@ def _check_cells(source: _Source, header_at: int, body: list[tuple[int, list[obj
                     problems.append(_formula_problem(cell, columns[index], n))
                 cells[index] = None
     return problems
+
+
+def _rows_text(rows: list[int], most: int = 6) -> str:
+    """``3, 5, 9`` or ``3, 5, 9, 11, 12, 14 and 20 more``."""
+    text = ", ".join(str(n) for n in rows[:most])
+    return text + (f" and {len(rows) - most} more" if len(rows) > most else "")
 
 
 def _shown(value: object) -> str:
@@ -502,9 +525,21 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
             if any(_is_site_name(c) for c in row):
                 elsewhere[other.title] = n
                 break
+    hidden_rows = {n for n, dim in ws.row_dimensions.items() if dim.hidden}
+    hidden_columns = {i - 1 for dim in ws.column_dimensions.values() if dim.hidden
+                      and dim.min and dim.max for i in range(dim.min, dim.max + 1)}
+    totals_rows: dict[int, str] = {}
+    for table in ws.tables.values():
+        count = int(getattr(table, "totalsRowCount", 0) or 0)
+        if count and table.ref:
+            from openpyxl.utils.cell import range_boundaries
+
+            last = range_boundaries(table.ref)[3]
+            totals_rows.update({n: table.name for n in range(last - count + 1, last + 1)})
     formulas.close()
     values.close()
-    return _Source(grid, None, ws.title, merges, notes, elsewhere)
+    return _Source(grid, None, ws.title, merges, notes, elsewhere, hidden_rows, hidden_columns,
+                   totals_rows)
 
 
 # -- numbers written as text: the decimal convention of the file ---------------------------------
