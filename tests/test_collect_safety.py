@@ -105,6 +105,18 @@ def test_an_input_formula_with_a_stale_stored_value_is_an_error(generated, tmp_p
     assert not audit.included
 
 
+def test_a_number_typed_as_text_that_reads_two_ways_is_an_error(generated, tmp_path):
+    path = edit_with_openpyxl(copy(generated["Alpha"], tmp_path),
+                              lambda wb: set_input(wb, "capex_per_gpu", "1,100"))
+    audit = audit_workbook(path)
+    (finding,) = [f for f in audit.findings if f.code == "input"]
+    assert finding.severity == "error" and finding.where == address("in_capex_per_gpu")
+    assert finding.message == ("capex_per_gpu='1,100' is a number typed as text that reads two "
+                               "ways: 1100 with a thousands separator, 1.100 with a decimal "
+                               "separator; type the number itself")
+    assert not audit.included
+
+
 # -- text of a site in the report -----------------------------------------------------------------
 # 80 characters: the longest site name the catalogue allows
 HOSTILE = '![x](http://e.vil/i.png)<img src="http://e.vil/a">[a](javascript:x)|www.e.vil`c`'

@@ -38,7 +38,7 @@ from .inputs import SiteInputs, make_inputs
 from .operating_model import Result, run
 from .safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from .safe_xlsx import parse_reference as _parse_reference
-from .sites import CONTROL_OR_BIDI
+from .sites import CONTROL_OR_BIDI, two_readings
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -293,6 +293,14 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
                           f"{key} holds the formula ={formula} ({stored}), not a typed value, "
                           "so the workbook is left out; type the value itself",
                           found=_show_formula(formula))
+                missing = True
+            elif (spec.kind in ("number", "integer", "fraction") and isinstance(value, str)
+                    and two_readings(value)):
+                thousands, decimal = two_readings(value)  # type: ignore[misc]
+                audit.add("error", "input", address,
+                          f"{key}={value!r} is a number typed as text that reads two ways: "
+                          f"{thousands} with a thousands separator, {decimal} with a decimal "
+                          "separator; type the number itself", found=repr(value))
                 missing = True
             elif (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
                     and CONTROL_OR_BIDI.search(value)):

@@ -567,6 +567,18 @@ def _number_shape(text: str) -> tuple[str, str, str, str] | None:
     return sign, core, percent, shape
 
 
+def two_readings(text: str) -> tuple[str, str] | None:
+    """The two readings of a number typed as text that reads two ways (``"1,100"`` → ``("1100",
+    "1.100")``: thousands separator, or decimal separator), or ``None`` when it reads one way."""
+    shape = _number_shape(text)
+    if shape is None or shape[3] not in ("dot?", "comma?"):
+        return None
+    sign, core, percent, _ = shape
+    separator_is_dot = "." in core
+    return (_as_read(sign, core, percent, "," if separator_is_dot else "."),
+            _as_read(sign, core, percent, "." if separator_is_dot else ","))
+
+
 def _as_read(sign: str, core: str, percent: str, decimal: str) -> str:
     """The number with ``decimal`` as its decimal separator, as Python reads it."""
     thousands = "." if decimal == "," else ","
@@ -625,9 +637,8 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
         decimal = "."
     else:
         problems = []
-        for n, i, text, (sign, core, percent, _shape) in found:
-            as_thousands = _as_read(sign, core, percent, "," if core.count(".") else ".")
-            as_decimal = _as_read(sign, core, percent, "." if core.count(".") else ",")
+        for n, i, text, (_sign, core, _percent, _shape) in found:
+            as_thousands, as_decimal = two_readings(text) or ("", "")
             separator = "." if "." in core else ","
             problems.append(Problem(
                 columns[i], text, f"is ambiguous: {as_thousands} if the {separator!r} separates "
