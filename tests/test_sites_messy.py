@@ -294,3 +294,48 @@ def test_raw_zip_cached_value_of_a_formula_is_used(tmp_path):
                              rb"\1<f>\2</f><v>1024</v>", d))
     (row,) = read_sites(path)
     assert row.inputs["gpus"] == 1024
+
+
+# -- really saved by a spreadsheet program in another locale -------------------------------------
+_LOCALE_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry"
+ xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale" oor:op="fuse">\
+<value>{locale}</value></prop></item>
+<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooLocale" oor:op="fuse">\
+<value>{locale}</value></prop></item>
+</oor:items>
+"""
+
+
+@pytest.mark.skipif(find_soffice() is None, reason="LibreOffice is not installed")
+@pytest.mark.parametrize(("locale", "delimiter", "line"), [
+    ("de-DE", 59, "Berlin;40.000,0;1,25;0,995;1.024"),    # ; in a German locale
+    ("de-DE", 9, "Berlin\t40.000,0\t1,25\t0,995\t1.024"),  # tab, German
+    ("en-US", 59, "Berlin;40,000.0;1.25;0.995;1,024"),    # ; written by an English locale
+])
+def test_csv_saved_by_libreoffice_in_a_locale_reads_the_same(tmp_path, locale, delimiter, line):
+    import subprocess
+
+    wb = sheet_of([["site_name", "capex_per_gpu", "pue", "availability", "gpus"],
+                   ["Berlin", 40000, 1.25, 0.995, 1024], ["Paris", 1234.5, 1.3, 0.99, 2048]])
+    for row in (2, 3):   # thousands separators and a decimal, as a finance sheet shows them
+        wb.active.cell(row, 2).number_format = "#,##0.0"
+        wb.active.cell(row, 5).number_format = "#,##0"
+    source = save(wb, tmp_path / "sites.xlsx")
+    profile = tmp_path / "profile"
+    (profile / "user").mkdir(parents=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(
+        _LOCALE_PROFILE.format(locale=locale), encoding="utf-8")
+    # tokens: delimiter, quote, UTF-8, first line, -, language, -, -, save cells as shown
+    flt = f"csv:Text - txt - csv (StarCalc):{delimiter},34,76,1,,0,false,true,true"
+    subprocess.run([find_soffice(), f"-env:UserInstallation={profile.as_uri()}", "--headless",
+                    "--convert-to", flt, "--outdir", str(tmp_path / "csv"), str(source)],
+                   check=True, capture_output=True, timeout=180)
+    saved = tmp_path / "csv" / "sites.csv"
+    assert saved.read_text(encoding="utf-8").splitlines()[1] == line   # what the locale wrote
+    sites = load_sites(saved)
+    assert not sites.problems
+    assert [(r.inputs["capex_per_gpu"], r.inputs["pue"], r.inputs["availability"],
+             r.inputs["gpus"]) for r in sites.rows] == [(40000, 1.25, 0.995, 1024),
+                                                         (1234.5, 1.3, 0.99, 2048)]
