@@ -254,6 +254,15 @@ def test_bidirectional_and_control_characters_in_names_are_refused(tmp_path, cha
     assert char not in safe_file_stem(f"a{char}b")
 
 
+def test_a_sites_workbook_with_a_member_that_expands_too_much_is_refused_unread(tmp_path):
+    path = save(sheet_of([["site_name", "gpus"], ["A", 1024]]), tmp_path / "s.xlsx")
+    with zipfile.ZipFile(path, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("xl/media/filler.xml", b"\0" * 20_000_000)   # 20 MB of zeros: ~1000x
+    with pytest.raises(InputError, match=r"refused as a possible zip bomb: xl/media/filler.xml "
+                                         r"expands [\d,]+× .*save the sites as CSV UTF-8"):
+        load_sites(path)
+
+
 # -- what is not a file ---------------------------------------------------------------------------
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_is_refused_at_once(tmp_path):

@@ -285,7 +285,7 @@ def _open_handle(path: Path, handle: BinaryIO, limits: Limits) -> XlsxContent:
         raise RefusedFile(f"damaged or truncated zip ({exc})",
                           "ask the site to send the file again") from None
     try:
-        _check_sizes(archive, limits)
+        check_sizes(archive, limits)
         content = _read_workbook(path, archive, limits)
     except BaseException:
         archive.close()
@@ -293,7 +293,15 @@ def _open_handle(path: Path, handle: BinaryIO, limits: Limits) -> XlsxContent:
     return content
 
 
-def _check_sizes(archive: zipfile.ZipFile, limits: Limits) -> None:
+def check_sizes(archive: zipfile.ZipFile, limits: Limits) -> None:
+    """Refuse a zip over ``limits`` (members, total size, one member's ratio) or encrypted,
+    from its directory alone, before anything in it is inflated.
+
+    Raises
+    ------
+    RefusedFile
+        saying which limit, with the figure found.
+    """
     members = archive.infolist()
     if len(members) > limits.max_members:
         raise RefusedFile(f"refused: the zip has {len(members):,} members, more than the limit "

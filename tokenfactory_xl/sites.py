@@ -462,6 +462,14 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
         raise InputError([Problem(
             "sites file", str(path), f"unpacks to {unpacked / 2**20:,.0f} MB, more than a sites "
             f"file should ({MAX_XLSX_UNPACKED // 2**20} MB)", "save the sites as CSV UTF-8")])
+    from .safe_xlsx import Limits, RefusedFile, check_sizes
+
+    try:  # the limits collect applies to workbooks from outside: a member's ratio, members
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            check_sizes(archive, Limits(max_uncompressed=MAX_XLSX_UNPACKED))
+    except RefusedFile as exc:
+        raise InputError([Problem("sites file", str(path), exc.reason,
+                                  "save the sites as CSV UTF-8")]) from None
     try:
         # Twice: the formulas (to find cells with none of their values stored) and the values.
         formulas = openpyxl.load_workbook(io.BytesIO(data), data_only=False)
