@@ -147,6 +147,17 @@ def test_a_formula_without_stored_value_names_the_cell_and_the_fix(tmp_path):
     assert len(sites.file_problems) == 2   # the file is refused, not rows skipped
 
 
+def test_a_formula_whose_stored_result_is_empty_text_is_an_empty_cell(tmp_path):
+    # Excel stores the result "" of =IF(…,"",…) as an empty value; openpyxl reads it as None
+    path = save(sheet_of([["site_name", "gpus", "pue"], ["A", 1024, '=IF(TRUE,"",1.5)']]),
+                tmp_path / "s.xlsx")
+    rewrite(path, "xl/worksheets/sheet1.xml",
+            lambda d: re.sub(rb'<c r="C2"[^>]*><f>(.*?)</f>(<v\s*/>|<v></v>)?</c>',
+                             rb'<c r="C2" t="str"><f>\1</f><v></v></c>', d))
+    (row,) = read_sites(path)
+    assert row.inputs["pue"] == BY_NAME["pue"].default   # shown empty, so the default
+
+
 @pytest.mark.skipif(find_soffice() is None, reason="LibreOffice is not installed")
 def test_a_formula_saved_by_a_spreadsheet_program_gives_its_value(tmp_path):
     wb = sheet_of([["site_name", "gpus"], ["A", "=4*256"]])

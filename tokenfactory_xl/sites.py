@@ -522,6 +522,8 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
                 value = cell.value
             cells.append(value)
         grid.append(cells)
+    if any(isinstance(c, _Formula) for cells in grid for c in cells):
+        _empty_results(path, ws.title, grid)
     merges = [(str(r.coord), r.min_row, r.min_col - 1, r.max_row, r.max_col - 1)
               for r in ws.merged_cells.ranges]
     elsewhere: dict[str, int] = {}
@@ -548,6 +550,22 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
     values.close()
     return _Source(grid, None, ws.title, merges, notes, elsewhere, hidden_rows, hidden_columns,
                    totals_rows)
+
+
+def _empty_results(path: Path, title: str, grid: list[list[object]]) -> None:
+    """Tell a formula whose stored result is empty text (``=IF(…,"",…)``, saved by Excel as an
+    empty value) from one with no stored value at all: openpyxl reads both as ``None``."""
+    from .safe_xlsx import RefusedFile, open_xlsx
+
+    try:
+        with open_xlsx(path) as content:
+            stored = content.cells(title).values
+    except (RefusedFile, OSError):
+        return
+    for cells in grid:
+        for index, cell in enumerate(cells):
+            if isinstance(cell, _Formula) and stored.get(cell.coord) == "":
+                cells[index] = None   # shown empty: an empty cell
 
 
 # -- numbers written as text: the decimal convention of the file ---------------------------------
