@@ -248,34 +248,33 @@ def test_existing_files_are_never_overwritten_without_force(tmp_path):
     assert (out / "Beta.xlsx").read_bytes() != b"my edited copy"
 
 
-def test_an_interrupted_run_leaves_no_half_written_workbook(tmp_path, monkeypatch):
+def test_an_interrupted_run_leaves_none_of_its_files(tmp_path, monkeypatch):
     sites = sites_csv(tmp_path, [f"Site {i},2048,0.4" for i in range(6)])
     out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
     calls = []
-    real = batch.write_atomically
+    real = batch.stage
 
     def failing(path, data):
         calls.append(path)
         if len(calls) == 4:
             # Half the file is on disk under its temporary name when the run dies.
-            path.with_name(f"{TEMP_PREFIX}{os.getpid()}-{path.name}.tmp").write_bytes(
+            path.with_name(f"{TEMP_PREFIX}0123456789abcdef-{path.name}.tmp").write_bytes(
                 data[: len(data) // 2])
             raise KeyboardInterrupt
         return real(path, data)
 
-    monkeypatch.setattr(batch, "write_atomically", failing)
+    monkeypatch.setattr(batch, "stage", failing)
     with pytest.raises(KeyboardInterrupt):
         batch.run_batch(sites, out)
-    assert xlsx_files(out) == ["Site 0.xlsx", "Site 1.xlsx", "Site 2.xlsx"]
-    for path in out.iterdir():
-        openpyxl.load_workbook(path)   # each one complete
-    monkeypatch.setattr(batch, "write_atomically", real)
-    # The next run refuses the three existing files; with --force it completes the batch.
-    with pytest.raises(batch.TargetsExist) as caught:
-        batch.run_batch(sites, out)
-    assert caught.value.paths == [out / f"Site {i}.xlsx" for i in range(3)]
-    report = batch.run_batch(sites, out, force=True)
+    # The three workbooks done before were staged, not renamed: all are gone with the half one.
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    monkeypatch.setattr(batch, "stage", real)
+    report = batch.run_batch(sites, out)
     assert len(report.written) == 6 and report.exit_status == 0
+    for path in report.written:
+        openpyxl.load_workbook(path)   # each one complete
 
 
 def test_xlsx_sites_file_with_a_named_sheet(tmp_path):

@@ -11,11 +11,12 @@ compares the recomputation with the values the file stores.
 Each finding has a severity:
 
 - ``error``: a figure of the workbook cannot be trusted, or the file cannot be used at all
-  (unreadable, not a TFOM, a bad input, a formula edited, replaced or deleted, a sheet deleted,
-  a defined name missing, stored values that disagree with the recomputation);
+  (unreadable, not a TFOM, a bad input, an input cell holding a formula, a name with control
+  or bidirectional-override characters, a formula edited, replaced or deleted, a sheet
+  deleted, a defined name missing, stored values that disagree with the recomputation);
 - ``warning``: worth a look, the figures are still right (an old template, a sheet added, a
-  formula added beside the model, an input cell left empty or holding a formula, a defined
-  name that points somewhere else, two workbooks for the same site);
+  formula added beside the model, an input cell left empty, a defined name that points
+  somewhere else, two workbooks for the same site kept with ``--allow-duplicates``);
 - ``info``: a note (no stored values: the file was saved by a program that does not calculate).
 """
 
@@ -37,6 +38,7 @@ from .inputs import SiteInputs, make_inputs
 from .operating_model import Result, run
 from .safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from .safe_xlsx import parse_reference as _parse_reference
+from .sites import CONTROL_OR_BIDI, two_readings
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -283,16 +285,30 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
             value = cells.values.get(coord)
             formula = cells.formulas.get(coord)
             if formula is not None:
-                if value is None:
-                    audit.add("error", "input_formula", address,
-                              f"{key} holds the formula ={formula} and no stored value; "
-                              "type the value itself", found=_show_formula(formula))
-                    missing = True
-                else:
-                    audit.add("warning", "input_formula", address,
-                              f"{key} holds the formula ={formula}; its stored value "
-                              f"{show_value(value)} is used, but type the value itself",
-                              found=_show_formula(formula))
+                # An input must be typed: a formula's stored value may be stale (a file edited
+                # outside Excel, or a link to another workbook), and the model cannot tell.
+                stored = ("no stored value" if value is None
+                          else f"a stored value of {show_value(value)} that may be stale")
+                audit.add("error", "input_formula", address,
+                          f"{key} holds the formula ={formula} ({stored}), not a typed value, "
+                          "so the workbook is left out; type the value itself",
+                          found=_show_formula(formula))
+                missing = True
+            elif (spec.kind in ("number", "integer", "fraction") and isinstance(value, str)
+                    and two_readings(value)):
+                thousands, decimal = two_readings(value)  # type: ignore[misc]
+                audit.add("error", "input", address,
+                          f"{key}={value!r} is a number typed as text that reads two ways: "
+                          f"{thousands} with a thousands separator, {decimal} with a decimal "
+                          "separator; type the number itself", found=repr(value))
+                missing = True
+            elif (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
+                    and CONTROL_OR_BIDI.search(value)):
+                audit.add("error", "input", address,
+                          f"{key}={value!r} contains control characters (a line break, a tab, "
+                          "a right-to-left override…); type it on one line without them",
+                          found=repr(value))
+                missing = True
             if value is None or (isinstance(value, str) and not value.strip()):
                 default = spec.default_for(SCENARIOS[index]) if spec.per_scenario \
                     else spec.default

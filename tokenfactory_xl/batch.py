@@ -17,8 +17,10 @@ over N processes, each filling its own copy of the stencil and sending back only
 summary outputs, so memory stays flat however many sites there are.
 
 Safety: every target is checked before anything is written (an existing file is never replaced
-without ``--force``), each file is written under a temporary name in the output folder and
-renamed when complete, and the same inputs give byte-identical files.
+without ``--force``, an input never, whatever the flags); every file is written under a
+temporary name in its folder (:mod:`tokenfactory_xl.files`) and all are renamed into place only
+when the last one is complete, so a run that fails (a full disk) or is stopped (Ctrl-C, SIGTERM)
+leaves none of its outputs; the same inputs give byte-identical files.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import argparse
 import io
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -36,11 +39,21 @@ from pathlib import Path
 from typing import TextIO
 
 from .errors import InputError, Problem
-from .files import TEMP_PREFIX, existing, write_atomically
+from .files import (
+    TEMP_PREFIX,
+    OutputClash,
+    Outputs,
+    check_outputs,
+    describe_os_error,
+    discard,
+    existing,
+    stage,
+)
 from .inputs import SiteInputs, default_inputs
+from .interrupts import Stopped, quiet_worker, stop_on_signals
 from .operating_model import OUTPUT_NAMES, Result, run
-from .portfolio import write_portfolio, write_summary_csv
-from .sites import SiteRow, load_sites
+from .portfolio import portfolio_bytes, summary_csv_text
+from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
@@ -49,6 +62,14 @@ PORTFOLIO = "portfolio.xlsx"
 
 #: Exit status when ``--skip-invalid`` left rows out (the others were written).
 EXIT_SKIPPED = 1
+#: Exit status when writing failed (a full disk, a folder that cannot be written): nothing written.
+EXIT_FAILED = 1
+
+
+def _end_progress(stream: TextIO | None) -> None:
+    """End a progress bar's line, so the message that follows starts on its own."""
+    if stream is not None and stream.isatty():
+        stream.write("\n")
 
 
 # -- one workbook --------------------------------------------------------------------------------
@@ -127,14 +148,15 @@ class _Task:
 _LEVEL = COMPRESSION_LEVEL
 
 
-def _make(task: _Task) -> tuple[int, dict[str, float | None]]:
-    """Write one site's workbook; return its index and summary outputs (small, picklable)."""
+def _make(task: _Task) -> tuple[int, dict[str, float | None], Path]:
+    """Write one site's workbook under a temporary name beside its target; return its index,
+    summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
     data, summary = _factory(_LEVEL).make(task.inputs)
-    write_atomically(task.target, data)
-    return task.index, summary
+    return task.index, summary, stage(task.target, data)
 
 
 def _init_pool(level: int) -> None:
+    quiet_worker()
     global _LEVEL
     _LEVEL = level
     _factory(level)
@@ -197,6 +219,7 @@ class BatchReport:
     portfolio: Path | None = None
     summary_csv: Path | None = None
     seconds: float = 0.0
+    notes: tuple[str, ...] = ()
 
     @property
     def exit_status(self) -> int:
@@ -221,7 +244,8 @@ class TargetsExist(FileExistsError):
 
 def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str | None = None,
          skip_invalid: bool = False, force: bool = False,
-         summary_csv: str | os.PathLike | None = None
+         summary_csv: str | os.PathLike | None = None, header_row: int | None = None,
+         sites_file: SitesFile | None = None
          ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
     """Check the sites file and the targets before writing anything.
 
@@ -231,11 +255,12 @@ def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str
     Raises
     ------
     InputError
-        with every problem of the sites file (unless ``skip_invalid`` and only rows are bad).
+        with every problem of the sites file (unless ``skip_invalid`` and only rows are bad),
+        or when a target is the sites file itself, a link or a folder (whatever ``force``).
     TargetsExist
         listing every target that exists already, when ``force`` is not given.
     """
-    sites = load_sites(sites_path, sheet)
+    sites = sites_file or load_sites(sites_path, sheet, header_row)
     if sites.file_problems or (sites.problems and not skip_invalid):
         raise InputError(sites.problems)
     rows, skipped = list(sites.valid_rows), list(sites.invalid_rows)
@@ -248,8 +273,12 @@ def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str
         raise InputError([Problem("-o", str(outdir), "is a file, not a folder",
                                   "give a folder for the workbooks (it is created if needed)")])
     targets = [outdir / f"{row.file_stem}.xlsx" for row in rows] + [outdir / PORTFOLIO]
+    labels = [f"workbook of site {row.site_name!r} (row {row.row})" for row in rows]
+    labels.append("portfolio")
     if summary_csv is not None:
         targets.append(Path(summary_csv))
+        labels.append("--summary-csv")
+    check_outputs(list(zip(labels, targets, strict=True)), [("the sites file", sites_path)])
     if not force:
         clashes = existing(targets)
         if clashes:
@@ -261,50 +290,60 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
               sheet: str | None = None, skip_invalid: bool = False, force: bool = False,
               jobs: int = 1, summary_csv: str | os.PathLike | None = None,
               progress: Progress | Callable[[int], Progress] | None = None,
-              level: int = COMPRESSION_LEVEL) -> BatchReport:
+              level: int = COMPRESSION_LEVEL, header_row: int | None = None) -> BatchReport:
     """Write one workbook per valid site of ``sites_path`` into ``outdir``, then the portfolio.
 
     Parameters
     ----------
     sites_path : the sites file (``.csv`` or ``.xlsx``).
     outdir : the output folder (created if needed).
-    sheet : the worksheet of an ``.xlsx`` sites file (default: the first).
+    sheet : the worksheet of an ``.xlsx`` sites file (default: the one it opens on).
     skip_invalid : write the valid rows and list the bad ones instead of writing nothing.
     force : replace existing files.
     jobs : worker processes [count]; 1 writes in this process.
     summary_csv : also write the portfolio table as CSV to this path.
     progress : a :class:`Progress`, or a function of the number of workbooks giving one.
     level : zlib level for the worksheets.
+    header_row : the row of the sites file holding the input names (default: found).
 
     Raises
     ------
     InputError, TargetsExist
         for a bad sites file or existing targets: nothing is written.
+    OSError, Stopped, KeyboardInterrupt
+        when writing fails or the run is stopped: none of the outputs is written.
     """
     started = time.perf_counter()
-    rows, skipped, targets = plan(sites_path, outdir, sheet=sheet, skip_invalid=skip_invalid,
-                                  force=force, summary_csv=summary_csv)
+    sites = load_sites(sites_path, sheet, header_row)
+    rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid, force=force,
+                                  summary_csv=summary_csv, sites_file=sites)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     if callable(progress):
         progress = progress(len(rows))
-    report = BatchReport(outdir, skipped=skipped)
+    report = BatchReport(outdir, skipped=skipped, notes=sites.notes)
     workbook_targets = targets[: len(rows)]
     summaries: list[dict[str, float | None] | None] = [None] * len(rows)
-    try:
-        for index, summary in _generate(rows, workbook_targets, jobs, level):
-            summaries[index] = summary
-            if progress is not None:
-                progress.advance()
-    except BaseException:
-        _remove_temporaries(workbook_targets)
-        raise
+    with Outputs() as outputs:
+        try:
+            for index, summary, temp in _generate(rows, workbook_targets, jobs, level):
+                outputs.adopt(temp, workbook_targets[index])
+                summaries[index] = summary
+                if progress is not None:
+                    progress.advance()
+            entries = [(row.inputs, _slim_result(row.inputs, summary))
+                       for row, summary in zip(rows, summaries, strict=True)]
+            report.portfolio = outputs.add(outdir / PORTFOLIO,
+                                           portfolio_bytes(entries))  # type: ignore[arg-type]
+            if summary_csv is not None:
+                report.summary_csv = outputs.add(
+                    summary_csv, summary_csv_text(entries).encode("utf-8"))  # type: ignore[arg-type]
+            outputs.commit()
+        except BaseException:
+            outputs.discard()
+            _remove_temporaries(workbook_targets)
+            raise
     report.written = workbook_targets
-    entries = [(row.inputs, _slim_result(row.inputs, summary))
-               for row, summary in zip(rows, summaries, strict=True)]
-    report.portfolio = write_portfolio(outdir / PORTFOLIO, entries)  # type: ignore[arg-type]
-    if summary_csv is not None:
-        report.summary_csv = write_summary_csv(summary_csv, entries)  # type: ignore[arg-type]
     report.seconds = time.perf_counter() - started
     return report
 
@@ -316,7 +355,7 @@ def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | N
 
 
 def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], jobs: int, level: int
-              ) -> Iterator[tuple[int, dict[str, float | None]]]:
+              ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
     tasks = (_Task(i, row.inputs, target)  # type: ignore[arg-type]
              for i, (row, target) in enumerate(zip(rows, targets, strict=True)))
     global _LEVEL
@@ -332,14 +371,13 @@ def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], jobs: int, level
 
 
 def _remove_temporaries(targets: Sequence[Path]) -> None:
-    """Remove the temporary files of workbooks a failed or interrupted run left behind."""
+    """Remove the temporary files of workbooks a failed or interrupted run left behind (a worker
+    stopped between writing one and handing it over)."""
     folders = {t.parent for t in targets}
     names = {t.name for t in targets}
     for folder in folders:
-        for temp in folder.glob(f"{TEMP_PREFIX}*.tmp"):
-            stem = temp.name[len(TEMP_PREFIX):-len(".tmp")].partition("-")[2]
-            if stem in names:
-                temp.unlink(missing_ok=True)
+        discard(temp for temp in folder.glob(f"{TEMP_PREFIX}*.tmp")
+                if temp.name[len(TEMP_PREFIX):-len(".tmp")].partition("-")[2] in names)
 
 
 # -- command line --------------------------------------------------------------------------------
@@ -350,27 +388,42 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UserError(f"--jobs {args.jobs}: needs at least 1 process")
     stream = None if args.quiet else sys.stderr
     try:
-        report = run_batch(
-            args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
-            force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
-            progress=lambda n: Progress(n, stream))
+        with stop_on_signals():
+            report = run_batch(
+                args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
+                force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
+                progress=lambda n: Progress(n, stream), header_row=args.header_row)
     except TargetsExist as exc:
         raise UserError(str(exc)) from None
+    except OutputClash as exc:
+        lines = ["an output would replace an input or another output, so nothing was "
+                 "written:"] + [f"  - {visible(p)}" for p in exc.problems]
+        raise UserError("\n".join(lines)) from None
     except InputError as exc:
         count = len(exc.problems)
-        lines = [f"{count} problem{'s' if count != 1 else ''} in {args.sites}, so nothing was "
-                 "written:"] + [f"  - {p}" for p in exc.problems]
+        lines = [f"{count} problem{'s' if count != 1 else ''} in {visible(args.sites)}, so "
+                 "nothing was written:"] + [f"  - {visible(p)}" for p in exc.problems]
         raise UserError("\n".join(lines)) from None
+    except (Stopped, KeyboardInterrupt) as exc:
+        stopped = exc if isinstance(exc, Stopped) else Stopped(signal.SIGINT)
+        _end_progress(stream)
+        print(f"tokenfactory-xl: batch stopped by {stopped.name}; nothing was written",
+              file=sys.stderr)
+        return stopped.exit_status
     except OSError as exc:
-        print(f"tokenfactory-xl: batch stopped: {exc}; the workbooks written before it are "
-              "complete, none is half written", file=sys.stderr)
-        return 1
+        _end_progress(stream)
+        print(f"tokenfactory-xl: batch failed: {describe_os_error(exc)}; nothing was written "
+              "(files that were there before are unchanged)", file=sys.stderr)
+        return EXIT_FAILED
+    if not args.quiet:
+        for note in report.notes:
+            print(f"tokenfactory-xl: note: {visible(note)}", file=sys.stderr)
     if report.skipped:
         problems = [p for row in report.skipped for p in row.problems]
         print(f"tokenfactory-xl: skipped {len(report.skipped)} row"
               f"{'s' if len(report.skipped) != 1 else ''} with problems:", file=sys.stderr)
         for problem in problems:
-            print(f"  - {problem}", file=sys.stderr)
+            print(f"  - {visible(problem)}", file=sys.stderr)
     if not args.quiet:
         count = len(report.written)
         extra = f" and {report.summary_csv}" if report.summary_csv else ""
@@ -386,7 +439,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "site), check every row, then write one TFOM workbook per site into OUTDIR, "
                     "named after the site, and OUTDIR/portfolio.xlsx with one row per site. "
                     "Nothing is written when a row is bad (exit status 2) unless --skip-invalid; "
-                    "existing files are never replaced without --force.",
+                    "existing files are never replaced without --force, the sites file never. "
+                    "A run that fails or is stopped writes none of its files (exit status 1, "
+                    "130 for Ctrl-C, 143 for SIGTERM).",
         epilog="examples:\n  tokenfactory-xl batch templates/sites-example.csv -o out\n"
                "  tokenfactory-xl batch templates/sites-example.csv -o out --force --jobs 2 "
                "--summary-csv out/summary.csv",
@@ -395,7 +450,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", "--outdir", dest="outdir", required=True, metavar="OUTDIR",
                    help="folder for the workbooks and portfolio.xlsx (created if needed)")
     p.add_argument("--sheet", metavar="NAME",
-                   help="the worksheet of an .xlsx sites file (default: the first)")
+                   help="the worksheet of an .xlsx sites file (default: the sheet the workbook "
+                        "opens on; a hidden sheet is read only when named)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="write the valid rows, list the bad ones, exit with status 1 if any "
                         "was skipped")
@@ -403,7 +459,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="worker processes (default 1)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress and no closing line (problems are still reported)")
+                   help="no progress, no notes and no closing line (problems are still "
+                        "reported)")
     p.add_argument("--summary-csv", metavar="FILE",
                    help="also write the portfolio table as CSV (one row per site)")
+    p.add_argument("--header-row", type=_row_number, metavar="N",
+                   help="the row of the sites file holding the input names (default: the first "
+                        "row with a site_name cell)")
     p.set_defaults(func=cmd_batch)
+
+
+def _row_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a row number (1, 2, 3 …)")
+    return value

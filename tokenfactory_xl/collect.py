@@ -13,26 +13,56 @@ Files are handled one by one: one that cannot be read (not a workbook, an ``.xls
 protected, damaged, hostile, not a TFOM) gets its line in the report and the others are still
 collected. The exit status is 1 when any error-level finding exists, 0 otherwise; the portfolio
 is written either way, from the workbooks whose inputs are valid. Input files are only read.
+
+What collect never does: count a site twice (two workbooks for one site name, or two identical
+files, stop the run with both paths named unless ``--allow-duplicates``); replace one of the
+workbooks it reads (whatever ``--force``); leave part of its outputs after a failure or a signal
+(all are written under temporary names and renamed together); put a site's text into the report
+as anything but text (Markdown and HTML characters are escaped, control and bidirectional
+characters shown as ``\\u202e``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import hashlib
 import os
 import re
+import signal
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .audit import SEVERITIES, Finding, WorkbookAudit, audit_workbook, current_template
-from .safe_xlsx import MB, Limits
+from .audit import (
+    PORTFOLIO_SHEET,
+    SEVERITIES,
+    Finding,
+    WorkbookAudit,
+    audit_workbook,
+    current_template,
+)
+from .files import (
+    OutputClash,
+    Outputs,
+    check_outputs,
+    describe_os_error,
+    open_regular,
+)
+from .interrupts import Stopped, stop_on_signals
+from .safe_xlsx import MB, Limits, RefusedFile, open_xlsx
+from .sites import CONTROL_OR_BIDI, visible
 
 #: Files a folder is searched for (any file named on the command line is read, whatever its name).
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls")
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
+#: Exit status when writing the outputs failed (a full disk): none of them was written.
+EXIT_FAILED = 1
 
 
 # -- finding the files -------------------------------------------------------------------------
@@ -40,8 +70,9 @@ def find_workbooks(paths: Iterable[str | Path], exclude: Iterable[Path] = ()) ->
     """The files to collect: each named file, and the workbooks in each named folder.
 
     Folders are searched recursively, in name order, for ``.xlsx``, ``.xlsm`` and ``.xls``
-    files; hidden files and Excel's lock files (``~$name.xlsx``) are skipped. ``exclude`` holds
-    the run's own outputs, so a portfolio written into the folder is not collected next time.
+    files; hidden files and Excel's lock files (``~$name.xlsx``) are skipped. A name that is
+    not a regular file (a FIFO, a device, a dangling link) is kept, so that the audit refuses
+    it with its reason rather than skipping it unseen. ``exclude`` holds files to leave out.
     """
     from .cli import UserError
 
@@ -54,9 +85,9 @@ def find_workbooks(paths: Iterable[str | Path], exclude: Iterable[Path] = ()) ->
                 rel = child.relative_to(path)
                 if any(part.startswith((".", "~$")) for part in rel.parts):
                     continue
-                if child.is_file() and child.suffix.lower() in WORKBOOK_SUFFIXES:
+                if not child.is_dir() and child.suffix.lower() in WORKBOOK_SUFFIXES:
                     found.append(child)
-        elif path.is_file():
+        elif path.exists() or path.is_symlink():
             found.append(path)
         else:
             raise UserError(f"{path}: no such file or folder")
@@ -78,6 +109,13 @@ def collect(paths: Sequence[str | Path], limits: Limits | None = None) -> list[W
     template = current_template()
     audits = []
     for path in paths:
+        if CONTROL_OR_BIDI.search(str(path)):
+            audit = WorkbookAudit(Path(path), refused=True)
+            audit.add("error", "file_name", "", "the file name contains control or "
+                      "bidirectional-override characters, which can make it show as another "
+                      "name; rename the file")
+            audits.append(audit)
+            continue
         try:
             audit = audit_workbook(path, template, limits)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
@@ -85,24 +123,55 @@ def collect(paths: Sequence[str | Path], limits: Limits | None = None) -> list[W
             audit.add("error", "internal", "",
                       f"could not be audited ({type(exc).__name__}: {exc}); please report this")
         audits.append(audit)
-    _check_duplicates(audits)
+    for dup in duplicates(audits):
+        dup.second.add("warning", "duplicate_site", "in_site_name",
+                       f"{dup.reason} as {dup.first.path}: the portfolio has both rows")
     return audits
 
 
-def _check_duplicates(audits: list[WorkbookAudit]) -> None:
-    """Two workbooks for the same site would count it twice in the portfolio."""
-    seen: dict[str, Path] = {}
+@dataclass(frozen=True)
+class Duplicate:
+    """Two workbooks that would put one site into the portfolio twice."""
+
+    first: WorkbookAudit
+    second: WorkbookAudit
+    reason: str  # "the same content" or "the same site name 'Frankfurt'"
+
+
+def _content_hash(path: Path) -> str | None:
+    try:
+        digest = hashlib.sha256()
+        with open_regular(path) as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+    except OSError:
+        return None
+
+
+def duplicates(audits: Sequence[WorkbookAudit]) -> list[Duplicate]:
+    """Pairs of workbooks in the portfolio with the same content, or the same site name.
+
+    Names are compared without regard to case and surrounding spaces; each later workbook is
+    paired with the first one it repeats.
+    """
+    by_hash: dict[str, WorkbookAudit] = {}
+    by_name: dict[str, WorkbookAudit] = {}
+    found: list[Duplicate] = []
     for audit in audits:
-        if audit.inputs is None:
+        if not audit.included:
             continue
-        name = str(audit.inputs["site_name"])
-        key = name.casefold()
-        if key in seen:
-            audit.add("warning", "duplicate_site", "in_site_name",
-                      f"the site name {name!r} is also that of {seen[key]}: the portfolio has "
-                      "both rows")
-        else:
-            seen[key] = audit.path
+        digest = _content_hash(audit.path)
+        name = _site(audit)
+        key = name.strip().casefold()
+        if digest is not None and digest in by_hash:
+            found.append(Duplicate(by_hash[digest], audit, "the same content"))
+        elif key in by_name:
+            found.append(Duplicate(by_name[key], audit, f"the same site name {name!r}"))
+        if digest is not None:
+            by_hash.setdefault(digest, audit)
+        by_name.setdefault(key, audit)
+    return found
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -129,15 +198,26 @@ def _site(audit: WorkbookAudit) -> str:
     return str(audit.inputs["site_name"]) if audit.inputs is not None else audit.site_name
 
 
+# Characters that Markdown (CommonMark, GitHub's tables) or HTML would take for markup.
+_MARKUP = re.compile(r"([\\`*_{}\[\]()<>!|&~#])")
+
+
 def _md(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """A site's text as plain text in Markdown (and the HTML made of it): every character of
+    markup escaped, so no link, image, HTML tag or table cell can come out of it."""
+    text = _MARKUP.sub(r"\\\1", visible(text))
+    # GitHub links bare addresses: break "://" and "www." so that none becomes a link
+    return text.replace("://", ":\\/\\/").replace("www.", "www\\.")
 
 
 def _code(text: str) -> str:
+    """Text in a code span (no markup is read inside one; ``|`` still ends a table cell)."""
     if not text:
         return ""
-    return f"`{text}`" if "`" not in text else _md(text)
+    text = visible(text)
+    if "`" in text:
+        return _md(text)
+    return "`" + text.replace("|", "\\|") + "`"
 
 
 def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str, Path]] = (),
@@ -152,7 +232,7 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
         f"version {template.version}). {_headcount(audits)}; {_totals(audits)}.",
         "",
     ]
-    lines += [f"- {label}: `{path}`" for label, path in outputs]
+    lines += [f"- {label}: {_code(str(path))}" for label, path in outputs]
     if outputs:
         lines.append("")
     lines += [
@@ -170,10 +250,10 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
             f"{a.count('error')} | "
             f"{a.count('warning')} | {a.count('info')} |")
     for i, a in enumerate(audits, 1):
-        lines += ["", f"## {i}. {a.path}", ""]
+        lines += ["", f"## {i}. {_md(str(a.path))}", ""]
         facts = []
         if _site(a):
-            facts.append(f"Site {_site(a)!r}")
+            facts.append(f"Site {_md(repr(_site(a)))}")
         if a.version:
             facts.append(f"template version {a.version}")
         facts.append("in the portfolio" if a.included else "skipped" if a.skipped
@@ -188,31 +268,31 @@ def report_markdown(audits: Sequence[WorkbookAudit], outputs: Sequence[tuple[str
                   "|---|---|---|---|---|"]
         for f in sorted(a.findings, key=lambda f: SEVERITIES.index(f.severity)):
             lines.append(f"| {f.severity} | {_md(f.where)} | {_md(f.message)} | "
-                         f"{_code(_md(f.expected))} | {_code(_md(f.found))} |")
+                         f"{_code(f.expected)} | {_code(f.found)} |")
     return "\n".join(lines) + "\n"
 
 
 def _headline(f: Finding) -> str:
     where = f"{f.where}: " if f.where else ""
     extra = f" ({f.found})" if f.found and f.code.startswith("formula") else ""
-    return f"{where}{f.message}{extra}"
+    return visible(f"{where}{f.message}{extra}")
 
 
 def report_short(audits: Sequence[WorkbookAudit]) -> str:
     """The short form printed on the standard output: one line per file, then the totals."""
     lines = []
-    name_width = min(max((len(str(a.path)) for a in audits), default=4), 48)
+    name_width = min(max((len(visible(str(a.path))) for a in audits), default=4), 48)
     for a in audits:
         worst = next((f for s in ("error", "warning", "info") for f in a.findings
                       if f.severity == s), None)
         counts = ", ".join(_plural(a.count(s), w) for s, w in
                            (("error", "error"), ("warning", "warning"), ("info", "note"))
                            if a.count(s))
-        text = f"{a.status:<8} {str(a.path):<{name_width}}"
+        text = f"{a.status:<8} {visible(str(a.path)):<{name_width}}"
         if a.refused or a.skipped:
             text += f"  {_headline(worst)}" if worst else ""
         elif worst is None:
-            text += f"  {_site(a)}"
+            text += f"  {visible(_site(a))}"
         else:
             text += f"  {counts}; first: {_headline(worst)}"
         lines.append(text)
@@ -225,20 +305,23 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
                   summary_csv: Path | None = None) -> None:
     """Write the portfolio (and its CSV) from the included workbooks, and the report.
 
-    Each file is written under a temporary name in its folder and renamed when complete
-    (:mod:`tokenfactory_xl.files`), so a reader never sees half a file.
+    Every file is written under a temporary name in its folder and all are renamed when the
+    last is complete (:class:`tokenfactory_xl.files.Outputs`): a failure or a signal leaves
+    none of them, and a reader never sees half a file.
     """
     from . import portfolio as pf
-    from .files import write_atomically
 
     entries = [(a.inputs, a.result) for a in audits if a.included]
-    pf.write_portfolio(portfolio, entries)  # type: ignore[arg-type]
-    outputs = [("portfolio", portfolio)]
-    if summary_csv is not None:
-        pf.write_summary_csv(summary_csv, entries)  # type: ignore[arg-type]
-        outputs.append(("summary CSV", summary_csv))
-    outputs.append(("this report", report))
-    write_atomically(report, report_markdown(audits, outputs).encode("utf-8"))
+    listed = [("portfolio", portfolio)]
+    with Outputs() as out:
+        out.add(portfolio, pf.portfolio_bytes(entries))  # type: ignore[arg-type]
+        if summary_csv is not None:
+            out.add(summary_csv,
+                    pf.summary_csv_text(entries).encode("utf-8"))  # type: ignore[arg-type]
+            listed.append(("summary CSV", summary_csv))
+        listed.append(("this report", report))
+        out.add(report, report_markdown(audits, listed).encode("utf-8"))
+        out.commit()
 
 
 # -- the command line ----------------------------------------------------------------------------
@@ -270,7 +353,39 @@ def default_report_path(portfolio: Path) -> Path:
     return portfolio.with_name(portfolio.stem + "-report.md")
 
 
+def _is_portfolio(path: Path) -> bool:
+    """Whether ``path`` is a portfolio from batch or collect (no input names, first sheet
+    Portfolio): the one kind of collected file an output may replace."""
+    try:
+        with open_xlsx(path) as content:
+            return (not any(n.startswith("in_") for n in content.defined_names)
+                    and [sh.title for sh in content.sheets][:1] == [PORTFOLIO_SHEET])
+    except (RefusedFile, OSError):
+        return False
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
+    from .cli import UserError
+
+    try:
+        with stop_on_signals():
+            return _collect_command(args)
+    except OutputClash as exc:
+        lines = ["an output would replace one of the workbooks read or another output, so "
+                 "nothing was written:"] + [f"  - {visible(str(p))}" for p in exc.problems]
+        raise UserError("\n".join(lines)) from None
+    except (Stopped, KeyboardInterrupt) as exc:
+        stopped = exc if isinstance(exc, Stopped) else Stopped(signal.SIGINT)
+        print(f"tokenfactory-xl: collect stopped by {stopped.name}; nothing was written",
+              file=sys.stderr)
+        return stopped.exit_status
+    except OSError as exc:
+        print(f"tokenfactory-xl: collect failed: {describe_os_error(exc)}; nothing was written "
+              "(files that were there before are unchanged)", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _collect_command(args: argparse.Namespace) -> int:
     from .cli import UserError
 
     portfolio = Path(args.output)
@@ -287,19 +402,47 @@ def cmd_collect(args: argparse.Namespace) -> int:
             raise UserError(f"{path} exists; use --force to replace it")
         if not path.parent.is_dir():
             raise UserError(f"{path.parent}: no such folder for {path.name}")
-    files = find_workbooks(args.paths, exclude=outputs)
-    named = {_same_file_key(Path(p)) for p in args.paths}
-    if named & {_same_file_key(p) for p in outputs}:
-        raise UserError("an output file is also one of the workbooks to collect")
+    found = find_workbooks(args.paths)
+    # A portfolio this command wrote into a collected folder is replaced, never collected; any
+    # other file found is an input and no output may replace it.
+    output_keys = set()
+    for p in outputs:
+        with contextlib.suppress(OSError):
+            output_keys.add((os.stat(p).st_dev, os.stat(p).st_ino))
+    files = []
+    for path in found:
+        try:
+            st = os.stat(path)
+            key = (st.st_dev, st.st_ino)
+        except OSError:
+            key = None
+        if key is not None and key in output_keys and path not in map(Path, args.paths) \
+                and _is_portfolio(path):
+            continue
+        files.append(path)
+    labelled = [("-o", portfolio), ("--report", report)]
+    if summary_csv is not None:
+        labelled.insert(1, ("--summary-csv", summary_csv))
+    check_outputs(labelled, [("the workbook", f) for f in files])
     if not files:
         raise UserError("no workbook found in " + ", ".join(args.paths)
                         + " (folders are searched for .xlsx, .xlsm and .xls files)")
     limits = Limits(max_uncompressed=args.max_uncompressed, max_ratio=args.max_ratio)
     audits = collect(files, limits)
+    dups = duplicates(audits)
+    if dups and not args.allow_duplicates:
+        many = len(dups) != 1
+        lines = [f"{len(dups)} workbook{'s' if many else ''} repeat{'' if many else 's'} a site "
+                 "already collected, so nothing was written (the portfolio would count it "
+                 "twice):"]
+        lines += [f"  - {visible(str(d.first.path))} and {visible(str(d.second.path))}: "
+                  f"{visible(d.reason)}" for d in dups]
+        lines.append("remove one of each pair, or add --allow-duplicates to collect both")
+        raise UserError("\n".join(lines))
     write_outputs(audits, portfolio, report, summary_csv)
     print(report_short(audits))
     written = f"portfolio: {portfolio}" + (f"; CSV: {summary_csv}" if summary_csv else "")
-    print(f"{written}; report: {report}")
+    print(visible(f"{written}; report: {report}"))
     errors = any(a.count("error") for a in audits)
     return EXIT_FINDINGS if errors else EXIT_OK
 
@@ -335,4 +478,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-ratio", type=_ratio, default=defaults.max_ratio, metavar="RATIO",
                    help="refuse a workbook with a member over 1 MB that expands more than RATIO "
                         f"times (default {defaults.max_ratio:g})")
+    p.add_argument("--allow-duplicates", action="store_true",
+                   help="collect two workbooks of the same site (same site name, or identical "
+                        "files) as two rows, with a warning; without it such a run stops "
+                        "before writing anything")
     p.set_defaults(func=cmd_collect)

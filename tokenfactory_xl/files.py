@@ -1,42 +1,349 @@
-"""Writing the files a finance team keeps: whole or not at all, and never over one unasked.
+"""Reading and writing the files a finance team keeps: whole or not at all, never over an input.
 
 A workbook that is half written when a run is interrupted (a full disk, Ctrl-C, a killed job)
-looks like a workbook until someone opens it. Every file tokenfactory_xl generates is therefore
-written to a temporary name in the same folder and renamed over its target in one step
-(:func:`os.replace` is atomic within a file system), so the target is either the old file, the new
-one, or absent. :func:`existing` finds the targets that a run without ``--force`` must not touch.
+looks like a workbook until someone opens it. Every file tokenfactory_xl generates therefore goes
+through the one path of this module:
+
+1. :func:`stage` creates a temporary file in the target's own folder with ``O_CREAT | O_EXCL |
+   O_NOFOLLOW`` under an unpredictable name (``.tfxl-<random>-<name>.tmp``): it is always a new
+   file, never an existing one and never the far end of a link someone prepared;
+2. the data is written and flushed to the disk (``fsync``);
+3. :func:`commit` renames the temporary file over its target (:func:`os.replace` is atomic
+   within a file system), so the target is either the old file, the new one, or absent.
+
+On any error, or a signal, between 1 and 3 the temporary file is removed. :class:`Outputs`
+stages every file of a run and renames them only when all are written, so a failed run leaves
+none of its outputs. A target that is a link is refused rather than followed or replaced.
+
+:func:`check_outputs` refuses, before anything is computed, an output that is one of the run's
+inputs (the same path once links are resolved, or the same file under another name: the same
+device and inode), two outputs that are one file, and an output that is a folder or a link.
+:func:`open_regular` opens an input only when it is a regular file: a FIFO would block a run
+forever and a device (``/dev/zero``) never ends.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Iterable
+import secrets
+import stat
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import BinaryIO
+
+from .errors import InputError, Problem
 
 #: Temporary files start with this, so that a reader of the folder can tell what they are.
 TEMP_PREFIX = ".tfxl-"
 
+_CREATE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_READ = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+         | getattr(os, "O_BINARY", 0))
 
+
+# -- reading ---------------------------------------------------------------------------------------
+class NotARegularFile(OSError):
+    """An input that is missing, or is not a regular file; ``reason`` says which, in words."""
+
+    def __init__(self, path: str | os.PathLike, reason: str, fix: str = ""):
+        self.path, self.reason, self.fix = Path(path), reason, fix
+        super().__init__(f"{path}: {reason}" + (f"; {fix}" if fix else ""))
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _link_note(path: Path) -> str:
+    if not path.is_symlink():
+        return ""
+    try:
+        return f" (a link to {os.readlink(path)})"
+    except OSError:
+        return " (a link)"
+
+
+def regular_file_problem(path: str | os.PathLike) -> NotARegularFile | None:
+    """Why ``path`` cannot be read as an input file, or ``None`` when it is a regular file."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            return NotARegularFile(path, f"is a link to {os.readlink(path)}, which does not "
+                                   "exist", "point the link at the file, or give the file")
+        return NotARegularFile(path, "does not exist", "check the path")
+    except PermissionError:
+        return NotARegularFile(path, "cannot be read (permission denied)",
+                               "check the file's permissions")
+    except OSError as exc:
+        return NotARegularFile(path, f"cannot be read ({exc.strerror or exc})")
+    if stat.S_ISREG(mode):
+        return None
+    what = _kind(mode)
+    return NotARegularFile(path, f"is {what}{_link_note(path)}, not a regular file",
+                           "give a saved file" if what != "a folder" else "give a file")
+
+
+def open_regular(path: str | os.PathLike) -> BinaryIO:
+    """Open ``path`` for reading in binary mode, only if it is a regular file.
+
+    The file is checked before it is opened (opening some devices has effects) and again on the
+    open descriptor (the path may have been swapped in between); it is opened without blocking,
+    so a FIFO with no writer cannot hang the run.
+
+    Raises
+    ------
+    NotARegularFile
+        missing, a folder, a FIFO, a device, a socket, a dangling link, or not readable.
+    """
+    problem = regular_file_problem(path)
+    if problem is not None:
+        raise problem
+    try:
+        fd = os.open(path, _READ)
+    except OSError as exc:
+        raise NotARegularFile(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(path, f"is {_kind(mode)}, not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike) -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`)."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
+# -- checking the outputs against the inputs ---------------------------------------------------
+class OutputClash(InputError):
+    """An output would replace an input, another output, a folder or a link."""
+
+
+def _identity(path: Path, follow: bool = True) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _resolved(path: Path) -> str:
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        real = Path(os.path.abspath(path))
+    return os.path.normcase(str(real))
+
+
+def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
+                  inputs: Iterable[tuple[str, str | os.PathLike]] = ()) -> None:
+    """Refuse outputs that would replace an input, each other, a folder or a link.
+
+    Parameters
+    ----------
+    outputs : (what it is, path) for every file the run will write, e.g. ``("-o", "p.xlsx")``.
+    inputs : (what it is, path) for every file the run reads.
+
+    Raises
+    ------
+    OutputClash
+        naming every clash; whatever the flags (``--force`` replaces old outputs, never inputs).
+    """
+    problems: list[Problem] = []
+    known: dict[object, tuple[str, Path]] = {}
+    for label, p in inputs:
+        path = Path(p)
+        known.setdefault(("path", _resolved(path)), (label, path))
+        ident = _identity(path)
+        if ident is not None:
+            known.setdefault(("inode", ident), (label, path))
+    seen: dict[str, tuple[str, Path]] = {}
+    for label, p in outputs:
+        path = Path(p)
+        keys = [("path", _resolved(path)), ("inode", _identity(path)),
+                ("inode", _identity(path, follow=False))]
+        clash = next((known[k] for k in keys if k[1] is not None and k in known), None)
+        if clash is not None:
+            problems.append(Problem(label, str(path), f"is {clash[0]} {clash[1]}, an input of "
+                                    "this run; an output never replaces an input, whatever the "
+                                    "flags", "choose another output name or folder"))
+            continue
+        key = _resolved(path)
+        if key in seen:
+            problems.append(Problem(label, str(path), f"is the same file as {seen[key][0]} "
+                                    f"{seen[key][1]}", "give each output its own name"))
+            continue
+        seen[key] = (label, path)
+        if path.is_symlink():
+            problems.append(Problem(label, str(path), f"is a link to {os.readlink(path)}; "
+                                    "outputs never follow or replace links",
+                                    "remove the link or choose another name"))
+        elif path.exists() and not path.is_file():
+            problems.append(Problem(label, str(path), f"is {_kind(os.stat(path).st_mode)}, not "
+                                    "a file that can be replaced",
+                                    "choose another output name"))
+    if problems:
+        raise OutputClash(problems)
+
+
+# -- writing ------------------------------------------------------------------------------------
 def temp_name(path: Path) -> Path:
-    """The temporary name ``path`` is written under first: hidden, in the same folder."""
-    return path.with_name(f"{TEMP_PREFIX}{os.getpid()}-{path.name}.tmp")
+    """A fresh, unpredictable temporary name for ``path``: hidden, in the same folder."""
+    return path.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}-{path.name}.tmp")
+
+
+def _refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise InputError([Problem("output", str(path), f"is a link to {os.readlink(path)}; "
+                                  "outputs never follow or replace links",
+                                  "remove the link or choose another name")])
+
+
+def stage(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to a new temporary file beside ``path`` and return the temporary's path.
+
+    The file is created exclusively (never an existing file, never through a link) and flushed
+    to the disk. On any error, or a signal turned into an exception, it is removed again.
+    """
+    path = Path(path)
+    _refuse_link(path)
+    for _attempt in range(16):
+        temp = temp_name(path)
+        try:
+            fd = os.open(temp, _CREATE, 0o666)
+            break
+        except FileExistsError:  # 64 random bits taken: someone is guessing; try another
+            continue
+    else:  # pragma: no cover - 16 collisions of 64 random bits
+        raise FileExistsError(f"could not create a temporary file beside {path}")
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except OSError as exc:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    except BaseException:
+        os.close(fd)
+        temp.unlink(missing_ok=True)
+        raise
+    try:
+        os.close(fd)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An operating-system error in one line: what failed and for which file."""
+    reason = (exc.strerror or str(exc)).rstrip(".")
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on the disk"
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return f"{reason[:1].lower()}{reason[1:]}{where}"
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (the renames) to the disk, where the system allows it."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def commit(staged: Sequence[tuple[Path, Path]]) -> None:
+    """Rename each staged temporary file over its target, then flush the folders."""
+    for temp, target in staged:
+        _refuse_link(target)
+        os.replace(temp, target)
+    for folder in dict.fromkeys(Path(target).parent for _, target in staged):
+        _sync_folder(folder)
+
+
+def discard(temps: Iterable[Path]) -> None:
+    """Remove temporary files (those already gone are ignored)."""
+    for temp in temps:
+        with contextlib.suppress(OSError):
+            Path(temp).unlink(missing_ok=True)
 
 
 def write_atomically(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename.
+    """Write ``data`` to ``path`` through a staged temporary file and a rename.
 
     On any error the temporary file is removed and ``path`` is left as it was.
     """
     path = Path(path)
-    temp = temp_name(path)
+    temp = stage(path, data)
     try:
-        with open(temp, "wb") as handle:
-            handle.write(data)
-        os.replace(temp, path)
+        commit([(temp, path)])
     except BaseException:
-        temp.unlink(missing_ok=True)
+        discard([temp])
         raise
     return path
+
+
+class Outputs:
+    """The files of one run, written all together or not at all.
+
+    ``add`` stages a file (or ``adopt`` one staged by a worker process); ``commit`` renames them
+    all into place. Leaving a ``with Outputs() as out:`` block by an exception, or calling
+    ``discard``, removes every staged file, so an interrupted run leaves none of its outputs.
+    """
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[Path, Path]] = []
+        self.committed = False
+
+    def add(self, path: str | os.PathLike, data: bytes) -> Path:
+        temp = stage(path, data)
+        self.staged.append((temp, Path(path)))
+        return Path(path)
+
+    def adopt(self, temp: Path, path: str | os.PathLike) -> None:
+        self.staged.append((Path(temp), Path(path)))
+
+    def commit(self) -> list[Path]:
+        commit(self.staged)
+        self.committed = True
+        return [target for _, target in self.staged]
+
+    def discard(self) -> None:
+        discard(temp for temp, _ in self.staged)
+        self.staged = []
+
+    def __enter__(self) -> Outputs:
+        return self
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is not None or not self.committed:
+            self.discard()
 
 
 def existing(paths: Iterable[str | os.PathLike]) -> list[Path]:

@@ -22,6 +22,7 @@ Safety:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import io
@@ -32,10 +33,13 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 from xml.etree.ElementTree import ParseError
 
 import defusedxml
 import defusedxml.ElementTree as safe_et
+
+from .files import NotARegularFile, open_regular
 
 #: First bytes of an OLE2 compound file: an Excel 97–2003 ``.xls``, or an encrypted workbook.
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -125,6 +129,7 @@ class XlsxContent:
     _strings: list[str] | None = None
     _cells: dict[str, Sheet] = field(default_factory=dict)
     _strings_part: str | None = None
+    _handle: BinaryIO | None = None
 
     def cells(self, title: str) -> Sheet:
         """The formulas and stored values of sheet ``title`` (empty for a chart sheet)."""
@@ -145,6 +150,8 @@ class XlsxContent:
 
     def close(self) -> None:
         self._zip.close()
+        if self._handle is not None:
+            self._handle.close()
 
     def __enter__(self) -> XlsxContent:
         return self
@@ -154,9 +161,17 @@ class XlsxContent:
 
 
 # -- recognising what the file is ---------------------------------------------------------------
-def sniff(path: Path) -> str:
+def _opened(source: Path | BinaryIO):
+    """A context giving a binary handle at offset 0: ``source`` itself (left open) or opened."""
+    if isinstance(source, (str, Path)):
+        return open_regular(source)
+    source.seek(0)
+    return contextlib.nullcontext(source)
+
+
+def sniff(path: Path | BinaryIO) -> str:
     """What the file looks like from its first bytes: ``zip``, ``ole2``, ``empty`` or ``other``."""
-    with open(path, "rb") as handle:
+    with _opened(path) as handle:
         head = handle.read(8)
     if not head:
         return "empty"
@@ -167,7 +182,7 @@ def sniff(path: Path) -> str:
     return "other"
 
 
-def _is_encrypted_ole2(path: Path) -> bool:
+def _is_encrypted_ole2(path: Path | BinaryIO) -> bool:
     """Whether an OLE2 file holds the streams of an encrypted OOXML workbook.
 
     Excel saves a password-protected ``.xlsx`` as an OLE2 compound file with the streams
@@ -179,7 +194,7 @@ def _is_encrypted_ole2(path: Path) -> bool:
     found = set()
     overlap = max(len(n) for n in needles)
     tail = b""
-    with open(path, "rb") as handle:
+    with _opened(path) as handle:
         while True:
             chunk = handle.read(1 << 20)
             if not chunk:
@@ -202,8 +217,8 @@ def _looks_delimited(text: str) -> bool:
     return False
 
 
-def _describe_other(path: Path) -> str:
-    with open(path, "rb") as handle:
+def _describe_other(path: Path | BinaryIO) -> str:
+    with _opened(path) as handle:
         head = handle.read(4096)
     try:
         text = head.decode("utf-8")
@@ -235,26 +250,42 @@ def open_xlsx(path: str | Path, limits: Limits | None = None) -> XlsxContent:
     path = Path(path)
     limits = limits or Limits()
     try:
-        kind = sniff(path)
+        # Only a regular file: a FIFO would block the run, a device never end.
+        handle = open_regular(path)
+    except NotARegularFile as exc:
+        raise RefusedFile(exc.reason, exc.fix) from None
+    try:
+        content = _open_handle(path, handle, limits)
+    except BaseException:
+        handle.close()
+        raise
+    content._handle = handle
+    return content
+
+
+def _open_handle(path: Path, handle: BinaryIO, limits: Limits) -> XlsxContent:
+    try:
+        kind = sniff(handle)
     except OSError as exc:
-        raise RefusedFile(f"the file cannot be opened ({exc.strerror or exc})") from None
+        raise RefusedFile(f"the file cannot be read ({exc.strerror or exc})") from None
     if kind == "empty":
         raise RefusedFile("not an Excel workbook: the file is empty")
     if kind == "ole2":
-        if _is_encrypted_ole2(path):
+        if _is_encrypted_ole2(handle):
             raise RefusedFile("password-protected workbook: it cannot be read without the "
                               "password", "ask the site to send it without a password")
         raise RefusedFile("an Excel 97-2003 .xls file (or another OLE2 document), not an .xlsx",
                           "open it in Excel and save it as .xlsx")
     if kind != "zip":
-        raise RefusedFile(_describe_other(path))
+        raise RefusedFile(_describe_other(handle))
     try:
-        archive = zipfile.ZipFile(path)
+        handle.seek(0)
+        archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise RefusedFile(f"damaged or truncated zip ({exc})",
                           "ask the site to send the file again") from None
     try:
-        _check_sizes(archive, limits)
+        check_sizes(archive, limits)
         content = _read_workbook(path, archive, limits)
     except BaseException:
         archive.close()
@@ -262,7 +293,15 @@ def open_xlsx(path: str | Path, limits: Limits | None = None) -> XlsxContent:
     return content
 
 
-def _check_sizes(archive: zipfile.ZipFile, limits: Limits) -> None:
+def check_sizes(archive: zipfile.ZipFile, limits: Limits) -> None:
+    """Refuse a zip over ``limits`` (members, total size, one member's ratio) or encrypted,
+    from its directory alone, before anything in it is inflated.
+
+    Raises
+    ------
+    RefusedFile
+        saying which limit, with the figure found.
+    """
     members = archive.infolist()
     if len(members) > limits.max_members:
         raise RefusedFile(f"refused: the zip has {len(members):,} members, more than the limit "

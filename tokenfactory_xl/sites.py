@@ -8,10 +8,16 @@ three scenarios (``tef_target``) or one column per scenario (``tef_target.Optimi
 appear, the scenario column winning for its scenario.
 
 :func:`load_sites` reads a ``.csv`` (UTF-8, with or without a byte-order mark; comma-, semicolon-
-or tab-separated) or an ``.xlsx`` (the first sheet or a named one) and checks every row against
-the catalogue, collecting every problem with the row number the user sees (the header is row 1)
-so that a file with twenty mistakes is fixed in one pass. It also gives each site the file name
-its workbook will have (:func:`safe_file_stem`) and reports two sites that would share one.
+or tab-separated) or an ``.xlsx`` (the sheet it opens on, or a named one) and checks every row
+against the catalogue, collecting every problem with the row number the user sees so that a file
+with twenty mistakes is fixed in one pass. It reads what the file shows or says why it cannot:
+the header is the first row with a ``site_name`` cell (or a given row); a formula cell without a
+stored value, a merge across columns and a file mixing decimal conventions are refused; a merge
+down one column gives each row its shown value; numbers typed as text are read with the file's
+one decimal convention (:func:`_read_numbers`). What it decided is said in
+:attr:`SitesFile.notes`. Only regular files are read (:func:`tokenfactory_xl.files.open_regular`).
+It also gives each site the file name its workbook will have (:func:`safe_file_stem`) and reports
+two sites that would share one.
 :func:`read_sites` is the strict form: the rows, or an :class:`~tokenfactory_xl.errors.InputError`
 listing every problem.
 """
@@ -24,12 +30,13 @@ import os
 import re
 import unicodedata
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalogue import BY_NAME, closest_name
 from .errors import InputError, Problem
+from .files import NotARegularFile, read_regular, regular_file_problem
 from .inputs import SiteInputs, make_inputs, split_key
 
 #: The suffixes :func:`load_sites` reads.
@@ -49,13 +56,23 @@ MAX_STEM_BYTES = 120
 # of 0.6 MB can hold gigabytes of XML, and openpyxl has no size guard).
 MAX_XLSX_UNPACKED = 200 * 2**20
 
-# Characters Windows, macOS or Linux refuse in a file name, and every control character.
-_UNSAFE_IN_NAME = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f-\x9f]')
-# Control characters in a text value: the catalogue refuses most; line breaks and tabs are also
-# refused here because a site name becomes a file name and one line of a portfolio.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# A decimal comma, as a semicolon-separated file from a European Excel writes numbers: 0,65
-_DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*%?\s*$")
+#: Characters that reorder the text shown around them (Unicode bidirectional controls): a name
+#: holding one can display as another ("evil\u202exslx.exe" shows as "evilexe.xlsx").
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# Characters Windows, macOS or Linux refuse in a file name, every control character and every
+# bidirectional control.
+_UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]')
+#: Control characters in a text value: the catalogue refuses most; line breaks, tabs and the
+#: bidirectional controls are also refused here because a site name becomes a file name, one
+#: line of a portfolio and a line of a report.
+CONTROL_OR_BIDI = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+_CONTROL = CONTROL_OR_BIDI
+
+
+def visible(text: object) -> str:
+    """``text`` with control and bidirectional characters shown as escapes (``\\u202e``), so a
+    value echoed in a message or a report cannot rewrite a terminal line or show as another."""
+    return CONTROL_OR_BIDI.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,11 @@ class SitesFile:
     columns: tuple[str, ...]
     rows: tuple[SiteRow, ...]
     file_problems: tuple[Problem, ...] = field(default=())
+    #: What was read and how, where a reader could not tell: the sheet, the header row, the
+    #: decimal separator, merged cells (one sentence each).
+    notes: tuple[str, ...] = field(default=())
+    header_row: int = 1
+    sheet: str | None = None
 
     @property
     def problems(self) -> tuple[Problem, ...]:
@@ -142,44 +164,116 @@ def safe_file_stem(site_name: str) -> str:
 
 
 # -- reading -------------------------------------------------------------------------------------
-def load_sites(path: str | os.PathLike, sheet: str | None = None) -> SitesFile:
+#: Rows searched for the header (the first row holding a ``site_name`` cell) when not given.
+HEADER_SEARCH_ROWS = 50
+
+
+@dataclass(frozen=True)
+class _Formula:
+    """A formula cell with no stored value: the file was saved by a program that does not
+    calculate, so the value the sheet would show is unknown."""
+
+    coord: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass
+class _Source:
+    """The cells of a sites file as read, before any checking."""
+
+    grid: list[list[object]]
+    delimiter: str | None = None  # None for a workbook
+    sheet: str | None = None
+    merges: list[tuple[str, int, int, int, int]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # other sheets of the workbook with a site_name cell: title → row
+    elsewhere: dict[str, int] = field(default_factory=dict)
+    hidden_rows: set[int] = field(default_factory=set)
+    hidden_columns: set[int] = field(default_factory=set)  # 0-based
+    totals_rows: dict[int, str] = field(default_factory=dict)  # row → its Excel table's name
+
+
+def load_sites(path: str | os.PathLike, sheet: str | None = None,
+               header_row: int | None = None) -> SitesFile:
     """Read and check a sites file; problems are collected, not raised.
 
     Parameters
     ----------
     path : a ``.csv`` or ``.xlsx`` file.
-    sheet : the worksheet of an ``.xlsx`` file (default: the first).
+    sheet : the worksheet of an ``.xlsx`` file (default: the sheet the workbook opens on).
+    header_row : the row holding the input names, as numbered in Excel (default: the first
+        row with a ``site_name`` cell among the first :data:`HEADER_SEARCH_ROWS`).
 
     Raises
     ------
     InputError
-        only when the file cannot be read at all (missing, wrong type, not UTF-8, no such sheet).
+        only when the file cannot be read at all (missing, not a regular file, wrong type, not
+        UTF-8, no such sheet, a hidden sheet not named, no such header row).
     """
     path = Path(path)
-    grid = _read_grid(path, sheet)
-    # Trailing empty rows and rows with nothing in them are skipped, but keep their numbers.
+    source = _read_source(path, sheet)
+    grid = source.grid
     numbered = [(n, cells) for n, cells in enumerate(grid, start=1)
                 if any(_filled(c) for c in cells)]
     if not numbered:
         raise InputError([Problem("sites file", str(path), "is empty",
                                   "the first row names the inputs (site_name, gpus, …), each "
                                   "further row is one site")])
-    header_row, header = numbered[0]
-    body = numbered[1:]
-    columns, file_problems, keep = _check_header(header, header_row, body)
+    notes = list(source.notes)
+    header_at = _find_header(path, numbered, header_row, notes)
+    header = list(grid[header_at - 1])
+    body = [(n, list(cells)) for n, cells in numbered if n > header_at]
+    totals = [n for n, _ in body if n in source.totals_rows]
+    if totals:
+        body = [(n, cells) for n, cells in body if n not in source.totals_rows]
+        notes.append(f"row{'s' if len(totals) > 1 else ''} {_rows_text(totals)}: the totals row "
+                     f"of the Excel table {source.totals_rows[totals[0]]!r}, not read as a site")
+    file_problems: list[Problem] = []
+    for index, cell in enumerate(header):
+        if isinstance(cell, _Formula):
+            file_problems.append(_formula_problem(cell, "header", header_at))
+            header[index] = None
+    columns, header_problems, keep = _check_header(header, header_at, body)
+    if "site_name" not in columns and header_row is None:
+        header_problems = [_no_header(p, header_at) for p in header_problems]
+    if "site_name" not in columns and source.elsewhere:
+        header_problems = [_with_sheet_hint(p, source.elsewhere) for p in header_problems]
+    file_problems += header_problems
+    file_problems += _check_cells(source, header_at, body, columns, keep, notes)
+    number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter)
+    if any(not p.where for p in number_problems):  # the file mixes conventions
+        file_problems += number_problems
+        number_problems = []
+    notes += number_notes
+    hidden = [n for n, _ in body if n in source.hidden_rows]
+    if hidden:
+        notes.append(f"row{'s' if len(hidden) > 1 else ''} {_rows_text(hidden)} hidden (or "
+                     "filtered out) in the sheet, read like the others")
+    hidden_columns = [columns[i] for i in sorted(source.hidden_columns)
+                      if i < len(keep) and keep[i]]
+    if hidden_columns:
+        notes.append(f"hidden column{'s' if len(hidden_columns) > 1 else ''} read: "
+                     + ", ".join(hidden_columns))
     if not body:
         file_problems.append(Problem(
             "sites file", str(path), "has a header but no site rows",
             "add one row per site under the header"))
-    rows = [_check_row(n, cells, columns, keep) for n, cells in body]
+    by_row: dict[str, list[Problem]] = {}
+    for problem in number_problems:
+        by_row.setdefault(problem.where, []).append(problem)
+    rows = [_check_row(n, cells, columns, keep, by_row.get(f"row {n}", [])) for n, cells in body]
     rows = _mark_duplicates(rows)
     return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
-                     tuple(rows), tuple(file_problems))
+                     tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet)
 
 
-def read_sites(path: str | os.PathLike, sheet: str | None = None) -> list[SiteRow]:
+def read_sites(path: str | os.PathLike, sheet: str | None = None,
+               header_row: int | None = None) -> list[SiteRow]:
     """The rows of a sites file, every one valid; else :class:`InputError` with every problem."""
-    sites = load_sites(path, sheet)
+    sites = load_sites(path, sheet, header_row)
     if sites.problems:
         raise InputError(sites.problems)
     return list(sites.rows)
@@ -189,22 +283,137 @@ def _filled(value: object) -> bool:
     return value is not None and not (isinstance(value, str) and value.strip() == "")
 
 
-def _read_grid(path: Path, sheet: str | None) -> list[list[object]]:
-    if not path.exists():
-        raise InputError([Problem("sites file", str(path), "does not exist",
-                                  "check the path (a .csv or .xlsx file)")])
-    if path.is_dir():
-        raise InputError([Problem("sites file", str(path), "is a folder, not a file")])
+def _is_site_name(value: object) -> bool:
+    return isinstance(value, str) and normalise_column(value) == "site_name"
+
+
+def _find_header(path: Path, numbered: list[tuple[int, list[object]]],
+                 header_row: int | None, notes: list[str]) -> int:
+    """The header's row number: ``header_row``, or the first row with a site_name cell."""
+    if header_row is not None:
+        last = numbered[-1][0]
+        if header_row < 1 or header_row > last:
+            raise InputError([Problem("--header-row", header_row, f"is not a row of {path.name} "
+                                      f"(its rows with content are 1 to {last})",
+                                      "give the number of the row holding the input names")])
+        if header_row not in {n for n, _ in numbered}:
+            raise InputError([Problem("--header-row", header_row, f"is an empty row of "
+                                      f"{path.name}", "give the number of the row holding the "
+                                      "input names")])
+        return header_row
+    for n, cells in numbered[:HEADER_SEARCH_ROWS]:
+        if any(_is_site_name(c) for c in cells):
+            first = numbered[0][0]
+            if n != first:
+                notes.append(f"header found on row {n} (the first row with a site_name cell); "
+                             f"rows {first}–{n - 1} above it are not read (--header-row N picks "
+                             "another row)")
+            return n
+    return numbered[0][0]  # reported by _check_header: no site_name column
+
+
+def _no_header(problem: Problem, row: int) -> Problem:
+    if problem.name != "site_name":
+        return problem
+    return Problem(problem.name, problem.value, f"column is missing: no row among the first "
+                   f"{HEADER_SEARCH_ROWS} has a site_name cell, so row {row} was read as the "
+                   "header", problem.fix, problem.where)
+
+
+def _with_sheet_hint(problem: Problem, elsewhere: dict[str, int]) -> Problem:
+    if problem.name != "site_name":
+        return problem
+    hints = "; ".join(f"sheet {title!r} has one on row {row}: add --sheet {title!r}"
+                      if " " in title else f"sheet {title!r} has one on row {row}: add "
+                      f"--sheet {title}" for title, row in elsewhere.items())
+    return Problem(problem.name, problem.value, problem.message + " on the sheet read",
+                   hints, problem.where)
+
+
+def _formula_problem(cell: _Formula, column: str, row: int) -> Problem:
+    return Problem(column, f"={cell.text}", f"cell {cell.coord} holds a formula with no stored "
+                   "value (the file was saved by a program that does not calculate), so the "
+                   "value it shows is unknown",
+                   "open the file in Excel or LibreOffice and save it, or export the sheet as "
+                   "CSV UTF-8", f"row {row}")
+
+
+def _check_cells(source: _Source, header_at: int, body: list[tuple[int, list[object]]],
+                 columns: list[str], keep: list[bool], notes: list[str]) -> list[Problem]:
+    """Formula cells without a value and merged ranges in the columns read (``body`` is
+    updated in place: a merged range down one column gives each row its shown value)."""
+    problems: list[Problem] = []
+    rows = {n: cells for n, cells in body}
+    for ref, r1, c1, r2, c2 in source.merges:
+        if r2 < header_at:
+            continue  # a title above the header
+        span = range(c1, c2 + 1)
+        if not any(c < len(keep) and keep[c] for c in span) and r1 > header_at:
+            continue  # beside the inputs (a comment column)
+        if r1 <= header_at:
+            problems.append(Problem("merged cells", ref, "cover the header row, so a column has "
+                                    "no name of its own", "unmerge them (Home > Merge & Center)",
+                                    f"row {header_at}"))
+        elif c2 > c1:
+            problems.append(Problem("merged cells", ref, f"span columns {_column_letter(c1)} to "
+                                    f"{_column_letter(c2)}: only the first holds a value, the "
+                                    "others would read as empty and take the default",
+                                    "unmerge them (Home > Merge & Center) and type each value",
+                                    f"row {r1}"))
+        else:
+            first = rows.get(r1)
+            value = first[c1] if first is not None and c1 < len(first) else None
+            for n in range(r1 + 1, r2 + 1):
+                if n in rows:
+                    cells = rows[n]
+                    cells.extend([None] * (c1 + 1 - len(cells)))
+                    cells[c1] = value
+            notes.append(f"merged cells {ref}: the value it shows ({_shown(value)}) is read "
+                         f"for each of rows {r1}–{r2}, as the sheet shows it beside each")
+    for n, cells in body:
+        for index, cell in enumerate(cells):
+            if isinstance(cell, _Formula):
+                if index < len(keep) and keep[index]:
+                    problems.append(_formula_problem(cell, columns[index], n))
+                cells[index] = None
+    return problems
+
+
+def _rows_text(rows: list[int], most: int = 6) -> str:
+    """``3, 5, 9`` or ``3, 5, 9, 11, 12, 14 and 20 more``."""
+    text = ", ".join(str(n) for n in rows[:most])
+    return text + (f" and {len(rows) - most} more" if len(rows) > most else "")
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "empty"
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value):,}"
+    return f"{value:,}" if isinstance(value, (int, float)) else repr(value)
+
+
+def _read_source(path: Path, sheet: str | None) -> _Source:
     suffix = path.suffix.lower()
+    if suffix not in (".csv", ".xlsx", ".xlsm"):
+        problem = regular_file_problem(path)
+        if problem is not None:
+            raise InputError([Problem("sites file", str(path), problem.reason, problem.fix)])
+        raise InputError([Problem("sites file", str(path), "is neither .csv nor .xlsx",
+                                  "save the sites as CSV UTF-8 or as an Excel workbook (.xlsx)")])
+    try:
+        data = read_regular(path)
+    except NotARegularFile as exc:
+        fix = exc.fix or "give the sites file (.csv or .xlsx)"
+        if exc.reason == "does not exist":
+            fix = "check the path (a .csv or .xlsx file)"
+        raise InputError([Problem("sites file", str(path), exc.reason, fix)]) from None
     if suffix == ".csv":
         if sheet is not None:
             raise InputError([Problem("--sheet", sheet, "applies to .xlsx sites files only",
                                       "leave --sheet out for a .csv file")])
-        return _read_csv(path)
-    if suffix in (".xlsx", ".xlsm"):
-        return _read_xlsx(path, sheet)
-    raise InputError([Problem("sites file", str(path), "is neither .csv nor .xlsx",
-                              "save the sites as CSV UTF-8 or as an Excel workbook (.xlsx)")])
+        return _read_csv(path, data)
+    return _read_xlsx(path, data, sheet)
 
 
 def sniff_delimiter(header_line: str) -> str:
@@ -218,33 +427,31 @@ def sniff_delimiter(header_line: str) -> str:
     return best if counts[best] else ","
 
 
-def _read_csv(path: Path) -> list[list[object]]:
-    data = path.read_bytes()
+def _read_csv(path: Path, data: bytes) -> _Source:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError([Problem(
             "sites file", str(path), f"is not UTF-8 text (byte {exc.start + 1})",
             "in Excel: File > Save As > CSV UTF-8 (comma delimited)")]) from None
-    first = text.lstrip("\r\n").split("\n", 1)[0]
+    lines = text.splitlines()
+    # The delimiter comes from the header line: the first with site_name, else the first.
+    first = next((line for line in lines[:HEADER_SEARCH_ROWS] if "site_name" in line.lower()),
+                 next((line for line in lines if line.strip()), ""))
     delimiter = sniff_delimiter(first)
     try:
         grid: list[list[object]] = [list(r) for r in csv.reader(io.StringIO(text, newline=""),
                                                                delimiter=delimiter)]
     except csv.Error as exc:
         raise InputError([Problem("sites file", str(path), f"is not valid CSV ({exc})")]) from None
-    if delimiter == ";":
-        # Excel in a decimal-comma locale writes "0,65" for 0.65 in its semicolon CSV files.
-        grid = [[_DECIMAL_COMMA.sub(lambda m: m.group(0).replace(",", "."), c) if isinstance(
-            c, str) else c for c in row] for row in grid]
-    return grid
+    return _Source(grid, delimiter)
 
 
-def _read_xlsx(path: Path, sheet: str | None) -> list[list[object]]:
+def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
     import openpyxl  # only needed for .xlsx sites files
 
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, OSError):
         raise InputError([Problem(
@@ -255,23 +462,226 @@ def _read_xlsx(path: Path, sheet: str | None) -> list[list[object]]:
         raise InputError([Problem(
             "sites file", str(path), f"unpacks to {unpacked / 2**20:,.0f} MB, more than a sites "
             f"file should ({MAX_XLSX_UNPACKED // 2**20} MB)", "save the sites as CSV UTF-8")])
+    from .safe_xlsx import Limits, RefusedFile, check_sizes
+
+    try:  # the limits collect applies to workbooks from outside: a member's ratio, members
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            check_sizes(archive, Limits(max_uncompressed=MAX_XLSX_UNPACKED))
+    except RefusedFile as exc:
+        raise InputError([Problem("sites file", str(path), exc.reason,
+                                  "save the sites as CSV UTF-8")]) from None
     try:
-        wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        # Twice: the formulas (to find cells with none of their values stored) and the values.
+        formulas = openpyxl.load_workbook(io.BytesIO(data), data_only=False)
+        values = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
     except Exception as exc:  # openpyxl raises many types for a damaged package
         raise InputError([Problem("sites file", str(path),
                                   f"is not a readable .xlsx workbook ({type(exc).__name__})",
                                   "open it in Excel and save it again")]) from None
-    try:
-        if sheet is None:
-            ws = wb.worksheets[0]
-        elif sheet in wb.sheetnames:
-            ws = wb[sheet]
-        else:
+    notes: list[str] = []
+
+    def listing() -> str:
+        return ", ".join(s.title + (" (hidden)" if s.sheet_state != "visible" else "")
+                         for s in formulas.worksheets)
+
+    if sheet is None:
+        ws = formulas.active
+        if ws is None or not hasattr(ws, "iter_rows"):
+            raise InputError([Problem("sites file", str(path), "opens on a chart, not a sheet "
+                                      "of cells", "add --sheet NAME; the sheets are " + listing())])
+        if ws.sheet_state != "visible":
+            raise InputError([Problem("sites file", str(path), f"opens on the hidden sheet "
+                                      f"{ws.title!r}, which is not read unless named",
+                                      f"add --sheet {ws.title!r} to read it; the sheets are "
+                                      + listing())])
+        if len(formulas.worksheets) > 1:
+            others = [t for t in formulas.sheetnames if t != ws.title]
+            notes.append(f"read sheet {ws.title!r}, the one the workbook opens on (other sheets: "
+                         f"{', '.join(others)}; --sheet NAME reads another)")
+    else:
+        matches = [s for s in formulas.worksheets if s.title == sheet] or [
+            s for s in formulas.worksheets if s.title.strip().casefold() == sheet.casefold()]
+        if len(matches) != 1:
             raise InputError([Problem("--sheet", sheet, "is not a sheet of " + path.name,
-                                      "the sheets are " + ", ".join(wb.sheetnames))])
-        return [list(r) for r in ws.iter_rows(values_only=True)]
-    finally:
-        wb.close()
+                                      "the sheets are " + listing())])
+        ws = matches[0]
+        if ws.sheet_state != "visible":
+            notes.append(f"sheet {ws.title!r} is hidden; read because --sheet names it")
+    shown = values[ws.title]
+    grid: list[list[object]] = []
+    for row in ws.iter_rows():
+        cells: list[object] = []
+        for cell in row:
+            if cell.data_type == "f":
+                value = shown[cell.coordinate].value
+                if value is None:
+                    text = cell.value if isinstance(cell.value, str) else getattr(
+                        cell.value, "text", "") or ""
+                    value = _Formula(cell.coordinate, str(text).lstrip("="))
+            else:
+                value = cell.value
+            cells.append(value)
+        grid.append(cells)
+    if any(isinstance(c, _Formula) for cells in grid for c in cells):
+        _empty_results(path, ws.title, grid)
+    merges = [(str(r.coord), r.min_row, r.min_col - 1, r.max_row, r.max_col - 1)
+              for r in ws.merged_cells.ranges]
+    elsewhere: dict[str, int] = {}
+    for other in formulas.worksheets:
+        if other is ws:
+            continue
+        for n, row in enumerate(other.iter_rows(max_row=HEADER_SEARCH_ROWS, values_only=True),
+                                start=1):
+            if any(_is_site_name(c) for c in row):
+                elsewhere[other.title] = n
+                break
+    hidden_rows = {n for n, dim in ws.row_dimensions.items() if dim.hidden}
+    hidden_columns = {i - 1 for dim in ws.column_dimensions.values() if dim.hidden
+                      and dim.min and dim.max for i in range(dim.min, dim.max + 1)}
+    totals_rows: dict[int, str] = {}
+    for table in ws.tables.values():
+        count = int(getattr(table, "totalsRowCount", 0) or 0)
+        if count and table.ref:
+            from openpyxl.utils.cell import range_boundaries
+
+            last = range_boundaries(table.ref)[3]
+            totals_rows.update({n: table.name for n in range(last - count + 1, last + 1)})
+    formulas.close()
+    values.close()
+    return _Source(grid, None, ws.title, merges, notes, elsewhere, hidden_rows, hidden_columns,
+                   totals_rows)
+
+
+def _empty_results(path: Path, title: str, grid: list[list[object]]) -> None:
+    """Tell a formula whose stored result is empty text (``=IF(…,"",…)``, saved by Excel as an
+    empty value) from one with no stored value at all: openpyxl reads both as ``None``."""
+    from .safe_xlsx import RefusedFile, open_xlsx
+
+    try:
+        with open_xlsx(path) as content:
+            stored = content.cells(title).values
+    except (RefusedFile, OSError):
+        return
+    for cells in grid:
+        for index, cell in enumerate(cells):
+            if isinstance(cell, _Formula) and stored.get(cell.coord) == "":
+                cells[index] = None   # shown empty: an empty cell
+
+
+# -- numbers written as text: the decimal convention of the file ---------------------------------
+_NUMERIC_KINDS = ("number", "integer", "fraction")
+_NUMBER_TEXT = re.compile(r"^([+-]?)([\d.,]*\d[\d.,]*)(%?)$")
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^\d+$"), "plain"),
+    (re.compile(r"^\d{1,3}(\.\d{3})+,\d+$|^\d{1,3}(\.\d{3}){2,}$"), "comma"),
+    (re.compile(r"^\d{1,3}(,\d{3})+\.\d+$|^\d{1,3}(,\d{3}){2,}$"), "point"),
+    (re.compile(r"^[1-9]\d{0,2}\.\d{3}$"), "dot?"),      # 40.000: 40 or 40 000
+    (re.compile(r"^[1-9]\d{0,2},\d{3}$"), "comma?"),    # 1,100: 1 100 or 1.1
+    (re.compile(r"^\d*\.\d+$"), "point"),
+    (re.compile(r"^\d*,\d+$"), "comma"),
+)
+
+
+def _number_shape(text: str) -> tuple[str, str, str, str] | None:
+    """(sign, digits and separators, percent sign, shape) of a number typed as text."""
+    compact = re.sub(r"[\s\u00a0\u202f]", "", text)
+    match = _NUMBER_TEXT.match(compact)
+    if not match:
+        return None
+    sign, core, percent = match.groups()
+    shape = next((name for pattern, name in _SHAPES if pattern.match(core)), "other")
+    return sign, core, percent, shape
+
+
+def two_readings(text: str) -> tuple[str, str] | None:
+    """The two readings of a number typed as text that reads two ways (``"1,100"`` → ``("1100",
+    "1.100")``: thousands separator, or decimal separator), or ``None`` when it reads one way."""
+    shape = _number_shape(text)
+    if shape is None or shape[3] not in ("dot?", "comma?"):
+        return None
+    sign, core, percent, _ = shape
+    separator_is_dot = "." in core
+    return (_as_read(sign, core, percent, "," if separator_is_dot else "."),
+            _as_read(sign, core, percent, "." if separator_is_dot else ","))
+
+
+def _as_read(sign: str, core: str, percent: str, decimal: str) -> str:
+    """The number with ``decimal`` as its decimal separator, as Python reads it."""
+    thousands = "." if decimal == "," else ","
+    return sign + core.replace(thousands, "").replace(decimal, ".") + percent
+
+
+def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep: list[bool],
+                  delimiter: str | None) -> tuple[list[Problem], list[str]]:
+    """Decide the file's decimal separator once and rewrite every number typed as text by it.
+
+    A number with a separator that only one convention allows (``0,995``, ``1.234,5``,
+    ``0.65``, ``1,234.5``) decides; a file with both kinds is refused. Without such a number
+    the delimiter decides: a semicolon file is what Excel writes in a decimal-comma locale, a
+    comma file one of a decimal-point locale; a tab-separated file or a workbook has no rule,
+    and a number that reads two ways there (``1,100``, ``40.000``) is refused naming both.
+    ``body`` is updated in place; returns the problems (without ``where`` for a file-wide
+    one) and the notes saying which convention was used and why.
+    """
+    numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
+               and BY_NAME[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
+    found: list[tuple[int, int, str, tuple[str, str, str, str]]] = []
+    for n, cells in body:
+        for i in numeric:
+            if i < len(cells) and isinstance(cells[i], str):
+                shape = _number_shape(cells[i])
+                if shape is not None and shape[3] != "plain":
+                    found.append((n, i, cells[i], shape))
+    if not found:
+        return [], []
+
+    def cite(item: tuple[int, int, str, tuple[str, str, str, str]]) -> str:
+        return f"row {item[0]} {columns[item[1]]}={item[2].strip()}"
+
+    commas = [f for f in found if f[3][3] == "comma"]
+    points = [f for f in found if f[3][3] == "point"]
+    if commas and points:
+        return [Problem("sites file", "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
+                        f"points ({cite(points[0])}), so its numbers cannot be read safely",
+                        "write every number with the same decimal separator (save the file "
+                        "again from one program)")], []
+    note = ""
+    if commas:
+        decimal = ","
+        note = (f"numbers read with decimal commas, as a German or French Excel writes them "
+                f"({cite(commas[0])} can only be a decimal comma)")
+    elif points:
+        decimal = "."
+        if delimiter == ";":
+            note = (f"numbers read with decimal points ({cite(points[0])} can only be a "
+                    "decimal point)")
+    elif delimiter == ";":
+        decimal = ","
+        note = ("numbers read with decimal commas and dots between thousands, as a German or "
+                "French Excel writes a semicolon-separated file")
+    elif delimiter == ",":
+        decimal = "."
+    else:
+        problems = []
+        for n, i, text, (_sign, core, _percent, _shape) in found:
+            as_thousands, as_decimal = two_readings(text) or ("", "")
+            separator = "." if "." in core else ","
+            problems.append(Problem(
+                columns[i], text, f"is ambiguous: {as_thousands} if the {separator!r} separates "
+                f"thousands, {as_decimal} if it is the decimal separator, and no other number "
+                "of the file tells which", f"type {as_thousands} or {as_decimal} without a "
+                "thousands separator", f"row {n}"))
+        return problems, []
+    changed = []
+    rows = dict(body)
+    for n, i, text, (sign, core, percent, _shape) in found:
+        read = _as_read(sign, core, percent, decimal)
+        rows[n][i] = read
+        if read.replace("%", "") != text.strip().replace("%", ""):
+            changed.append(f"{cite((n, i, text, ('', '', '', '')))} = {read}")
+    if note and changed:
+        note += "; e.g. " + ", ".join(changed[:2])
+    return [], [note] if note else []
 
 
 # -- checking ------------------------------------------------------------------------------------
@@ -343,20 +753,22 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
     return columns, problems, keep
 
 
-def _check_row(number: int, cells: list[object], columns: list[str], keep: list[bool]) -> SiteRow:
+def _check_row(number: int, cells: list[object], columns: list[str], keep: list[bool],
+               found: Sequence[Problem] = ()) -> SiteRow:
     where = f"row {number}"
     values: dict[str, object] = {}
     for index, column in enumerate(columns):
         if keep[index]:
             values[column] = cells[index] if index < len(cells) else None
-    problems: list[Problem] = []
+    problems: list[Problem] = list(found)
     # Line breaks and tabs pass the catalogue's check but have no place in a name or a label.
     for column, value in values.items():
         spec = BY_NAME[column.split(".", 1)[0]]
         if (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
                 and _CONTROL.search(value)):
             problems.append(Problem(column, value, "contains control characters (a line break, "
-                                    "a tab…)", "type it on one line without them", where))
+                                    "a tab, a right-to-left override…)",
+                                    "type it on one line without them", where))
     # A cell already reported is left out of make_inputs so that it is not reported twice.
     reported = {p.name for p in problems}
     checked = {k: v for k, v in values.items() if k not in reported}
