@@ -561,7 +561,12 @@ def _sumif(criteria_row, criterion, sum_row):
 
 
 def _countif(row, criterion):
-    return np.sum(np.asarray(row, dtype=object) == criterion, axis=-1, keepdims=True)
+    arr = np.asarray(row, dtype=object)
+    if isinstance(criterion, float) and math.isnan(criterion):  # "none" (or a blank) is NaN
+        hit = np.vectorize(lambda v: isinstance(v, float) and math.isnan(v), otypes=[bool])(arr)
+    else:
+        hit = arr == criterion
+    return np.sum(hit, axis=-1, keepdims=True)
 
 
 def _index(row, r, c=None):

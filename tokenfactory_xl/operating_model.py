@@ -763,7 +763,7 @@ _IRR_GRID_RATE = IF(
     _P <= K.irr_negatives,
     -MIN(K.irr_lowest, K.irr_smallest * K.irr_step ** (K.irr_negatives - _P)),
     IF(_P.eq(K.irr_negatives + 1), 0,
-       MIN(K.irr_highest, K.irr_smallest * K.irr_step ** (_P - K.irr_negatives - 2))))
+       MIN(K.irr_highest, K.irr_smallest * K.irr_step ** (_P - (K.irr_negatives + 1) - 1))))
 
 
 IRR_SEARCHES: tuple[IrrSearch, ...] = tuple(
