@@ -88,7 +88,7 @@ def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
     for sheet, coords in formula_coords.items():
         for coord in coords:
             got, want = read(sheet, coord), values[sheet][coord]
-            if sheet == "IRR" and isinstance(got, float) and isinstance(want, float):
+            if sheet == "IRR" and isinstance(got, (int, float)) and isinstance(want, float):
                 if abs(got - want) <= noise:
                     continue
             if not same(got, want):
