@@ -22,9 +22,9 @@ from .catalogue import (
     COHORT_BY_NAME,
     COHORT_REQUIRED,
     COHORT_SPECS,
-    MAX_COHORTS,
     DERIVED_FROM,
     INPUTS,
+    MAX_COHORTS,
     MISSING,
     SCENARIOS,
     BadValue,
@@ -313,8 +313,9 @@ def _cohorts(rows: object, site: dict[str, object], problems: list[Problem],
         salvage = cohort["salvage_per_gpu"] if cohort["salvage_per_gpu"] is not None \
             else site["salvage_per_gpu"]
         if salvage > capex:  # type: ignore[operator]
+            shown = fmt_number(capex)  # type: ignore[arg-type]
             problems.append(Problem("salvage_per_gpu", salvage,
-                                    f"is more than the cohort's capex_per_gpu ({fmt_number(capex)})",  # type: ignore[arg-type]
+                                    f"is more than the cohort's capex_per_gpu ({shown})",
                                     "salvage is the resale value of a GPU and cannot exceed "
                                     "what it cost", at))
         out.append(cohort)
@@ -342,11 +343,8 @@ def _cross_checks(v: dict[str, object], typed: dict[str, object], where: str) ->
                         if v["decode_tps_per_gpu"] is None
                         else ("decode_tps_per_gpu", "prefill_tps_per_gpu"))
         found.append(Problem(given, typed[given], f"is given without {other}",
-                             f"give both (their blend sets the theoretical TPS) or neither",
+                             "give both (their blend sets the theoretical TPS) or neither",
                              where))
-    retire = v["retire_month"]
-    if retire is not None and retire > v["horizon_months"]:  # type: ignore[operator]
-        pass  # past the horizon: runs to the horizon (TFOM-SPEC §4.1)
     theoretical = v["gpus"] * site_tps_per_gpu(v)  # type: ignore[operator]
     if v["measured_tps"] > theoretical:  # type: ignore[operator]
         found.append(Problem(

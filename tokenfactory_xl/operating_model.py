@@ -409,6 +409,18 @@ def _in_service(month: Expr) -> Expr:
     return (Row("c_online") <= month) * (Row("c_last") >= month)
 
 
+def _owed(month: Expr) -> Expr:
+    """Σ over loans of what is owed after ``month``'s payment: k = month − drawdown month
+    payments made, D × ((1 + i)^n − (1 + i)^k) ÷ ((1 + i)^n − 1) for 0 ≤ k < n (D × (n − k) ÷ n
+    at rate 0), nothing before the drawdown or after the last payment."""
+    k = month - Row("c_draw_month")
+    open_loans = Row("c_loan") * (k >= 0) * (k < I.debt_tenor_months)
+    return IF(N.debt_monthly_rate.eq(0),
+              SUMPRODUCT(open_loans * (I.debt_tenor_months - k)) / I.debt_tenor_months,
+              SUMPRODUCT(open_loans * (N.debt_growth - (1 + N.debt_monthly_rate) ** k))
+              / (N.debt_growth - 1))
+
+
 # -- Timeline: the header rows and the fleet, the same in every scenario -----------------------
 TIMELINE_HEADER: tuple[Line, ...] = (
     Line("month", "Month", "", "integer", Position() - 1, table=MONTHS),
@@ -481,20 +493,13 @@ FLEET_LINES: tuple[Line | str, ...] = (
                 * N.debt_monthly_rate / (N.debt_growth - 1)),
              note="i × the opening balance of each loan", total=True),
     _monthly("repayment_at_h", "Repaid at the horizon", "money", "money",
-             IF(C.month.eq(I.horizon_months),
-                IF(N.debt_monthly_rate.eq(0),
-                   SUMPRODUCT(Row("c_loan") * (C.month - Row("c_draw_month") < I.debt_tenor_months)
-                              * (I.debt_tenor_months - (C.month - Row("c_draw_month"))))
-                   / I.debt_tenor_months,
-                   SUMPRODUCT(Row("c_loan") * (C.month - Row("c_draw_month") < I.debt_tenor_months)
-                              * (N.debt_growth - (1 + N.debt_monthly_rate)
-                                 ** (C.month - Row("c_draw_month"))))
-                   / (N.debt_growth - 1)), 0),
+             IF(C.month.eq(I.horizon_months), _owed(C.month), 0),
              note="what is still owed after month H's payment (a refinancing)", total=True),
     _monthly("principal", "Principal repaid", "money", "money",
              C.debt_service - C.interest + C.repayment_at_h, total=True),
     _monthly("debt_balance", "Debt outstanding", "money", "money",
-             RunningSum("drawdown") - RunningSum("principal"), month0=True),
+             IF(C.month.eq(I.horizon_months), 0, _owed(C.month)), month0=True,
+             note="after the month's payments; nothing after the horizon's repayment"),
 )
 
 
