@@ -181,7 +181,8 @@ def test_summary_prints_every_figure_with_its_unit():
     assert re.search(r"0\.96% a year\s+71\.72% a year\s+none  irr$", lines["irr"])
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
     assert "1,024.00 GPUs  equivalent_gpus" in lines["equivalent_gpus"]
-    assert "USD 42,868,720  uplift_npv" in lines["uplift_npv"]
+    # Optimised − Base stands in the Optimised column: 37,555,182.20 + 5,313,537.52
+    assert re.search(r"NPV: Optimised − Base\s+USD 42,868,720\s+uplift_npv$", lines["uplift_npv"])
     # the figures line up on the right
     assert len({line.index(name) for name, line in lines.items()}) == 1
 
