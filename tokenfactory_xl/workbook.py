@@ -436,32 +436,37 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             ref = f"{cols[0]}{row}" + (f":{cols[-1]}{row}" if len(cols) > 1 else "")
             b.name(f"in_{spec.name}", ws, ref)
             row += 1
-    _fleet_block(b, ws, row + 1, inputs, lists)
+    _fleet_block(b, ws, inputs, lists)
     widths = {"A": 30, "B": 2, "C": 30, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
-              "J": 3, "K": 16, "L": 11, "M": 11, "N": 11}
+              "J": 3, "K": 34, "S": 30} | {col: 12 for col in FLEET_COLS}
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E5"
     _print_setup(ws, fit_height=1)
 
-FLEET_COLS: tuple[str, ...] = tuple(_col(5 + i) for i in range(MAX_COHORTS - 1))  # E … K
+FLEET_TOP = 10  # the fleet block's title row, right of the inputs and under the lists
+FLEET_LABEL_COL = 11  # column K
+FLEET_COLS: tuple[str, ...] = tuple(_col(FLEET_LABEL_COL + 1 + i)
+                                    for i in range(MAX_COHORTS - 1))  # L … R
 
 
-def _fleet_block(b: _Builder, ws: Worksheet, top: int, inputs: SiteInputs,
-                 lists: dict[str, str]) -> None:
+def _fleet_block(b: _Builder, ws: Worksheet, inputs: SiteInputs, lists: dict[str, str]) -> None:
     """Cohorts 2…8 (TFOM-SPEC §4.1): one column each, one row per cohort column, named
     ``in_fleet_<column>``; a blank cell takes the site's own value (except the retire month)."""
-    _section(ws, top, f"Fleet: cohorts 2–{MAX_COHORTS} (cohort 1 is the site's own GPUs above; "
-             "a blank cell takes the site's value)", 11)
-    _header(ws, top + 1, ["Cohort column", "", "Name", "Unit"]
-            + [f"Cohort {k}" for k in range(2, MAX_COHORTS + 1)])
-    ws.merge_cells(f"A{top + 1}:B{top + 1}")
+    top, label_col = FLEET_TOP, FLEET_LABEL_COL
+    name_col = label_col + MAX_COHORTS
+    cell = ws.cell(top, label_col, f"Fleet: cohorts 2–{MAX_COHORTS}")
+    cell.font = st.SECTION_FONT
+    ws.cell(top + 1, label_col, "Cohort 1 is the site's own GPUs (left); a blank cell takes the "
+            "site's value, except the retire month (blank: to the horizon).").font = st.NOTE_FONT
+    _header(ws, top + 2, ["Cohort column"] + [f"Cohort {k}" for k in range(2, MAX_COHORTS + 1)]
+            + ["Name"], first_col=label_col)
     cohorts = inputs.cohorts
     for i, spec in enumerate(COHORT_SPECS):
-        row = top + 2 + i
-        ws.cell(row, 1, spec.label)
-        ws.cell(row, 3, f"in_fleet_{spec.name}").font = st.NAME_FONT
-        ws.cell(row, 4, spec.unit).font = st.NOTE_FONT
+        row = top + 3 + i
+        ws.cell(row, label_col, f"{spec.label} ({spec.unit})" if spec.unit not in ("text", "")
+                else spec.label)
+        ws.cell(row, name_col, f"in_fleet_{spec.name}").font = st.NAME_FONT
         dv = _validation(spec, lists)
         dv.allow_blank = True
         ws.add_data_validation(dv)
@@ -507,8 +512,10 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
                                                   "integer")
             if c.name == "check_tolerance":
                 cell.number_format = "0.0E+00"
-            if c.name == "irr_grid":
+            if c.name == "irr_smallest":
                 cell.number_format = st.number_format("rate")
+            if c.name == "irr_step":
+                cell.number_format = "0.0"
         last = _col(1 + len(values))
         b.name(f"k_{c.name}", ws, f"B{row}" + (f":{last}{row}" if len(values) > 1 else ""))
         b.plan.rows[f"k_{c.name}"] = row
@@ -689,9 +696,12 @@ def _years_sheet(b: _Builder, ws: Worksheet) -> None:
     b.scalar(ws, f"B{row}", om.BY_LINE["fiscal_years"])
     row += 2
     for line in om.FISCAL_COMMON:
-        ws.cell(row, 1, line.label).font = st.HEADER_FONT if row == 6 else st.CALC_FONT
-        b.along(ws, row, 2, line, font=st.HEADER_FONT if line.name in ("fy_number", "fy_year")
-                else st.CALC_FONT)
+        header = line.name in ("fy_number", "fy_year")
+        ws.cell(row, 1, line.label).font = st.TOTAL_FONT if header else st.CALC_FONT
+        b.along(ws, row, 2, line, font=st.TOTAL_FONT if header else st.CALC_FONT)
+        if line.name == "fy_year":
+            for k in range(om.FISCAL_YEARS):
+                ws.cell(row, 2 + k).number_format = "0"
         row += 1
     for sc in om.SCENARIOS:
         row += 1
@@ -772,6 +782,10 @@ def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
         for i in range(6):
             ws.column_dimensions[_col(c0 + i)].width = 15
         ws.column_dimensions[_col(c0 + 6)].width = 3
+    # printed: the six IRRs; the searches below are for reading on screen
+    _print_setup(ws, fit_height=1)
+    ws.print_area = f"A1:{_col(7 * len(om.IRR_SEARCHES) - 1)}5"
+    ws.freeze_panes = f"A{IRR_GRID_TOP}"
 
 
 # -- Sensitivity ------------------------------------------------------------------------------
