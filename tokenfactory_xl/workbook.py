@@ -723,9 +723,8 @@ SCENARIO_COLS = ("B", "C", "D")
 
 
 def _scenarios_sheet(b: _Builder, ws: Worksheet) -> None:
-    _title(ws, "Scenarios", "Base, Optimised and Downside computed at once from the same "
-           "inputs; Optimised − Base is the value of the optimisation programme (its TEF uplift "
-           "and whatever else the Optimised inputs change), net of the programme's cost.")
+    _title(ws, "Scenarios", "Base, Optimised and Downside at once from the same inputs; "
+           "Optimised − Base: the value of the optimisation programme, net of its cost.")
     _header(ws, 4, ["Output"] + [sc.name for sc in om.SCENARIOS]
             + ["Optimised − Base", "Unit", "Names"])
     uplift = {ln.meta["output"]: ln for ln in om.UPLIFT_LINES}
@@ -744,10 +743,10 @@ def _scenarios_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.cell(row + 1, 1, "Optimised − Base is shown where it measures the programme: NPV, "
             "revenue, EBITDA, tokens sold and equivalent GPUs (named out_uplift_<name>).").font \
         = st.NOTE_FONT
-    for col, width in {"A": 34, "B": 18, "C": 18, "D": 18, "E": 20, "F": 14, "G": 34}.items():
+    for col, width in {"A": 34, "B": 21, "C": 21, "D": 21, "E": 22, "F": 14, "G": 38}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
-    _print_setup(ws, landscape=False, fit_height=1)
+    _print_setup(ws, fit_height=1)
     ws.print_area = f"A1:G{row + 1}"
 
 

@@ -88,6 +88,11 @@ def test_render_draws_the_dashboard(soffice, tmp_path):
     assert width > height > 400  # one landscape page
     again = cli("render", "TFOM.xlsx", "-o", "dashboard.png", cwd=tmp_path)
     assert again.returncode == 2 and "--force" in again.stderr
+    data = (tmp_path / "scenarios.png").read_bytes()  # the README's --sheet Scenarios example
+    assert int.from_bytes(data[20:24], "big") > int.from_bytes(data[16:20], "big")  # portrait
+    wrong = cli("render", "TFOM.xlsx", "-o", "x.png", "--sheet", "Scenario", cwd=tmp_path)
+    assert wrong.returncode == 2 and "Scenarios" in wrong.stderr and "Traceback" not in \
+        wrong.stderr
 
 
 def test_render_missing_workbook_is_a_message(tmp_path):
