@@ -445,6 +445,11 @@ FLEET_LINES: tuple[Line | str, ...] = (
              total=True),
     _monthly("gpus_in_service", "GPUs in service", "GPUs", "gpus",
              SUMPRODUCT(Row("c_gpus") * _in_service(C.month))),
+) + tuple(
+    _monthly(f"gpus_cohort_{k + 1}", f"  of which cohort {k + 1}", "GPUs", "gpus",
+             At("c_gpus", k) * (At("c_online", k) <= C.month) * (At("c_last", k) >= C.month))
+    for k in range(MAX_COHORTS)
+) + (
     _monthly("theoretical_tokens", "Theoretical tokens", "tokens, shown in millions",
              "mtokens", SUMPRODUCT(Row("c_gpus") * Row("c_tps_per_gpu") * _in_service(C.month))
              * K.seconds_per_hour * C.hours, total=True),
@@ -1115,7 +1120,9 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
      MAX(Row("c_online")) <= I.horizon_months),
     ("retire_after_online", "No cohort retires before it comes online",
      SUMPRODUCT((Row("c_last") < Row("c_online")) * 1).eq(0)),
-    ("fleet_sum", "Cohort GPUs sum to the fleet", _close(N.fleet_gpus, SUM(Row("c_gpus")))),
+    ("fleet_sum", "GPUs in service each month = the sum of the cohorts' GPUs in service",
+     _close(SUM(Row("gpus_in_service")),
+            SUM(*(Row(f"gpus_cohort_{k + 1}") for k in range(MAX_COHORTS))))),
     ("tef_months_le_1", "Every month's TEF at most 100%",
      _each_scenario(lambda sc: MAX(Row(f"tef_{sc.key}")) <= 1)),
     ("months_counted", "One revenue figure per month of the horizon",
