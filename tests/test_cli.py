@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_operating_model import full, reference
-from tokenfactory_xl import cli
+from tests.reference_v2 import reference_run
+from tokenfactory_xl import cli, make_inputs
 from tokenfactory_xl.catalogue import INPUTS
 from tokenfactory_xl.operating_model import OUTPUT_NAMES
 
@@ -37,17 +37,25 @@ def summary_json(capsys, *args: str) -> dict:
 
 
 def assert_matches_reference(got: dict, overrides: dict) -> None:
-    _, expected = reference(full(overrides))
-    for name, value in expected.items():
-        if value is None:
-            assert got[name] is None, name
-        else:
-            assert got[name] == pytest.approx(value, rel=1e-10), name
+    """``got`` (summary --json) equals the independent reference (tests/reference_v2.py): the
+    live scenario at the top level and each scenario under "scenarios"."""
+    inputs = make_inputs(overrides)
+    values = {k: v for k, v in inputs.items() if k != "cohorts"}
+    for scenario, figures in [(inputs.scenario, got)] + list(got["scenarios"].items()):
+        expected = reference_run(values, list(inputs.cohorts), scenario)
+        for name in OUTPUT_NAMES:
+            if expected[name] is None:
+                assert figures[name] is None, (scenario, name)
+            else:
+                assert figures[name] == pytest.approx(expected[name], rel=1e-9), (scenario, name)
 
 
 def test_summary_json_keys_and_values(capsys):
     got = summary_json(capsys)
-    assert list(got) == list(OUTPUT_NAMES)
+    assert list(got) == [*OUTPUT_NAMES, "scenarios", "optimised_minus_base"]
+    assert list(got["scenarios"]) == ["Base", "Optimised", "Downside"]
+    assert got["optimised_minus_base"]["npv"] == pytest.approx(
+        got["scenarios"]["Optimised"]["npv"] - got["scenarios"]["Base"]["npv"])
     assert_matches_reference(got, {})
 
 
@@ -73,7 +81,7 @@ def test_summary_json_null_for_missing_figures(capsys):
     horizon=st.integers(1, 120),
     ownership=st.sampled_from(["own", "rent"]),
     scenario=st.sampled_from(["Base", "Optimised", "Downside"]),
-    decline=st.floats(0, 0.6),
+    decline=st.floats(0, 0.6).map(lambda d: round(d, 6)),  # no log(1 − d) of 0
     price=st.floats(0.01, 5),
     ramp=st.integers(0, 24),
     start=st.sampled_from(["2027-01-01", "2028-02-01", "2031-12-01"]),
@@ -98,7 +106,8 @@ def test_summary_table_is_readable():
     proc = run_cli("summary")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
-    assert lines[0] == "Example site — Base scenario, 60 months from 2027-01-01"
+    assert lines[0] == "Example site — Base scenario (live), 60 months from 2027-01-01"
+    assert lines[1].split() == ["Base*", "Optimised", "Downside"]
     assert any(line.split()[:2] == ["TEF", "now"] and "30.00%" in line for line in lines)
     assert sum(name in proc.stdout for name in OUTPUT_NAMES) == len(OUTPUT_NAMES)
 
@@ -158,18 +167,22 @@ def test_help_names_only_inputs_that_exist():
 
 
 def test_summary_prints_every_figure_with_its_unit():
-    lines = {line.split()[-1]: line for line in run_cli("summary").stdout.splitlines()[1:]}
-    assert set(lines) == set(OUTPUT_NAMES)
-    # The defaults: payback 58.12 months, blended price 0.28 × 0.75 × (0.5 + 0.5 × 0.25) +
-    # 1.10 × 0.25, with 20 % of tokens sold at half price: × 0.9 = 0.365625 per Mtok.
-    assert re.search(r"Payback\s+58\.\d\d months  payback_months$", lines["payback_months"])
+    lines = {line.split()[-1]: line for line in run_cli("summary").stdout.splitlines()[2:-1]}
+    assert set(lines) == {*OUTPUT_NAMES, "uplift_npv"}
+    # The defaults (TFOM-SPEC §7's worked examples): payback 54.83 months in the Base,
+    # 16.27 in the Optimised, none in the Downside; blended price 0.28 × 0.75 × (0.5 + 0.5 ×
+    # 0.25) + 1.10 × 0.25, with 20 % of tokens sold at half price: × 0.9 = 0.365625 per Mtok.
+    assert re.search(r"Payback\s+54\.83 months\s+16\.27 months\s+none  payback_months$",
+                     lines["payback_months"])
     assert re.search(r"\d months  economic_life_months$", lines["economic_life_months"])
     assert "USD 0.3656 per Mtok  blended_price" in lines["blended_price"]
     assert "USD 1.3956 per GPU-h  gpu_hour_cost" in lines["gpu_hour_cost"]
     assert re.search(r"USD -?[\d,]+  npv$", lines["npv"])
-    assert re.search(r"% a year  irr$", lines["irr"])
+    assert re.search(r"0\.96% a year\s+71\.72% a year\s+none  irr$", lines["irr"])
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
     assert "1,024.00 GPUs  equivalent_gpus" in lines["equivalent_gpus"]
+    # Optimised − Base stands in the Optimised column: 37,555,182.20 + 5,313,537.52
+    assert re.search(r"NPV: Optimised − Base\s+USD 42,868,720\s+uplift_npv$", lines["uplift_npv"])
     # the figures line up on the right
     assert len({line.index(name) for name, line in lines.items()}) == 1
 
@@ -204,7 +217,8 @@ def test_printing_commands_write_into_the_output_file(tmp_path):
     target = tmp_path / "summary.json"
     proc = run_cli("summary", "--json", "-o", str(target))
     assert proc.returncode == 0 and proc.stdout == ""
-    assert list(json.loads(target.read_text(encoding="utf-8"))) == list(OUTPUT_NAMES)
+    assert list(json.loads(target.read_text(encoding="utf-8")))[:len(OUTPUT_NAMES)] == list(
+        OUTPUT_NAMES)
     again = run_cli("summary", "-o", str(target))
     assert again.returncode == 2
     assert again.stderr == f"tokenfactory-xl: -o {target}: exists; nothing was written (add " \

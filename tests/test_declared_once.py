@@ -64,13 +64,24 @@ def test_python_model():
 def test_workbook_formula_and_stored_value():
     inputs = make_inputs(SITE)
     book = wbm.build_workbook(inputs)
-    (sheet, ref), = book.defined_names["out_tokens_per_mw"].destinations
+    values = wbm.cell_values(inputs)
+    # the declaration gives one formula per scenario, and the live one picks among them
+    (sheet, ref), = book.defined_names["out_tokens_per_mw_base"].destinations
     coord = ref.replace("$", "")
     formula = book[sheet][coord].value
-    assert formula.startswith("=IF(") and "k_seconds_per_hour" in formula
+    mw_row = wbm.TIMELINE_ROWS["mw_seconds"]
+    assert formula == (f'=IF(Timeline!$C${mw_row}=0,"none",'
+                       f'out_tokens_sold_total_base/Timeline!$C${mw_row})')
+    assert values[sheet][coord] == pytest.approx(hand_tokens_per_mw(), rel=1e-12)
+    # the MW·s of the denominator: facility kW ÷ 1,000 × hours × 3,600, by named constants
+    assert "k_kw_per_mw" in book["Timeline"][f"E{mw_row}"].value
+    assert "k_seconds_per_hour" in book["Timeline"][f"E{mw_row}"].value
+    (sheet, ref), = book.defined_names["out_tokens_per_mw"].destinations
+    coord = ref.replace("$", "")
+    assert book[sheet][coord].value == ("=CHOOSE(scenario_number,out_tokens_per_mw_base,"
+                                        "out_tokens_per_mw_optimised,out_tokens_per_mw_downside)")
     assert "3600" not in formula
-    stored = wbm.cell_values(inputs)[sheet][coord]
-    assert stored == pytest.approx(hand_tokens_per_mw(), rel=1e-12)
+    assert values[sheet][coord] == pytest.approx(hand_tokens_per_mw(), rel=1e-12)
 
 
 def test_summary_json():
@@ -84,7 +95,7 @@ def test_summary_json():
 def test_one_declaration_gives_formula_and_value():
     """A new line needs nothing but its declaration: the compiler and the renderer take it."""
     extra = Line("fleet_mw_hours", "Fleet MWh", "MWh", "number",
-                 Name("facility_mw") * Name("total_hours"))
+                 Name("total_mw_seconds") / Const("seconds_per_hour"))
     per_month = Line("gpu_seconds", "GPU-seconds", "s", "number",
                      Input("gpus") * Cell("hours") * Const("seconds_per_hour"),
                      table=om.TIMELINE, skip_first=True)
@@ -96,7 +107,7 @@ def test_one_declaration_gives_formula_and_value():
     assert values["gpu_seconds"][1] == 512 * 31 * 24 * 3600  # January 2027
     assert float(values["gpu_seconds_total"]) == 512 * 63_158_400
     ctx = _FlatContext()
-    assert excel(extra.formula, ctx) == "facility_mw*total_hours"
+    assert excel(extra.formula, ctx) == "total_mw_seconds/k_seconds_per_hour"
     assert excel(per_month.formula, ctx) == "in_gpus*hours@0*k_seconds_per_hour"
     assert excel(total.formula, ctx) == "SUM(gpu_seconds[])"
 

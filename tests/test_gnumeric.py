@@ -5,7 +5,8 @@ TFOM-SPEC section 9: the workbook computes the same numbers in every engine. Gnu
 sites: an owned fleet in the Base scenario, a rented one in the Optimised scenario, a short
 horizon); every ``out_`` defined name must equal the Python model's figure for the workbook's
 own inputs to a relative 1e-9 (``out_<name>`` the live scenario's, ``out_<name>_<scenario>``
-that scenario's), and "none" exactly where the model has none. The inputs are read from each
+that scenario's, ``out_uplift_<name>`` Optimised − Base), and "none" exactly where the model
+has none. The inputs are read from each
 workbook's ``in_`` names by the project's own reader (the audit of ``collect``).
 
 When the engine fails, the assertion lists every name it got wrong and, for each error value,
@@ -89,7 +90,9 @@ def expected_outputs(path: Path) -> dict[str, float | None]:
     """``out_…`` name → the model's figure for the workbook's own inputs."""
     audit = audit_workbook(path)
     assert audit.inputs is not None, [str(f) for f in audit.findings]
-    out = {f"out_{k}": v for k, v in run(audit.inputs).summary.items()}
+    result = run(audit.inputs)
+    out = {f"out_{k}": v for k, v in result.summary.items()}
+    out |= {f"out_uplift_{k}": v for k, v in result.uplift.items()}
     for scenario in SCENARIOS:
         out |= {f"out_{k}_{scenario.lower()}": v
                 for k, v in run(audit.inputs, scenario).summary.items()}

@@ -19,13 +19,28 @@ import datetime as dt
 
 import pytest
 
-from tests.reference_v2 import (
-    excel_round,
-    monthly_irr,
-    npv,
-    reference_run,
-    reference_scenarios,
-)
+from tests import reference_v2
+from tests.production_adapter import production_run, production_scenarios
+from tests.reference_v2 import excel_round, monthly_irr, npv
+
+# Every case below runs twice: on the reference, which it pins to the spec and to the hand
+# arithmetic in its comments, and on the production model in the reference's shape
+# (tests/production_adapter.py), which must give the same figures.
+IMPLEMENTATIONS = {
+    "reference": (reference_v2.reference_run, reference_v2.reference_scenarios),
+    "production": (production_run, production_scenarios),
+}
+reference_run = reference_v2.reference_run
+reference_scenarios = reference_v2.reference_scenarios
+
+
+@pytest.fixture(autouse=True, params=list(IMPLEMENTATIONS))
+def implementation(request, monkeypatch):
+    """Run the module's tests on the reference, then on the production model."""
+    one, three = IMPLEMENTATIONS[request.param]
+    monkeypatch.setitem(globals(), "reference_run", one)
+    monkeypatch.setitem(globals(), "reference_scenarios", three)
+    return request.param
 
 REL = 1e-9
 
@@ -103,8 +118,8 @@ def assert_prints_as(value: float | None, printed: str) -> None:
     assert abs(value - float(text)) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9), (value, printed)
 
 
-@pytest.fixture(scope="module")
-def defaults_run() -> dict[str, dict]:
+@pytest.fixture
+def defaults_run(implementation) -> dict[str, dict]:
     return reference_scenarios({})
 
 

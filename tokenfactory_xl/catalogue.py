@@ -64,6 +64,7 @@ class Input:
     choices: tuple[str, ...] = ()
     per_scenario: bool = False
     max_length: int = 80
+    optional: bool = False  # blank is allowed and means "not given" (the default is None)
 
     # -- what is allowed, in words ------------------------------------------------------------
     @property
@@ -87,6 +88,8 @@ class Input:
             text = noun
         if self.kind == "fraction":
             text += " (e.g. 0.65 or 65%)"
+        if self.optional:
+            text += ", or blank"
         return text
 
     def default_for(self, scenario: str) -> object:
@@ -250,6 +253,7 @@ _S, _F, _C, _L, _M, _P, _X = (
     "Prices",
     "Finance",
 )
+_D = "Demand and contracts"
 
 #: Every input, in the order of the workbook's Inputs sheet and of a sites file.
 INPUTS: tuple[Input, ...] = (
@@ -334,10 +338,81 @@ INPUTS: tuple[Input, ...] = (
     Input("discount_rate", "Discount rate", "fraction/year", _X, "fraction", 0.10,
           "Yearly discount rate for the NPV.", low=0, high=1),
     Input("tax_rate", "Tax rate", "fraction", _X, "fraction", 0.25,
-          "Tax on positive monthly EBIT; no loss carry-forward.", low=0, high=1),
+          "Tax on each calendar year's taxable profit after the losses carried forward.",
+          low=0, high=1),
+    Input("prefill_tps_per_gpu", "Prefill TPS per GPU", "tokens/s", _C, "number", None,
+          "Full-load prompt (prefill) tokens per second per GPU; with the decode TPS it sets "
+          "the theoretical TPS per GPU as their blend at the output share.", low=0,
+          low_open=True, optional=True),
+    Input("decode_tps_per_gpu", "Decode TPS per GPU", "tokens/s", _C, "number", None,
+          "Full-load output (decode) tokens per second per GPU.", low=0, low_open=True,
+          optional=True),
+    Input("retire_month", "Retire month", "month", _F, "integer", None,
+          "Last month in service of the site's own GPUs (cohort 1); blank: to the horizon.",
+          low=1, high=120, optional=True),
+    Input("residual_share", "Residual share", "fraction", _F, "fraction", 1.0,
+          "Share of the undepreciated value above salvage a buyer pays when a cohort is sold "
+          "or valued at the horizon.", low=0, high=1),
+    Input("market_mtok_month1", "Market demand, month 1", "Mtok/month", _D, "number", 0,
+          "Market demand in month 1 in million tokens; 0 = the market takes whatever is "
+          "offered.", low=0),
+    Input("market_growth_per_quarter", "Market growth per quarter", "fraction", _D, "number",
+          (0.30, 0.30, 0.10), "Growth of market demand each quarter (−0.99 to 10).",
+          low=-0.99, high=10, per_scenario=True),
+    Input("price_factor", "Price factor", "ratio", _D, "number", (1.0, 1.0, 0.9),
+          "Multiplies today's blended market price.", low=0, high=10, per_scenario=True),
+    Input("contract_mtok_per_month", "Contracted tokens", "Mtok/month", _D, "number", 0,
+          "Million tokens a month contracted ahead, sold before the market.", low=0),
+    Input("contract_price_per_mtok", "Contract price", "money/Mtok", _D, "number", 0.25,
+          "Price of contracted tokens, fixed for the contract's term.", low=0),
+    Input("contract_months", "Contract term", "months", _D, "integer", 0,
+          "Months of the contract from month 1.", low=0, high=120),
+    Input("programme_cost_once", "Programme cost, one-off", "money", _X, "number", (0, 0, 0),
+          "One-off cost of the optimisation programme, paid in month 1.", low=0,
+          per_scenario=True),
+    Input("programme_fee_per_month", "Programme fee per month", "money/month", _X, "number",
+          (0, 0, 0), "Running cost of the optimisation programme.", low=0, per_scenario=True),
+    Input("debt_share", "Debt share", "fraction", _X, "fraction", 0,
+          "Share of each owned cohort's CapEx borrowed when it is paid.", low=0, high=0.9),
+    Input("debt_rate", "Debt rate", "fraction/year", _X, "fraction", 0.08,
+          "Nominal yearly interest rate (monthly: ÷ 12).", low=0, high=1),
+    Input("debt_tenor_months", "Debt tenor", "months", _X, "integer", 48,
+          "Months of annuity repayments, from the month after the drawdown.", low=1, high=120),
 )
 
 BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 #: The input groups, in the order they appear.
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.group for i in INPUTS))
+
+# -- the fleet's cohorts (TFOM-SPEC §4.1, §6 "Cohorts") ------------------------------------------
+#: The workbook's fleet block has room for this many cohorts, cohort 1 being the site's columns.
+MAX_COHORTS = 8
+
+#: The columns of a cohort row that take the site's own value when left blank.
+COHORT_INHERITED: tuple[str, ...] = (
+    "gpu_model", "ownership", "capex_per_gpu", "salvage_per_gpu", "life_years",
+    "rent_per_gpu_hour", "power_kw_per_gpu", "theoretical_tps_per_gpu")
+
+_Q = "Fleet"
+#: Every column of a cohort row (cohorts 2…8), in the order of the workbook's fleet block.
+COHORT_SPECS: tuple[Input, ...] = (
+    Input("cohort", "Cohort", "text", _Q, "text", None,
+          "The cohort's name, unique within the site (e.g. \"B200 2028\").", max_length=40),
+    Input("online_month", "Online month", "month", _Q, "integer", None,
+          "First month in service (1 … horizon); its CapEx is paid the month before.",
+          low=1, high=120),
+    Input("retire_month", "Retire month", "month", _Q, "integer", None,
+          "Last month in service; blank: to the horizon (never taken from the site).",
+          low=1, high=120, optional=True),
+    Input("gpus", "GPUs", "GPUs", _Q, "integer", None, "GPUs in the cohort.",
+          low=1, high=1_000_000),
+) + tuple(
+    Input(BY_NAME[name].name, BY_NAME[name].label, BY_NAME[name].unit, _Q, BY_NAME[name].kind,
+          None, BY_NAME[name].description + " Blank: the site's value.", low=BY_NAME[name].low,
+          high=BY_NAME[name].high, low_open=BY_NAME[name].low_open,
+          choices=BY_NAME[name].choices, optional=True)
+    for name in COHORT_INHERITED)
+COHORT_BY_NAME: dict[str, Input] = {c.name: c for c in COHORT_SPECS}
+#: Columns a cohort row must give.
+COHORT_REQUIRED: tuple[str, ...] = ("cohort", "online_month", "gpus")

@@ -192,16 +192,31 @@ def cmd_summary(args: argparse.Namespace) -> int:
     inputs = inputs_from_args(args)
     result = run(inputs)
     if args.json:
-        print(json.dumps(result.summary, indent=2, allow_nan=False))
+        document = {**result.summary,
+                    "scenarios": {name: sc.summary for name, sc in result.scenarios.items()},
+                    "optimised_minus_base": result.uplift}
+        print(json.dumps(document, indent=2, allow_nan=False))
         return 0
     currency = str(inputs["currency"])
-    print(f"{inputs['site_name']} — {result.scenario} scenario, "
-          f"{inputs['horizon_months']:.0f} months from {inputs['start_date']:%Y-%m-%d}")
-    width = max(len(o.label) for o in OUTPUTS)
-    shown = [format_value(result.summary[o.name], o.kind, currency, o.unit) for o in OUTPUTS]
-    right = max(len(text) for text in shown)
-    for out, text in zip(OUTPUTS, shown, strict=True):
-        print(f"  {out.label:<{width}}  {text:>{right}}  {out.name}")
+    cohorts = len(inputs.cohorts)
+    fleet = f", {cohorts + 1} cohorts" if cohorts else ""
+    print(f"{inputs['site_name']} — {result.scenario} scenario (live), "
+          f"{inputs['horizon_months']:.0f} months from {inputs['start_date']:%Y-%m-%d}{fleet}")
+    names = list(result.scenarios)
+    rows = [(o.label, [format_value(result.scenarios[n].summary[o.name], o.kind, currency, o.unit)
+                       for n in names], o.name) for o in OUTPUTS]
+    rows.append(("NPV: Optimised − Base", ["", format_value(result.uplift["npv"], "money",
+                                                           currency, "money"), ""], "uplift_npv"))
+    marked = [f"{n}*" if n == result.scenario else n for n in names]
+    width = max(len(label) for label, _, _ in rows)
+    right = [max(len(texts[j]) for _, texts, _ in rows + [("", marked, "")])
+             for j in range(len(names))]
+    print(f"  {'':<{width}}  " + "  ".join(f"{n:>{r}}" for n, r in zip(marked, right,
+                                                                         strict=True)))
+    for label, texts, name in rows:
+        cells = "  ".join(f"{t:>{r}}" for t, r in zip(texts, right, strict=True))
+        print(f"  {label:<{width}}  {cells}  {name}")
+    print("  * the live scenario (--scenario); --json gives its figures and every scenario's")
     return 0
 
 
@@ -226,13 +241,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "summary",
         description="Compute the TFOM for one site (the defaults, changed with --set) and print "
-                    "the summary outputs: TEF, TFI, breakeven utilisation, NPV, IRR, payback …",
+                    "the summary outputs of the three scenarios side by side: TEF, TFI, "
+                    "breakeven utilisation, NPV, IRR, payback …",
         epilog="examples:\n  tokenfactory-xl summary --set gpus=2048 --set tef_target=0.65 "
                "--json\n  tokenfactory-xl summary --scenario Optimised -o optimised.txt",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_input_options(p)
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object keyed by the output names (none → null)")
+                   help="print one JSON object keyed by the output names (none → null): the live "
+                        "scenario's figures, every scenario's under \"scenarios\" and Optimised "
+                        "− Base under \"optimised_minus_base\"")
     add_print_output(p)
     p.set_defaults(func=cmd_summary)
 

@@ -213,6 +213,8 @@ IFERROR, AVERAGE, ROUNDUP, DAY, EOMONTH = (_fn(n) for n in ("IFERROR", "AVERAGE"
                                                             "DAY", "EOMONTH"))
 TEXT, NORMSDIST, NORMSINV, ROWS, COLUMNS = (_fn(n) for n in ("TEXT", "NORMSDIST", "NORMSINV",
                                                              "ROWS", "COLUMNS"))
+ROUND, YEAR, CHOOSE, NOT, COUNTA = (_fn(n) for n in ("ROUND", "YEAR", "CHOOSE", "NOT",
+                                                      "COUNTA"))
 
 NONE = "none"  # what a cell shows where the spec says a figure does not exist
 
@@ -397,9 +399,10 @@ def _invariant(e: Expr, ctx: PythonContext) -> bool:
     """Whether ``e`` reads nothing that changes from one position of the loop to the next."""
     if isinstance(e, Position):
         return False
-    if isinstance(e, (Cell, Name)):
-        name = e.line if isinstance(e, Cell) else e.name
-        return ctx.tables.get(name) is not ctx.table
+    if isinstance(e, Cell):  # a cell of any table moves with the position
+        return ctx.tables.get(e.line) is None
+    if isinstance(e, Name):
+        return ctx.tables.get(e.name) is not ctx.table
     return all(_invariant(c, ctx) for c in e.children())
 
 
@@ -558,7 +561,12 @@ def _sumif(criteria_row, criterion, sum_row):
 
 
 def _countif(row, criterion):
-    return np.sum(np.asarray(row, dtype=object) == criterion, axis=-1, keepdims=True)
+    arr = np.asarray(row, dtype=object)
+    if isinstance(criterion, float) and math.isnan(criterion):  # "none" (or a blank) is NaN
+        hit = np.vectorize(lambda v: isinstance(v, float) and math.isnan(v), otypes=[bool])(arr)
+    else:
+        hit = arr == criterion
+    return np.sum(hit, axis=-1, keepdims=True)
 
 
 def _index(row, r, c=None):
@@ -679,6 +687,34 @@ def _normsinv(p):
     return np.vectorize(lambda q: NormalDist().inv_cdf(q), otypes=[float])(p)
 
 
+def _round(x, _digits):
+    """ROUND(x, 0) as the spreadsheets do it: halves away from zero."""
+    x = np.asarray(x, dtype=float)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+_year = np.vectorize(lambda s: float((_EPOCH + dt.timedelta(days=int(s))).year)
+                     if math.isfinite(s) else math.nan, otypes=[float])
+
+
+def _choose(k, *options):
+    """CHOOSE(k, a, b, …): the k-th option; NaN where k is not a position of the options."""
+    k = np.asarray(k, dtype=float)
+    out = np.full(np.broadcast_shapes(k.shape, *(np.shape(o) for o in options)), np.nan)
+    for i, option in enumerate(options, start=1):
+        out = np.where(k == i, np.asarray(option, dtype=float), out)
+    return out
+
+
+def _counta(x):
+    """COUNTA: the cells that are not blank (a blank text cell is "", a blank number NaN)."""
+    arr = np.asarray(x, dtype=object)
+    filled = np.vectorize(lambda v: not (v is None or v == "" or (isinstance(v, float)
+                                                                   and math.isnan(v))),
+                          otypes=[float])(arr)
+    return np.sum(filled, axis=-1, keepdims=True) if arr.ndim >= 2 else filled
+
+
 def _and(*args):
     out = np.asarray(True)
     for a in args:
@@ -717,6 +753,11 @@ FUNCTIONS: dict[str, Callable] = {
     "TEXT": _text,
     "NORMSDIST": _normsdist,
     "NORMSINV": _normsinv,
+    "ROUND": _round,
+    "YEAR": _year,
+    "CHOOSE": _choose,
+    "NOT": lambda x: np.logical_not(np.asarray(x, dtype=bool)),
+    "COUNTA": _counta,
 }
 
 
@@ -781,8 +822,11 @@ def _fit(value, n: int | None):
 
 def _input_value(values: dict, name: str):
     v = values["_inputs"][name]
-    if isinstance(v, tuple):  # per scenario: a row of three
-        return np.asarray(v, dtype=float)[..., None, :].view(_RowArray)
+    if isinstance(v, tuple):  # per scenario (a row of three), or the fleet block's cohorts
+        if any(isinstance(x, str) for x in v):  # a row of texts, "" where blank
+            return np.asarray(v, dtype=object)[..., None, :].view(_RowArray)
+        return np.asarray([np.nan if x is None else x for x in v],
+                          dtype=float)[..., None, :].view(_RowArray)
     if isinstance(v, str):
         return v
     return np.asarray(v, dtype=float)[..., None, None]

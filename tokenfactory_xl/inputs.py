@@ -19,8 +19,12 @@ from typing import Literal
 
 from .catalogue import (
     BY_NAME,
+    COHORT_BY_NAME,
+    COHORT_REQUIRED,
+    COHORT_SPECS,
     DERIVED_FROM,
     INPUTS,
+    MAX_COHORTS,
     MISSING,
     SCENARIOS,
     BadValue,
@@ -77,7 +81,16 @@ class SiteInputs(Mapping[str, object]):
                 # a bare per-scenario change replaces the scenario values it targets
                 for target in (SCENARIOS if bare == "all" else (live,)):
                     base.pop(f"{name}.{target}", None)
+        if "cohorts" not in changes:
+            base["cohorts"] = self.cohorts
         return make_inputs({**base, **changes}, bare=bare)
+
+    @property
+    def cohorts(self) -> tuple[dict[str, object], ...]:
+        """The fleet's cohorts after the first (the site's own columns are cohort 1): each a
+        dict of :data:`~tokenfactory_xl.catalogue.COHORT_SPECS` names, ``None`` where blank
+        (the site's value is used)."""
+        return self._values.get("cohorts", ())  # type: ignore[return-value]
 
     def flat(self) -> dict[str, object]:
         """Every value under its sites-file column name (``tef_target.Base`` …)."""
@@ -91,10 +104,25 @@ class SiteInputs(Mapping[str, object]):
         return out
 
     @property
+    def site_tps_per_gpu(self) -> float:
+        """Cohort 1's theoretical TPS per GPU: the prefill/decode blend when both are given."""
+        return site_tps_per_gpu(self._values)
+
+    @property
     def tef_now(self) -> float:
-        """Measured ÷ theoretical cluster throughput [fraction]."""
-        theoretical = self["gpus"] * self["theoretical_tps_per_gpu"]  # type: ignore[operator]
+        """Measured ÷ theoretical throughput of cohort 1 (today's fleet) [fraction]."""
+        theoretical = self["gpus"] * self.site_tps_per_gpu  # type: ignore[operator]
         return self["measured_tps"] / theoretical  # type: ignore[operator]
+
+
+def site_tps_per_gpu(v: Mapping[str, object]) -> float:
+    """TFOM-SPEC §2/§6: with prefill and decode TPS both given, theoretical TPS per GPU is
+    1 ÷ ((1 − o) ÷ T_p + o ÷ T_d); otherwise the theoretical_tps_per_gpu input."""
+    prefill, decode = v.get("prefill_tps_per_gpu"), v.get("decode_tps_per_gpu")
+    if prefill and decode:
+        o = float(v["output_share"])  # type: ignore[arg-type]
+        return 1.0 / ((1 - o) / float(prefill) + o / float(decode))  # type: ignore[arg-type]
+    return float(v["theoretical_tps_per_gpu"])  # type: ignore[arg-type]
 
 
 def split_key(key: str) -> tuple[str, str | None]:
@@ -145,6 +173,7 @@ def make_inputs(
     # Sort the keys: unknown ones are reported, scenario-specific ones wait for the scenario.
     plain: dict[str, object] = {}
     scenario_keys: list[tuple[str, str, str, object]] = []
+    cohort_rows = values.pop("cohorts", None) or ()
     for key, value in values.items():
         try:
             name, scenario = split_key(str(key))
@@ -210,9 +239,87 @@ def make_inputs(
             out[spec.name] = tuple(out[spec.name])  # type: ignore[arg-type]
 
     problems += _cross_checks(out, {**out, **plain}, where)
+    out["cohorts"] = _cohorts(cohort_rows, out, problems, where)
     if problems:
         raise InputError(problems)
     return SiteInputs(out)
+
+
+def _cohorts(rows: object, site: dict[str, object], problems: list[Problem],
+             where: str) -> tuple[dict[str, object], ...]:
+    """Check the cohort rows after the first (TFOM-SPEC §4.1, §6 "Cohorts")."""
+    if isinstance(rows, Mapping) or not isinstance(rows, Sequence) or isinstance(rows, str):
+        problems.append(Problem("cohorts", rows, "must be a list of cohort rows",
+                                "give a list of dicts with cohort, online_month and gpus",
+                                where))
+        return ()
+    if len(rows) > MAX_COHORTS - 1:
+        problems.append(Problem(
+            "cohorts", f"{len(rows)} rows", f"is more than the {MAX_COHORTS - 1} cohorts the "
+            f"workbook holds beside the site's own GPUs (cohort 1)",
+            "merge cohorts that come online in the same month, or split the site", where))
+        return ()
+    horizon = site["horizon_months"]
+    names = {"1"}  # cohort 1 is the site's own columns
+    out: list[dict[str, object]] = []
+    for n, row in enumerate(rows, start=2):
+        at = f"{where + ', ' if where else ''}cohort {n}"
+        if not isinstance(row, Mapping):
+            problems.append(Problem("cohorts", row, "is not a cohort row",
+                                    "give a dict of cohort columns", at))
+            continue
+        cohort: dict[str, object] = {spec.name: None for spec in COHORT_SPECS}
+        for key, raw in row.items():
+            key = str(key).strip()
+            if key == "site_name":
+                continue
+            spec = COHORT_BY_NAME.get(key)
+            if spec is None:
+                known = ", ".join(s.name for s in COHORT_SPECS)
+                problems.append(Problem(key, raw, "is not a cohort column",
+                                        f"the cohort columns are site_name, {known}", at))
+                continue
+            try:
+                cohort[key] = spec.parse(raw)
+            except BadValue as exc:
+                problems.append(Problem(key, raw, exc.message, exc.fix, at))
+        for key in COHORT_REQUIRED:
+            if cohort[key] is None and key in row and row[key] not in (None, ""):
+                continue  # already reported as a bad value
+            if cohort[key] is None:
+                problems.append(Problem(key, row.get(key), "is missing",
+                                        f"every cohort row needs {', '.join(COHORT_REQUIRED)}",
+                                        at))
+        name = cohort["cohort"]
+        if name is not None:
+            if str(name).lower() in names:
+                problems.append(Problem("cohort", name, "is a duplicate cohort name",
+                                        "give each cohort of a site its own name (cohort 1, "
+                                        "the site's own GPUs, is \"1\")", at))
+            names.add(str(name).lower())
+        online, retire = cohort["online_month"], cohort["retire_month"]
+        if isinstance(online, int) and online > horizon:  # type: ignore[operator]
+            problems.append(Problem("online_month", online,
+                                    f"is past the horizon of {horizon} months",
+                                    "bring it inside the horizon or lengthen horizon_months",
+                                    at))
+        if isinstance(online, int) and isinstance(retire, int) and retire < online:
+            problems.append(Problem("retire_month", retire,
+                                    f"is before the cohort's online_month ({online})",
+                                    "a cohort retires in or after the month it comes online",
+                                    at))
+        capex = cohort["capex_per_gpu"] if cohort["capex_per_gpu"] is not None \
+            else site["capex_per_gpu"]
+        salvage = cohort["salvage_per_gpu"] if cohort["salvage_per_gpu"] is not None \
+            else site["salvage_per_gpu"]
+        if salvage > capex:  # type: ignore[operator]
+            shown = fmt_number(capex)  # type: ignore[arg-type]
+            problems.append(Problem("salvage_per_gpu", salvage,
+                                    f"is more than the cohort's capex_per_gpu ({shown})",
+                                    "salvage is the resale value of a GPU and cannot exceed "
+                                    "what it cost", at))
+        out.append(cohort)
+    return tuple(out)
 
 
 def _cross_checks(v: dict[str, object], typed: dict[str, object], where: str) -> list[Problem]:
@@ -231,7 +338,14 @@ def _cross_checks(v: dict[str, object], typed: dict[str, object], where: str) ->
             f"must be above ttft_p50_ms ({n(v['ttft_p50_ms'])} ms)",
             "the 99th percentile of TTFT is always above its median; check the two are not "
             "swapped", where))
-    theoretical = v["gpus"] * v["theoretical_tps_per_gpu"]  # type: ignore[operator]
+    if (v["prefill_tps_per_gpu"] is None) != (v["decode_tps_per_gpu"] is None):
+        given, other = (("prefill_tps_per_gpu", "decode_tps_per_gpu")
+                        if v["decode_tps_per_gpu"] is None
+                        else ("decode_tps_per_gpu", "prefill_tps_per_gpu"))
+        found.append(Problem(given, typed[given], f"is given without {other}",
+                             "give both (their blend sets the theoretical TPS) or neither",
+                             where))
+    theoretical = v["gpus"] * site_tps_per_gpu(v)  # type: ignore[operator]
     if v["measured_tps"] > theoretical:  # type: ignore[operator]
         found.append(Problem(
             "measured_tps", typed["measured_tps"],

@@ -32,7 +32,7 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, LineChart, Reference, Series
 from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.drawing.line import LineProperties
-from openpyxl.formatting.rule import CellIsRule, ColorScaleRule, FormulaRule
+from openpyxl.formatting.rule import CellIsRule, FormulaRule
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -43,14 +43,15 @@ from openpyxl.writer.excel import ExcelWriter
 from . import __version__
 from . import operating_model as om
 from . import workbook_style as st
-from .catalogue import BY_NAME, INPUTS, Input
+from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
 from .files import write_atomically
 from .formula import ExcelContext, Line, excel, from_serial
 from .inputs import SiteInputs, default_inputs
 from .operating_model import MAX_MONTHS, OUTPUTS, Result
 
 SHEETS: tuple[str, ...] = (
-    "Cover", "Inputs", "Capacity", "Timeline", "Returns", "Sensitivity", "Dashboard", "Checks",
+    "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
+    "Sensitivity", "Dashboard", "Checks",
 )
 
 MONTH0_COL = 4  # column D holds month 0 (the investment)
@@ -334,7 +335,10 @@ def _input_kind(spec: Input) -> str:
 
 
 def input_cell_value(spec: Input, value: object) -> object:
-    """An input value as the workbook's input cell holds it (dates as datetimes, counts as int)."""
+    """An input value as the workbook's input cell holds it (dates as datetimes, counts as int,
+    ``None`` for a blank optional input)."""
+    if value is None:
+        return None
     if spec.kind == "date":
         return dt.datetime(value.year, value.month, value.day)  # type: ignore[attr-defined]
     if spec.kind == "integer":
@@ -374,7 +378,7 @@ def _validation(spec: Input, lists: dict[str, str]) -> DataValidation:
             kw[k] = kw[k].replace(".0", "") if re.fullmatch(r"-?\d+\.0", kw[k]) else kw[k]
     allowed = spec.allowed
     return DataValidation(
-        **kw, allow_blank=False, showInputMessage=True, showErrorMessage=True,
+        **kw, allow_blank=spec.optional, showInputMessage=True, showErrorMessage=True,
         promptTitle=spec.label[:32], prompt=f"Allowed: {allowed}."[:255],
         errorTitle="Not allowed", errorStyle="stop",
         error=f"{spec.label} must be {allowed}. {spec.description}"[:255])
@@ -432,12 +436,63 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             ref = f"{cols[0]}{row}" + (f":{cols[-1]}{row}" if len(cols) > 1 else "")
             b.name(f"in_{spec.name}", ws, ref)
             row += 1
+    _fleet_block(b, ws, inputs, lists)
     widths = {"A": 30, "B": 2, "C": 30, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
-              "J": 3, "K": 16, "L": 11, "M": 11, "N": 11}
+              "J": 3, "K": 34, "S": 30} | {col: 12 for col in FLEET_COLS}
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E5"
     _print_setup(ws, fit_height=1)
+
+FLEET_TOP = 10  # the fleet block's title row, right of the inputs and under the lists
+FLEET_LABEL_COL = 11  # column K
+FLEET_COLS: tuple[str, ...] = tuple(_col(FLEET_LABEL_COL + 1 + i)
+                                    for i in range(MAX_COHORTS - 1))  # L … R
+
+
+def _fleet_block(b: _Builder, ws: Worksheet, inputs: SiteInputs, lists: dict[str, str]) -> None:
+    """Cohorts 2…8 (TFOM-SPEC §4.1): one column each, one row per cohort column, named
+    ``in_fleet_<column>``; a blank cell takes the site's own value (except the retire month)."""
+    top, label_col = FLEET_TOP, FLEET_LABEL_COL
+    name_col = label_col + MAX_COHORTS
+    cell = ws.cell(top, label_col, f"Fleet: cohorts 2–{MAX_COHORTS}")
+    cell.font = st.SECTION_FONT
+    ws.cell(top + 1, label_col, "Cohort 1 is the site's own GPUs (left); a blank cell takes the "
+            "site's value, except the retire month (blank: to the horizon).").font = st.NOTE_FONT
+    _header(ws, top + 2, ["Cohort column"] + [f"Cohort {k}" for k in range(2, MAX_COHORTS + 1)]
+            + ["Name"], first_col=label_col)
+    cohorts = inputs.cohorts
+    for i, spec in enumerate(COHORT_SPECS):
+        row = top + 3 + i
+        ws.cell(row, label_col, f"{spec.label} ({spec.unit})" if spec.unit not in ("text", "")
+                else spec.label)
+        ws.cell(row, name_col, f"in_fleet_{spec.name}").font = st.NAME_FONT
+        dv = _validation(spec, lists)
+        dv.allow_blank = True
+        ws.add_data_validation(dv)
+        for index, col in enumerate(FLEET_COLS):
+            cell = ws[f"{col}{row}"]
+            value = cohorts[index].get(spec.name) if index < len(cohorts) else None
+            cell.value = input_cell_value(spec, value)
+            if spec.kind in ("text", "choice") and value is not None:
+                cell.data_type = "s"  # user text is never a formula
+            cell.font, cell.fill, cell.border = st.INPUT_FONT, st.INPUT_FILL, st.BOX
+            cell.protection = st.UNLOCKED
+            cell.number_format = st.number_format(_input_kind(spec))
+            cell.alignment = st.RIGHT
+            dv.add(cell)
+            b.plan.inputs.append((ws.title, cell.coordinate, f"fleet_{spec.name}", index))
+        b.name(f"in_fleet_{spec.name}", ws, f"{FLEET_COLS[0]}{row}:{FLEET_COLS[-1]}{row}")
+        b.plan.rows[f"in_fleet_{spec.name}"] = row
+
+
+def fleet_cell_value(name: str, index: int, inputs: SiteInputs) -> object:
+    """The value of cohort ``index + 2``'s cell of the fleet block row ``fleet_<column>``."""
+    spec = COHORT_BY_NAME[name.removeprefix("fleet_")]
+    cohorts = inputs.cohorts
+    return input_cell_value(spec, cohorts[index].get(spec.name) if index < len(cohorts)
+                            else None)
+
 
 # -- Capacity (with the constants block) -----------------------------------------------------
 def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
@@ -457,8 +512,10 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
                                                   "integer")
             if c.name == "check_tolerance":
                 cell.number_format = "0.0E+00"
-            if c.name == "irr_grid":
+            if c.name == "irr_smallest":
                 cell.number_format = st.number_format("rate")
+            if c.name == "irr_step":
+                cell.number_format = "0.0"
         last = _col(1 + len(values))
         b.name(f"k_{c.name}", ws, f"B{row}" + (f":{last}{row}" if len(values) > 1 else ""))
         b.plan.rows[f"k_{c.name}"] = row
@@ -480,6 +537,24 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.cell(row, 4, item.note).font = st.NOTE_FONT
         b.plan.rows[item.name] = row
         row += 1
+    row += 1
+    _section(ws, row, "The fleet: one column per cohort (inputs of cohort 1 from the site, "
+             "cohorts 2–8 from the fleet block; empty columns have 0 GPUs)", 9)
+    row += 1
+    _header(ws, row, ["Cohort line"] + [f"Cohort {k}" for k in range(1, MAX_COHORTS + 1)])
+    row += 1
+    for line in om.FLEET:
+        ws.cell(row, 1, line.label + (f" ({line.unit})" if line.unit else ""))
+        b.along(ws, row, 2, line)
+        row += 1
+    row += 1
+    for line in om.FLEET_SCALARS:
+        ws.cell(row, 1, line.label)
+        b.scalar(ws, f"B{row}", line)
+        ws.cell(row, 3, line.unit).font = st.NOTE_FONT
+        ws.cell(row, 4, line.note).font = st.NOTE_FONT
+        b.plan.rows[line.name] = row
+        row += 1
     for col, width in {"A": 40, "B": 22, "C": 13, "D": 14, "E": 12, "F": 12, "G": 12,
                        "H": 12, "I": 30}.items():
         ws.column_dimensions[col].width = width
@@ -489,7 +564,8 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Timeline ---------------------------------------------------------------------------------
-TIMELINE_HEADER_ROWS = {"month": 4, "month_end": 5, "in_horizon": 6, "year": 7}
+TIMELINE_HEADER_ROWS = {"month": 4, "month_end": 5, "in_horizon": 6, "year": 7,
+                        "fiscal_index": 8}
 
 
 def _timeline_rows() -> dict[str, int]:
@@ -543,11 +619,11 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     for c in ALL_COLS:
         ws.column_dimensions[c].width = 13
     d = _col(MONTH0_COL)
-    ws.freeze_panes = f"{d}{rows['year'] + 1}"
+    ws.freeze_panes = f"{d}{rows['fiscal_index'] + 1}"
     # Months beyond the horizon: grey the header so the live months stand out.
     grey = st.Font(name=st.FONT_NAME, color="8EA9DB")
     ws.conditional_formatting.add(
-        f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['year']}",
+        f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['fiscal_index']}",
         FormulaRule(formula=[f"{d}${rows['in_horizon']}=0"], font=grey))
     _print_setup(ws, fit_height=1)
     # 120 months do not fit a page: print at half size, about a year a page, labels repeated
@@ -563,18 +639,16 @@ def om_subtitle(name: str) -> Line:
 # -- Returns ----------------------------------------------------------------------------------
 _RETURNS_EXTRAS = (
     ("tfi_now", "TFI now", "fraction", "fraction2"),
-    ("breakeven_util", "Breakeven utilisation", "fraction", "fraction2"),
-    ("breakeven_headroom", "TFI now above breakeven", "fraction", "fraction2"),
-    ("revenue_per_gpu_hour", "Revenue per GPU-hour today", "money/GPU-h", "price"),
-    ("cash_cost_per_gpu_hour", "Cash cost per GPU-hour", "money/GPU-h", "price"),
-    ("capex_total", "CapEx (month 0)", "money", "money"),
-    ("total_cash_flow", "Σ cash flows, months 0…H", "money", "money"),
+    ("revenue_per_gpu_hour", "Revenue per GPU-hour today (cohort 1)", "money/GPU-h", "price"),
+    ("cash_cost_per_gpu_hour", "Cash cost per GPU-hour (cohort 1)", "money/GPU-h", "price"),
+    ("total_capex", "CapEx, all cohorts", "money", "money"),
+    ("total_cash_flow", "Σ cash flows, months 0…H (live scenario)", "money", "money"),
 )
-IRR_TOP = 46  # header row of the IRR grid (below the printed area)
 
 
 def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
-    _title(ws, "Returns", "The summary outputs (TFOM-SPEC §7), each a defined name out_<name>.")
+    _title(ws, "Returns", "The summary outputs of the live scenario (TFOM-SPEC §7), each a "
+           "defined name out_<name>; every scenario side by side on Scenarios.")
     _header(ws, 4, ["Output", "Value", "Unit", "Name", "Definition"])
     row = 5
     for out in OUTPUTS:
@@ -587,26 +661,20 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
         b.plan.rows[f"out_{out.name}"] = row
         row += 1
     row += 1
-    _section(ws, row, "Breakeven against the TFI, and the IRR", 5)
-    row += 1
-    ws.cell(row, 1, om.IRR_RESULT.label)
-    b.scalar(ws, f"B{row}", om.IRR_RESULT)
-    ws.cell(row, 3, om.IRR_RESULT.unit).font = st.NOTE_FONT
+    _section(ws, row, "The site today", 5)
     row += 1
     for source, label, unit, kind in _RETURNS_EXTRAS:
         ws.cell(row, 1, label)
         b.echo(ws, f"B{row}", source, kind)
         ws.cell(row, 3, unit).font = st.NOTE_FONT
         row += 1
-    assert row < IRR_TOP - 2, row
-    _irr_search(b, ws)
     _yearly_summary(b, ws)
-    for col, width in {"A": 34, "B": 20, "C": 14, "D": 28, "E": 62, "F": 20, "G": 3, "H": 7,
+    for col, width in {"A": 34, "B": 20, "C": 14, "D": 30, "E": 62, "F": 4, "G": 3, "H": 7,
                        "I": 15, "J": 15, "K": 10, "L": 15, "M": 17}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     _print_setup(ws, fit_height=1)
-    ws.print_area = f"A1:M{IRR_TOP - 2}"
+    ws.print_area = f"A1:M{row}"
 
 
 def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
@@ -619,36 +687,115 @@ def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
             "month-0 investment.").font = st.NOTE_FONT
 
 
-def _irr_search(b: _Builder, ws: Worksheet) -> None:
-    top = IRR_TOP
-    _section(ws, top - 1, "IRR search: NPV at a grid of monthly rates, then halving the "
-             "bracket nearest 0", 6)
-    grid = om.IRR_GRID_LINES
-    _header(ws, top, [grid[0].label, "", grid[1].label, grid[2].label, grid[3].label])
-    for line, col in zip(grid, (1, 3, 4, 5), strict=True):
-        b.down(ws, col, top + 1, line)
-    r = top + 1 + om.N_IRR + 1
-    for line in om.IRR_BRACKET:
-        ws.cell(r, 1, line.label)
-        b.scalar(ws, f"B{r}", line)
-        r += 1
-    r += 1
-    _header(ws, r, [ln.label for ln in om.IRR_HALVING_LINES])
-    for i, line in enumerate(om.IRR_HALVING_LINES):
-        b.down(ws, 1 + i, r + 1, line)
+# -- Years: tax by calendar year with losses carried forward, debt service cover ---------------
+def _years_sheet(b: _Builder, ws: Worksheet) -> None:
+    _title(ws, "Years", "Tax by calendar year, losses carried forward (unlevered and after "
+           "interest), and debt service cover, for each scenario.")
+    row = 4
+    ws.cell(row, 1, om.BY_LINE["fiscal_years"].label)
+    b.scalar(ws, f"B{row}", om.BY_LINE["fiscal_years"])
+    row += 2
+    for line in om.FISCAL_COMMON:
+        header = line.name in ("fy_number", "fy_year")
+        ws.cell(row, 1, line.label).font = st.TOTAL_FONT if header else st.CALC_FONT
+        b.along(ws, row, 2, line, font=st.TOTAL_FONT if header else st.CALC_FONT)
+        if line.name == "fy_year":
+            for k in range(om.FISCAL_YEARS):
+                ws.cell(row, 2 + k).number_format = "0"
+        row += 1
+    for sc in om.SCENARIOS:
+        row += 1
+        _section(ws, row, f"{sc.name} scenario", 2 + om.FISCAL_YEARS)
+        row += 1
+        for line in om.FISCAL_LINES[sc.key]:
+            ws.cell(row, 1, line.label.split(": ", 1)[1])
+            b.along(ws, row, 2, line)
+            row += 1
+    ws.column_dimensions["A"].width = 42
+    for k in range(om.FISCAL_YEARS):
+        ws.column_dimensions[_col(2 + k)].width = 15
+    ws.freeze_panes = "B8"
+    _print_setup(ws, fit_height=1)
+
+
+# -- Scenarios: the three side by side, and the value of the optimisation programme ------------
+SCENARIO_COLS = ("B", "C", "D")
+
+
+def _scenarios_sheet(b: _Builder, ws: Worksheet) -> None:
+    _title(ws, "Scenarios", "Base, Optimised and Downside at once from the same inputs; "
+           "Optimised − Base: the value of the optimisation programme, net of its cost.")
+    _header(ws, 4, ["Output"] + [sc.name for sc in om.SCENARIOS]
+            + ["Optimised − Base", "Unit", "Names"])
+    uplift = {ln.meta["output"]: ln for ln in om.UPLIFT_LINES}
+    row = 5
+    for out in OUTPUTS:
+        ws.cell(row, 1, out.label)
+        kind = "fraction2" if out.kind == "fraction" else out.kind
+        for col, sc in zip(SCENARIO_COLS, om.SCENARIOS, strict=True):
+            b.scalar(ws, f"{col}{row}", out.line_for(sc), kind=kind)
+        if out.name in uplift:
+            b.scalar(ws, f"E{row}", uplift[out.name], kind=kind, font=st.TOTAL_FONT)
+        ws.cell(row, 6, out.unit).font = st.NOTE_FONT
+        ws.cell(row, 7, f"out_{out.name}_base, …").font = st.NAME_FONT
+        b.plan.rows[f"scenario_{out.name}"] = row
+        row += 1
+    ws.cell(row + 1, 1, "Optimised − Base is shown where it measures the programme: NPV, "
+            "revenue, EBITDA, tokens sold and equivalent GPUs (named out_uplift_<name>).").font \
+        = st.NOTE_FONT
+    for col, width in {"A": 34, "B": 21, "C": 21, "D": 21, "E": 22, "F": 14, "G": 38}.items():
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "B5"
+    _print_setup(ws, fit_height=1)
+    ws.print_area = f"A1:G{row + 1}"
+
+
+# -- IRR: the searches of each scenario's project and equity IRR -------------------------------
+IRR_GRID_TOP = 8
+
+
+def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
+    _title(ws, "IRR", "Each IRR: the NPV on a grid of monthly rates, then halving the "
+           "brackets nearest 0 on either side; the root nearest 0 is the IRR.")
+    for j, search in enumerate(om.IRR_SEARCHES):
+        c0 = 1 + 7 * j
+        ws.cell(4, c0, search.label).font = st.SECTION_FONT
+        ws.cell(5, c0, "IRR, monthly")
+        b.scalar(ws, f"{_col(c0 + 1)}5", search.result)
+        _header(ws, IRR_GRID_TOP - 1, [ln.label for ln in search.grid], first_col=c0)
+        for i, line in enumerate(search.grid):
+            b.down(ws, c0 + i, IRR_GRID_TOP, line)
+        r = IRR_GRID_TOP + om.N_IRR + 1
+        for line in search.bracket:
+            ws.cell(r, c0, line.label)
+            b.scalar(ws, f"{_col(c0 + 4)}{r}", line)
+            r += 1
+        for side in ("above", "below"):
+            r += 1
+            lines = [ln for ln in search.halving if ln.name.endswith(f"_{side}_{search.tag}")
+                     or f"_{side}_" in ln.name]
+            _header(ws, r, [f"{ln.label} ({side} 0)" for ln in lines], first_col=c0)
+            for i, line in enumerate(lines):
+                b.down(ws, c0 + i, r + 1, line)
+            r += om.IRR_STEPS + 1
+        for i in range(6):
+            ws.column_dimensions[_col(c0 + i)].width = 15
+        ws.column_dimensions[_col(c0 + 6)].width = 3
+    # printed: the six IRRs; the searches below are for reading on screen
+    _print_setup(ws, fit_height=1)
+    ws.print_area = f"A1:{_col(7 * len(om.IRR_SEARCHES) - 1)}5"
+    ws.freeze_panes = f"A{IRR_GRID_TOP}"
 
 
 # -- Sensitivity ------------------------------------------------------------------------------
 SENS_UTIL_FIRST = 7
-SENS_GRID_TOP = SENS_UTIL_FIRST + om.N_UTIL + 3  # header row of the NPV grid
-SENS_BASIS_TOP = SENS_GRID_TOP + om.N_TEF + 4
 
 
 def _sensitivity_sheet(b: _Builder, ws: Worksheet) -> None:
-    _title(ws, "Sensitivity", "How the margin moves with utilisation, and the NPV with the TEF "
-           "target and the price decline. Live formulas: they follow the inputs.")
+    _title(ws, "Sensitivity", "How the margin of cohort 1's GPU-hour moves with utilisation "
+           "(the TFI), at today's market price of the live scenario. Live formulas.")
     ws["A4"] = "Breakeven utilisation"
-    b.echo(ws, "B4", "breakeven_util", "fraction2")
+    b.echo(ws, "B4", "out_breakeven_util", "fraction2")
     ws["C4"] = "TFI now"
     b.echo(ws, "D4", "tfi_now", "fraction2")
     _header(ws, SENS_UTIL_FIRST - 1, [ln.label for ln in om.UTIL_LINES])
@@ -658,40 +805,11 @@ def _sensitivity_sheet(b: _Builder, ws: Worksheet) -> None:
     red = st.Font(name=st.FONT_NAME, bold=True, color="9C0006")
     ws.conditional_formatting.add(
         f"C{SENS_UTIL_FIRST}:D{last}", CellIsRule(operator="notEqual", formula=['""'], font=red))
-
-    # The NPV grid: TEF targets down, price declines across.
-    top = SENS_GRID_TOP
-    _section(ws, top - 1, "NPV over the TEF target (rows) and the price decline per quarter "
-             "(columns); other inputs as in the live scenario", 8)
-    ws.cell(top, 1, "TEF target ↓ · decline →").font = st.HEADER_FONT
-    ws.cell(top, 1).fill = st.HEADER_FILL
-    tef_axis, decline_axis = om.SENS_AXES
-    b.down(ws, 1, top + 1, tef_axis, font=st.TOTAL_FONT)
-    b.along(ws, top, 2, decline_axis, font=st.HEADER_FONT)
-    for j in range(om.N_DECLINE):
-        ws.cell(top, 2 + j).fill = st.HEADER_FILL
-    for i, grid_row in enumerate(om.SENS_GRID):
-        for j, line in enumerate(grid_row):
-            b.scalar(ws, f"{_col(2 + j)}{top + 1 + i}", line)
-    ws.conditional_formatting.add(
-        f"B{top + 1}:{_col(1 + om.N_DECLINE)}{top + om.N_TEF}",
-        ColorScaleRule(start_type="min", start_color="F8696B", mid_type="num", mid_value=0,
-                       mid_color="FFFFFF", end_type="max", end_color="63BE7B"))
-
-    # The monthly basis of the grid: the Timeline's lines, 0 beyond the horizon.
-    _section(ws, SENS_BASIS_TOP, "Monthly basis of the NPV grid (from the Timeline; 0 beyond "
-             "the horizon)", 8)
-    for i, line in enumerate(om.SENS_BASIS_LINES):
-        r = SENS_BASIS_TOP + 1 + i
-        ws.cell(r, 1, line.label)
-        b.along(ws, r, MONTH0_COL, line)
-    ws.column_dimensions["A"].width = 34
-    for c in ("B", "C", "D", "E", "F", "G"):
+    ws.column_dimensions["A"].width = 22
+    for c in ("B", "C", "D"):
         ws.column_dimensions[c].width = 16
-    for c in MONTH_COLS[1:]:
-        ws.column_dimensions[c].width = 13
     _print_setup(ws, landscape=False, fit_height=1)
-    ws.print_area = f"A1:G{top + om.N_TEF + 1}"
+    ws.print_area = f"A1:D{last}"
 
 
 # -- Checks -----------------------------------------------------------------------------------
@@ -717,7 +835,7 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
     row += 1
     first = row
     for line in om.INPUT_CHECKS:
-        spec = BY_NAME[str(line.meta["input"])]
+        spec = line.meta.get("spec") or BY_NAME[str(line.meta["input"])]
         ws.cell(row, 1, line.label)
         for col, bound in zip((3, 4), om.check_bounds(spec), strict=True):
             if bound is not None:
@@ -751,10 +869,11 @@ _HOW_TO = (
     "the cost of a GPU-hour.",
     "3. Timeline runs the site month by month: tokens sold, price, revenue, costs, EBITDA, tax "
     "and cash flow.",
-    "4. Returns gives NPV, IRR, payback, ROI and the other summary outputs (named out_…).",
-    "5. Sensitivity shows the margin against utilisation and the NPV over TEF target × price "
-    "decline.",
-    "6. Dashboard shows the headline figures and charts. Checks must all say OK.",
+    "4. Years holds the tax by calendar year (losses carried forward) and the debt cover.",
+    "5. Returns gives NPV, IRR, payback, ROI and the other outputs of the live scenario "
+    "(named out_…); Scenarios shows all three and Optimised − Base.",
+    "6. Sensitivity shows the margin against utilisation.",
+    "7. Dashboard shows the headline figures and charts. Checks must all say OK.",
     "Sheets are protected without a password so formulas are not overwritten by accident; "
     "Review → Unprotect Sheet to change the structure.",
 )
@@ -812,7 +931,7 @@ _KPIS = (
     ("ebitda_margin", "EBITDA margin"), ("revenue_total", "Revenue"),
     ("tfi_now", "TFI now"), ("breakeven_util", "Breakeven utilisation"),
     ("tef_now", "TEF now"), ("equivalent_gpus", "Equivalent GPUs"),
-    ("cost_per_mtok", "Cost per Mtok sold"),
+    ("cost_per_mtok", "Cost per Mtok sold"), ("uplift_npv", "NPV: Optimised − Base"),
 )
 
 
@@ -830,7 +949,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.conditional_formatting.add("J1", CellIsRule(operator="equal", formula=['"ERROR"'],
                                                    fill=st.CHECK_BAD_FILL,
                                                    font=st.CHECK_BAD_FONT))
-    kinds = {o.name: o.kind for o in OUTPUTS}
+    kinds = {o.name: o.kind for o in OUTPUTS} | {"uplift_npv": "money"}
     for i, (name, label) in enumerate(_KPIS):
         col = _col(1 + i)
         ws[f"{col}4"] = label
@@ -931,7 +1050,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         series.graphicalProperties.line.solidFill = "1F3864"
         series.graphicalProperties.line.width = 28000
     ws.add_chart(margin, "F28")
-    ws.print_area = "A1:J48"
+    ws.print_area = "A1:K48"
     _print_setup(ws, fit_height=1)
     ws.page_setup.fitToHeight = 1
 
@@ -944,7 +1063,10 @@ def _build(inputs: SiteInputs) -> tuple[Workbook, Plan]:
     _inputs_sheet(b, sheets["Inputs"], inputs)
     _capacity_sheet(b, sheets["Capacity"])
     _timeline_sheet(b, sheets["Timeline"])
+    _years_sheet(b, sheets["Years"])
     _returns_sheet(b, sheets["Returns"])
+    _scenarios_sheet(b, sheets["Scenarios"])
+    _irr_sheet(b, sheets["IRR"])
     _sensitivity_sheet(b, sheets["Sensitivity"])
     _checks_sheet(b, sheets["Checks"])
     _cover_sheet(b, sheets["Cover"])
@@ -1043,6 +1165,9 @@ def cell_values(inputs: SiteInputs, result: Result | None = None
     values = (result if result is not None else om.run(inputs)).values
     out: dict[str, dict[str, object]] = {name: {} for name in SHEETS}
     for sheet, coord, name, index in p.inputs:
+        if name.startswith("fleet_"):
+            out[sheet][coord] = fleet_cell_value(name, index, inputs)  # type: ignore[arg-type]
+            continue
         spec = BY_NAME[name]
         value = inputs[name]
         out[sheet][coord] = input_cell_value(spec, value[index] if index is not None else value)
@@ -1088,11 +1213,14 @@ _LINES_BY_NAME: dict[str, Line] = {ln.name: ln for ln in om.LINES}
 
 def _guard_values(t, values, place) -> list[bool]:
     """Whether each position of a guarded table is in use (the guard's own value)."""
-    if t is om.TIMELINE or t is om.SENS_BASIS:
+    if t is om.TIMELINE:
         return [bool(x) for x in np.asarray(values["in_horizon"]).tolist()]
-    if t is om.IRR_HALVING:
-        found = float(values["irr_bracket_found"]) == 1
-        return [found] * t.length
+    if t.name == "fiscal" or t.name.startswith("loss_pool_"):
+        years = float(values["fiscal_years"])
+        return [k + 1 <= years for k in range(t.length)]
+    if t.name.startswith("irr_halving_"):
+        found = t.guard.args[0]  # IF(found = 1): the search's bracket flag
+        return [float(values[found.name]) == 1] * t.length
     if t is om.YEAR_TABLE:
         return [x == x for x in np.asarray(values["year_revenue"]).tolist()]
     raise AssertionError(f"no guard values for {t.name}")

@@ -41,14 +41,25 @@ DASHBOARD_MARKER = "Master check"
 
 def render_dashboard(workbook: str | os.PathLike, png: str | os.PathLike,
                      resolution: int = 80) -> Path:
-    """Recalculate ``workbook`` in LibreOffice and write its Dashboard page as a PNG.
+    """Recalculate ``workbook`` in LibreOffice and write its Dashboard page as a PNG."""
+    return render_sheet(workbook, png, "Dashboard", resolution)
 
-    LibreOffice exports every sheet to one PDF; the Dashboard is the page that carries its
-    title and "Master check" (``pdftotext``), which ``pdftoppm`` turns into ``png``.
+
+def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str = "Dashboard",
+                 resolution: int = 80) -> Path:
+    """Recalculate ``workbook`` in LibreOffice and write the first printed page of ``sheet``.
+
+    LibreOffice exports every sheet to one PDF; a sheet's first page is the one that starts with
+    its title (the Dashboard's also carries "Master check"), found with ``pdftotext`` and turned
+    into ``png`` by ``pdftoppm``.
     """
     from .cli import UserError
     from .libreoffice import LibreOfficeMissing, convert
+    from .workbook import SHEETS
 
+    if sheet not in SHEETS:
+        raise UserError(f"--sheet {sheet}: not a sheet of the TFOM workbook; the sheets are "
+                        + ", ".join(SHEETS))
     for tool in ("pdftoppm", "pdftotext"):
         if shutil.which(tool) is None:
             raise UserError(f"{tool} is not installed (apt-get install poppler-utils)")
@@ -62,9 +73,10 @@ def render_dashboard(workbook: str | os.PathLike, png: str | os.PathLike,
                               text=True, check=True).stdout
         pages = text.split("\f")
         page = next((i + 1 for i, t in enumerate(pages)
-                     if t.lstrip().startswith("Dashboard") and DASHBOARD_MARKER in t), None)
+                     if t.lstrip().startswith(sheet)
+                     and (sheet != "Dashboard" or DASHBOARD_MARKER in t)), None)
         if page is None:
-            raise UserError(f"{workbook}: no Dashboard page found in the PDF export")
+            raise UserError(f"{workbook}: no {sheet} page found in the PDF export")
         stem = Path(tmp, "page")
         subprocess.run(["pdftoppm", "-png", "-r", str(resolution), "-f", str(page), "-l",
                         str(page), "-singlefile", str(pdf), str(stem)], check=True,
@@ -84,7 +96,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         raise UserError(f"{out}: the picture must be a .png file (e.g. -o dashboard.png)")
     if out.exists() and not args.force:
         raise UserError(f"{out} exists; add --force to overwrite it")
-    render_dashboard(source, out, args.resolution)
+    render_sheet(source, out, args.sheet, args.resolution)
     print(f"wrote {out}")
     return 0
 
@@ -108,13 +120,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r = subparsers.add_parser(
         "render",
         description="Recalculate a TFOM workbook in LibreOffice and write its Dashboard "
-                    "(headline figures and charts) as a PNG picture.",
+                    "(headline figures and charts), or another sheet's first page, as a PNG.",
         epilog="examples:\n  tokenfactory-xl template -o TFOM.xlsx\n"
-               "  tokenfactory-xl render TFOM.xlsx -o dashboard.png",
+               "  tokenfactory-xl render TFOM.xlsx -o dashboard.png\n"
+               "  tokenfactory-xl render TFOM.xlsx -o scenarios.png --sheet Scenarios",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("workbook", help="the TFOM workbook (.xlsx)")
     r.add_argument("-o", "--output", required=True, metavar="FILE.png",
                    help="the picture to write")
+    r.add_argument("--sheet", default="Dashboard", metavar="NAME",
+                   help="the sheet to draw (default Dashboard; e.g. Scenarios)")
     r.add_argument("--resolution", type=int, default=80, metavar="DPI",
                    help="pixels per inch (default 80)")
     r.add_argument("--force", action="store_true", help="overwrite an existing file")

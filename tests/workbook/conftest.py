@@ -29,6 +29,23 @@ INPUT_SETS: dict[str, dict[str, object]] = {
                               "measured_tps": 160_000,
                               "capex_per_gpu": 25_000, "cache_hit_rate": 0.8,
                               "ttft_slo_ms": 900, "tef_target.Optimised": 0.9},
+    # version 2: a second and a rented third cohort, a contract, a demand-limited market,
+    # debt, a programme cost, a retirement and a partial first calendar year
+    "cohorts_contract_debt": {
+        "start_date": "2027-07-01", "horizon_months": 72, "retire_month": 60,
+        "salvage_per_gpu": 4_000, "residual_share": 0.6, "contract_mtok_per_month": 3_000_000,
+        "contract_price_per_mtok": 0.2, "contract_months": 24, "market_mtok_month1": 4_000_000,
+        "debt_share": 0.6, "debt_rate": 0.07, "debt_tenor_months": 36,
+        "programme_cost_once.Optimised": 500_000, "programme_fee_per_month.Optimised": 20_000,
+        "cohorts": [
+            {"cohort": "B200 2028", "online_month": 13, "gpus": 512, "capex_per_gpu": 55_000,
+             "theoretical_tps_per_gpu": 25_000, "life_years": 5},
+            {"cohort": "Rented burst", "online_month": 7, "retire_month": 30, "gpus": 256,
+             "ownership": "rent", "rent_per_gpu_hour": 2.4}]},
+    "debt_at_zero_rate_prefill_decode": {
+        "debt_share": 0.9, "debt_rate": 0, "debt_tenor_months": 120, "horizon_months": 40,
+        "prefill_tps_per_gpu": 30_000, "decode_tps_per_gpu": 6_000, "measured_tps": 2_500_000,
+        "cohorts": [{"cohort": "2", "online_month": 40, "gpus": 8}]},
 }
 
 

@@ -88,6 +88,12 @@ def test_render_draws_the_dashboard(soffice, tmp_path):
     assert width > height > 400  # one landscape page
     again = cli("render", "TFOM.xlsx", "-o", "dashboard.png", cwd=tmp_path)
     assert again.returncode == 2 and "--force" in again.stderr
+    scenarios = (tmp_path / "scenarios.png").read_bytes()  # the README's --sheet example
+    assert scenarios[:8] == b"\x89PNG\r\n\x1a\n" and scenarios != data
+    assert int.from_bytes(scenarios[16:20], "big") > 400
+    wrong = cli("render", "TFOM.xlsx", "-o", "x.png", "--sheet", "Scenario", cwd=tmp_path)
+    assert wrong.returncode == 2 and "Scenarios" in wrong.stderr and "Traceback" not in \
+        wrong.stderr
 
 
 def test_render_missing_workbook_is_a_message(tmp_path):

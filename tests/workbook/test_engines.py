@@ -1,16 +1,16 @@
 """Real spreadsheet engines recompute the TFOM workbook and agree with the Python model.
 
-LibreOffice (headless, forced recalculation) and the pure-Python ``formulas`` package each
-compute every formula of the workbooks built from the input sets of ``conftest.py``; the §7
-outputs (``out_<name>``), every monthly line in every month, and the NPV grid must equal
-:func:`operating_model.run` to a relative 1e-9, and every
-formula cell must equal what :func:`workbook.cell_values` says it shows (batch stores those).
+LibreOffice (headless, forced recalculation) computes every formula of the workbooks built from
+the input sets of ``conftest.py`` (cohorts, demand, contracts and debt among them); the §7
+outputs of the live scenario (``out_<name>``) and of each scenario (``out_<name>_base`` …) and
+every monthly line in every month must equal :func:`operating_model.run` to a relative 1e-9, and
+every formula cell must equal what :func:`workbook.cell_values` says it shows (batch stores
+those). Gnumeric, the second engine, is ``tests/test_gnumeric.py``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 
 import numpy as np
@@ -68,23 +68,29 @@ def check_against_model(read, inputs) -> list[str]:
             if not same(got, want):
                 bad.append(f"{line} {coord}: {got!r} != {want!r}")
     assert len(result.lines["revenue"]) == horizon
-    grid = om.grid(result)
-    assert grid.shape == (om.N_TEF, om.N_DECLINE)
-    for i in range(om.N_TEF):
-        for j in range(om.N_DECLINE):
-            coord = f"{wbm._col(2 + j)}{wbm.SENS_GRID_TOP + 1 + i}"
-            got = read("Sensitivity", coord)
-            if not same(got, grid[i, j]):
-                bad.append(f"NPV grid {coord}: {got!r} != {grid[i, j]!r}")
+    for sc in om.SCENARIOS:  # every scenario's outputs, side by side (TFOM-SPEC §4.5)
+        for name in OUTPUT_NAMES:
+            expected = result.scenarios[sc.name].summary[name]
+            got = read("out", f"{name}_{sc.key}")
+            if not same(got, "none" if expected is None else expected):
+                bad.append(f"out_{name}_{sc.key}: {got!r} != {expected!r}")
     return bad
 
 
 def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
     values = wbm.cell_values(inputs)
+    # Near an IRR the NPV is a difference of large numbers: what is left is rounding noise
+    # (a few 1e-16 of the largest NPV on the sheet), and its sign may steer the halving to the
+    # other half of a bracket a few ulps wide. Such cells agree to 1e-10 of that NPV.
+    noise = 1e-10 * max([abs(v) for v in values["IRR"].values()
+                         if isinstance(v, float)] + [1.0])
     bad = []
     for sheet, coords in formula_coords.items():
         for coord in coords:
             got, want = read(sheet, coord), values[sheet][coord]
+            if sheet == "IRR" and isinstance(got, (int, float)) and isinstance(want, float):
+                if abs(got - want) <= noise:
+                    continue
             if not same(got, want):
                 bad.append(f"{sheet}!{coord}: {got!r} != {want!r}")
     return bad
@@ -142,80 +148,3 @@ def test_leap_year_february_has_29_days(recalculated):
     assert read("Timeline", f"{first}{wbm.TIMELINE_ROWS['hours']}") == 29 * 24
     end = read("Timeline", f"{first}{wbm.TIMELINE_ROWS['month_end']}")
     assert end.date() == dt.date(2028, 2, 29)
-
-
-# -- the formulas package -------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def formulas_model(built):
-    """The template compiled once by ``formulas`` (about a minute), reused for every input set."""
-    formulas = pytest.importorskip("formulas")
-    return formulas.ExcelModel().loads(str(built["template"])).finish()
-
-
-@functools.lru_cache(maxsize=4)
-def defined_names(path):
-    return openpyxl.load_workbook(path).defined_names
-
-
-def formulas_reader(model, path, inputs):
-    """Recompute ``model`` with the input cells of ``inputs`` and read cells from it."""
-    book = path.name
-    values = wbm.cell_values(inputs)["Inputs"]
-    new = {}
-    for coord, value in values.items():
-        if isinstance(value, dt.datetime):
-            value = excel_serial(value)
-        new[f"'[{book}]INPUTS'!{coord}"] = value
-    solution = model.calculate(inputs=new)
-    cells = {}
-    for key, ranges in solution.items():
-        sheet, _, ref = key.rpartition("!")
-        if ":" in ref or not sheet:
-            continue
-        value = ranges.value[0][0] if hasattr(ranges, "value") else ranges
-        cells[(sheet.split("]")[-1].strip("'"), ref)] = value
-    book_names = defined_names(path)
-
-    def read(sheet, coord):
-        if sheet == "out":
-            (sheet, ref), = book_names[f"out_{coord}"].destinations
-            coord = ref.replace("$", "")
-        value = cells.get((sheet.upper(), coord))
-        if hasattr(value, "item"):
-            value = value.item()
-        if isinstance(value, bool):
-            return int(value)
-        if value is not None and not isinstance(value, (int, float, str)):
-            return str(value)  # an Excel error value
-        return value
-    return read
-
-
-@pytest.fixture(scope="module")
-def formulas_values(formulas_model, built, input_sets):
-    """Name → a reader of the template recomputed by ``formulas`` with that input set."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = formulas_reader(formulas_model, built["template"], input_sets[name])
-        return cache[name]
-    return get
-
-
-# formulas takes ~15 s a recomputation: the template and the three sets that cover rented and
-# owned, every scenario, a short horizon and a leap-year start (LibreOffice does all five).
-FORMULAS_SETS = ["template", "rented_optimised", "downside_7_months", "leap_february_120"]
-
-
-@pytest.mark.parametrize("name", FORMULAS_SETS)
-def test_formulas_package_matches_the_python_model(formulas_values, input_sets, name):
-    bad = check_against_model(formulas_values(name), input_sets[name])
-    assert not bad, f"{len(bad)} mismatches, e.g. {bad[:5]}"
-
-
-@pytest.mark.parametrize("name", ["template", "downside_7_months", "rented_optimised"])
-def test_formulas_package_matches_cell_values(formulas_values, input_sets, formula_coords,
-                                               name):
-    bad = check_against_cell_values(formulas_values(name), input_sets[name], formula_coords)
-    assert not bad, f"{name}: {len(bad)} mismatches, e.g. {bad[:5]}"

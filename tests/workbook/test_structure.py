@@ -14,7 +14,7 @@ from openpyxl.formula.translate import Translator
 from tokenfactory_xl import __version__
 from tokenfactory_xl import operating_model as om
 from tokenfactory_xl import workbook as wbm
-from tokenfactory_xl.catalogue import INPUTS, SCENARIOS
+from tokenfactory_xl.catalogue import COHORT_SPECS, INPUTS, SCENARIOS
 from tokenfactory_xl.inputs import default_inputs, make_inputs
 from tokenfactory_xl.operating_model import OUTPUT_NAMES
 
@@ -27,9 +27,10 @@ ALLOWED_NUMBERS = {0.0, 1.0}
 #: Functions Excel, LibreOffice, Google Sheets and Apple Numbers all compute (the compatibility
 #: names NORMSDIST/NORMSINV, not NORM.S.DIST/NORM.S.INV, which some engines lack; no N()).
 ALLOWED_FUNCTIONS = {
-    "ABS", "AND", "AVERAGE", "COLUMNS", "COUNT", "COUNTIF", "DAY", "EOMONTH", "IF", "IFERROR",
-    "INDEX", "INT", "ISNUMBER", "ISTEXT", "LEN", "LN", "MATCH", "MAX", "MIN", "NORMSDIST",
-    "NORMSINV", "OR", "ROUNDUP", "ROWS", "SIGN", "SUM", "SUMIF", "SUMPRODUCT", "TEXT",
+    "ABS", "AND", "AVERAGE", "CHOOSE", "COLUMNS", "COUNT", "COUNTA", "COUNTIF", "DAY",
+    "EOMONTH", "IF", "IFERROR", "INDEX", "INT", "ISNUMBER", "ISTEXT", "LEN", "LN", "MATCH",
+    "MAX", "MIN", "NORMSDIST", "NORMSINV", "NOT", "OR", "ROUND", "ROUNDUP", "ROWS", "SIGN",
+    "SUM", "SUMIF", "SUMPRODUCT", "TEXT", "YEAR",
 }
 
 
@@ -54,8 +55,17 @@ def destination(book, name):
 
 def test_sheets_in_order(book):
     assert book.sheetnames == list(wbm.SHEETS) == [
-        "Cover", "Inputs", "Capacity", "Timeline", "Returns", "Sensitivity", "Dashboard",
-        "Checks"]
+        "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
+        "Sensitivity", "Dashboard", "Checks"]
+
+
+def test_the_fleet_block_holds_seven_cohorts_of_named_input_cells(book):
+    for spec in COHORT_SPECS:
+        (row,) = destination(book, f"in_fleet_{spec.name}")
+        assert len(row) == 7, spec.name
+        for cell in row:
+            assert cell.parent.title == "Inputs" and cell.protection.locked is False
+            assert cell.value is None  # a blank cohort column by default
 
 
 def test_every_input_is_a_named_validated_unlocked_input_cell(book):
@@ -210,8 +220,8 @@ def test_cell_values_cover_every_formula_and_input_cell(book):
     expected: dict[str, set[str]] = {name: set() for name in wbm.SHEETS}
     for ws, cell in formula_cells(book):
         expected[ws.title].add(cell.coordinate)
-    for spec in INPUTS:
-        cells = destination(book, f"in_{spec.name}")
+    for spec in INPUTS + tuple(f"fleet_{c.name}" for c in COHORT_SPECS):
+        cells = destination(book, f"in_{getattr(spec, 'name', spec)}")
         cells = [c for row in cells for c in row] if isinstance(cells, tuple) else [cells]
         expected["Inputs"].update(c.coordinate for c in cells)
     assert {k: set(v) for k, v in values.items()} == expected
@@ -225,7 +235,9 @@ def test_cell_values_blank_beyond_the_horizon():
     assert all(isinstance(values[f"{c}{r}"], float) for c in cols[:7])
     assert all(values[f"{c}{r}"] == "" for c in cols[7:])
     assert len(cols) == 120
-    assert values[f"{cols[6]}{wbm.TIMELINE_ROWS['salvage']}"] == 0.0
+    # the fleet, 7 months into its 48-month life, is valued at its book value at the horizon
+    proceeds = values[f"{cols[6]}{wbm.TIMELINE_ROWS['disposal_proceeds']}"]
+    assert proceeds == pytest.approx(1024 * 40_000 * (48 - 7) / 48, rel=1e-12)
 
 
 def test_cell_values_are_plain_python_values():
@@ -234,7 +246,7 @@ def test_cell_values_are_plain_python_values():
     for cells in wbm.cell_values(site).values():
         for value in cells.values():
             kinds.add(type(value))
-    assert kinds <= {int, float, str, dt.datetime}, kinds
+    assert kinds <= {int, float, str, dt.datetime, type(None)}, kinds  # None: a blank input
     returns = wbm.cell_values(site)["Returns"]
     (_, ref), = wbm.build_workbook(site).defined_names["out_roi"].destinations
     assert returns[ref.replace("$", "")] == "none"  # no CapEx when rented
