@@ -158,13 +158,16 @@ def test_a_link_to_dev_zero_is_a_device(tmp_path):
 
 
 # -- a run that is stopped ------------------------------------------------------------------------
-@pytest.mark.parametrize(("signum", "status", "group"), [
-    (signal.SIGTERM, 143, False),   # kill PID: the parent only
-    (signal.SIGTERM, 143, True),    # a service manager stopping the whole process group
-    (signal.SIGINT, 130, True),     # Ctrl-C: the whole foreground process group
+@pytest.mark.parametrize(("signum", "status", "group", "delay"), [
+    (signal.SIGTERM, 143, False, 0.0),   # kill PID: the parent only
+    (signal.SIGTERM, 143, True, 0.0),    # a service manager stopping the whole process group
+    (signal.SIGTERM, 143, True, 0.15),   # … a moment later, with workers between chunks
+    (signal.SIGTERM, 143, True, 0.6),
+    (signal.SIGINT, 130, True, 0.0),     # Ctrl-C: the whole foreground process group
+    (signal.SIGINT, 130, True, 0.4),
 ])
 def test_a_stopped_parallel_batch_ends_quietly_and_leaves_nothing(tmp_path, signum, status,
-                                                                 group):
+                                                                 group, delay):
     sites = sites_csv(tmp_path / "sites.csv", [f"Site {i}" for i in range(400)])
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -178,6 +181,7 @@ def test_a_stopped_parallel_batch_ends_quietly_and_leaves_nothing(tmp_path, sign
         if out.is_dir() and any(p.name.startswith(TEMP_PREFIX) for p in out.iterdir()):
             break
         time.sleep(0.02)
+    time.sleep(delay)
     assert proc.poll() is None, "the batch ended before it could be stopped"
     if group:
         os.killpg(proc.pid, signum)

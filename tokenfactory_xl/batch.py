@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import multiprocessing
 import os
 import signal
 import sys
@@ -50,11 +49,12 @@ from .files import (
     stage,
 )
 from .inputs import SiteInputs, default_inputs
-from .interrupts import Stopped, quiet_worker, stop_on_signals
+from .interrupts import Stopped, stop_on_signals
 from .operating_model import OUTPUT_NAMES, Result, run
 from .portfolio import portfolio_bytes, summary_csv_text
 from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
+from .workers import imap_unordered
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
 #: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
@@ -156,7 +156,6 @@ def _make(task: _Task) -> tuple[int, dict[str, float | None], Path]:
 
 
 def _init_pool(level: int) -> None:
-    quiet_worker()
     global _LEVEL
     _LEVEL = level
     _factory(level)
@@ -324,9 +323,10 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     report = BatchReport(outdir, skipped=skipped, notes=sites.notes)
     workbook_targets = targets[: len(rows)]
     summaries: list[dict[str, float | None] | None] = [None] * len(rows)
+    results = _generate(rows, workbook_targets, jobs, level)
     with Outputs() as outputs:
         try:
-            for index, summary, temp in _generate(rows, workbook_targets, jobs, level):
+            for index, summary, temp in results:
                 outputs.adopt(temp, workbook_targets[index])
                 summaries[index] = summary
                 if progress is not None:
@@ -340,6 +340,7 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
                     summary_csv, summary_csv_text(entries).encode("utf-8"))  # type: ignore[arg-type]
             outputs.commit()
         except BaseException:
+            results.close()  # the workers are gone before their temporary files are removed
             outputs.discard()
             _remove_temporaries(workbook_targets)
             raise
@@ -366,8 +367,8 @@ def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], jobs: int, level
         yield from map(_make, tasks)
         return
     chunk = max(1, min(32, len(rows) // (jobs * 8)))
-    with multiprocessing.Pool(jobs, initializer=_init_pool, initargs=(level,)) as pool:
-        yield from pool.imap_unordered(_make, tasks, chunksize=chunk)
+    yield from imap_unordered(_make, tasks, jobs, chunk=chunk, initializer=_init_pool,
+                              initargs=(level,))
 
 
 def _remove_temporaries(targets: Sequence[Path]) -> None:

@@ -3,16 +3,15 @@
 While :func:`stop_on_signals` is active, SIGINT and SIGTERM raise :class:`Stopped` in the main
 thread, so every ``finally`` and every clean-up of temporary files runs, and the command ends
 with one line and the shell's customary status (128 + the signal's number: 130 for SIGINT, 143
-for SIGTERM). A second signal during the clean-up is ignored. Worker processes call
-:func:`quiet_worker` first: they ignore SIGINT (the parent decides) and leave on SIGTERM
-through ``SystemExit``, which removes their temporary file and prints no traceback.
+for SIGTERM). A second signal during the clean-up is ignored. Worker processes
+(:mod:`tokenfactory_xl.workers`) ignore both signals: the parent decides, kills them and removes
+what they left.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 
@@ -60,16 +59,3 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-
-
-def _leave(signum: int, _frame: object) -> None:
-    signal.signal(signum, signal.SIG_IGN)
-    sys.exit(128 + signum)
-
-
-def quiet_worker() -> None:
-    """In a worker process: ignore SIGINT, leave quietly (``SystemExit``) on SIGTERM."""
-    if hasattr(signal, "SIGINT"):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, _leave)

@@ -1,0 +1,63 @@
+"""The batch's worker processes: every result once, errors raised, and a stop that cannot hang."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import pytest
+
+from tokenfactory_xl.workers import WorkerFailed, imap_unordered
+
+
+def square(n: int) -> int:
+    return n * n
+
+
+def fail_on_seven(n: int) -> int:
+    if n == 7:
+        raise ValueError(f"task {n} is bad")
+    return n
+
+
+def die_on_five(n: int) -> int:
+    if n == 5:
+        os._exit(3)  # a worker that dies without a word
+    return n
+
+
+def slow(n: int) -> int:
+    time.sleep(0.05)
+    return n
+
+
+@pytest.mark.parametrize(("jobs", "chunk"), [(1, 1), (2, 1), (2, 4), (3, 50)])
+def test_every_task_gives_its_result_once(jobs, chunk):
+    assert sorted(imap_unordered(square, range(40), jobs, chunk=chunk)) == [
+        n * n for n in range(40)]
+
+
+def test_no_task_no_result():
+    assert list(imap_unordered(square, [], 2)) == []
+
+
+def test_an_exception_in_a_task_is_raised_in_the_parent():
+    with pytest.raises(ValueError, match="task 7 is bad"):
+        list(imap_unordered(fail_on_seven, range(20), 2))
+    assert multiprocessing.active_children() == []
+
+
+def test_a_worker_that_dies_is_reported_not_waited_for():
+    with pytest.raises(WorkerFailed, match="exit status 3"):
+        list(imap_unordered(die_on_five, range(20), 2))
+    assert multiprocessing.active_children() == []
+
+
+def test_stopping_early_kills_the_workers_at_once():
+    results = imap_unordered(slow, range(1000), 2, chunk=10)
+    assert next(results) in range(1000)
+    started = time.monotonic()
+    results.close()  # what a stop does: GeneratorExit at the yield
+    assert time.monotonic() - started < 5  # 1,000 × 50 ms of work were left: it did not wait
+    assert multiprocessing.active_children() == []

@@ -1,0 +1,114 @@
+"""Worker processes for a batch, made so that stopping them can never hang.
+
+``multiprocessing.Pool`` shares one task queue among its workers, guarded by a lock that a worker
+holds while it waits for work. A worker killed while holding it (a service manager sending
+SIGTERM to the whole process group) leaves the lock taken, and ``Pool.terminate`` then waits for
+it forever. Here each worker has a pipe of its own and nothing is shared: the parent hands out
+chunks of tasks, collects the results from whichever worker is ready, and on any exception —
+:class:`~tokenfactory_xl.interrupts.Stopped` included — kills every worker and waits for it
+before the exception goes on, so the caller's clean-up runs after the last worker is gone.
+
+Workers ignore SIGINT and SIGTERM: the parent decides. When the parent itself dies, a worker
+finds its pipe closed at its next hand-over and leaves.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from multiprocessing.connection import Connection, wait
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process ended without handing back its results."""
+
+
+def _ignore_stops() -> None:
+    for name in ("SIGINT", "SIGTERM"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
+def _serve(conn: Connection, func: Callable[[T], R],
+           initializer: Callable[..., None] | None, initargs: tuple) -> None:
+    """A worker's life: take a chunk, hand back its results (or the exception), until told to
+    stop (``None``) or the parent is gone."""
+    _ignore_stops()
+    if initializer is not None:
+        initializer(*initargs)
+    try:
+        while True:
+            chunk = conn.recv()
+            if chunk is None:
+                return
+            try:
+                conn.send((True, [func(task) for task in chunk]))
+            except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
+                conn.send((False, exc))
+    except (EOFError, OSError):  # the parent is gone
+        return
+    finally:
+        conn.close()
+
+
+def imap_unordered(func: Callable[[T], R], tasks: Iterable[T], jobs: int, *, chunk: int = 1,
+                   initializer: Callable[..., None] | None = None,
+                   initargs: tuple = ()) -> Iterator[R]:
+    """``func`` of every task, computed by ``jobs`` worker processes, in the order they finish.
+
+    ``func``, ``initializer`` and the tasks must be picklable where processes spawn (Windows,
+    macOS). An exception raised by ``func`` is raised here; a worker that dies raises
+    :class:`WorkerFailed`. Closing the iterator early, or any exception while it runs, kills the
+    workers and waits for them.
+    """
+    ctx = multiprocessing.get_context()
+    pending = iter(tasks)
+    workers: dict[Connection, multiprocessing.process.BaseProcess] = {}
+    try:
+        for _ in range(jobs):
+            parent, child = ctx.Pipe()
+            process = ctx.Process(target=_serve, args=(child, func, initializer, initargs),
+                                  daemon=True)
+            process.start()
+            child.close()
+            workers[parent] = process
+        busy: set[Connection] = set()
+        for conn in workers:
+            work = list(islice(pending, chunk))
+            if work:
+                conn.send(work)
+                busy.add(conn)
+        while busy:
+            for conn in wait(list(busy)):
+                try:
+                    ok, value = conn.recv()  # type: ignore[union-attr]
+                except (EOFError, OSError):
+                    process = workers[conn]  # type: ignore[index]
+                    process.join(5)
+                    raise WorkerFailed(f"a worker process ended unexpectedly (exit status "
+                                       f"{process.exitcode})") from None
+                if not ok:
+                    raise value
+                work = list(islice(pending, chunk))
+                if work:
+                    conn.send(work)  # type: ignore[union-attr]
+                else:
+                    busy.discard(conn)  # type: ignore[arg-type]
+                yield from value
+        for conn in workers:
+            conn.send(None)
+        for process in workers.values():
+            process.join()
+    finally:
+        for process in workers.values():
+            if process.is_alive():
+                process.kill()
+        for conn, process in workers.items():
+            process.join()
+            conn.close()
