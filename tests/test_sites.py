@@ -202,7 +202,7 @@ def test_every_catalogue_input_is_a_valid_column(tmp_path):
     for spec in INPUTS:
         header.append(spec.name)
         default = spec.default[0] if spec.per_scenario else spec.default
-        values.append(str(default))
+        values.append("" if default is None else str(default))  # blank: an optional input
     (row,) = read_sites(write_csv(tmp_path, ",".join(header) + "\n" + ",".join(values) + "\n"))
     for spec in INPUTS:
         expected = (spec.default[0],) * 3 if spec.per_scenario else spec.default

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from . import __version__
-from .catalogue import INPUTS, SCENARIOS, fmt_number
+from .catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
 from .errors import InputError
 from .inputs import SiteInputs, make_inputs
 from .operating_model import Result, run
@@ -312,7 +312,7 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
             if value is None or (isinstance(value, str) and not value.strip()):
                 default = spec.default_for(SCENARIOS[index]) if spec.per_scenario \
                     else spec.default
-                if formula is None:
+                if formula is None and not spec.optional:  # a blank optional input is "none"
                     audit.add("warning", "input_empty", address,
                               f"{key} is empty, so the default {show_value(default)} is used")
             if spec.kind == "date":
@@ -321,21 +321,86 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
         values[spec.name] = tuple(read) if spec.per_scenario else read[0]
         if spec.name == "site_name" and read[0] is not None:
             audit.site_name = str(read[0])  # shown even when the inputs are not valid
+    missing |= not _read_fleet(content, audit, values, where, input_cells)
     if missing:
         return {}, where, input_cells
     return values, where, input_cells
 
 
-def _check_inputs(values: dict, where: dict[str, str], audit: WorkbookAudit) -> None:
+def _read_fleet(content: XlsxContent, audit: WorkbookAudit, values: dict,
+                where: dict[str, str], input_cells: set[tuple[str, str]]) -> bool:
+    """The cohorts after the site's own GPUs, from the fleet block (``in_fleet_<column>``: one
+    row of cells per cohort column, one cell per cohort): a cohort is a column with any cell
+    filled. Sets ``values["cohorts"]`` and ``where[(cohort, column)]``; False when the block
+    cannot be read (reported)."""
+    rows: dict[str, tuple[str, list[str]]] = {}
+    for spec in COHORT_SPECS:
+        name = f"in_fleet_{spec.name}"
+        text = content.defined_names.get(name)
+        if text is None:
+            return False  # reported with the other defined names
+        ref = _parse_reference(text)
+        if ref is None or ref[0] not in {s.title for s in content.sheets} \
+                or len(ref[1]) != MAX_COHORTS - 1:
+            audit.add("error", "name_broken", name,
+                      f"the defined name {name} refers to {text}, not to the fleet block's row "
+                      f"of {MAX_COHORTS - 1} cells, so the cohorts cannot be read", found=text)
+            return False
+        rows[spec.name] = ref
+    cohorts: list[dict[str, object]] = []
+    labels: list[str] = []
+    ok = True
+    blank = ""  # the first cohort column left blank
+    for index in range(MAX_COHORTS - 1):
+        label = f"cohort {index + 2}"
+        row: dict[str, object] = {}
+        for spec in COHORT_SPECS:
+            sheet, coords = rows[spec.name]
+            coord = coords[index]
+            cells = content.cells(sheet)
+            input_cells.add((sheet, coord))
+            where[(label, spec.name)] = f"{sheet}!{coord}"
+            formula = cells.formulas.get(coord)
+            if formula is not None:
+                audit.add("error", "input_formula", f"{sheet}!{coord}",
+                          f"{label} {spec.name} holds the formula ={formula}, not a typed value, "
+                          "so the workbook is left out; type the value itself",
+                          found=_show_formula(formula))
+                ok = False
+                continue
+            value = cells.values.get(coord)
+            if value is not None and not (isinstance(value, str) and not value.strip()):
+                row[spec.name] = value
+        sheet, coords = rows["cohort"]
+        if not row:
+            blank = blank or f"{label} ({sheet}!{coords[index]} and the cells under it)"
+            continue
+        if blank:  # the model numbers cohorts in order: a gap would shift every later one
+            audit.add("error", "input", f"{sheet}!{coords[index]}",
+                      f"{label} is filled but {blank} is blank; fill the fleet block's cohort "
+                      "columns from the left, without gaps", found=str(row.get("cohort", "")))
+            ok = False
+        cohorts.append(row)
+        labels.append(label)
+    if cohorts:
+        values["cohorts"] = cohorts
+        where["(cohorts)"] = labels
+    return ok
+
+
+def _check_inputs(values: dict, where: dict, audit: WorkbookAudit) -> None:
     try:
-        audit.inputs = make_inputs(values)
+        audit.inputs = make_inputs(values, cohort_where=where.get("(cohorts)", ()))
     except InputError as exc:
         for p in exc.problems:
             text = f"{p.name}={show_value(p.value)}: {p.message}"
+            if p.where:
+                text = f"{p.where} {text}"
             if p.fix:
                 text += f"; {p.fix}"
-            audit.add("error", "input", where.get(p.name, where.get(p.name + ".Base", "")),
-                      text, found=show_value(p.value))
+            address = where.get((p.where, p.name)) or where.get(
+                p.name, where.get(p.name + ".Base", ""))
+            audit.add("error", "input", address, text, found=show_value(p.value))
 
 
 # -- the parts of the audit ----------------------------------------------------------------------
@@ -489,9 +554,12 @@ def _same_value(expected: object, stored: object, date1904: bool = False) -> boo
 def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit,
                   expected: Mapping[str, Mapping[str, object]],
                   changed: set[tuple[str, str]]) -> None:
+    from .workbook import IRR_SHEET, irr_sheet_noise
+
     titles = {s.title for s in content.sheets}
     compared = absent = 0
     stale: list[tuple[str, object, object, str]] = []
+    noise = irr_sheet_noise(expected)  # type: ignore[arg-type]
     for title, formulas in template.formulas.items():
         if title not in titles:
             continue
@@ -514,6 +582,9 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
                 absent += 1
                 continue
             want, stored = values[coord], stored_values[coord]
+            if (title == IRR_SHEET and isinstance(want, float) and isinstance(stored, float)
+                    and abs(want - stored) <= noise):
+                continue  # rounding noise of an NPV near its IRR (irr_sheet_noise)
             if (title, coord) not in changed and not _same_value(want, stored,
                                                                  content.date1904):
                 stale.append((f"{title}!{coord}", want, stored, template.about(title, coord)))

@@ -147,6 +147,7 @@ def make_inputs(
     *,
     bare: Literal["live", "all"] = "live",
     where: str = "",
+    cohort_where: Sequence[str] = (),
 ) -> SiteInputs:
     """Check ``values`` against the catalogue and return the site's inputs.
 
@@ -158,6 +159,9 @@ def make_inputs(
     bare : what a bare per-scenario name with a single value sets: the live scenario's value
         (``"live"``, the CLI's ``--set``) or every scenario's (``"all"``, a sites-file column).
     where : prefix for every problem, e.g. ``"row 4"`` of a sites file.
+    cohort_where : where each row of ``values["cohorts"]`` came from (``"cohorts.csv row 3"``),
+        in their order: the prefix of that row's problems (default: ``"cohort 2"`` … after
+        ``where``).
 
     Raises
     ------
@@ -239,31 +243,47 @@ def make_inputs(
             out[spec.name] = tuple(out[spec.name])  # type: ignore[arg-type]
 
     problems += _cross_checks(out, {**out, **plain}, where)
-    out["cohorts"] = _cohorts(cohort_rows, out, problems, where)
+    out["cohorts"] = _cohorts(cohort_rows, out, problems, where, cohort_where)
     if problems:
         raise InputError(problems)
     return SiteInputs(out)
 
 
 def _cohorts(rows: object, site: dict[str, object], problems: list[Problem],
-             where: str) -> tuple[dict[str, object], ...]:
+             where: str, cohort_where: Sequence[str] = ()) -> tuple[dict[str, object], ...]:
     """Check the cohort rows after the first (TFOM-SPEC §4.1, §6 "Cohorts")."""
     if isinstance(rows, Mapping) or not isinstance(rows, Sequence) or isinstance(rows, str):
         problems.append(Problem("cohorts", rows, "must be a list of cohort rows",
                                 "give a list of dicts with cohort, online_month and gpus",
                                 where))
         return ()
+
+    def located(n: int) -> str:
+        """Where cohort ``n`` (2 …) came from, for its problems."""
+        if n - 2 < len(cohort_where):
+            return cohort_where[n - 2]
+        return f"{where + ', ' if where else ''}cohort {n}"
+
     if len(rows) > MAX_COHORTS - 1:
-        problems.append(Problem(
-            "cohorts", f"{len(rows)} rows", f"is more than the {MAX_COHORTS - 1} cohorts the "
-            f"workbook holds beside the site's own GPUs (cohort 1)",
-            "merge cohorts that come online in the same month, or split the site", where))
+        room = MAX_COHORTS - 1
+        fix = "merge cohorts that come online in the same month, or split the site"
+        if len(cohort_where) > room:  # name the first row the workbook has no column for
+            row = rows[room]
+            problems.append(Problem(
+                "cohort", row.get("cohort") if isinstance(row, Mapping) else row,
+                f"is the site's cohort {room + 2} (its own GPUs are cohort 1), more than the "
+                f"{MAX_COHORTS} the workbook holds; the site has {len(rows) + 1} in all", fix,
+                located(room + 2)))
+        else:
+            problems.append(Problem(
+                "cohorts", f"{len(rows)} rows", f"is more than the {room} cohorts the workbook "
+                "holds beside the site's own GPUs (cohort 1)", fix, where))
         return ()
     horizon = site["horizon_months"]
     names = {"1"}  # cohort 1 is the site's own columns
     out: list[dict[str, object]] = []
     for n, row in enumerate(rows, start=2):
-        at = f"{where + ', ' if where else ''}cohort {n}"
+        at = located(n)
         if not isinstance(row, Mapping):
             problems.append(Problem("cohorts", row, "is not a cohort row",
                                     "give a dict of cohort columns", at))

@@ -34,10 +34,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalogue import BY_NAME, closest_name
+from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name
 from .errors import InputError, Problem
 from .files import NotARegularFile, read_regular, regular_file_problem
 from .inputs import SiteInputs, make_inputs, split_key
+
+#: The sheet of a sites workbook holding its further cohorts (its title compared ignoring case).
+COHORTS_SHEET = "cohorts"
 
 #: The suffixes :func:`load_sites` reads.
 SUFFIXES: tuple[str, ...] = (".csv", ".xlsx", ".xlsm")
@@ -119,6 +122,8 @@ class SitesFile:
     notes: tuple[str, ...] = field(default=())
     header_row: int = 1
     sheet: str | None = None
+    #: The cohorts table read with the sites (``--cohorts FILE`` or a ``cohorts`` sheet).
+    cohorts: CohortsTable | None = None
 
     @property
     def problems(self) -> tuple[Problem, ...]:
@@ -194,11 +199,14 @@ class _Source:
     hidden_rows: set[int] = field(default_factory=set)
     hidden_columns: set[int] = field(default_factory=set)  # 0-based
     totals_rows: dict[int, str] = field(default_factory=dict)  # row → its Excel table's name
+    sheets: dict[str, str] = field(default_factory=dict)  # a workbook's sheets: title → state
 
 
 def load_sites(path: str | os.PathLike, sheet: str | None = None,
-               header_row: int | None = None) -> SitesFile:
-    """Read and check a sites file; problems are collected, not raised.
+               header_row: int | None = None,
+               cohorts: str | os.PathLike | None = None) -> SitesFile:
+    """Read and check a sites file and the sites' further cohorts; problems are collected, not
+    raised.
 
     Parameters
     ----------
@@ -206,11 +214,14 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
     sheet : the worksheet of an ``.xlsx`` file (default: the sheet the workbook opens on).
     header_row : the row holding the input names, as numbered in Excel (default: the first
         row with a ``site_name`` cell among the first :data:`HEADER_SEARCH_ROWS`).
+    cohorts : a cohorts table (:func:`load_cohorts`) giving the sites' cohorts after their own
+        GPUs. Without it, an ``.xlsx`` sites file's sheet named ``cohorts`` is read when it has
+        one.
 
     Raises
     ------
     InputError
-        only when the file cannot be read at all (missing, not a regular file, wrong type, not
+        only when a file cannot be read at all (missing, not a regular file, wrong type, not
         UTF-8, no such sheet, a hidden sheet not named, no such header row).
     """
     path = Path(path)
@@ -264,10 +275,44 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
     by_row: dict[str, list[Problem]] = {}
     for problem in number_problems:
         by_row.setdefault(problem.where, []).append(problem)
-    rows = [_check_row(n, cells, columns, keep, by_row.get(f"row {n}", [])) for n, cells in body]
+    table = _cohorts_for(path, source, cohorts, notes, file_problems)
+    name_at = columns.index("site_name") if "site_name" in columns else None
+    if table is not None and name_at is not None:
+        names = [cells[name_at] for _, cells in body
+                 if name_at < len(cells) and _filled(cells[name_at])]
+        file_problems += _unmatched_cohorts(table, names, path.name)
+    rows = [_check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
+                       _site_cohorts(table, cells[name_at] if name_at is not None
+                                     and name_at < len(cells) else None))
+            for n, cells in body]
     rows = _mark_duplicates(rows)
     return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
-                     tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet)
+                     tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet,
+                     table)
+
+
+def _cohorts_for(path: Path, source: _Source, cohorts: str | os.PathLike | None,
+                 notes: list[str], problems: list[Problem]) -> CohortsTable | None:
+    """The sites' cohorts table: ``--cohorts FILE``, else the workbook's cohorts sheet."""
+    sheets = [t for t in source.sheets if _is_cohorts_sheet(t) and t != source.sheet]
+    table = None
+    if cohorts is not None:
+        table = load_cohorts(cohorts)
+        if sheets:
+            notes.append(f"cohorts read from {table.name}, not from the {sheets[0]!r} sheet of "
+                         f"{path.name}")
+    elif sheets:
+        if source.sheets[sheets[0]] != "visible":
+            problems.append(Problem(
+                "sheet", sheets[0], f"of {path.name} is hidden, so its cohorts would be added "
+                "unseen", "unhide the sheet (right-click a sheet tab > Unhide) to use its "
+                "cohorts, or delete it"))
+            return None
+        table = load_cohorts(path, sheets[0])
+    if table is not None:
+        notes += table.notes
+        problems += table.problems
+    return table
 
 
 def read_sites(path: str | os.PathLike, sheet: str | None = None,
@@ -393,27 +438,29 @@ def _shown(value: object) -> str:
     return f"{value:,}" if isinstance(value, (int, float)) else repr(value)
 
 
-def _read_source(path: Path, sheet: str | None) -> _Source:
+def _read_source(path: Path, sheet: str | None, what: str = "sites file") -> _Source:
+    """The cells of a sites file, or of a cohorts file (``what``: how messages name it)."""
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".xlsx", ".xlsm"):
         problem = regular_file_problem(path)
         if problem is not None:
-            raise InputError([Problem("sites file", str(path), problem.reason, problem.fix)])
-        raise InputError([Problem("sites file", str(path), "is neither .csv nor .xlsx",
-                                  "save the sites as CSV UTF-8 or as an Excel workbook (.xlsx)")])
+            raise InputError([Problem(what, str(path), problem.reason, problem.fix)])
+        raise InputError([Problem(what, str(path), "is neither .csv nor .xlsx",
+                                  f"save the {what[:-5]} as CSV UTF-8 or as an Excel "
+                                  "workbook (.xlsx)")])
     try:
         data = read_regular(path)
     except NotARegularFile as exc:
-        fix = exc.fix or "give the sites file (.csv or .xlsx)"
+        fix = exc.fix or f"give the {what} (.csv or .xlsx)"
         if exc.reason == "does not exist":
             fix = "check the path (a .csv or .xlsx file)"
-        raise InputError([Problem("sites file", str(path), exc.reason, fix)]) from None
+        raise InputError([Problem(what, str(path), exc.reason, fix)]) from None
     if suffix == ".csv":
         if sheet is not None:
-            raise InputError([Problem("--sheet", sheet, "applies to .xlsx sites files only",
+            raise InputError([Problem("--sheet", sheet, f"applies to .xlsx {what}s only",
                                       "leave --sheet out for a .csv file")])
-        return _read_csv(path, data)
-    return _read_xlsx(path, data, sheet)
+        return _read_csv(path, data, what)
+    return _read_xlsx(path, data, sheet, what)
 
 
 def sniff_delimiter(header_line: str) -> str:
@@ -427,12 +474,12 @@ def sniff_delimiter(header_line: str) -> str:
     return best if counts[best] else ","
 
 
-def _read_csv(path: Path, data: bytes) -> _Source:
+def _read_csv(path: Path, data: bytes, what: str = "sites file") -> _Source:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError([Problem(
-            "sites file", str(path), f"is not UTF-8 text (byte {exc.start + 1})",
+            what, str(path), f"is not UTF-8 text (byte {exc.start + 1})",
             "in Excel: File > Save As > CSV UTF-8 (comma delimited)")]) from None
     lines = text.splitlines()
     # The delimiter comes from the header line: the first with site_name, else the first.
@@ -443,11 +490,12 @@ def _read_csv(path: Path, data: bytes) -> _Source:
         grid: list[list[object]] = [list(r) for r in csv.reader(io.StringIO(text, newline=""),
                                                                delimiter=delimiter)]
     except csv.Error as exc:
-        raise InputError([Problem("sites file", str(path), f"is not valid CSV ({exc})")]) from None
+        raise InputError([Problem(what, str(path), f"is not valid CSV ({exc})")]) from None
     return _Source(grid, delimiter)
 
 
-def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
+def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites file"
+               ) -> _Source:
     import openpyxl  # only needed for .xlsx sites files
 
     try:
@@ -455,27 +503,28 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
             unpacked = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, OSError):
         raise InputError([Problem(
-            "sites file", str(path), "is not a readable .xlsx workbook (damaged, encrypted or "
+            what, str(path), "is not a readable .xlsx workbook (damaged, encrypted or "
             "an old .xls renamed)", "open it in Excel and save it as .xlsx or CSV UTF-8")]
         ) from None
     if unpacked > MAX_XLSX_UNPACKED:
         raise InputError([Problem(
-            "sites file", str(path), f"unpacks to {unpacked / 2**20:,.0f} MB, more than a sites "
-            f"file should ({MAX_XLSX_UNPACKED // 2**20} MB)", "save the sites as CSV UTF-8")])
+            what, str(path), f"unpacks to {unpacked / 2**20:,.0f} MB, more than a "
+            f"{what} should ({MAX_XLSX_UNPACKED // 2**20} MB)",
+            f"save the {what[:-5]} as CSV UTF-8")])
     from .safe_xlsx import Limits, RefusedFile, check_sizes
 
     try:  # the limits collect applies to workbooks from outside: a member's ratio, members
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             check_sizes(archive, Limits(max_uncompressed=MAX_XLSX_UNPACKED))
     except RefusedFile as exc:
-        raise InputError([Problem("sites file", str(path), exc.reason,
-                                  "save the sites as CSV UTF-8")]) from None
+        raise InputError([Problem(what, str(path), exc.reason,
+                                  f"save the {what[:-5]} as CSV UTF-8")]) from None
     try:
         # Twice: the formulas (to find cells with none of their values stored) and the values.
         formulas = openpyxl.load_workbook(io.BytesIO(data), data_only=False)
         values = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
     except Exception as exc:  # openpyxl raises many types for a damaged package
-        raise InputError([Problem("sites file", str(path),
+        raise InputError([Problem(what, str(path),
                                   f"is not a readable .xlsx workbook ({type(exc).__name__})",
                                   "open it in Excel and save it again")]) from None
     notes: list[str] = []
@@ -486,15 +535,25 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
 
     if sheet is None:
         ws = formulas.active
+        named = [s for s in formulas.worksheets if _is_cohorts_sheet(s.title)]
+        if what == "cohorts file" and named:
+            ws = named[0]  # a cohorts workbook may hold other sheets too
+        elif what == "sites file" and ws is not None and _is_cohorts_sheet(ws.title):
+            others = [s for s in formulas.worksheets
+                      if not _is_cohorts_sheet(s.title) and s.sheet_state == "visible"]
+            if others:  # the sites are on another sheet; the cohorts come along (load_sites)
+                notes.append(f"the workbook opens on its {ws.title!r} sheet; the sites are read "
+                             f"from {others[0].title!r} (--sheet NAME reads another)")
+                ws = others[0]
         if ws is None or not hasattr(ws, "iter_rows"):
-            raise InputError([Problem("sites file", str(path), "opens on a chart, not a sheet "
+            raise InputError([Problem(what, str(path), "opens on a chart, not a sheet "
                                       "of cells", "add --sheet NAME; the sheets are " + listing())])
         if ws.sheet_state != "visible":
-            raise InputError([Problem("sites file", str(path), f"opens on the hidden sheet "
+            raise InputError([Problem(what, str(path), f"opens on the hidden sheet "
                                       f"{ws.title!r}, which is not read unless named",
                                       f"add --sheet {ws.title!r} to read it; the sheets are "
                                       + listing())])
-        if len(formulas.worksheets) > 1:
+        if len(formulas.worksheets) > 1 and not notes:
             others = [t for t in formulas.sheetnames if t != ws.title]
             notes.append(f"read sheet {ws.title!r}, the one the workbook opens on (other sheets: "
                          f"{', '.join(others)}; --sheet NAME reads another)")
@@ -528,7 +587,7 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
               for r in ws.merged_cells.ranges]
     elsewhere: dict[str, int] = {}
     for other in formulas.worksheets:
-        if other is ws:
+        if other is ws or _is_cohorts_sheet(other.title):
             continue
         for n, row in enumerate(other.iter_rows(max_row=HEADER_SEARCH_ROWS, values_only=True),
                                 start=1):
@@ -546,10 +605,11 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None) -> _Source:
 
             last = range_boundaries(table.ref)[3]
             totals_rows.update({n: table.name for n in range(last - count + 1, last + 1)})
+    sheets = {s.title: s.sheet_state for s in formulas.worksheets}
     formulas.close()
     values.close()
     return _Source(grid, None, ws.title, merges, notes, elsewhere, hidden_rows, hidden_columns,
-                   totals_rows)
+                   totals_rows, sheets)
 
 
 def _empty_results(path: Path, title: str, grid: list[list[object]]) -> None:
@@ -612,7 +672,8 @@ def _as_read(sign: str, core: str, percent: str, decimal: str) -> str:
 
 
 def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep: list[bool],
-                  delimiter: str | None) -> tuple[list[Problem], list[str]]:
+                  delimiter: str | None, specs: Mapping[str, Input] = BY_NAME,
+                  what: str = "sites file") -> tuple[list[Problem], list[str]]:
     """Decide the file's decimal separator once and rewrite every number typed as text by it.
 
     A number with a separator that only one convention allows (``0,995``, ``1.234,5``,
@@ -624,7 +685,7 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
     one) and the notes saying which convention was used and why.
     """
     numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
-               and BY_NAME[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
+               and specs[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
     found: list[tuple[int, int, str, tuple[str, str, str, str]]] = []
     for n, cells in body:
         for i in numeric:
@@ -641,7 +702,7 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
     commas = [f for f in found if f[3][3] == "comma"]
     points = [f for f in found if f[3][3] == "point"]
     if commas and points:
-        return [Problem("sites file", "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
+        return [Problem(what, "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
                         f"points ({cite(points[0])}), so its numbers cannot be read safely",
                         "write every number with the same decimal separator (save the file "
                         "again from one program)")], []
@@ -754,7 +815,9 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
 
 
 def _check_row(number: int, cells: list[object], columns: list[str], keep: list[bool],
-               found: Sequence[Problem] = ()) -> SiteRow:
+               found: Sequence[Problem] = (),
+               cohorts: tuple[list[dict[str, object]], list[str], list[Problem]] = ([], [], [])
+               ) -> SiteRow:
     where = f"row {number}"
     values: dict[str, object] = {}
     for index, column in enumerate(columns):
@@ -777,9 +840,15 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
         problems.append(Problem("site_name", "" if name is None else name, "is empty; every site "
                                 "needs a name", "type the site's name (it names its workbook)",
                                 where))
+    cohort_values, cohort_where, cohort_problems = cohorts
+    problems += cohort_problems
+    if cohort_values:
+        reported = {(p.where, p.name) for p in cohort_problems}
+        checked["cohorts"] = [{k: v for k, v in row.items() if (at, k) not in reported}
+                              for row, at in zip(cohort_values, cohort_where, strict=True)]
     inputs: SiteInputs | None = None
     try:
-        inputs = make_inputs(checked, bare="all", where=where)
+        inputs = make_inputs(checked, bare="all", where=where, cohort_where=cohort_where)
     except InputError as exc:
         # A bare per-scenario column sets three values: report its problem once, not thrice.
         problems += [p for p in dict.fromkeys(exc.problems) if p not in problems]
@@ -822,3 +891,177 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
             row = SiteRow(row.row, row.values, None, row.problems + (problem,), row.file_stem)
         out.append(row)
     return out
+
+
+# -- the cohorts table (TFOM-SPEC §4.1, §6 "Cohorts") --------------------------------------------
+@dataclass(frozen=True)
+class CohortRow:
+    """One row of a cohorts table: the site it belongs to, where it was read, its columns."""
+
+    site: str  # the site_name as written ("" in a table without that column)
+    where: str  # "cohorts.csv row 3", named in every problem of the row
+    values: dict[str, object]
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True)
+class CohortsTable:
+    """A cohorts table as read: its rows in file order, its file-wide problems and notes."""
+
+    name: str  # how messages name it: "cohorts.csv", "sheet 'cohorts' of sites.xlsx"
+    rows: tuple[CohortRow, ...]
+    problems: tuple[Problem, ...] = ()
+    notes: tuple[str, ...] = ()
+    has_site_name: bool = True
+
+    def for_site(self, site_name: object) -> list[CohortRow]:
+        """The rows of one site (names compared ignoring case and surrounding spaces)."""
+        key = _site_key(site_name)
+        return [r for r in self.rows if _site_key(r.site) == key]
+
+
+#: The columns a cohorts table may have: the site it belongs to, then the cohort's own.
+_COHORT_COLUMNS: dict[str, Input] = {"site_name": BY_NAME["site_name"], **COHORT_BY_NAME}
+
+
+def _site_key(name: object) -> str:
+    return str(name).strip().casefold() if _filled(name) else ""
+
+
+def _is_cohorts_sheet(title: str) -> bool:
+    return title.strip().casefold() == COHORTS_SHEET
+
+
+def load_cohorts(path: str | os.PathLike, sheet: str | None = None, *,
+                 need_site_name: bool = True) -> CohortsTable:
+    """Read a cohorts table: a header of cohort columns (``site_name``, ``cohort``,
+    ``online_month``, ``gpus`` …; ``tokenfactory-xl inputs`` lists them), one row per cohort.
+
+    Read as a sites file is: the header is the first row with a ``site_name`` cell (else the first
+    row), numbers typed as text by the file's one decimal convention, formula cells without a
+    stored value and merges across columns refused. An ``.xlsx`` file is read on its sheet named
+    ``cohorts``, else on the sheet it opens on; ``sheet`` names one. ``need_site_name``: whether
+    the table must say which site each row belongs to (a batch of many sites) or may leave it out
+    (one site). Problems are collected in the table and its rows, never raised, except when the
+    file cannot be read at all (:class:`InputError`).
+    """
+    path = Path(path)
+    source = _read_source(path, sheet, "cohorts file")
+    name = path.name if source.sheet is None else f"sheet {source.sheet!r} of {path.name}"
+    return _cohorts_table(path, source, name, need_site_name)
+
+
+def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
+                   ) -> CohortsTable:
+    grid = source.grid
+    numbered = [(n, cells) for n, cells in enumerate(grid, start=1)
+                if any(_filled(c) for c in cells)]
+    if not numbered:
+        return CohortsTable(name, (), (Problem("cohorts table", name, "is empty",
+                                               "the first row names the cohort columns "
+                                               "(site_name, cohort, online_month, gpus, …), each "
+                                               "further row is one cohort"),))
+    notes: list[str] = []
+    header_at = next((n for n, cells in numbered[:HEADER_SEARCH_ROWS]
+                      if any(_is_site_name(c) for c in cells)), numbered[0][0])
+    if header_at != numbered[0][0]:
+        notes.append(f"{name}: header found on row {header_at} (the first row with a site_name "
+                     "cell); the rows above it are not read")
+    header = list(grid[header_at - 1])
+    body = [(n, list(cells)) for n, cells in numbered if n > header_at]
+    where = f"{name} row {header_at}"
+    width = max([len(header)] + [len(cells) for _, cells in body])
+    header += [None] * (width - len(header))
+    columns = [str(h).strip().lower() if _filled(h) and not isinstance(h, _Formula) else ""
+               for h in header]
+    keep = [False] * width
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for index, column in enumerate(columns):
+        letter = _column_letter(index)
+        if not column:
+            if any(index < len(cells) and _filled(cells[index]) for _, cells in body):
+                problems.append(Problem(f"column {letter}", "", "has values but no cohort column "
+                                        "name in the header", "write the column's name in the "
+                                        "header row, or delete the column", where))
+            continue
+        if column not in _COHORT_COLUMNS:
+            hint = closest_name(column, tuple(_COHORT_COLUMNS))
+            fix = (f"did you mean {hint}?" if hint else
+                   "the cohort columns are " + ", ".join(_COHORT_COLUMNS))
+            problems.append(Problem(f"column {letter}", header[index], "is not a cohort column",
+                                    fix, where))
+            continue
+        if column in seen:
+            problems.append(Problem(f"column {letter}", header[index], f"appears twice (also "
+                                    f"column {seen[column]})", "keep one of the two columns",
+                                    where))
+            continue
+        seen[column] = letter
+        keep[index] = True
+    for column in (("site_name",) if need_site_name else ()) + COHORT_REQUIRED:
+        if column not in seen:
+            what = ("which site each cohort belongs to" if column == "site_name"
+                    else "a value in every row")
+            problems.append(Problem(column, "", "column is missing", f"add a {column} column "
+                                    f"({what})", where))
+    problems += _check_cells(source, header_at, body, columns, keep, notes)
+    number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter,
+                                                  _COHORT_COLUMNS, "cohorts table")
+    notes += [f"{name}: {note}" for note in number_notes]
+    for p in number_problems:
+        if not p.where:  # a file mixing decimal conventions: one problem for the table
+            problems.append(Problem(p.name, name, p.reason, p.fix))
+    by_row: dict[str, list[Problem]] = {}
+    for p in number_problems:
+        if p.where:
+            by_row.setdefault(p.where, []).append(
+                Problem(p.name, p.value, p.reason, p.fix, f"{name} {p.where}"))
+    # problems from _check_cells name "row N" of the table: say which table
+    problems = [Problem(p.name, p.value, p.reason, p.fix,
+                        f"{name} {p.where}" if p.where.startswith("row ") else p.where)
+                for p in problems]
+    rows: list[CohortRow] = []
+    for n, cells in body:
+        values = {column: (cells[i] if i < len(cells) else None)
+                  for i, column in enumerate(columns) if keep[i]}
+        site = values.pop("site_name", "")
+        values = {k: v for k, v in values.items() if _filled(v)}
+        rows.append(CohortRow("" if site is None else str(site).strip(), f"{name} row {n}",
+                              values, tuple(by_row.get(f"row {n}", ()))))
+    if not body and not problems:
+        notes.append(f"{name}: a header but no cohort rows; the sites have their own GPUs only")
+    return CohortsTable(name, tuple(rows), tuple(problems), tuple(notes), "site_name" in seen)
+
+
+def _site_cohorts(table: CohortsTable | None, site_name: object
+                  ) -> tuple[list[dict[str, object]], list[str], list[Problem]]:
+    """A site's cohort rows for :func:`make_inputs`: their values, where each was read, and the
+    problems already found in them."""
+    if table is None:
+        return [], [], []
+    rows = table.for_site(site_name) if table.has_site_name else list(table.rows)
+    return ([r.values for r in rows], [r.where for r in rows],
+            [p for r in rows for p in r.problems])
+
+
+def _unmatched_cohorts(table: CohortsTable, site_names: Sequence[object],
+                       what: str) -> list[Problem]:
+    """A cohort row naming no site of the sites read is an error: its GPUs would be lost."""
+    keys = {_site_key(n) for n in site_names}
+    listed = ", ".join(repr(str(n).strip()) for n in list(site_names)[:8])
+    more = " …" if len(site_names) > 8 else ""
+    problems = []
+    for row in table.rows:
+        if _site_key(row.site) in keys:
+            continue
+        if not row.site:
+            problems.append(Problem("site_name", "", "is empty; every cohort row names its site",
+                                    "type the site_name of the site it belongs to", row.where))
+            continue
+        by_key = {_site_key(n): str(n).strip() for n in site_names}
+        hint = by_key.get(closest_name(_site_key(row.site), tuple(by_key)), "")
+        fix = f"did you mean {hint!r}?" if hint else f"the sites are {listed}{more}"
+        problems.append(Problem("site_name", row.site, f"is not a site of {what}", fix,
+                                row.where))
+    return problems

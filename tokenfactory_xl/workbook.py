@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import io
+import math
 import os
 import re
 import zipfile
@@ -53,6 +54,9 @@ SHEETS: tuple[str, ...] = (
     "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
     "Sensitivity", "Dashboard", "Checks",
 )
+
+#: The sheet of the IRR searches' working (grid, brackets, halvings).
+IRR_SHEET = "IRR"
 
 MONTH0_COL = 4  # column D holds month 0 (the investment)
 FIRST_MONTH_COL = MONTH0_COL + 1
@@ -1151,6 +1155,19 @@ def _shown(line: Line, value: object) -> object:
     if isinstance(value, (bool, int)):
         return float(value)
     return value
+
+
+def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
+    """How far two engines may disagree on a number of the IRR sheet (``values``: what
+    :func:`cell_values` gives).
+
+    Near an IRR the NPV is a difference of large numbers: what is left is rounding noise (a few
+    1e-16 of the largest NPV on the sheet), and its sign may steer a halving to the other half of
+    a bracket a few ulps wide. Such cells agree to 1e-10 of that largest NPV; the IRR itself, the
+    search's result, agrees as every other output does.
+    """
+    return 1e-10 * max([abs(v) for v in values.get(IRR_SHEET, {}).values()
+                        if isinstance(v, float) and math.isfinite(v)] + [1.0])
 
 
 def cell_values(inputs: SiteInputs, result: Result | None = None

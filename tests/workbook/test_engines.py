@@ -79,11 +79,7 @@ def check_against_model(read, inputs) -> list[str]:
 
 def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
     values = wbm.cell_values(inputs)
-    # Near an IRR the NPV is a difference of large numbers: what is left is rounding noise
-    # (a few 1e-16 of the largest NPV on the sheet), and its sign may steer the halving to the
-    # other half of a bracket a few ulps wide. Such cells agree to 1e-10 of that NPV.
-    noise = 1e-10 * max([abs(v) for v in values["IRR"].values()
-                         if isinstance(v, float)] + [1.0])
+    noise = wbm.irr_sheet_noise(values)
     bad = []
     for sheet, coords in formula_coords.items():
         for coord in coords:
