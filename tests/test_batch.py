@@ -15,6 +15,7 @@ import openpyxl
 import pytest
 
 from tokenfactory_xl import batch, cli
+from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.files import TEMP_PREFIX
 from tokenfactory_xl.libreoffice import recalculate
 from tokenfactory_xl.operating_model import OUTPUT_NAMES, run
@@ -149,7 +150,8 @@ def test_portfolio_of_the_main_job(example_out):
     ws = openpyxl.load_workbook(example_out / "portfolio.xlsx").worksheets[0]
     # Each header's comment starts with the column's name ("npv: NPV [USD]").
     header = [c.comment.text.split(":")[0] for c in ws[1]]
-    assert header[0] == "site_name" and header[-len(OUTPUT_NAMES):] == list(OUTPUT_NAMES)
+    columns = [o.name for o in pf.OUTPUT_COLUMNS]
+    assert header[0] == "site_name" and header[-len(columns):] == columns
     names = [ws.cell(row=r, column=1).value for r in range(2, 7)]
     assert names == [r.inputs["site_name"] for r in read_sites(EXAMPLE)]
     assert ws.max_row == 6 and ws.tables["Sites"].ref.endswith("6")  # no totals row under it
@@ -157,7 +159,11 @@ def test_portfolio_of_the_main_job(example_out):
         rows = list(csv.DictReader(handle))
     assert [r["site_name"] for r in rows] == names
     for r, site in zip(rows, read_sites(EXAMPLE), strict=True):
-        assert float(r["npv"]) == run(site.inputs).summary["npv"]
+        result = run(site.inputs)
+        assert float(r["npv"]) == result.summary["npv"]
+        for sc in ("Base", "Optimised", "Downside"):
+            assert float(r[f"npv_{sc.lower()}"]) == result.scenarios[sc].summary["npv"]
+        assert float(r["uplift_npv"]) == result.uplift["npv"]
 
 
 def test_same_inputs_give_identical_bytes_with_one_or_two_jobs(example_out, tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from tokenfactory_xl import make_inputs, run
 from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.catalogue import BY_NAME
-from tokenfactory_xl.operating_model import OUTPUT_NAMES, OUTPUTS
+from tokenfactory_xl.operating_model import OUTPUT_NAMES
 
 INJECTION = '=HYPERLINK("http://x","y")'
 
@@ -72,12 +72,14 @@ def test_headers_are_labels_with_units_and_the_names_in_comments(entries, path):
                  "rent_per_gpu_hour", "measured_tps", "horizon_months", "tef_target.Base",
                  "tef_target.Optimised", "tef_target.Downside"]
     assert names[:2] == ["site_name", "gpus"]
-    assert sorted(names[2:-len(OUTPUT_NAMES)]) == sorted(differing)
-    assert names[-len(OUTPUT_NAMES):] == list(OUTPUT_NAMES)  # every output, in the list's order
+    columns = [o.name for o in pf.OUTPUT_COLUMNS]
+    assert columns == [*OUTPUT_NAMES, "npv_base", "npv_optimised", "npv_downside", "uplift_npv"]
+    assert sorted(names[2:-len(columns)]) == sorted(differing)
+    assert names[-len(columns):] == columns  # every output, in the list's order, then scenarios
     assert header == pf.headers(names, "USD")
     for name, text in zip(names, header, strict=True):
-        label = BY_NAME[name.split(".")[0]].label if name not in OUTPUT_NAMES else \
-            next(o.label for o in OUTPUTS if o.name == name)
+        label = BY_NAME[name.split(".")[0]].label if name not in columns else \
+            next(o.label for o in pf.OUTPUT_COLUMNS if o.name == name)
         assert text.startswith(label), (name, text)
     assert header[0] == "Site name" and header[1] == "GPUs"
     assert "Revenue [USD]" in header and "Blended price [USD/Mtok]" in header
@@ -86,6 +88,20 @@ def test_headers_are_labels_with_units_and_the_names_in_comments(entries, path):
     npv_col = header.index("NPV [USD]")
     assert ws.cell(row=1, column=npv_col + 1).comment.text == "npv: NPV [USD]"
     assert ws.freeze_panes == "B2"
+    assert "NPV, Optimised [USD]" in header and "NPV uplift, Optimised − Base [USD]" in header
+
+
+def test_each_scenario_npv_and_the_uplift_are_the_model_s(entries, path):
+    # TFOM-SPEC §4.5: whatever the live scenario, the row carries the three NPVs and the uplift.
+    header = pf.headers(names_of(entries), "USD")
+    for row, (_, result) in zip(table_rows(path), entries, strict=True):
+        for sc in ("Base", "Optimised", "Downside"):
+            assert row[f"NPV, {sc} [USD]"] == result.scenarios[sc].summary["npv"]
+        assert row["NPV uplift, Optimised − Base [USD]"] == result.uplift["npv"]
+        assert row["NPV uplift, Optimised − Base [USD]"] == pytest.approx(
+            result.scenarios["Optimised"].summary["npv"] - result.scenarios["Base"].summary["npv"])
+        assert row["NPV [USD]"] == result.scenarios[result.scenario].summary["npv"]
+    assert "NPV, Base [USD]" in header
 
 
 def test_rows_hold_the_model_values_with_every_digit(entries, path):

@@ -51,7 +51,7 @@ from .files import (
 from .inputs import SiteInputs, default_inputs
 from .interrupts import Stopped, stop_on_signals
 from .operating_model import OUTPUT_NAMES, Result, run
-from .portfolio import portfolio_bytes, summary_csv_text
+from .portfolio import SCENARIO_COLUMNS, portfolio_bytes, site_summary, summary_csv_text
 from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
 from .workers import imap_unordered
@@ -94,6 +94,8 @@ class WorkbookFactory:
         # portfolio then shows exactly what each workbook stores, without a second model run.
         self._outputs = {name: self.stencil.defined_cells.get(f"out_{name}")
                          for name in OUTPUT_NAMES}
+        self._outputs |= {c.name: self.stencil.defined_cells.get(c.line)
+                          for c in SCENARIO_COLUMNS}
 
     def workbook_bytes(self, inputs: SiteInputs) -> bytes:
         """The site's workbook, every formula cell storing the model's value, as ``.xlsx``."""
@@ -105,7 +107,7 @@ class WorkbookFactory:
         summary: dict[str, float | None] = {}
         for name, where in self._outputs.items():
             if where is None:  # a workbook without that output cell: ask the model
-                return self.stencil.fill(values), run(inputs).summary
+                return self.stencil.fill(values), site_summary(run(inputs))
             value = values[where[0]][where[1]]
             summary[name] = float(value) if isinstance(value, (int, float)) else None
         return self.stencil.fill(values), summary
@@ -244,7 +246,7 @@ class TargetsExist(FileExistsError):
 def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str | None = None,
          skip_invalid: bool = False, force: bool = False,
          summary_csv: str | os.PathLike | None = None, header_row: int | None = None,
-         sites_file: SitesFile | None = None
+         sites_file: SitesFile | None = None, cohorts: str | os.PathLike | None = None
          ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
     """Check the sites file and the targets before writing anything.
 
@@ -259,7 +261,7 @@ def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str
     TargetsExist
         listing every target that exists already, when ``force`` is not given.
     """
-    sites = sites_file or load_sites(sites_path, sheet, header_row)
+    sites = sites_file or load_sites(sites_path, sheet, header_row, cohorts)
     if sites.file_problems or (sites.problems and not skip_invalid):
         raise InputError(sites.problems)
     rows, skipped = list(sites.valid_rows), list(sites.invalid_rows)
@@ -277,7 +279,10 @@ def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str
     if summary_csv is not None:
         targets.append(Path(summary_csv))
         labels.append("--summary-csv")
-    check_outputs(list(zip(labels, targets, strict=True)), [("the sites file", sites_path)])
+    inputs = [("the sites file", sites_path)]
+    if cohorts is not None:
+        inputs.append(("the cohorts file", cohorts))
+    check_outputs(list(zip(labels, targets, strict=True)), inputs)
     if not force:
         clashes = existing(targets)
         if clashes:
@@ -289,7 +294,8 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
               sheet: str | None = None, skip_invalid: bool = False, force: bool = False,
               jobs: int = 1, summary_csv: str | os.PathLike | None = None,
               progress: Progress | Callable[[int], Progress] | None = None,
-              level: int = COMPRESSION_LEVEL, header_row: int | None = None) -> BatchReport:
+              level: int = COMPRESSION_LEVEL, header_row: int | None = None,
+              cohorts: str | os.PathLike | None = None) -> BatchReport:
     """Write one workbook per valid site of ``sites_path`` into ``outdir``, then the portfolio.
 
     Parameters
@@ -304,6 +310,8 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     progress : a :class:`Progress`, or a function of the number of workbooks giving one.
     level : zlib level for the worksheets.
     header_row : the row of the sites file holding the input names (default: found).
+    cohorts : a cohorts file for the sites' further cohorts (default: the sites workbook's
+        ``cohorts`` sheet, if it has one).
 
     Raises
     ------
@@ -313,9 +321,9 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
         when writing fails or the run is stopped: none of the outputs is written.
     """
     started = time.perf_counter()
-    sites = load_sites(sites_path, sheet, header_row)
+    sites = load_sites(sites_path, sheet, header_row, cohorts)
     rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid, force=force,
-                                  summary_csv=summary_csv, sites_file=sites)
+                                  summary_csv=summary_csv, sites_file=sites, cohorts=cohorts)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     if callable(progress):
@@ -393,7 +401,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             report = run_batch(
                 args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
                 force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
-                progress=lambda n: Progress(n, stream), header_row=args.header_row)
+                progress=lambda n: Progress(n, stream), header_row=args.header_row,
+                cohorts=args.cohorts)
     except TargetsExist as exc:
         raise UserError(str(exc)) from None
     except OutputClash as exc:
@@ -402,7 +411,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UserError("\n".join(lines)) from None
     except InputError as exc:
         count = len(exc.problems)
-        lines = [f"{count} problem{'s' if count != 1 else ''} in {visible(args.sites)}, so "
+        files = visible(args.sites) + (f" and {visible(args.cohorts)}" if args.cohorts else "")
+        lines = [f"{count} problem{'s' if count != 1 else ''} in {files}, so "
                  "nothing was written:"] + [f"  - {visible(p)}" for p in exc.problems]
         raise UserError("\n".join(lines)) from None
     except (Stopped, KeyboardInterrupt) as exc:
@@ -467,6 +477,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--header-row", type=_row_number, metavar="N",
                    help="the row of the sites file holding the input names (default: the first "
                         "row with a site_name cell)")
+    p.add_argument("--cohorts", metavar="FILE",
+                   help="the sites' further cohorts (.csv or .xlsx: a site_name column, then "
+                        "cohort, online_month, gpus and any cohort column; see `tokenfactory-xl "
+                        "inputs`); default: the sites workbook's sheet named cohorts, if any")
     p.set_defaults(func=cmd_batch)
 
 

@@ -18,7 +18,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .catalogue import BY_NAME, INPUTS, SCENARIOS, BadValue, fmt_number
+from .catalogue import (
+    BY_NAME,
+    COHORT_REQUIRED,
+    COHORT_SPECS,
+    INPUTS,
+    MAX_COHORTS,
+    SCENARIOS,
+    BadValue,
+    fmt_number,
+)
 from .errors import InputError, Problem
 from .inputs import make_inputs, split_key
 
@@ -65,6 +74,11 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
              "scenario's (tef_target.Optimised=0.7). `tokenfactory-xl inputs` lists the names.")
     parser.add_argument("--scenario", choices=SCENARIOS, type=_scenario,
                         help="the live scenario (default: Base)")
+    parser.add_argument(
+        "--cohorts", metavar="FILE",
+        help="the site's further cohorts (.csv or .xlsx: cohort, online_month, gpus and any "
+             "cohort column, one row per cohort; with a site_name column, the rows of this "
+             "site). `tokenfactory-xl inputs` lists the columns.")
 
 
 def _scenario(text: str) -> str:
@@ -91,13 +105,44 @@ def inputs_from_args(args: argparse.Namespace) -> SiteInputs:
         values[name.strip()] = value
     if args.scenario:
         values["scenario"] = args.scenario
+    cohort_where: list[str] = []
+    if getattr(args, "cohorts", None):
+        cohort_where = _cohorts_of_site(args.cohorts, values, problems)
     if problems:
         try:
-            make_inputs(values)
+            make_inputs(values, cohort_where=cohort_where)
         except InputError as exc:
-            problems += exc.problems
+            problems += [p for p in exc.problems if p not in problems]
         raise InputError(problems)
-    return make_inputs(values)
+    return make_inputs(values, cohort_where=cohort_where)
+
+
+def _cohorts_of_site(path: str, values: dict[str, object], problems: list[Problem]
+                     ) -> list[str]:
+    """Put the site's rows of the cohorts file ``path`` into ``values["cohorts"]``; returns
+    where each row was read. With a site_name column, the rows naming the site are taken."""
+    from .sites import load_cohorts
+
+    table = load_cohorts(path, need_site_name=False)
+    for note in table.notes:
+        print(f"tokenfactory-xl: note: {note}", file=sys.stderr)
+    problems += table.problems
+    rows = list(table.rows)
+    if table.has_site_name:
+        site = values.get("site_name", BY_NAME["site_name"].default)
+        rows = table.for_site(site)
+        if not rows and table.rows:
+            names = ", ".join(dict.fromkeys(repr(r.site) for r in table.rows))
+            problems.append(Problem("site_name", site, f"has no row in {table.name}, whose "
+                                    f"sites are {names}",
+                                    "give --set site_name=NAME of the site the cohorts belong "
+                                    "to, or a file of this site's cohorts only"))
+    for row in rows:
+        problems += row.problems
+    reported = {(p.where, p.name) for p in problems}
+    values["cohorts"] = [{k: v for k, v in row.values.items() if (row.where, k) not in reported}
+                         for row in rows]
+    return [row.where for row in rows]
 
 
 def _empty_value(key: str, value: str) -> Problem | None:
@@ -226,13 +271,24 @@ def cmd_inputs(args: argparse.Namespace) -> int:
                  "default": list(i.default) if i.per_scenario else i.default,
                  "per_scenario": i.per_scenario, "allowed": i.allowed,
                  "description": i.description} for i in INPUTS]
-        print(json.dumps(rows, indent=2, default=str))
+        cohorts = [{"name": c.name, "label": c.label, "unit": c.unit,
+                    "required": c.name in COHORT_REQUIRED, "allowed": c.allowed,
+                    "description": c.description} for c in COHORT_SPECS]
+        print(json.dumps({"inputs": rows, "cohort_columns": cohorts} if args.cohorts else rows,
+                         indent=2, default=str))
         return 0
     for spec in INPUTS:
         default = (" / ".join(str(d) for d in spec.default) if spec.per_scenario
                    else str(spec.default))
         scen = f"  (per scenario: {' / '.join(SCENARIOS)})" if spec.per_scenario else ""
         print(f"{spec.name}  [{spec.unit}]  default {default}{scen}")
+        print(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.")
+    print(f"\nCohort columns: a cohorts table (--cohorts FILE, or a sheet named cohorts in a sites "
+          f"workbook) has one row per cohort after the site's own GPUs (cohort 1), at most "
+          f"{MAX_COHORTS - 1} per site; site_name says which site a row belongs to.")
+    for spec in COHORT_SPECS:
+        need = "required" if spec.name in COHORT_REQUIRED else "optional"
+        print(f"{spec.name}  [{spec.unit}]  {need}")
         print(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.")
     return 0
 
@@ -259,6 +315,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List the input catalogue: the names --set and a sites file take.",
         epilog="example: tokenfactory-xl inputs --json -o inputs.json")
     p.add_argument("--json", action="store_true", help="as a JSON list")
+    p.add_argument("--cohorts", action="store_true",
+                   help="with --json: an object of the inputs and the cohort columns (the text "
+                        "listing always ends with the cohort columns)")
     add_print_output(p)
     p.set_defaults(func=cmd_inputs)
 

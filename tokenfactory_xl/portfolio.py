@@ -40,14 +40,20 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
 
 from .catalogue import BY_NAME
 from .files import write_atomically
 from .inputs import SiteInputs
-from .operating_model import OUTPUTS
+from .operating_model import OUTPUTS, SCENARIOS
 from .stencil import repack
+
+if TYPE_CHECKING:
+    from .operating_model import Output, Result
 
 
 class _HasSummary(Protocol):
@@ -55,19 +61,21 @@ class _HasSummary(Protocol):
 
 
 #: One site of the portfolio: its inputs and its :class:`~tokenfactory_xl.operating_model.Result`
-#: (only ``Result.summary`` is read, so a batch can pass results without monthly lines).
+#: (a batch passes results holding only ``summary``, with :data:`SCENARIO_COLUMNS` in it: see
+#: :func:`figures`).
 Entry = tuple[SiteInputs, _HasSummary]
 
 #: The outputs the totals sum.
 SUMMED: frozenset[str] = frozenset({
     "equivalent_gpus", "avoided_capex", "tokens_sold_total", "revenue_total", "ebitda_total",
-    "npv",
+    "npv", "npv_base", "npv_optimised", "npv_downside", "uplift_npv",
 })
 #: Summed outputs that are none where they do not apply (no owned GPU, no avoided CapEx): such a
 #: site adds nothing to the total rather than blanking it.
 _NONE_ADDS_NOTHING = frozenset({"avoided_capex"})
 #: Outputs in money: their totals need one currency.
-_MONEY = frozenset({"avoided_capex", "revenue_total", "ebitda_total", "npv"})
+_MONEY = frozenset({"avoided_capex", "revenue_total", "ebitda_total", "npv", "npv_base",
+                    "npv_optimised", "npv_downside", "uplift_npv"})
 #: Inputs that are always columns, whether or not they differ between the sites.
 ALWAYS: tuple[str, ...] = ("site_name", "gpus")
 #: Columns that apply only to one ownership (TFOM-SPEC section 6: "CapEx = gpus × capex_per_gpu
@@ -97,7 +105,46 @@ _MIN_WIDTH, _MAX_WIDTH, _PADDING = 8, 60, 3
 
 
 # -- what goes into the table --------------------------------------------------------------------
-_OUTPUTS = {o.name: o for o in OUTPUTS}
+@dataclass(frozen=True)
+class ScenarioColumn:
+    """A column of the portfolio beside the live scenario's outputs: one scenario's figure or
+    the uplift (TFOM-SPEC §4.5), read from the model's line (and workbook cell) ``line``."""
+
+    name: str
+    label: str
+    unit: str
+    kind: str
+    line: str
+
+
+_NPV = next(o for o in OUTPUTS if o.name == "npv")
+#: Each scenario's NPV and the value of the TEF uplift, Optimised − Base, whatever the live
+#: scenario: what an investment committee compares across sites.
+SCENARIO_COLUMNS: tuple[ScenarioColumn, ...] = tuple(
+    ScenarioColumn(f"npv_{sc.key}", f"NPV, {sc.name}", _NPV.unit, _NPV.kind,
+                   f"out_npv_{sc.key}") for sc in SCENARIOS) + (
+    ScenarioColumn("uplift_npv", "NPV uplift, Optimised − Base", _NPV.unit, _NPV.kind,
+                   "out_uplift_npv"),)
+#: Every output column, in the table's order.
+OUTPUT_COLUMNS: tuple[Output | ScenarioColumn, ...] = (*OUTPUTS, *SCENARIO_COLUMNS)
+_OUTPUTS = {o.name: o for o in OUTPUT_COLUMNS}
+
+
+def figures(result: _HasSummary) -> dict[str, float | None]:
+    """A portfolio row's figures: :func:`site_summary` of a full :class:`Result`, or the summary
+    of one that holds only that (a batch's, already with :data:`SCENARIO_COLUMNS`)."""
+    return site_summary(result) if getattr(result, "values", None) else result.summary  # type: ignore[arg-type]
+
+
+def site_summary(result: Result) -> dict[str, float | None]:
+    """A site's figures for its portfolio row: the live scenario's outputs and
+    :data:`SCENARIO_COLUMNS`, ``None`` where a figure does not exist."""
+    out = dict(result.summary)
+    for column in SCENARIO_COLUMNS:
+        found = np.asarray(result.values.get(column.line, np.nan))
+        number = float(found) if found.shape == () and found.dtype.kind == "f" else math.nan
+        out[column.name] = number if math.isfinite(number) else None
+    return out
 
 
 def _output(name: str):
@@ -135,7 +182,7 @@ def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
         shown.append({n: _key(value(n, inputs, {}, flat)) for n in flat})
     names = list(shown[0]) if shown else list(ALWAYS)
     differ = [n for n in names if n not in ALWAYS and len({s[n] for s in shown}) > 1]
-    return [*ALWAYS, *differ], [o.name for o in OUTPUTS]
+    return [*ALWAYS, *differ], [o.name for o in OUTPUT_COLUMNS]
 
 
 def _key(found: object) -> object:
@@ -228,11 +275,12 @@ def _lines(text: str, width: float) -> int:
 
 def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
     """The totals: sums, portfolio ratios and ``None`` where no total makes sense."""
-    out: dict[str, float | None] = {o.name: None for o in OUTPUTS}
+    out: dict[str, float | None] = {o.name: None for o in OUTPUT_COLUMNS}
     if not entries:
         return out
     one_currency = currency_of(entries) is not None
-    shown = [{o.name: value(o.name, i, r.summary, {}) for o in OUTPUTS} for i, r in entries]
+    shown = [{o.name: value(o.name, i, figures(r), {}) for o in OUTPUT_COLUMNS}
+             for i, r in entries]
 
     def weighted(name: str, weights: list[float]) -> float | None:
         pairs = [(s[name], w) for s, w in zip(shown, weights, strict=True) if s[name] is not None]
@@ -300,7 +348,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     rows = []
     for inputs, result in entries:
         flat = inputs.flat()
-        rows.append([value(name, inputs, result.summary, flat) for name in names])
+        rows.append([value(name, inputs, figures(result), flat) for name in names])
 
     wb = Workbook(write_only=True)
     wb.properties.creator = "tokenfactory_xl"
@@ -406,7 +454,7 @@ def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
     figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
                ("gpus", header("gpus", currency), total.get("gpus"), _number_format("gpus"),
                 "sum over the sites")]
-    for o in OUTPUTS:
+    for o in OUTPUT_COLUMNS:
         figures.append((o.name, header(o.name, currency), total.get(o.name),
                         _number_format(o.name), _how_totalled(o.name, total.get(o.name),
                                                               one_currency)))
@@ -499,7 +547,7 @@ def summary_csv_text(entries: Sequence[Entry]) -> str:
     writer.writerow(names)
     for inputs, result in entries:
         flat = inputs.flat()
-        writer.writerow([_csv_field(value(n, inputs, result.summary, flat)) for n in names])
+        writer.writerow([_csv_field(value(n, inputs, figures(result), flat)) for n in names])
     return out.getvalue()
 
 

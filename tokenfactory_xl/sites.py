@@ -1003,7 +1003,7 @@ def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
         if column not in seen:
             what = ("which site each cohort belongs to" if column == "site_name"
                     else "a value in every row")
-            problems.append(Problem(column, "", "column is missing", f"add a {column} column "
+            problems.append(Problem(column, "", "column is missing", f"add the {column} column "
                                     f"({what})", where))
     problems += _check_cells(source, header_at, body, columns, keep, notes)
     number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter,
@@ -1011,14 +1011,14 @@ def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
     notes += [f"{name}: {note}" for note in number_notes]
     for p in number_problems:
         if not p.where:  # a file mixing decimal conventions: one problem for the table
-            problems.append(Problem(p.name, name, p.reason, p.fix))
+            problems.append(Problem(p.name, name, p.message, p.fix))
     by_row: dict[str, list[Problem]] = {}
     for p in number_problems:
         if p.where:
             by_row.setdefault(p.where, []).append(
-                Problem(p.name, p.value, p.reason, p.fix, f"{name} {p.where}"))
+                Problem(p.name, p.value, p.message, p.fix, f"{name} {p.where}"))
     # problems from _check_cells name "row N" of the table: say which table
-    problems = [Problem(p.name, p.value, p.reason, p.fix,
+    problems = [Problem(p.name, p.value, p.message, p.fix,
                         f"{name} {p.where}" if p.where.startswith("row ") else p.where)
                 for p in problems]
     rows: list[CohortRow] = []
