@@ -1769,10 +1769,12 @@ DERIVED_FROM: dict[str, str] = {
 }
 
 
-def closest_name(word: str) -> str:
-    """The known input name nearest to ``word`` (for unknown columns and ``--set`` names)."""
+def closest_name(word: str, names: Sequence[str] | None = None) -> str:
+    """The name nearest to ``word`` among ``names`` (default: the inputs' names), for unknown
+    columns and ``--set`` names; ``""`` when none is close."""
     base = word.split(".", 1)[0]
-    close = difflib.get_close_matches(base.lower(), [i.name for i in INPUTS], n=1, cutoff=0.6)
+    known = [i.name for i in INPUTS] if names is None else list(names)
+    close = difflib.get_close_matches(base.lower(), known, n=1, cutoff=0.6)
     return close[0] if close else ""
 
 
