@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("summary", "tokenfactory_xl.cli", "print the summary outputs of one site"),
     ("inputs", "tokenfactory_xl.cli", "list every input: name, unit, default, what is allowed"),
+    ("sensitivity", "tokenfactory_xl.risk_cli",
+     "the tornado: NPV at a low and a high value of each driver"),
+    ("risk", "tokenfactory_xl.risk_cli",
+     "Monte Carlo of the NPV: P10, P50, P90, probability of a loss, median IRR"),
     ("template", "tokenfactory_xl.workbook_cli", "write the TFOM workbook (Excel, no macros)"),
     ("render", "tokenfactory_xl.workbook_cli",
      "draw a workbook's Dashboard as a PNG (LibreOffice)"),

@@ -269,6 +269,54 @@ class Line:
     meta: dict[str, object] = field(default_factory=dict)
 
 
+def lines_read(e: Expr) -> set[str]:
+    """The names of the lines an expression reads."""
+    found: set[str] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Name):
+            found.add(x.name)
+        elif isinstance(x, (Cell, Row, At, RunningSum)):
+            found.add(x.line)
+        elif isinstance(x, Each):
+            found.update(x.lines)
+        stack.extend(x.children())
+    return found
+
+
+def needed(lines: Sequence[Line], targets: Sequence[str]) -> tuple[Line, ...]:
+    """The lines ``targets`` depend on, themselves included, in the order of ``lines``: what
+    to compile to compute only those (a risk run needs the NPV and the IRR, not the checks).
+    The lines of a table are kept together (a table's guard and a recurrent table's loop
+    read its lines)."""
+    by_name = {ln.name: ln for ln in lines}
+    by_table: dict[int, list[Line]] = {}
+    for ln in lines:
+        if ln.table is not None:
+            by_table.setdefault(id(ln.table), []).append(ln)
+    keep: set[str] = set()
+    todo = list(targets)
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        ln = by_name[name]
+        group = by_table.get(id(ln.table), [ln]) if ln.table is not None \
+            and ln.table.recurrent else [ln]
+        for member in group:
+            if member.name in keep:
+                continue
+            keep.add(member.name)
+            reads = lines_read(member.formula)
+            if member.first is not None:
+                reads |= lines_read(member.first)
+            if member.table is not None and member.table.guard is not None:
+                reads |= lines_read(member.table.guard)
+            todo.extend(reads - keep)
+    return tuple(ln for ln in lines if ln.name in keep)
+
+
 # -- Excel ------------------------------------------------------------------------------------
 
 _PRECEDENCE = {"=": 1, "<>": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "&": 2, "+": 3, "-": 3,
@@ -368,10 +416,12 @@ _AGGREGATES = {"SUM", "COUNT", "MIN", "MAX"}
 class PythonContext:
     """How a line's references read in the generated Python (one table, or scalars)."""
 
-    def __init__(self, table: Table | None, tables: dict[str, Table], step: bool = False):
+    def __init__(self, table: Table | None, tables: dict[str, Table], step: bool = False,
+                 building: frozenset[str] = frozenset()):
         self.table = table
         self.tables = tables  # line name -> its table (absent: a scalar)
         self.step = step  # inside the loop of a recurrent table: position ``_k``
+        self.building = building  # in the loop: the lines it builds, a list of steps each
         self.hoisted: dict[str, str] = {}  # code computed once before the loop -> its name
 
     def value(self, name: str) -> str:
@@ -379,8 +429,15 @@ class PythonContext:
         if self.tables.get(name) is None:
             return f"_s(V[{name!r}])"
         if self.step:
-            return f"V[{name!r}][_k]"
+            return self.at_step(name, "_k")
         return f"_c(V[{name!r}])"
+
+    def at_step(self, name: str, k: str) -> str:
+        """In the loop, position ``k`` of a line: a step already built, or a finished line's
+        cell (a float for one site, (…, 1, 1) for many)."""
+        if name in self.building:
+            return f"V[{name!r}][{k}]"
+        return f"_pick(V[{name!r}], {k})"
 
 
 def python(e: Expr, ctx: PythonContext) -> str:
@@ -423,7 +480,7 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         if e.shift == 0:
             return ctx.value(e.line)
         if ctx.step:
-            return f"V[{e.line!r}][_k {e.shift:+d}]"
+            return ctx.at_step(e.line, f"_k {e.shift:+d}")
         return f"_c(_shift(V[{e.line!r}], {e.shift}))"
     if isinstance(e, At):
         return f"_s(V[{e.line!r}][..., {e.index}])"
@@ -549,10 +606,23 @@ def _is_row(a) -> bool:
 
 
 def _sumproduct(*args):
+    if len(args) == 2:
+        a, b = (np.asarray(x, dtype=float) for x in args)
+        if a.ndim >= 2 and b.ndim >= 2 and a.shape[-2] == 1 and b.shape[-2] > 1 \
+                and a.shape[-1] == b.shape[-1] > 1:
+            # One row against the rows of a grid (the NPV at every rate of the IRR search): a
+            # product of matrices, without the grid-sized product in memory. A blank is 0.
+            a = np.where(np.isnan(a), 0.0, a)
+            b = np.where(np.isnan(b), 0.0, b)
+            return np.matmul(b, np.swapaxes(a, -1, -2))
     prod = args[0]
     for a in args[1:]:
         prod = prod * a
-    return _sum_row(np.asarray(prod, dtype=float))
+    prod = np.asarray(prod, dtype=float)
+    if len(args) > 1 and prod.ndim and prod.flags.writeable:  # the product is ours to change:
+        np.copyto(prod, 0.0, where=np.isnan(prod))  # blanks add nothing (as nansum, no copy)
+        return prod.sum(axis=-1, keepdims=True)
+    return _sum_row(prod)
 
 
 def _sumif(criteria_row, criterion, sum_row):
@@ -574,14 +644,15 @@ def _index(row, r, c=None):
     position of the row."""
     k = np.asarray(c if c is not None else r, dtype=float)
     arr = np.asarray(row)
-    if k.ndim < arr.ndim:
-        k = k.reshape(k.shape + (1,) * (arr.ndim - k.ndim))
+    if k.ndim < arr.ndim:  # numpy's broadcasting: missing leading axes
+        k = k.reshape((1,) * (arr.ndim - k.ndim) + k.shape)
     n = arr.shape[-1]
     ok = np.isfinite(k) & (k >= 1) & (k <= n)
     idx = np.where(ok, k, 1).astype(int) - 1
-    shape = np.broadcast_shapes(arr.shape[:-1], idx.shape)
+    lead = np.broadcast_shapes(arr.shape[:-1], idx.shape[:-1])
+    shape = lead + idx.shape[-1:]
     idx = np.broadcast_to(idx, shape)
-    picked = np.take_along_axis(np.broadcast_to(arr, shape[:-1] + (n,)), idx, axis=-1)
+    picked = np.take_along_axis(np.broadcast_to(arr, lead + (n,)), idx, axis=-1)
     return np.where(np.broadcast_to(ok, shape), picked, np.nan)
 
 
@@ -794,7 +865,8 @@ def _shift(x, by: int):
 
 
 def _each(values):
-    stacked = np.stack([np.asarray(v, dtype=object) for v in values], axis=-1)
+    stacked = np.stack(np.broadcast_arrays(*(np.asarray(v, dtype=object) for v in values)),
+                       axis=-1)
     return stacked[..., None, :].view(_RowArray)
 
 
@@ -822,6 +894,8 @@ def _fit(value, n: int | None):
 
 def _input_value(values: dict, name: str):
     v = values["_inputs"][name]
+    if isinstance(v, _RowArray):  # a row per draw (…, m): many values of a per-scenario input
+        return np.asarray(v, dtype=float)[..., None, :].view(_RowArray)
     if isinstance(v, tuple):  # per scenario (a row of three), or the fleet block's cohorts
         if any(isinstance(x, str) for x in v):  # a row of texts, "" where blank
             return np.asarray(v, dtype=object)[..., None, :].view(_RowArray)
@@ -874,6 +948,7 @@ def compile_model(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[st
         "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
+        "_pick": _pick, "_blank_table": _blank_table,
     }
     with np.errstate(all="ignore"):
         exec(compile(source, "<tfom model>", "exec"), namespace)  # noqa: S102
@@ -907,7 +982,7 @@ def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None]) -> 
     For one site every operand of a step is a plain float, so a step costs Python arithmetic,
     not numpy calls; for many sites at once the same code runs on arrays.
     """
-    ctx = PythonContext(t, tables, step=True)
+    ctx = PythonContext(t, tables, step=True, building=frozenset(ln.name for ln in group))
     loop = []
     for ln in group:
         code = python(ln.formula, ctx)
@@ -917,21 +992,44 @@ def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None]) -> 
             code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
         loop.append(f"        V[{ln.name!r}].append(_step({code}))")
     out = [f"    {name} = {code}" for code, name in ctx.hoisted.items()]
-    out += [f"    V[{ln.name!r}] = []" for ln in group]
-    out.append(f"    for _k in range({t.length}):")
-    out += loop
+    guard = python(t.guard, ctx) if t.guard is not None else None
+    indent = "    "
+    if guard in ctx.hoisted.values():  # a guard that holds nowhere leaves the table blank
+        out.append(f"    if not np.any({guard}):")
+        out += [f"        V[{ln.name!r}] = _blank_table({guard}, {t.length})" for ln in group]
+        out.append("    else:")
+        indent = "        "
+    out += [f"{indent}V[{ln.name!r}] = []" for ln in group]
+    out.append(f"{indent}for _k in range({t.length}):")
+    out += [indent + line for line in loop]
     for ln in group:
-        out.append(f"    V[{ln.name!r}] = _stack(V[{ln.name!r}])")
+        out.append(f"{indent}V[{ln.name!r}] = _stack(V[{ln.name!r}])")
     return out
 
 
+def _blank_table(guard, n: int) -> np.ndarray:
+    """A recurrent table whose guard holds nowhere: blank (NaN) at every position."""
+    shape = np.shape(guard)
+    return np.full((shape[:-2] if len(shape) >= 2 else shape) + (n,), np.nan)
+
+
 def _step(value):
-    """A step's (…, 1, 1) result as the value of that position: a float for one site."""
+    """A step's (…, 1, 1) result as the value of that position: a float for one site, an
+    operand of shape (…, 1, 1) for many (what the next step reads)."""
     value = np.asarray(value, dtype=float)
-    if value.ndim >= 2:
-        value = value[..., 0, 0]
+    if value.ndim == 2:
+        value = value[0, 0]
     return value[()] if value.ndim == 0 else value
 
 
+def _pick(line, k: int):
+    """Cell ``k`` of a finished line (…, n) as a step operand."""
+    if np.ndim(line) == 1:
+        return line[k]
+    return np.asarray(line)[..., k, None, None]
+
+
 def _stack(values: list) -> np.ndarray:
-    return np.stack([np.asarray(v, dtype=float) for v in values], axis=-1)
+    """The steps of a recurrent line as its values (…, n)."""
+    return np.stack([np.asarray(v, dtype=float).reshape(np.shape(v)[:-2] or np.shape(v))
+                     for v in values], axis=-1)

@@ -1,0 +1,246 @@
+"""Sensitivity and risk (TFOM-SPEC §8): which assumptions move the NPV, and how likely a loss is.
+
+An investment committee does not sign one NPV. The **tornado** gives the live scenario's project
+NPV at a low and a high value of each driver, sorted by swing; **risk** draws the uncertain
+drivers from triangular distributions spanned by the three scenarios and gives the NPV's P10,
+P50 and P90, the probability of a loss and the median IRR.
+
+Both run the model itself, not an approximation of it: the compiled model evaluates a leading
+axis of variants in one numpy pass (every flex of the tornado, every draw of the risk at once,
+in chunks that bound the memory), restricted to the lines the NPV and the IRR need. A variant's
+NPV is therefore exactly what ``tokenfactory-xl summary --set <driver>=<value>`` gives.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .catalogue import BY_NAME, COHORT_INHERITED, Input
+from .inputs import SiteInputs
+from .operating_model import LINES, LISTS, SCENARIOS, _formula_constants, formula_inputs
+
+#: The tornado's drivers (TFOM-SPEC §8), in the spec's order; ties in swing keep it.
+TORNADO_DRIVERS: tuple[str, ...] = (
+    "tef_target", "sell_through_target", "price_factor", "decline_per_quarter",
+    "market_growth_per_quarter", "capex_per_gpu", "life_years", "electricity_per_kwh",
+    "availability", "discount_rate")
+#: A driver's low and high value: ± this share of its value …
+FLEX = 0.20
+#: … except the price decline, flexed by ± this much (a share of a share would barely move it).
+FLEX_ABSOLUTE: Mapping[str, float] = {"decline_per_quarter": 0.05}
+#: Drivers flexed in every cohort alike: a cohort's own value moves by the same factor.
+ALL_COHORTS: frozenset[str] = frozenset({"capex_per_gpu", "life_years"})
+
+#: The risk's drivers, drawn in this order from one generator.
+RISK_DRIVERS: tuple[str, ...] = (
+    "decline_per_quarter", "tef_target", "sell_through_target", "market_growth_per_quarter",
+    "price_factor")
+#: Drivers whose high is the live value: a plan's TEF can fall short, not overshoot without
+#: the programme.
+CAPPED_AT_LIVE: frozenset[str] = frozenset({"tef_target"})
+DEFAULT_DRAWS = 10_000
+#: The fixed seed: the same inputs give the same figures, run after run.
+SEED = 20_261_203
+#: Variants evaluated together: bounds the memory (the IRR grid holds 221 rates per variant).
+CHUNK = 500
+#: The outputs of a risk run.
+RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "prob_npv_negative",
+                                 "irr_p50")
+
+
+# -- many variants of one site, in one pass --------------------------------------------------------
+@functools.lru_cache(maxsize=3)
+def _model(key: str):
+    """The model compiled for the live scenario's NPV and IRR only."""
+    from .formula import compile_model, needed
+
+    return compile_model(needed(LINES, [f"out_npv_{key}", f"out_irr_{key}"]))
+
+
+def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:
+    index = next(i for i, sc in enumerate(SCENARIOS) if sc.name == inputs.scenario)
+    return index, SCENARIOS[index].key
+
+
+def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray]) -> tuple[np.ndarray,
+                                                                             np.ndarray]:
+    """The live scenario's NPV and IRR (NaN: none) for each variant of the site.
+
+    ``values`` maps a driver to one value per variant (all of the same length): the live
+    scenario's value of a per-scenario input, the site's value otherwise, and for
+    :data:`ALL_COHORTS` every cohort's own value scaled alike.
+    """
+    from .formula import _RowArray
+
+    index, key = _scenario_key(inputs)
+    model = _model(key)
+    constants = _formula_constants()
+    base = formula_inputs(inputs)
+    count = len(next(iter(values.values()))) if values else 1
+    npv, irr = np.empty(count), np.empty(count)
+    for start in range(0, count, CHUNK):
+        part = slice(start, min(count, start + CHUNK))
+        given = dict(base)
+        for name, column in values.items():
+            v = np.asarray(column, dtype=float)[part]
+            if BY_NAME[name].per_scenario:
+                row = np.tile(np.asarray(base[name], dtype=float), (len(v), 1))
+                row[:, index] = v
+                given[name] = row.view(_RowArray)
+            else:
+                given[name] = v
+            if name in ALL_COHORTS and name in COHORT_INHERITED:
+                own = np.asarray(base[f"fleet_{name}"], dtype=float)
+                factor = v / float(base[name])  # type: ignore[arg-type]
+                given[f"fleet_{name}"] = (own[None, :] * factor[:, None]).view(_RowArray)
+        out = model(given, constants, LISTS)
+        npv[part] = np.broadcast_to(np.asarray(out[f"out_npv_{key}"], dtype=float),
+                                    (part.stop - part.start,))
+        irr[part] = _numbers(out[f"out_irr_{key}"], part.stop - part.start)
+    return npv, irr
+
+
+def _numbers(x: object, n: int) -> np.ndarray:
+    """Figures as floats, NaN where the model says none."""
+    arr = np.asarray(x)
+    if arr.dtype.kind != "f":
+        arr = np.vectorize(lambda v: float(v) if isinstance(v, (int, float)) else math.nan,
+                           otypes=[float])(arr)
+    return np.broadcast_to(arr.astype(float), (n,)).copy()
+
+
+def live_value(inputs: SiteInputs, name: str) -> float:
+    """A driver's value for the live scenario."""
+    value = inputs[name]
+    if isinstance(value, tuple):
+        return float(value[_scenario_key(inputs)[0]])
+    return float(value)  # type: ignore[arg-type]
+
+
+def _clip(spec: Input, value: float) -> float:
+    if spec.high is not None:
+        value = min(value, spec.high)
+    if spec.low is not None and not spec.low_open:
+        value = max(value, spec.low)
+    return float(value)
+
+
+# -- the tornado ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Flex:
+    """One driver of the tornado: its low and high value and the NPV at each."""
+
+    name: str
+    label: str
+    value: float
+    low: float
+    high: float
+    npv_low: float
+    npv_high: float
+
+    @property
+    def swing(self) -> float:
+        return abs(self.npv_high - self.npv_low)
+
+
+@dataclass(frozen=True)
+class Tornado:
+    npv: float  # the live NPV: the tornado's centre
+    drivers: tuple[Flex, ...]  # sorted by swing, largest first
+
+    def as_json(self) -> dict[str, object]:
+        return {"npv": self.npv, "drivers": [
+            {"name": f.name, "low": f.low, "high": f.high, "npv_low": f.npv_low,
+             "npv_high": f.npv_high} for f in self.drivers]}
+
+
+def flex_values(inputs: SiteInputs, name: str) -> tuple[float, float]:
+    """A driver's low and high value (TFOM-SPEC §8), kept inside its allowed range."""
+    spec, value = BY_NAME[name], live_value(inputs, name)
+    step = FLEX_ABSOLUTE.get(name)
+    low, high = (value - step, value + step) if step is not None else \
+        (value * (1 - FLEX), value * (1 + FLEX))
+    return _clip(spec, low), _clip(spec, high)
+
+
+def tornado(inputs: SiteInputs, drivers: Sequence[str] = TORNADO_DRIVERS) -> Tornado:
+    """The live scenario's project NPV at each driver's low and high value, sorted by swing."""
+    flexes = [(name, *flex_values(inputs, name)) for name in drivers]
+    count = 2 * len(flexes) + 1  # the last variant is the site as it is: the centre
+    values = {name: np.full(count, live_value(inputs, name)) for name in drivers}
+    for i, (name, low, high) in enumerate(flexes):
+        values[name][2 * i], values[name][2 * i + 1] = low, high
+    npv, _ = evaluate(inputs, values)
+    out = [Flex(name, BY_NAME[name].label, live_value(inputs, name), low, high,
+                float(npv[2 * i]), float(npv[2 * i + 1]))
+           for i, (name, low, high) in enumerate(flexes)]
+    order = sorted(range(len(out)), key=lambda i: (-out[i].swing, i))
+    return Tornado(float(npv[-1]), tuple(out[i] for i in order))
+
+
+# -- risk ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Risk:
+    draws: int
+    seed: int
+    npv_p10: float
+    npv_p50: float
+    npv_p90: float
+    prob_npv_negative: float
+    irr_p50: float | None
+    npv: np.ndarray  # every draw's NPV, for the histogram
+
+    def as_json(self) -> dict[str, object]:
+        return {"draws": self.draws, "seed": self.seed, "npv_p10": self.npv_p10,
+                "npv_p50": self.npv_p50, "npv_p90": self.npv_p90,
+                "prob_npv_negative": self.prob_npv_negative, "irr_p50": self.irr_p50}
+
+    def summary(self) -> dict[str, float | None]:
+        return {name: getattr(self, name) for name in RISK_OUTPUTS}
+
+
+def triangle(inputs: SiteInputs, name: str) -> tuple[float, float, float]:
+    """A risk driver's low, mode and high: the smallest and largest of the three scenarios'
+    values around the live one (the live value is the high of :data:`CAPPED_AT_LIVE`)."""
+    values = [float(v) for v in inputs[name]]  # type: ignore[union-attr]
+    mode = live_value(inputs, name)
+    low, high = min(values), max(values)
+    if name in CAPPED_AT_LIVE:
+        high = mode
+    return low, mode, high
+
+
+def draw(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED
+         ) -> dict[str, np.ndarray]:
+    """Each risk driver's draws, triangular (constant where low = high)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name in RISK_DRIVERS:
+        low, mode, high = triangle(inputs, name)
+        out[name] = rng.triangular(low, mode, high, draws) if high > low \
+            else np.full(draws, mode)
+    return out
+
+
+def percentile(values: np.ndarray, q: float) -> float:
+    """The q-th percentile as PERCENTILE.INC gives it (linear between the ranks)."""
+    with np.errstate(invalid="ignore"):  # -inf (no IRR) beside a number: NaN, then none
+        return float(np.percentile(values, q, method="linear"))
+
+
+def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED) -> Risk:
+    """P10/P50/P90 of the live scenario's NPV over ``draws`` draws of :data:`RISK_DRIVERS`, the
+    probability the NPV is negative, and the median IRR (a draw without an IRR ranks below every
+    IRR; ``None`` when the median falls among those)."""
+    if draws < 1:
+        raise ValueError("draws must be at least 1")
+    npv, irr = evaluate(inputs, draw(inputs, draws, seed))
+    ranked = np.where(np.isnan(irr), -np.inf, irr)
+    irr_p50 = percentile(ranked, 50) if draws else math.nan
+    return Risk(draws, seed, percentile(npv, 10), percentile(npv, 50), percentile(npv, 90),
+                float(np.mean(npv < 0)), irr_p50 if math.isfinite(irr_p50) else None, npv)

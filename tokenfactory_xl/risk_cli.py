@@ -1,0 +1,121 @@
+"""``tokenfactory-xl sensitivity`` and ``tokenfactory-xl risk``: the tornado and the Monte Carlo
+of TFOM-SPEC §8 for one site, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .catalogue import BY_NAME
+
+
+def _value(name: str, value: float) -> str:
+    """A driver's value as the user types it: fractions as percentages."""
+    kind = BY_NAME[name].kind
+    if kind == "fraction":
+        return f"{value:.1%}"
+    return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    from .cli import format_value, inputs_from_args
+    from .risk import tornado
+
+    inputs = inputs_from_args(args)
+    result = tornado(inputs)
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2, allow_nan=False))
+        return 0
+    currency = str(inputs["currency"])
+
+    def money(x: float) -> str:
+        return format_value(x, "money", currency, "money")
+
+    print(f"{inputs['site_name']} — project NPV of the {inputs.scenario} scenario (live) at a "
+          f"low and a high value of each driver, by swing")
+    print(f"  NPV as it is: {money(result.npv)}")
+    rows = [(f.label, f"{_value(f.name, f.low)} … {_value(f.name, f.high)}", money(f.npv_low),
+             money(f.npv_high), money(f.swing), f.name) for f in result.drivers]
+    head = ("Driver", "Low … high", "NPV at low", "NPV at high", "Swing", "")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    print("  " + "  ".join(h.ljust(widths[i]) if i < 2 else h.rjust(widths[i])
+                           for i, h in enumerate(head[:5])))
+    for r in rows:
+        print("  " + "  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
+                               for i, c in enumerate(r[:5])) + f"  {r[5]}")
+    print("  ±20 % of each value (price decline ± 5 points), fractions kept in their range; "
+          "capex_per_gpu and life_years move every cohort alike")
+    return 0
+
+
+def cmd_risk(args: argparse.Namespace) -> int:
+    from .cli import UserError, format_value, inputs_from_args
+    from .risk import RISK_DRIVERS, risk, triangle
+
+    if args.draws < 1:
+        raise UserError(f"--draws {args.draws}: needs at least 1 draw")
+    inputs = inputs_from_args(args)
+    result = risk(inputs, args.draws)
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2, allow_nan=False))
+        return 0
+    currency = str(inputs["currency"])
+    print(f"{inputs['site_name']} — risk of the {inputs.scenario} scenario (live): "
+          f"{result.draws:,} draws, seed {result.seed}")
+    figures = [("NPV P10", format_value(result.npv_p10, "money", currency, "money"), "npv_p10"),
+               ("NPV P50", format_value(result.npv_p50, "money", currency, "money"), "npv_p50"),
+               ("NPV P90", format_value(result.npv_p90, "money", currency, "money"), "npv_p90"),
+               ("Probability NPV < 0", f"{result.prob_npv_negative:.1%}", "prob_npv_negative"),
+               ("IRR P50", format_value(result.irr_p50, "fraction", currency, "fraction"),
+                "irr_p50")]
+    width = max(len(f[0]) for f in figures)
+    right = max(len(f[1]) for f in figures)
+    for label, text, name in figures:
+        print(f"  {label:<{width}}  {text:>{right}}  {name}")
+    print("  drawn, triangular (low · mode · high from the three scenarios):")
+    for name in RISK_DRIVERS:
+        low, mode, high = triangle(inputs, name)
+        print(f"    {name}: {_value(name, low)} · {_value(name, mode)} · {_value(name, high)}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from .cli import add_input_options, add_print_output, positive_int
+    from .risk import DEFAULT_DRAWS
+
+    p = subparsers.add_parser(
+        "sensitivity",
+        description="The tornado (TFOM-SPEC §8): the live scenario's project NPV at a low and a "
+                    "high value of each driver (tef_target, sell_through_target, price_factor, "
+                    "decline_per_quarter, market_growth_per_quarter, capex_per_gpu, life_years, "
+                    "electricity_per_kwh, availability, discount_rate), sorted by swing. Each "
+                    "NPV is what `summary --set DRIVER=VALUE` gives.",
+        epilog="examples:\n  tokenfactory-xl sensitivity\n  tokenfactory-xl sensitivity "
+               "--set gpus=2048 --scenario Optimised --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_input_options(p)
+    p.add_argument("--json", action="store_true",
+                   help='print {"npv": …, "drivers": [{"name", "low", "high", "npv_low", '
+                        '"npv_high"}, …]}, sorted by swing')
+    add_print_output(p)
+    p.set_defaults(func=cmd_sensitivity)
+
+    p = subparsers.add_parser(
+        "risk",
+        description="Monte Carlo (TFOM-SPEC §8): draws of decline_per_quarter, tef_target, "
+                    "sell_through_target, market_growth_per_quarter and price_factor, each "
+                    "triangular between the smallest and largest of the three scenarios' values "
+                    "with the live value as mode (tef_target: the live value is the high); the "
+                    "NPV's P10/P50/P90, the probability of a negative NPV and the median IRR. "
+                    "A fixed seed: the same inputs give the same figures.",
+        epilog="examples:\n  tokenfactory-xl risk\n  tokenfactory-xl risk --draws 50000 "
+               "--set gpus=2048 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_input_options(p)
+    p.add_argument("--draws", type=positive_int, default=DEFAULT_DRAWS, metavar="N",
+                   help=f"number of draws (default {DEFAULT_DRAWS:,})")
+    p.add_argument("--json", action="store_true",
+                   help='print {"draws", "seed", "npv_p10", "npv_p50", "npv_p90", '
+                        '"prob_npv_negative", "irr_p50"} (none → null)')
+    add_print_output(p)
+    p.set_defaults(func=cmd_risk)
