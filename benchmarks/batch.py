@@ -74,14 +74,15 @@ def generate_sites(path: Path, count: int, seed: int = 7) -> None:
 
 
 # -- the measurements, each in its own process -------------------------------------------------
-def child_batch(sites: str, out: str, jobs: int, level: int) -> dict:
+def child_batch(sites: str, out: str, jobs: int, level: int, risk_draws: int = 0) -> dict:
     from tokenfactory_xl import batch
 
     started = time.perf_counter()
     batch._factory(level)
     template = time.perf_counter() - started
     cpu_before = _peaks()["cpu_s"]
-    report = batch.run_batch(sites, out, jobs=jobs, level=level, force=True)
+    report = batch.run_batch(sites, out, jobs=jobs, level=level, force=True,
+                             risk_draws=risk_draws)
     seconds = time.perf_counter() - started - template
     sizes = [p.stat().st_size for p in report.written]
     peaks = _peaks()
@@ -130,12 +131,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--plain", type=int, default=20,
                         help="sites built the plain way (openpyxl full build + save)")
+    parser.add_argument("--risk-draws", type=int, default=1000,
+                        help="draws a site for the run with risk columns")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
         if kind == "batch":
-            result = child_batch(rest[0], rest[1], int(rest[2]), int(rest[3]))
+            result = child_batch(rest[0], rest[1], int(rest[2]), int(rest[3]),
+                                 int(rest[4]) if len(rest) > 4 else 0)
         else:
             result = child_plain(rest[0], rest[1], int(rest[2]))
         print(json.dumps(result))
@@ -151,12 +155,16 @@ def main() -> None:
               f"load average {os.getloadavg()[0]:.1f} (the machine may be shared)")
         plain = measure("plain", str(sites), str(_fresh(work / "plain")), str(args.plain))
         one = measure("batch", str(sites), str(_fresh(work / "one")), "1",
-                      str(COMPRESSION_LEVEL))
+                      str(COMPRESSION_LEVEL), "0")
         many = measure("batch", str(sites), str(_fresh(work / "many")), str(args.jobs),
-                       str(COMPRESSION_LEVEL))
+                       str(COMPRESSION_LEVEL), "0")
+        risky = measure("batch", str(sites), str(_fresh(work / "risk")), "1",
+                        str(COMPRESSION_LEVEL), str(args.risk_draws))
         plain_rate = plain["workbooks"] / plain["seconds"]
         rows = [("plain openpyxl build + save", plain, 1),
-                ("batch --jobs 1", one, 1), (f"batch --jobs {args.jobs}", many, args.jobs)]
+                ("batch --jobs 1 --risk-draws 0", one, 1),
+                (f"batch --jobs {args.jobs} --risk-draws 0", many, args.jobs),
+                (f"batch --jobs 1 --risk-draws {args.risk_draws:,}", risky, 1)]
         plain_cpu = plain["workbooks"] / plain["cpu_s"]
         # Wall-clock rates depend on what else the machine runs; workbooks per CPU-second
         # (user + system time of the process and its workers) much less.
@@ -168,6 +176,8 @@ def main() -> None:
                   f"{rate / plain_rate:>8.1f}{cpu_rate:>9.1f}{cpu_rate / plain_cpu:>8.1f}"
                   f"{r['peak_mb']:>8.0f}{r['worker_peak_mb']:>10.0f}")
         print(f"(template built once per process: {one['template_s']:.2f} s, not counted)")
+        print(f"risk columns keep {one['cpu_s'] / risky['cpu_s']:.0%} of the batch's speed per "
+              f"CPU-second ({args.risk_draws:,} draws a site; goal: at least 50 %)")
 
         count = min(args.sites, 200)
         small = work / "small.csv"

@@ -14,7 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from tokenfactory_xl import batch, cli
+from tokenfactory_xl import batch, cli, risk
 from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.files import TEMP_PREFIX
 from tokenfactory_xl.libreoffice import recalculate
@@ -150,7 +150,7 @@ def test_portfolio_of_the_main_job(example_out):
     ws = openpyxl.load_workbook(example_out / "portfolio.xlsx").worksheets[0]
     # Each header's comment starts with the column's name ("npv: NPV [USD]").
     header = [c.comment.text.split(":")[0] for c in ws[1]]
-    columns = [o.name for o in pf.OUTPUT_COLUMNS]
+    columns = [o.name for o in (*pf.OUTPUT_COLUMNS, *pf.RISK_COLUMNS)]
     assert header[0] == "site_name" and header[-len(columns):] == columns
     names = [ws.cell(row=r, column=1).value for r in range(2, 7)]
     assert names == [r.inputs["site_name"] for r in read_sites(EXAMPLE)]
@@ -164,6 +164,21 @@ def test_portfolio_of_the_main_job(example_out):
         for sc in ("Base", "Optimised", "Downside"):
             assert float(r[f"npv_{sc.lower()}"]) == result.scenarios[sc].summary["npv"]
         assert float(r["uplift_npv"]) == result.uplift["npv"]
+        # the risk columns are tokenfactory-xl risk's figures with the batch's draws
+        figures = risk.risk(site.inputs, batch.BATCH_RISK_DRAWS).summary()
+        for name in ("npv_p10", "npv_p50", "npv_p90", "prob_npv_negative"):
+            assert float(r[name]) == figures[name], name
+
+
+def test_risk_draws_0_leaves_the_risk_columns_out(tmp_path):
+    sites = sites_csv(tmp_path, ["Alpha,2048,0.4"])
+    proc = tfxl("batch", str(sites), "-o", str(tmp_path / "out"), "--risk-draws", "0",
+                "--summary-csv", str(tmp_path / "s.csv"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    header = (tmp_path / "s.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert header[-1] == "uplift_npv" and "npv_p10" not in header
+    bad = tfxl("batch", str(sites), "-o", str(tmp_path / "out2"), "--risk-draws", "-5")
+    assert bad.returncode == 2 and "-5: give 0 (no risk columns) or more draws" in bad.stderr
 
 
 def test_same_inputs_give_identical_bytes_with_one_or_two_jobs(example_out, tmp_path):

@@ -51,7 +51,13 @@ from .files import (
 from .inputs import SiteInputs, default_inputs
 from .interrupts import Stopped, stop_on_signals
 from .operating_model import OUTPUT_NAMES, Result, run
-from .portfolio import SCENARIO_COLUMNS, portfolio_bytes, site_summary, summary_csv_text
+from .portfolio import (
+    RISK_COLUMNS,
+    SCENARIO_COLUMNS,
+    portfolio_bytes,
+    site_summary,
+    summary_csv_text,
+)
 from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
 from .workers import imap_unordered
@@ -144,7 +150,12 @@ class _Task:
     index: int
     inputs: SiteInputs
     target: Path
+    risk_draws: int = 0
 
+
+#: Monte Carlo draws per site for the portfolio's risk columns: enough for a P10 and a P90 that
+#: move by a few per cent of their spread between seeds, at about the cost of the workbook.
+BATCH_RISK_DRAWS = 1_000
 
 # The compression level of this batch, set before the workers start (and by the initializer).
 _LEVEL = COMPRESSION_LEVEL
@@ -154,6 +165,11 @@ def _make(task: _Task) -> tuple[int, dict[str, float | None], Path]:
     """Write one site's workbook under a temporary name beside its target; return its index,
     summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
     data, summary = _factory(_LEVEL).make(task.inputs)
+    if task.risk_draws:
+        from .risk import risk
+
+        figures = risk(task.inputs, task.risk_draws).summary()
+        summary = {**summary, **{c.name: figures[c.name] for c in RISK_COLUMNS}}
     return task.index, summary, stage(task.target, data)
 
 
@@ -295,7 +311,8 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
               jobs: int = 1, summary_csv: str | os.PathLike | None = None,
               progress: Progress | Callable[[int], Progress] | None = None,
               level: int = COMPRESSION_LEVEL, header_row: int | None = None,
-              cohorts: str | os.PathLike | None = None) -> BatchReport:
+              cohorts: str | os.PathLike | None = None,
+              risk_draws: int = BATCH_RISK_DRAWS) -> BatchReport:
     """Write one workbook per valid site of ``sites_path`` into ``outdir``, then the portfolio.
 
     Parameters
@@ -312,6 +329,7 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     header_row : the row of the sites file holding the input names (default: found).
     cohorts : a cohorts file for the sites' further cohorts (default: the sites workbook's
         ``cohorts`` sheet, if it has one).
+    risk_draws : Monte Carlo draws per site for the portfolio's risk columns (0: none).
 
     Raises
     ------
@@ -331,7 +349,7 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     report = BatchReport(outdir, skipped=skipped, notes=sites.notes)
     workbook_targets = targets[: len(rows)]
     summaries: list[dict[str, float | None] | None] = [None] * len(rows)
-    results = _generate(rows, workbook_targets, jobs, level)
+    results = _generate(rows, workbook_targets, jobs, level, risk_draws)
     with Outputs() as outputs:
         try:
             for index, summary, temp in results:
@@ -363,9 +381,9 @@ def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | N
     return Result(inputs, inputs.scenario, (), (), {}, summary)
 
 
-def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], jobs: int, level: int
-              ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
-    tasks = (_Task(i, row.inputs, target)  # type: ignore[arg-type]
+def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], jobs: int, level: int,
+              risk_draws: int = 0) -> Iterator[tuple[int, dict[str, float | None], Path]]:
+    tasks = (_Task(i, row.inputs, target, risk_draws)  # type: ignore[arg-type]
              for i, (row, target) in enumerate(zip(rows, targets, strict=True)))
     global _LEVEL
     _LEVEL = level
@@ -402,7 +420,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
                 force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
                 progress=lambda n: Progress(n, stream), header_row=args.header_row,
-                cohorts=args.cohorts)
+                cohorts=args.cohorts, risk_draws=args.risk_draws)
     except TargetsExist as exc:
         raise UserError(str(exc)) from None
     except OutputClash as exc:
@@ -477,11 +495,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--header-row", type=_row_number, metavar="N",
                    help="the row of the sites file holding the input names (default: the first "
                         "row with a site_name cell)")
+    p.add_argument("--risk-draws", type=_draws, default=BATCH_RISK_DRAWS, metavar="N",
+                   help="Monte Carlo draws per site for the portfolio's npv_p10, npv_p50, "
+                        f"npv_p90 and prob_npv_negative (default {BATCH_RISK_DRAWS:,}; 0: no "
+                        "risk columns; `tokenfactory-xl risk` gives one site's with 10,000)")
     p.add_argument("--cohorts", metavar="FILE",
                    help="the sites' further cohorts (.csv or .xlsx: a site_name column, then "
                         "cohort, online_month, gpus and any cohort column; see `tokenfactory-xl "
                         "inputs`); default: the sites workbook's sheet named cohorts, if any")
     p.set_defaults(func=cmd_batch)
+
+
+def _draws(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 (no risk columns) or more draws")
+    return value
 
 
 def _row_number(text: str) -> int:

@@ -948,7 +948,8 @@ def compile_model(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[st
         "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
-        "_pick": _pick, "_blank_table": _blank_table,
+        "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
+        "_take": _take, "_put": _put,
     }
     with np.errstate(all="ignore"):
         exec(compile(source, "<tfom model>", "exec"), namespace)  # noqa: S102
@@ -994,16 +995,53 @@ def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None]) -> 
     out = [f"    {name} = {code}" for code, name in ctx.hoisted.items()]
     guard = python(t.guard, ctx) if t.guard is not None else None
     indent = "    "
-    if guard in ctx.hoisted.values():  # a guard that holds nowhere leaves the table blank
-        out.append(f"    if not np.any({guard}):")
+    compress = guard in ctx.hoisted.values() and not any("_pick(" in line for line in loop)
+    if compress:
+        # Many variants at once (a risk run): the loop runs only for those where the guard
+        # holds; the others are blank, as the guard makes them. A guard that holds nowhere
+        # leaves the table blank without a step.
+        out.append(f"    _rows = _guarded_rows({guard})")
+        out.append("    if _rows is not None and _rows.size == 0:")
         out += [f"        V[{ln.name!r}] = _blank_table({guard}, {t.length})" for ln in group]
         out.append("    else:")
         indent = "        "
+        out.append(f"        _full = {guard}")
+        for name in ctx.hoisted.values():
+            out.append(f"        {name} = _take({name}, _rows)")
     out += [f"{indent}V[{ln.name!r}] = []" for ln in group]
     out.append(f"{indent}for _k in range({t.length}):")
     out += [indent + line for line in loop]
     for ln in group:
-        out.append(f"{indent}V[{ln.name!r}] = _stack(V[{ln.name!r}])")
+        stacked = f"_stack(V[{ln.name!r}])"
+        if compress:
+            stacked = f"_put({stacked}, _rows, _full, {t.length})"
+        out.append(f"{indent}V[{ln.name!r}] = {stacked}")
+    return out
+
+
+def _guarded_rows(guard):
+    """For many variants (a guard of shape (k, 1, 1)), the variants where it holds; ``None``
+    for one site (a plain boolean), whose loop runs unless the guard fails."""
+    g = np.asarray(guard)
+    if g.ndim != 3:
+        return None if bool(np.any(g)) else np.empty(0, dtype=int)
+    return np.flatnonzero(g[:, 0, 0])
+
+
+def _take(x, rows):
+    """An operand of the loop restricted to the variants ``rows`` (shared operands as they
+    are)."""
+    if rows is None or np.ndim(x) != 3 or np.shape(x)[0] == 1:
+        return x
+    return np.asarray(x)[rows]
+
+
+def _put(values, rows, guard, n: int):
+    """A loop's lines computed for the variants ``rows`` put back among all, blank elsewhere."""
+    if rows is None:
+        return values
+    out = np.full((np.shape(guard)[0], n), np.nan)
+    out[rows] = values
     return out
 
 

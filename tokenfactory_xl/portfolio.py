@@ -127,7 +127,23 @@ SCENARIO_COLUMNS: tuple[ScenarioColumn, ...] = tuple(
                    "out_uplift_npv"),)
 #: Every output column, in the table's order.
 OUTPUT_COLUMNS: tuple[Output | ScenarioColumn, ...] = (*OUTPUTS, *SCENARIO_COLUMNS)
-_OUTPUTS = {o.name: o for o in OUTPUT_COLUMNS}
+#: The risk of each site's live NPV (TFOM-SPEC §8), when the batch computed it (``--risk-draws``).
+RISK_COLUMNS: tuple[ScenarioColumn, ...] = (
+    ScenarioColumn("npv_p10", "NPV P10", _NPV.unit, _NPV.kind, ""),
+    ScenarioColumn("npv_p50", "NPV P50", _NPV.unit, _NPV.kind, ""),
+    ScenarioColumn("npv_p90", "NPV P90", _NPV.unit, _NPV.kind, ""),
+    ScenarioColumn("prob_npv_negative", "Probability NPV < 0", "fraction", "fraction", ""),
+)
+_OUTPUTS = {o.name: o for o in (*OUTPUT_COLUMNS, *RISK_COLUMNS)}
+
+
+def output_columns(entries: Sequence[Entry]) -> list[str]:
+    """The output columns of these sites: every output, then the risk columns when the sites
+    carry them."""
+    names = [o.name for o in OUTPUT_COLUMNS]
+    if entries and all(RISK_COLUMNS[0].name in figures(r) for _, r in entries):
+        names += [c.name for c in RISK_COLUMNS]
+    return names
 
 
 def figures(result: _HasSummary) -> dict[str, float | None]:
@@ -182,7 +198,7 @@ def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
         shown.append({n: _key(value(n, inputs, {}, flat)) for n in flat})
     names = list(shown[0]) if shown else list(ALWAYS)
     differ = [n for n in names if n not in ALWAYS and len({s[n] for s in shown}) > 1]
-    return [*ALWAYS, *differ], [o.name for o in OUTPUT_COLUMNS]
+    return [*ALWAYS, *differ], output_columns(entries)
 
 
 def _key(found: object) -> object:
@@ -275,12 +291,12 @@ def _lines(text: str, width: float) -> int:
 
 def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
     """The totals: sums, portfolio ratios and ``None`` where no total makes sense."""
-    out: dict[str, float | None] = {o.name: None for o in OUTPUT_COLUMNS}
+    named = output_columns(entries)
+    out: dict[str, float | None] = {name: None for name in named}
     if not entries:
         return out
     one_currency = currency_of(entries) is not None
-    shown = [{o.name: value(o.name, i, figures(r), {}) for o in OUTPUT_COLUMNS}
-             for i, r in entries]
+    shown = [{name: value(name, i, figures(r), {}) for name in named} for i, r in entries]
 
     def weighted(name: str, weights: list[float]) -> float | None:
         pairs = [(s[name], w) for s, w in zip(shown, weights, strict=True) if s[name] is not None]
@@ -426,6 +442,9 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         sheet.page_setup.orientation = "landscape"
         sheet.sheet_properties.pageSetUpPr.fitToPage = True
         sheet.add_chart(chart, "A1")
+        if "npv_p10" in names:
+            sheet.add_chart(_risk_chart(ws, names, shown, n, currency),
+                            f"A{int(chart.height * 2) + 4}")
 
     buffer = io.BytesIO()
     wb.properties.created = dt.datetime(2000, 1, 1)
@@ -435,6 +454,36 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         "xl/worksheets/sheet2.xml": lambda xml: _every_digit(
             xml, lambda c, r: total_rows[r - 2][c - 1]),
     })
+
+
+def _risk_chart(ws, names: list[str], shown: int, n: int, currency: str | None):
+    """Each site's NPV from P10 to P90 (a vertical line, as a high-low chart draws it) with its
+    P50 (a tick)."""
+    from openpyxl.chart import Reference, StockChart
+    from openpyxl.chart.axis import ChartLines
+    from openpyxl.chart.shapes import GraphicalProperties
+    from openpyxl.drawing.line import LineProperties
+
+    chart = StockChart()
+    chart.title = "NPV P10 to P90 of each site, P50 marked" + (
+        f" (first {shown} of {n} sites)" if n > shown else "")
+    chart.y_axis.title = f"NPV [{currency}]" if currency else "NPV"
+    chart.y_axis.number_format = "#,##0"
+    chart.x_axis.tickLblPos = "low"  # the site names under the bars, below negative NPVs
+    # a high-low-close chart: high (P90), low (P10), close (P50)
+    for name in ("npv_p90", "npv_p10", "npv_p50"):
+        col = names.index(name) + 1
+        chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
+                       titles_from_data=True)
+        series = chart.series[-1]
+        series.graphicalProperties.line.noFill = True  # no line from site to site
+        series.marker.symbol = "dash" if name == "npv_p50" else "none"
+        series.marker.size = 12
+    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
+    chart.hiLowLines = ChartLines(spPr=GraphicalProperties(ln=LineProperties(w=38100)))
+    chart.height = 10
+    chart.width = max(24.0, 0.8 * shown + 4)
+    return chart
 
 
 def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
@@ -454,10 +503,9 @@ def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
     figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
                ("gpus", header("gpus", currency), total.get("gpus"), _number_format("gpus"),
                 "sum over the sites")]
-    for o in OUTPUT_COLUMNS:
-        figures.append((o.name, header(o.name, currency), total.get(o.name),
-                        _number_format(o.name), _how_totalled(o.name, total.get(o.name),
-                                                              one_currency)))
+    for name in output_columns(entries):
+        figures.append((name, header(name, currency), total.get(name), _number_format(name),
+                        _how_totalled(name, total.get(name), one_currency)))
     titles = ["Figure", "Portfolio total", "How it is totalled", "Column"]
     rows = [[label, found, how, name if name != "sites" else None]
             for name, label, found, _, how in figures]

@@ -1,0 +1,86 @@
+"""How fast the risk and the tornado run (TFOM-SPEC §8), against a plain loop of model runs.
+
+In the same run on the same machine, for one site over 120 months:
+
+1. ``risk(inputs, 10,000)``: every draw at once, in chunks, through the compiled model's NPV and
+   IRR lines only (goal: at most 1 s of CPU);
+2. the plain way: ``run()`` once per draw with the drawn values (timed on ``--plain`` draws, the
+   rate scaled to 10,000);
+3. the tornado (21 variants in one pass) against 21 ``run()`` calls.
+
+CPU time is ``time.process_time`` of this process (one core: numpy is not threaded here).
+Usage::
+
+    python benchmarks/risk.py              # 10,000 draws, 200 plain runs
+    python benchmarks/risk.py --draws 2000 --plain 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def cpu(fn, repeat: int = 3) -> float:
+    """The least CPU time of ``repeat`` calls (the others paid for a busy machine)."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.process_time()
+        fn()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--draws", type=int, default=10_000)
+    parser.add_argument("--plain", type=int, default=200, help="draws run one by one")
+    args = parser.parse_args()
+
+    from tokenfactory_xl import risk
+    from tokenfactory_xl.inputs import make_inputs
+    from tokenfactory_xl.operating_model import run
+
+    print(f"one site, 120 months; {os.cpu_count()} cores; load average "
+          f"{os.getloadavg()[0]:.1f} (the machine may be shared)")
+    sites = {
+        "default site": make_inputs({"horizon_months": 120}),
+        "two cohorts, a contract, debt": make_inputs({
+            "horizon_months": 120, "gpus": 2048, "measured_tps": 2_000_000,
+            "contract_mtok_per_month": 50_000, "contract_price_per_mtok": 0.4,
+            "contract_months": 36, "debt_share": 0.5,
+            "cohorts": [{"cohort": "B200 2028", "online_month": 13, "gpus": 512,
+                         "capex_per_gpu": 55_000}]}),
+    }
+    print(f"\n{'':32}{'draws':>8}{'CPU s':>8}{'per 10k':>9}{'× plain':>9}")
+    for label, inputs in sites.items():
+        risk.risk(inputs, 10)  # compile once, not timed
+        vectorised = cpu(lambda inputs=inputs: risk.risk(inputs, args.draws))
+        draws = risk.draw(inputs, args.plain)
+
+        def plain(inputs=inputs, draws=draws):
+            for i in range(args.plain):
+                run(inputs.replace({name: (float(values[i]),) + tuple(inputs[name][1:])
+                                    for name, values in draws.items()}))
+
+        looped = cpu(plain, repeat=1)
+        per_10k, plain_10k = vectorised * 10_000 / args.draws, looped * 10_000 / args.plain
+        print(f"{label:32}{args.draws:>8,}{vectorised:>8.2f}{per_10k:>9.2f}"
+              f"{plain_10k / per_10k:>9.0f}")
+        print(f"{'  plain run() per draw':32}{args.plain:>8,}{looped:>8.2f}{plain_10k:>9.2f}"
+              f"{1:>9}")
+        tornado = cpu(lambda inputs=inputs: risk.tornado(inputs))
+        runs = cpu(lambda inputs=inputs: [run(inputs) for _ in range(21)], repeat=1)
+        print(f"{'  tornado, 21 variants at once':32}{21:>8}{tornado:>8.3f}{'':>9}"
+              f"{runs / tornado:>9.0f}")
+    print("\ngoal: one site's 10,000 draws over 120 months in at most 1 s of one core")
+
+
+if __name__ == "__main__":
+    main()
