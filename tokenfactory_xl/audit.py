@@ -554,15 +554,18 @@ def _same_value(expected: object, stored: object, date1904: bool = False) -> boo
 def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit,
                   expected: Mapping[str, Mapping[str, object]],
                   changed: set[tuple[str, str]]) -> None:
-    from .workbook import IRR_SHEET, irr_sheet_noise
+    from .workbook import IRR_SHEET, irr_sheet_noise, plan
+    from .workbook_risk import SHEET as RISK_SHEET
+
+    risk_check = plan().risk_check
 
     titles = {s.title for s in content.sheets}
     compared = absent = 0
     stale: list[tuple[str, object, object, str]] = []
     noise = irr_sheet_noise(expected)  # type: ignore[arg-type]
     for title, formulas in template.formulas.items():
-        if title not in titles:
-            continue
+        if title not in titles or title == RISK_SHEET:
+            continue  # the Risk sheet's formulas read its copy of the inputs, not the inputs
         sheet = content.cells(title)
         stored_values, found = sheet.values, sheet.formulas
         values = expected.get(title, {})
@@ -582,6 +585,8 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
                 absent += 1
                 continue
             want, stored = values[coord], stored_values[coord]
+            if (title, coord) == risk_check:
+                continue  # reads the Risk sheet's copy of the inputs
             if (title == IRR_SHEET and isinstance(want, float) and isinstance(stored, float)
                     and abs(want - stored) <= noise):
                 continue  # rounding noise of an NPV near its IRR (irr_sheet_noise)

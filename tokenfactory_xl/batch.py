@@ -103,25 +103,35 @@ class WorkbookFactory:
         self._outputs |= {c.name: self.stencil.defined_cells.get(c.line)
                           for c in SCENARIO_COLUMNS}
 
-    def workbook_bytes(self, inputs: SiteInputs) -> bytes:
-        """The site's workbook, every formula cell storing the model's value, as ``.xlsx``."""
-        return self.stencil.fill(self._cell_values(inputs))
+    def workbook_bytes(self, inputs: SiteInputs, risk_draws: int = 0) -> bytes:
+        """The site's workbook, every formula cell storing the model's value, as ``.xlsx``
+        (its Risk sheet computed with ``risk_draws`` draws; 0: not computed)."""
+        return self.make(inputs, risk_draws)[0]
 
-    def make(self, inputs: SiteInputs) -> tuple[bytes, dict[str, float | None]]:
-        """The site's workbook and its summary outputs (``None`` where the spec says none)."""
-        values = self._cell_values(inputs)
+    def make(self, inputs: SiteInputs, risk_draws: int = 0
+             ) -> tuple[bytes, dict[str, float | None]]:
+        """The site's workbook and its summary outputs (``None`` where the spec says none),
+        with the risk columns when ``risk_draws`` draws were made (the Risk sheet's figures)."""
+        from . import workbook_risk
+
+        figures = workbook_risk.compute(inputs, risk_draws)
+        values = self._cell_values(inputs, figures=figures)
+        extra: dict[str, float | None] = {}
+        if figures is not None:
+            risk_summary = figures.risk.summary()
+            extra = {c.name: risk_summary[c.name] for c in RISK_COLUMNS}
         summary: dict[str, float | None] = {}
         for name, where in self._outputs.items():
             if where is None:  # a workbook without that output cell: ask the model
-                return self.stencil.fill(values), site_summary(run(inputs))
+                return self.stencil.fill(values), {**site_summary(run(inputs)), **extra}
             value = values[where[0]][where[1]]
             summary[name] = float(value) if isinstance(value, (int, float)) else None
-        return self.stencil.fill(values), summary
+        return self.stencil.fill(values), {**summary, **extra}
 
 
 def _template_bytes(workbook) -> bytes:
     """The default site's workbook, saved with the workbook module's deterministic save."""
-    wb = workbook.build_workbook(None)
+    wb = workbook.build_workbook(None, risk_draws=0)  # each site's Risk figures fill it
     buffer = io.BytesIO()
     try:
         workbook.save_workbook(wb, buffer)
@@ -164,12 +174,7 @@ _LEVEL = COMPRESSION_LEVEL
 def _make(task: _Task) -> tuple[int, dict[str, float | None], Path]:
     """Write one site's workbook under a temporary name beside its target; return its index,
     summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
-    data, summary = _factory(_LEVEL).make(task.inputs)
-    if task.risk_draws:
-        from .risk import risk
-
-        figures = risk(task.inputs, task.risk_draws).summary()
-        summary = {**summary, **{c.name: figures[c.name] for c in RISK_COLUMNS}}
+    data, summary = _factory(_LEVEL).make(task.inputs, task.risk_draws)
     return task.index, summary, stage(task.target, data)
 
 

@@ -41,7 +41,7 @@ from openpyxl.worksheet.properties import PageSetupProperties
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
 
-from . import __version__
+from . import __version__, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
@@ -52,7 +52,7 @@ from .operating_model import MAX_MONTHS, OUTPUTS, Result
 
 SHEETS: tuple[str, ...] = (
     "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
-    "Sensitivity", "Dashboard", "Checks",
+    "Sensitivity", "Risk", "Dashboard", "Checks",
 )
 
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
@@ -103,6 +103,8 @@ class Plan:
     inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
     echoes: list[tuple[str, str, str]] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
+    #: the Checks sheet's cell saying whether the Risk sheet's figures are current
+    risk_check: tuple[str, str] = ("", "")
 
 
 def _split(coord: str) -> tuple[str, int]:
@@ -856,6 +858,19 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
         b.scalar(ws, f"B{row}", line)
         ws[f"B{row}"].alignment = st.CENTER
         row += 1
+    row += 1
+    _section(ws, row - 1, "Computed by tokenfactory_xl (values, not formulas)", 4)
+    ws.cell(row, 1, workbook_risk.CHECK_LABEL).alignment = st.WRAP
+    ws.row_dimensions[row].height = 30
+    ws[f"B{row}"] = workbook_risk.check_formula()
+    ws[f"B{row}"].alignment = st.CENTER
+    ws[f"B{row}"].protection = st.LOCKED
+    b.plan.risk_check = (ws.title, f"B{row}")
+    _status_format(ws, f"B{row}")
+    red = CellIsRule(operator="equal", formula=['"STALE"'], fill=st.CHECK_BAD_FILL,
+                     font=st.CHECK_BAD_FONT)
+    ws.conditional_formatting.add(f"B{row}", red)
+    row += 1
     b.scalar(ws, "B4", om.MASTER_CHECK)
     ws["B4"].alignment = st.CENTER
     for ref in (f"B{first}:B{row - 1}", "B4"):
@@ -1059,7 +1074,8 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.page_setup.fitToHeight = 1
 
 # -- the workbook -----------------------------------------------------------------------------
-def _build(inputs: SiteInputs) -> tuple[Workbook, Plan]:
+def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
+           ) -> tuple[Workbook, Plan]:
     wb = Workbook()
     wb.remove(wb.active)
     sheets = {name: wb.create_sheet(name) for name in SHEETS}
@@ -1072,6 +1088,7 @@ def _build(inputs: SiteInputs) -> tuple[Workbook, Plan]:
     _scenarios_sheet(b, sheets["Scenarios"])
     _irr_sheet(b, sheets["IRR"])
     _sensitivity_sheet(b, sheets["Sensitivity"])
+    workbook_risk.build(sheets["Risk"], inputs, figures, b.name)
     _checks_sheet(b, sheets["Checks"])
     _cover_sheet(b, sheets["Cover"])
     _dashboard_sheet(b, sheets["Dashboard"])
@@ -1089,13 +1106,16 @@ def _build(inputs: SiteInputs) -> tuple[Workbook, Plan]:
     return wb, b.plan
 
 
-def build_workbook(inputs: SiteInputs | None = None) -> Workbook:
+def build_workbook(inputs: SiteInputs | None = None,
+                   risk_draws: int = workbook_risk.DEFAULT_DRAWS) -> Workbook:
     """The TFOM workbook with ``inputs`` typed in (the catalogue defaults when ``None``).
 
     Native formulas only, no stored values: Excel and LibreOffice compute on opening (the
-    workbook asks for a full calculation on load).
+    workbook asks for a full calculation on load). The Risk sheet holds the tornado and the
+    Monte Carlo of ``risk_draws`` draws for these inputs (0: not computed).
     """
-    wb, _ = _build(inputs if inputs is not None else default_inputs())
+    inputs = inputs if inputs is not None else default_inputs()
+    wb, _ = _build(inputs, workbook_risk.compute(inputs, risk_draws))
     return wb
 
 
@@ -1170,13 +1190,14 @@ def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
                         if isinstance(v, float) and math.isfinite(v)] + [1.0])
 
 
-def cell_values(inputs: SiteInputs, result: Result | None = None
-                ) -> dict[str, dict[str, object]]:
+def cell_values(inputs: SiteInputs, result: Result | None = None,
+                figures: workbook_risk.Figures | None = None) -> dict[str, dict[str, object]]:
     """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
 
     Numbers are floats (input counts ints, dates ``datetime``), texts are strings, ``"none"``
     where the spec says none, ``""`` for blanks (months beyond the horizon). ``result`` is
-    ``run(inputs)`` when the caller has it already (the model is not run twice).
+    ``run(inputs)`` when the caller has it already (the model is not run twice); ``figures``
+    the Risk sheet's (``None``: not computed).
     """
     p = plan()
     values = (result if result is not None else om.run(inputs)).values
@@ -1212,6 +1233,9 @@ def cell_values(inputs: SiteInputs, result: Result | None = None
                 sheet[coord] = ""
             else:
                 sheet[coord] = _shown(line, items[k])
+    out[workbook_risk.SHEET] = workbook_risk.cell_values(inputs, figures)
+    check_sheet, check_coord = p.risk_check
+    out[check_sheet][check_coord] = "OK" if figures is not None else "not computed"
     for sheet_name, coord, source in p.echoes:
         if source.startswith("in_"):
             spec = BY_NAME[source[3:]]
