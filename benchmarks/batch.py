@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--plain", type=int, default=20,
                         help="sites built the plain way (openpyxl full build + save)")
-    parser.add_argument("--risk-draws", type=int, default=1000,
+    parser.add_argument("--risk-draws", type=int, default=500,
                         help="draws a site for the run with risk columns")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()

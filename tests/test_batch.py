@@ -14,7 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from tokenfactory_xl import batch, cli, risk
+from tokenfactory_xl import batch, cli, risk, workbook_risk
 from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.files import TEMP_PREFIX
 from tokenfactory_xl.libreoffice import recalculate
@@ -80,7 +80,8 @@ def test_each_workbook_holds_its_site_and_every_stored_value(example_out):
         sheet, ref = defined_cell(stored, "in_site_name")
         assert stored[sheet][ref].value == row.inputs["site_name"]
         # Every input and formula cell stores what the Python model says it shows.
-        expected = workbook.cell_values(row.inputs)
+        expected = workbook.cell_values(row.inputs, figures=workbook_risk.compute(
+            row.inputs, batch.BATCH_RISK_DRAWS))
         for sheet, cells in expected.items():
             ws = stored[sheet]
             for coord, value in cells.items():

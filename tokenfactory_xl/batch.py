@@ -165,7 +165,7 @@ class _Task:
 
 #: Monte Carlo draws per site for the portfolio's risk columns: enough for a P10 and a P90 that
 #: move by a few per cent of their spread between seeds, at about the cost of the workbook.
-BATCH_RISK_DRAWS = 1_000
+BATCH_RISK_DRAWS = 500
 
 # The compression level of this batch, set before the workers start (and by the initializer).
 _LEVEL = COMPRESSION_LEVEL

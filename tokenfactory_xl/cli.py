@@ -47,6 +47,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("template", "tokenfactory_xl.workbook_cli", "write the TFOM workbook (Excel, no macros)"),
     ("render", "tokenfactory_xl.workbook_cli",
      "draw a workbook's Dashboard as a PNG (LibreOffice)"),
+    ("refresh", "tokenfactory_xl.workbook_cli",
+     "recompute a filled-in workbook's Risk sheet for its inputs, as a new workbook"),
     ("batch", "tokenfactory_xl.batch",
      "write one TFOM workbook per site of a sites file, and a portfolio"),
     ("theoretical", "tokenfactory_xl.theoretical",

@@ -891,7 +891,8 @@ _HOW_TO = (
     "4. Years holds the tax by calendar year (losses carried forward) and the debt cover.",
     "5. Returns gives NPV, IRR, payback, ROI and the other outputs of the live scenario "
     "(named out_…); Scenarios shows all three and Optimised − Base.",
-    "6. Sensitivity shows the margin against utilisation.",
+    "6. Sensitivity shows the margin against utilisation; Risk the tornado and the Monte Carlo "
+    "of the NPV (values: when it says STALE, run tokenfactory-xl refresh FILE).",
     "7. Dashboard shows the headline figures and charts. Checks must all say OK.",
     "Sheets are protected without a password so formulas are not overwritten by accident; "
     "Review → Unprotect Sheet to change the structure.",

@@ -101,8 +101,53 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Findings that a refreshed workbook does not carry over (it is made anew from the inputs).
+_NOT_CARRIED = frozenset({"formula_edited", "formula_replaced", "formula_deleted",
+                          "formula_added", "sheet_added", "sheet_deleted", "name_moved"})
+
+
+def cmd_refresh(args: argparse.Namespace) -> int:
+    """Recompute a filled-in workbook's Risk sheet: a new workbook made from its inputs."""
+    from .batch import WorkbookFactory
+    from .cli import UserError
+    from .collect import collect
+    from .sites import visible
+
+    source = Path(args.workbook)
+    if not source.is_file():
+        raise UserError(f"{visible(source)}: no such workbook")
+    target = Path(args.output) if args.output else source.with_name(
+        f"{source.stem}-refreshed.xlsx")
+    in_place = target.resolve() == source.resolve()
+    if target.suffix.lower() != ".xlsx":
+        raise UserError(f"{visible(target)}: the workbook must be an .xlsx file")
+    if target.exists() and not args.force:
+        what = "it is the workbook read" if in_place else "it exists"
+        raise UserError(f"{visible(target)}: {what}; add --force to replace it (or -o NEW.xlsx)")
+    (audit,) = collect([source])
+    if not audit.included:
+        lines = [f"{visible(source)}: its inputs cannot be read, so nothing was written:"]
+        lines += [f"  - {f.where}: {visible(f.message)}" for f in audit.findings
+                  if f.severity == "error"]
+        raise UserError("\n".join(lines))
+    lost = [f for f in audit.findings if f.code in _NOT_CARRIED]
+    if lost and in_place:
+        raise UserError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
+                        "or sheets would be lost in place; write a new file with -o NEW.xlsx")
+    data, summary = WorkbookFactory().make(audit.inputs, args.draws)
+    write_atomically(target, data)
+    for f in lost:
+        print(f"tokenfactory-xl: note: not carried over from {visible(source)}: {f.where}: "
+              f"{visible(f.message)}")
+    print(f"wrote {visible(target)}: {visible(audit.inputs['site_name'])}, the Risk sheet "
+          f"computed with {args.draws:,} draws for the inputs of {visible(source.name)} (NPV "
+          f"P50 {summary['npv_p50']:,.0f})")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import add_input_options
+    from .cli import add_input_options, positive_int
+    from .risk import DEFAULT_DRAWS
 
     p = subparsers.add_parser(
         "template",
@@ -134,3 +179,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="pixels per inch (default 80)")
     r.add_argument("--force", action="store_true", help="overwrite an existing file")
     r.set_defaults(func=cmd_render)
+
+    f = subparsers.add_parser(
+        "refresh",
+        description="Recompute the Risk sheet (tornado and Monte Carlo) of a filled-in TFOM "
+                    "workbook for the inputs and fleet it holds now, writing a new workbook made "
+                    "from them (every formula and stored value fresh). The workbook read is "
+                    "never changed unless -o names it and --force is given.",
+        epilog="examples (the first writes TFOM-refreshed.xlsx):\n"
+               "  tokenfactory-xl refresh TFOM.xlsx\n"
+               "  tokenfactory-xl refresh TFOM.xlsx -o TFOM.xlsx --force --draws 2000",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("workbook", help="the filled-in TFOM workbook (.xlsx)")
+    f.add_argument("-o", "--output", metavar="FILE.xlsx",
+                   help="the workbook to write (default: NAME-refreshed.xlsx beside it)")
+    f.add_argument("--draws", type=positive_int, default=DEFAULT_DRAWS, metavar="N",
+                   help=f"Monte Carlo draws (default {DEFAULT_DRAWS:,})")
+    f.add_argument("--force", action="store_true", help="replace an existing file")
+    f.set_defaults(func=cmd_refresh)

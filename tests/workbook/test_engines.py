@@ -19,6 +19,7 @@ import pytest
 
 from tokenfactory_xl import operating_model as om
 from tokenfactory_xl import workbook as wbm
+from tokenfactory_xl import workbook_risk
 from tokenfactory_xl.operating_model import FROM_MONTH0, LINE_NAMES, OUTPUT_NAMES, run
 
 from .conftest import INPUT_SETS, excel_serial
@@ -78,7 +79,7 @@ def check_against_model(read, inputs) -> list[str]:
 
 
 def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
-    values = wbm.cell_values(inputs)
+    values = wbm.cell_values(inputs, figures=workbook_risk.compute(inputs))
     noise = wbm.irr_sheet_noise(values)
     bad = []
     for sheet, coords in formula_coords.items():

@@ -14,6 +14,7 @@ from openpyxl.formula.translate import Translator
 from tokenfactory_xl import __version__
 from tokenfactory_xl import operating_model as om
 from tokenfactory_xl import workbook as wbm
+from tokenfactory_xl import workbook_risk
 from tokenfactory_xl.catalogue import COHORT_SPECS, INPUTS, SCENARIOS
 from tokenfactory_xl.inputs import default_inputs, make_inputs
 from tokenfactory_xl.operating_model import OUTPUT_NAMES
@@ -56,7 +57,7 @@ def destination(book, name):
 def test_sheets_in_order(book):
     assert book.sheetnames == list(wbm.SHEETS) == [
         "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
-        "Sensitivity", "Dashboard", "Checks"]
+        "Sensitivity", "Risk", "Dashboard", "Checks"]
 
 
 def test_the_fleet_block_holds_seven_cohorts_of_named_input_cells(book):
@@ -224,6 +225,8 @@ def test_cell_values_cover_every_formula_and_input_cell(book):
         cells = destination(book, f"in_{getattr(spec, 'name', spec)}")
         cells = [c for row in cells for c in row] if isinstance(cells, tuple) else [cells]
         expected["Inputs"].update(c.coordinate for c in cells)
+    # the Risk sheet's figures and its copy of the inputs: values each site changes
+    expected["Risk"] |= set(workbook_risk.cell_values(default_inputs(), None))
     assert {k: set(v) for k, v in values.items()} == expected
 
 

@@ -1,0 +1,149 @@
+"""The Risk sheet (TFOM-SPEC §8): the figures stored beside the inputs they were computed for, a
+status that a spreadsheet engine turns STALE when an input changes, and ``refresh``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from tokenfactory_xl import cli, risk, workbook_risk
+from tokenfactory_xl.batch import WorkbookFactory
+from tokenfactory_xl.inputs import make_inputs
+from tokenfactory_xl.libreoffice import recalculate
+from tokenfactory_xl.safe_xlsx import parse_reference
+from tokenfactory_xl.workbook import build_workbook, plan, save_workbook
+
+SITE = {"site_name": "Lyon", "gpus": 512, "measured_tps": 500_000,
+        "cohorts": [{"cohort": "B200 2028", "online_month": 13, "gpus": 256}]}
+DRAWS = 2_000
+
+
+def cell(wb, defined_name: str, index: int = 0):
+    sheet, coords = parse_reference(wb.defined_names[defined_name].attr_text)
+    return wb[sheet][coords[index]]
+
+
+def status(path: Path) -> tuple[str, str]:
+    """The Risk sheet's status and the Checks sheet's line, as the engine computed them."""
+    wb = openpyxl.load_workbook(path, data_only=True)
+    sheet, coord = plan().risk_check
+    return wb[workbook_risk.SHEET][workbook_risk.STATUS].value, wb[sheet][coord].value
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("risk")
+    inputs = make_inputs(SITE)
+    path = save_workbook(build_workbook(inputs, risk_draws=DRAWS), folder / "Lyon.xlsx")
+    return inputs, path
+
+
+def test_the_sheet_holds_the_figures_of_its_inputs(fresh):
+    inputs, path = fresh
+    wb = openpyxl.load_workbook(path)
+    ws = wb[workbook_risk.SHEET]
+    figures = risk.risk(inputs, DRAWS)
+    for name in risk.RISK_OUTPUTS:
+        want = figures.summary()[name]  # openpyxl writes 16 significant digits, not 17
+        got = cell(wb, f"risk_{name}").value
+        assert got == ("none" if want is None else pytest.approx(want, rel=1e-15)), name
+    result = risk.tornado(inputs)
+    assert ws[f"E{workbook_risk.CENTRE_ROW}"].value == pytest.approx(result.npv, rel=1e-15)
+    first = result.drivers[0]
+    row = workbook_risk.FIRST_DRIVER
+    assert [ws[f"{c}{row}"].value for c in "BCDEF"] == [
+        first.name, pytest.approx(first.low, rel=1e-15), pytest.approx(first.high, rel=1e-15),
+        pytest.approx(first.npv_low, rel=1e-15), pytest.approx(first.npv_high, rel=1e-15)]
+    counts = [ws[f"C{workbook_risk.FIRST_BIN + i}"].value for i in range(workbook_risk.BINS)]
+    assert sum(counts) == DRAWS
+    assert ws[workbook_risk.DRAWS].value == DRAWS
+    assert len(ws._charts) == 2  # the tornado and the histogram
+
+
+def test_an_engine_says_current_then_stale_when_an_input_changes(fresh, soffice, tmp_path):
+    _, path = fresh
+    edited = tmp_path / "edited.xlsx"
+    wb = openpyxl.load_workbook(path)
+    cell(wb, "in_gpus").value = 1024
+    wb.save(edited)
+    fleet = tmp_path / "fleet.xlsx"
+    wb = openpyxl.load_workbook(path)
+    cell(wb, "in_fleet_gpus", 1).value = 64  # a third cohort's GPUs, in the fleet block
+    cell(wb, "in_fleet_cohort", 1).value = "Top-up"
+    cell(wb, "in_fleet_online_month", 1).value = 20
+    wb.save(fleet)
+    same, stale, stale_fleet = recalculate([path, edited, fleet], tmp_path / "lo")
+    assert status(same) == ("current", "OK")
+    for book in (stale, stale_fleet):
+        text, check = status(book)
+        assert text.startswith("STALE") and "tokenfactory-xl refresh FILE" in text
+        assert check == "STALE"
+
+
+def test_refresh_writes_a_new_workbook_that_is_current(fresh, soffice, tmp_path, capsys):
+    _, path = fresh
+    edited = tmp_path / "Lyon.xlsx"
+    wb = openpyxl.load_workbook(path)
+    cell(wb, "in_gpus").value = 1024
+    wb.save(edited)
+    before = edited.read_bytes()
+    assert cli.main(["refresh", str(edited), "--draws", str(DRAWS)]) == 0
+    out = tmp_path / "Lyon-refreshed.xlsx"
+    assert "wrote" in capsys.readouterr().out and out.exists()
+    assert edited.read_bytes() == before  # the workbook read is never changed
+    new_inputs = make_inputs({**SITE, "gpus": 1024})
+    assert out.read_bytes() == WorkbookFactory().make(new_inputs, DRAWS)[0]
+    (lo,) = recalculate([out], tmp_path / "lo")
+    assert status(lo) == ("current", "OK")
+
+
+def test_refresh_never_replaces_without_force(fresh, tmp_path, capsys):
+    _, path = fresh
+    source = tmp_path / "Lyon.xlsx"
+    source.write_bytes(path.read_bytes())
+    before = source.read_bytes()
+    assert cli.main(["refresh", str(source), "-o", str(source), "--draws", "200"]) == 2
+    assert "it is the workbook read; add --force" in capsys.readouterr().err
+    assert source.read_bytes() == before
+    assert cli.main(["refresh", str(source), "-o", str(source), "--draws", "200",
+                     "--force"]) == 0
+    wb = openpyxl.load_workbook(source)
+    assert wb[workbook_risk.SHEET][workbook_risk.DRAWS].value == 200
+
+
+def test_refresh_refuses_in_place_what_it_would_lose(fresh, tmp_path, capsys):
+    _, path = fresh
+    source = tmp_path / "Lyon.xlsx"
+    wb = openpyxl.load_workbook(path)
+    wb["Returns"]["B5"] = "=1+1"  # a formula typed over
+    wb.save(source)
+    before = source.read_bytes()
+    assert cli.main(["refresh", str(source), "-o", str(source), "--force",
+                     "--draws", "200"]) == 2
+    assert "would be lost in place; write a new file with -o NEW.xlsx" in capsys.readouterr().err
+    assert source.read_bytes() == before
+    assert cli.main(["refresh", str(source), "--draws", "200"]) == 0
+    assert "note: not carried over from" in capsys.readouterr().out
+
+
+def test_refresh_of_a_workbook_with_bad_inputs_writes_nothing(fresh, tmp_path, capsys):
+    _, path = fresh
+    source = tmp_path / "Lyon.xlsx"
+    wb = openpyxl.load_workbook(path)
+    cell(wb, "in_gpus").value = "lots"
+    wb.save(source)
+    assert cli.main(["refresh", str(source)]) == 2
+    err = capsys.readouterr().err
+    assert "its inputs cannot be read, so nothing was written" in err and "gpus" in err
+    assert not (tmp_path / "Lyon-refreshed.xlsx").exists()
+
+
+def test_a_batch_without_draws_says_not_computed(soffice, tmp_path):
+    data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
+    path = tmp_path / "Lyon.xlsx"
+    path.write_bytes(data)
+    assert "npv_p10" not in summary
+    (lo,) = recalculate([path], tmp_path / "lo")
+    assert status(lo) == (workbook_risk.NOT_COMPUTED, "not computed")
