@@ -11,10 +11,9 @@ import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.formula.translate import Translator
 
-from tokenfactory_xl import __version__
+from tokenfactory_xl import __version__, workbook_risk
 from tokenfactory_xl import operating_model as om
 from tokenfactory_xl import workbook as wbm
-from tokenfactory_xl import workbook_risk
 from tokenfactory_xl.catalogue import COHORT_SPECS, INPUTS, SCENARIOS
 from tokenfactory_xl.inputs import default_inputs, make_inputs
 from tokenfactory_xl.operating_model import OUTPUT_NAMES
