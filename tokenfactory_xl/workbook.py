@@ -44,7 +44,7 @@ from openpyxl.writer.excel import ExcelWriter
 from . import __version__, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
-from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
+from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
 from .files import write_atomically
 from .formula import ExcelContext, Line, excel, from_serial
 from .inputs import SiteInputs, default_inputs
@@ -275,42 +275,10 @@ class _Builder:
             self.wb[sheet][coord].value = f"={ref}"
 
 
-def _title(ws: Worksheet, title: str, subtitle: str | None = None) -> None:
-    ws["A1"] = title
-    ws["A1"].font = st.TITLE_FONT
-    if subtitle:
-        ws["A2"] = subtitle
-        ws["A2"].font = st.SUBTITLE_FONT
-    ws.sheet_view.showGridLines = False
-
-
-def _header(ws: Worksheet, row: int, texts: Sequence[str], first_col: int = 1) -> None:
-    for i, text in enumerate(texts):
-        cell = ws.cell(row, first_col + i, text)
-        cell.font, cell.fill = st.HEADER_FONT, st.HEADER_FILL
-        cell.alignment = _CENTER_WRAP
-
-
-_CENTER_WRAP = st.Alignment(horizontal="center", vertical="center", wrap_text=True)
-
-
-def _section(ws: Worksheet, row: int, text: str, width: int) -> None:
-    for c in range(1, width + 1):
-        ws.cell(row, c).fill = st.SECTION_FILL
-    ws.cell(row, 1, text).font = st.SECTION_FONT
-
-
-def _print_setup(ws: Worksheet, landscape: bool = True, fit_height: int = 0) -> None:
-    ws.page_setup.orientation = "landscape" if landscape else "portrait"
-    ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = fit_height
-    ws.print_options.horizontalCentered = True
-    ws.page_margins.left = ws.page_margins.right = 0.4
-    ws.page_margins.top = ws.page_margins.bottom = 0.5
-    ws.oddFooter.center.text = "&A — page &P of &N"
-    ws.oddFooter.center.size = 8
+# The sheets' layout helpers and what an input cell holds live in workbook_style, which the Risk
+# sheet's module shares without importing this one.
+_title, _header, _section, _print_setup = st.title, st.header, st.section, st.print_setup
+input_cell_value, fleet_cell_value = st.input_cell_value, st.fleet_cell_value
 
 
 def _protect(ws: Worksheet) -> None:
@@ -338,21 +306,6 @@ def _input_kind(spec: Input) -> str:
     if spec.unit.startswith("money/") and spec.unit.endswith(("GPU-h", "kWh", "Mtok")):
         return "price"
     return "money" if spec.unit.startswith("money") else "number"
-
-
-def input_cell_value(spec: Input, value: object) -> object:
-    """An input value as the workbook's input cell holds it (dates as datetimes, counts as int,
-    ``None`` for a blank optional input)."""
-    if value is None:
-        return None
-    if spec.kind == "date":
-        return dt.datetime(value.year, value.month, value.day)  # type: ignore[attr-defined]
-    if spec.kind == "integer":
-        return int(value)  # type: ignore[call-overload]
-    if spec.kind in ("number", "fraction"):
-        number = float(value)  # type: ignore[arg-type]
-        return int(number) if number.is_integer() and abs(number) < 2**53 else number
-    return value
 
 
 def _validation(spec: Input, lists: dict[str, str]) -> DataValidation:
@@ -490,14 +443,6 @@ def _fleet_block(b: _Builder, ws: Worksheet, inputs: SiteInputs, lists: dict[str
             b.plan.inputs.append((ws.title, cell.coordinate, f"fleet_{spec.name}", index))
         b.name(f"in_fleet_{spec.name}", ws, f"{FLEET_COLS[0]}{row}:{FLEET_COLS[-1]}{row}")
         b.plan.rows[f"in_fleet_{spec.name}"] = row
-
-
-def fleet_cell_value(name: str, index: int, inputs: SiteInputs) -> object:
-    """The value of cohort ``index + 2``'s cell of the fleet block row ``fleet_<column>``."""
-    spec = COHORT_BY_NAME[name.removeprefix("fleet_")]
-    cohorts = inputs.cohorts
-    return input_cell_value(spec, cohorts[index].get(spec.name) if index < len(cohorts)
-                            else None)
 
 
 # -- Capacity (with the constants block) -----------------------------------------------------

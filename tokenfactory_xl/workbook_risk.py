@@ -143,7 +143,7 @@ def copy_dependent(check_cell: tuple[str, str]) -> frozenset[tuple[str, str]]:
 
 # -- the values ---------------------------------------------------------------------------------
 def _input_values(inputs: SiteInputs) -> dict[str, object]:
-    from .workbook import fleet_cell_value, input_cell_value
+    from .workbook_style import fleet_cell_value, input_cell_value
 
     out: dict[str, object] = {}
     by_name = {s.name: s for s in INPUTS}
@@ -224,8 +224,7 @@ def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
           name: Callable[[str, Worksheet, str], None]) -> None:
     """Lay out the sheet with ``figures`` (or blanks) and the copy of ``inputs``; ``name`` adds a
     defined name (``name(defined_name, ws, ref)``)."""
-    from .workbook import _header, _print_setup, _section, _title
-
+    _title, _header, _section, _print_setup = st.title, st.header, st.section, st.print_setup
     _title(ws, "Risk", "Tornado and Monte Carlo of the live scenario's project NPV (TFOM-SPEC "
            "§8): values computed by tokenfactory_xl for the inputs copied in columns U–AC, "
            "not live formulas. When an input changes, the status says STALE.")

@@ -1,4 +1,5 @@
-"""How the TFOM workbook looks: cell styles, number formats and the colour legend.
+"""How the TFOM workbook looks: cell styles, number formats, the colour legend, the sheets' layout
+helpers, and what an input cell holds.
 
 A finance reviewer reads a model by its colours before its formulas: blue on pale yellow is a
 value someone typed (an input), purple on lavender a fixed constant, black a calculation, and
@@ -9,7 +10,15 @@ outputs (money with thousands separators, fractions as percentages, dates as mon
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
+
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Protection, Side
+from openpyxl.worksheet.properties import PageSetupProperties
+from openpyxl.worksheet.worksheet import Worksheet
+
+from .catalogue import COHORT_BY_NAME, Input
+from .inputs import SiteInputs
 
 FONT_NAME = "Calibri"
 
@@ -80,3 +89,66 @@ LEGEND: tuple[tuple[str, Font, PatternFill | None], ...] = (
     ("Calculation: a formula, locked", CALC_FONT, None),
     ("Check: OK when the model is sound", CHECK_OK_FONT, CHECK_OK_FILL),
 )
+
+
+# -- sheet layout ------------------------------------------------------------------------------
+def title(ws: Worksheet, title: str, subtitle: str | None = None) -> None:
+    ws["A1"] = title
+    ws["A1"].font = TITLE_FONT
+    if subtitle:
+        ws["A2"] = subtitle
+        ws["A2"].font = SUBTITLE_FONT
+    ws.sheet_view.showGridLines = False
+
+
+def header(ws: Worksheet, row: int, texts: Sequence[str], first_col: int = 1) -> None:
+    for i, text in enumerate(texts):
+        cell = ws.cell(row, first_col + i, text)
+        cell.font, cell.fill = HEADER_FONT, HEADER_FILL
+        cell.alignment = _CENTER_WRAP
+
+
+_CENTER_WRAP = Alignment(horizontal="center", vertical="center", wrap_text=True)
+
+
+def section(ws: Worksheet, row: int, text: str, width: int) -> None:
+    for c in range(1, width + 1):
+        ws.cell(row, c).fill = SECTION_FILL
+    ws.cell(row, 1, text).font = SECTION_FONT
+
+
+def print_setup(ws: Worksheet, landscape: bool = True, fit_height: int = 0) -> None:
+    ws.page_setup.orientation = "landscape" if landscape else "portrait"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = fit_height
+    ws.print_options.horizontalCentered = True
+    ws.page_margins.left = ws.page_margins.right = 0.4
+    ws.page_margins.top = ws.page_margins.bottom = 0.5
+    ws.oddFooter.center.text = "&A — page &P of &N"
+    ws.oddFooter.center.size = 8
+
+
+# -- what an input cell holds ---------------------------------------------------------------------
+def input_cell_value(spec: Input, value: object) -> object:
+    """An input value as the workbook's input cell holds it (dates as datetimes, counts as int,
+    ``None`` for a blank optional input)."""
+    if value is None:
+        return None
+    if spec.kind == "date":
+        return dt.datetime(value.year, value.month, value.day)  # type: ignore[attr-defined]
+    if spec.kind == "integer":
+        return int(value)  # type: ignore[call-overload]
+    if spec.kind in ("number", "fraction"):
+        number = float(value)  # type: ignore[arg-type]
+        return int(number) if number.is_integer() and abs(number) < 2**53 else number
+    return value
+
+
+def fleet_cell_value(name: str, index: int, inputs: SiteInputs) -> object:
+    """The value of cohort ``index + 2``'s cell of the fleet block row ``fleet_<column>``."""
+    spec = COHORT_BY_NAME[name.removeprefix("fleet_")]
+    cohorts = inputs.cohorts
+    return input_cell_value(spec, cohorts[index].get(spec.name) if index < len(cohorts)
+                            else None)
