@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 from .files import write_atomically
-from .workbook import build_workbook, save_workbook
 
 
 def cmd_template(args: argparse.Namespace) -> int:
@@ -31,9 +30,20 @@ def cmd_template(args: argparse.Namespace) -> int:
         raise UserError(f"{path} exists; add --force to overwrite it")
     if not path.parent.is_dir():
         raise UserError(f"{path.parent}: no such folder")
-    save_workbook(build_workbook(inputs), path)
+    write_atomically(path, template_bytes(inputs))
     print(f"wrote {path}")
     return 0
+
+
+def template_bytes(inputs, risk_draws: int | None = None) -> bytes:
+    """The TFOM workbook of ``inputs`` as ``template`` writes it: every formula cell storing its
+    value (previewers and ``openpyxl data_only`` read the figures without a spreadsheet engine),
+    the Risk sheet computed with ``risk_draws`` draws (default 10,000)."""
+    from .batch import WorkbookFactory
+    from .risk import DEFAULT_DRAWS
+
+    return WorkbookFactory().make(inputs, DEFAULT_DRAWS if risk_draws is None
+                                  else risk_draws)[0]
 
 
 DASHBOARD_MARKER = "Master check"

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import openpyxl
 
-from tokenfactory_xl import workbook as wbm
 from tokenfactory_xl.inputs import make_inputs
+from tokenfactory_xl.operating_model import run
+from tokenfactory_xl.workbook_cli import template_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +41,11 @@ def test_template_writes_the_workbook_with_the_inputs(tmp_path):
     (sheet, ref), = book.defined_names["in_scenario"].destinations
     assert book[sheet][ref.replace("$", "")].value == "Optimised"
     site = make_inputs({"gpus": 2048, "measured_tps": 6_000_000, "scenario": "Optimised"})
-    assert (tmp_path / "site.xlsx").read_bytes() == wbm.workbook_bytes(wbm.build_workbook(site))
+    assert (tmp_path / "site.xlsx").read_bytes() == template_bytes(site)
+    # every formula cell stores its value: a previewer reads the figures without Excel
+    stored = openpyxl.load_workbook(tmp_path / "site.xlsx", data_only=True)
+    (sheet, ref), = stored.defined_names["out_npv"].destinations
+    assert stored[sheet][ref.replace("$", "")].value == run(site).summary["npv"]
 
 
 def test_template_refuses_to_overwrite_without_force(tmp_path):
