@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from openpyxl.chart import BarChart, Reference
+from openpyxl.chart.series import SeriesLabel
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -309,9 +310,11 @@ def _charts(ws: Worksheet) -> None:
     chart.y_axis.number_format = "#,##0"
     chart.y_axis.title = "NPV at the driver's value − NPV as it is"
     chart.x_axis.tickLblPos = "low"  # the driver names at the left, clear of the bars
-    for col in (8, 9):
-        chart.add_data(Reference(ws, min_col=col, min_row=TORNADO_HEADER, max_row=last),
-                       titles_from_data=True)
+    for col, title in ((8, "Low − centre"), (9, "High − centre")):
+        # the values of the drivers' rows only (the centre row between header and drivers
+        # would shift every bar against its driver's name)
+        chart.add_data(Reference(ws, min_col=col, min_row=first, max_row=last))
+        chart.series[-1].tx = SeriesLabel(v=title)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
     chart.height, chart.width = 10.5, 17  # tall enough to name every driver
     ws.add_chart(chart, "K4")
