@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from .charts import ChartParts
 from .errors import InputError, Problem
 from .files import (
     TEMP_PREFIX,
@@ -95,6 +96,7 @@ class WorkbookFactory:
         template = _template_bytes(workbook)
         cells = {sheet: list(values) for sheet, values in workbook.cell_values(defaults).items()}
         self.stencil = Stencil(template, cells, level)
+        self.charts = _chart_parts(self.stencil, template, cells, workbook)
 
         # The summary outputs are read from the cells the workbook names out_<name>: the
         # portfolio then shows exactly what each workbook stores, without a second model run.
@@ -121,12 +123,33 @@ class WorkbookFactory:
             risk_summary = figures.risk.summary()
             extra = {c.name: risk_summary[c.name] for c in RISK_COLUMNS}
         summary: dict[str, float | None] = {}
+        parts = self.charts.render(values, int(inputs["horizon_months"]))  # type: ignore[arg-type]
+        data = self.stencil.fill(values, parts)
         for name, where in self._outputs.items():
             if where is None:  # a workbook without that output cell: ask the model
-                return self.stencil.fill(values), {**site_summary(run(inputs)), **extra}
+                return data, {**site_summary(run(inputs)), **extra}
             value = values[where[0]][where[1]]
             summary[name] = float(value) if isinstance(value, (int, float)) else None
-        return self.stencil.fill(values), {**summary, **extra}
+        return data, {**summary, **extra}
+
+
+def _chart_parts(stencil: Stencil, template: bytes, cells: dict[str, list[str]], workbook
+                 ) -> ChartParts:
+    """The template's charts, with the values of the cells they read that no site changes (a
+    series' title, a column of labels) taken from the template once."""
+    import openpyxl
+
+    filled = {sheet: set(coords) for sheet, coords in cells.items()}
+    book = openpyxl.load_workbook(io.BytesIO(template))
+    parts = ChartParts(stencil, {}, workbook.timeline_cells,
+                       ("Timeline", workbook.timeline_last_column))
+    static: dict[str, dict[str, object]] = {}
+    for sheet, coords in parts.references():
+        for coord in coords:
+            if coord not in filled.get(sheet, set()):
+                static.setdefault(sheet, {})[coord] = book[sheet][coord].value
+    parts.static = static
+    return parts
 
 
 def _template_bytes(workbook) -> bytes:

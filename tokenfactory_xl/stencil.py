@@ -273,20 +273,39 @@ class Stencil:
         """The sheet titles, in the order of the zip."""
         return tuple(self._sheets)
 
-    def fill(self, values: Mapping[str, Mapping[str, object]]) -> bytes:
+    def fill(self, values: Mapping[str, Mapping[str, object]],
+             parts: Mapping[str, bytes] | None = None) -> bytes:
         """The workbook with ``values`` (sheet → coordinate → value) stored, as ``.xlsx`` bytes.
 
         A cell of the stencil that ``values`` does not mention keeps the template's content
-        (its formula without a stored value).
+        (its formula without a stored value). ``parts`` replaces other members of the zip for
+        this site (a chart with its values cached, ``xl/workbook.xml`` with its print areas).
         """
         members = []
+        parts = parts or {}
         for name, item in self._order:
             if isinstance(item, str):
                 xml = self._sheets[item].render(values.get(item, {}))
                 members.append(_compress(name, xml, self.level))
+            elif name in parts:
+                members.append(_compress(name, parts[name], self.level))
             else:
                 members.append(item)
         return _zip_bytes(members)
+
+    def member(self, name: str) -> bytes:
+        """The template's member ``name`` (not a worksheet), uncompressed, as this stencil
+        writes it when no site replaces it."""
+        for member_name, item in self._order:
+            if member_name == name and isinstance(item, _Member):
+                if item.method == zipfile.ZIP_STORED:
+                    return item.compressed
+                return zlib.decompress(item.compressed, -15)
+        raise KeyError(name)
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self._order)
 
 
 def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:

@@ -581,6 +581,25 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=False)
     ws.page_setup.scale = 50
     ws.print_title_cols = "A:C"
+    # every month; a site's workbook ends it at its horizon (timeline_cells)
+    ws.print_area = f"A1:{MONTH_COLS[-1]}{max(rows.values())}"
+
+
+def timeline_cells(sheet: str, cells: tuple[str, ...], horizon: int) -> tuple[str, ...]:
+    """The cells of a chart's reference a site with ``horizon`` months shows: a Timeline row
+    from month 1 stops at the horizon; any other reference is kept whole."""
+    if sheet != "Timeline" or len(cells) < 2:
+        return cells
+    cols = [c.rstrip("0123456789") for c in cells]
+    rows = {c[len(col):] for c, col in zip(cells, cols, strict=True)}
+    if cols[0] != _col(FIRST_MONTH_COL) or len(rows) != 1:
+        return cells
+    return cells[:horizon]
+
+
+def timeline_last_column(horizon: int) -> str:
+    """The Timeline's column of month ``horizon``."""
+    return _col(FIRST_MONTH_COL + horizon - 1)
 
 
 def om_subtitle(name: str) -> Line:

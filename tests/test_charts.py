@@ -1,0 +1,81 @@
+"""Each site's charts end at its horizon and carry the values they show (TFOM-SPEC §9)."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from xml.etree import ElementTree
+
+import openpyxl
+import pytest
+
+from tokenfactory_xl import workbook as wbm
+from tokenfactory_xl.inputs import make_inputs
+from tokenfactory_xl.safe_xlsx import parse_reference
+from tokenfactory_xl.stencil import excel_serial
+from tokenfactory_xl.workbook_cli import template_bytes
+
+C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+
+
+@pytest.fixture(scope="module")
+def site48():
+    inputs = make_inputs({"horizon_months": 48})
+    return inputs, template_bytes(inputs, risk_draws=300)
+
+
+def charts(data: bytes) -> dict[str, ElementTree.Element]:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        return {n: ElementTree.fromstring(z.read(n)) for n in z.namelist()
+                if re.fullmatch(r"xl/charts/chart\d+\.xml", n)}
+
+
+def test_month_series_end_at_the_horizon(site48):
+    _, data = site48
+    timeline = [parse_reference(f.text) for chart in charts(data).values()
+                for f in chart.iter(f"{C}f") if f.text.startswith("'Timeline'")]
+    assert len(timeline) >= 4  # the Dashboard's revenue, EBITDA and cash flow, by month
+    for sheet, cells in timeline:
+        assert cells[0].startswith("E")  # month 1
+        assert len(cells) == 48 and cells[-1][: -len(cells[0][1:])] == "AZ"  # month 48: AZ
+
+
+def test_every_series_caches_what_its_cells_store(site48):
+    inputs, data = site48
+    book = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
+    checked = 0
+    for chart in charts(data).values():
+        for ref in [*chart.iter(f"{C}numRef"), *chart.iter(f"{C}strRef")]:
+            sheet, cells = parse_reference(ref.find(f"{C}f").text)
+            cache = ref.find(f"{C}numCache") or ref.find(f"{C}strCache")
+            assert cache is not None
+            assert cache.find(f"{C}ptCount").get("val") == str(len(cells))
+            points = {int(p.get("idx")): p.find(f"{C}v").text for p in cache.iter(f"{C}pt")}
+            for i, coord in enumerate(cells):
+                stored = book[sheet][coord].value
+                if stored in (None, "", "none"):
+                    assert i not in points
+                elif isinstance(stored, (int, float)):
+                    assert float(points[i]) == pytest.approx(float(stored), rel=1e-12)
+                elif hasattr(stored, "year"):
+                    assert float(points[i]) == excel_serial(stored)
+                else:
+                    assert points[i] == str(stored)
+                checked += 1
+    assert checked > 48 * 4
+
+
+def test_the_timeline_prints_to_the_horizon(site48):
+    _, data = site48
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        xml = z.read("xl/workbook.xml").decode()
+    (area,) = re.findall(r"_xlnm.Print_Area\" localSheetId=\"\d+\">'Timeline'!([^<]*)<", xml)
+    assert area.startswith("$A$1:$AZ$")
+    assert wbm.timeline_last_column(48) == "AZ" and wbm.timeline_last_column(120) == "DT"
+
+
+def test_other_references_are_kept_whole():
+    assert wbm.timeline_cells("Capacity", ("A51", "A52"), 12) == ("A51", "A52")
+    assert wbm.timeline_cells("Timeline", ("D5", "E5", "F5"), 1) == ("D5", "E5", "F5")
+    assert wbm.timeline_cells("Timeline", ("E5", "F5", "G5"), 2) == ("E5", "F5")
