@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import zipfile
 
 import openpyxl
@@ -272,3 +273,25 @@ def test_many_sites_chart_the_first_ones(tmp_path):
         xml = z.read("xl/charts/chart1.xml").decode()
     assert f"first {pf.CHART_SITES} of {len(many)} sites" in xml
     assert f"$A$2:$A${pf.CHART_SITES + 1}" in xml
+
+
+def test_the_charts_carry_the_values_they_show(entries, path):
+    # A previewer draws a chart from its cache: each cache holds the table's cells.
+    rows = table_rows(path)
+    with zipfile.ZipFile(path) as z:
+        xml = z.read("xl/charts/chart1.xml").decode()
+    caches = re.findall(r"<(?:numRef|strRef)><f>([^<]*)</f><(?:num|str)Cache>(.*?)</(?:num|str)"
+                        r"Cache>", xml)
+    assert len(caches) == 6  # two series: a title, the site names, the values
+    header = pf.headers(names_of(entries), "USD")
+    for ref, cache in caches:
+        points = re.findall(r"<pt idx=\"(\d+)\"><v>([^<]*)</v></pt>", cache)
+        if ref.endswith("$1"):  # a series' title: its header
+            col = header.index(points[0][1])
+            assert points == [("0", header[col])]
+        elif "$A$" in ref:
+            assert [v for _, v in points] == [r["Site name"] for r in rows]
+        else:  # a column of figures: TFI now or breakeven utilisation, exactly as stored
+            values = [float(v) for _, v in points]
+            assert any(values == [r[h] for r in rows] for h in header
+                       if h.startswith(("TFI now", "Breakeven")))

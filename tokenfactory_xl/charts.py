@@ -62,7 +62,14 @@ class ChartParts:
 
     def render(self, values: Mapping[str, Mapping[str, object]], horizon: int) -> dict[str, bytes]:
         """Member name → the site's chart (and workbook.xml) XML."""
-        out = {name: _REF.sub(lambda m: self._series(m, values, horizon), xml).encode("utf-8")
+
+        def lookup(sheet: str, coord: str) -> object:
+            return values.get(sheet, {}).get(coord, self.static.get(sheet, {}).get(coord))
+
+        def clip(sheet: str, cells: tuple[str, ...]) -> tuple[str, ...]:
+            return self.clip(sheet, cells, horizon)
+
+        out = {name: with_caches(xml, lookup, clip).encode("utf-8")
                for name, xml in self.charts.items()}
         if self.print_area is not None:
             sheet, last_column = self.print_area
@@ -74,29 +81,38 @@ class ChartParts:
                 self.workbook).encode("utf-8")
         return out
 
-    def _series(self, match: re.Match, values: Mapping[str, Mapping[str, object]],
-                horizon: int) -> str:
-        kind, text = match.group(1), _unescape(match.group(2))
-        parsed = parse_reference(text)
-        if parsed is None:
-            return match.group(0)
-        sheet, cells = parsed
-        cells = self.clip(sheet, cells, horizon)
-        ref = _reference(sheet, cells)
-        shown = [values.get(sheet, {}).get(c, self.static.get(sheet, {}).get(c)) for c in cells]
-        in_category = match.string[max(0, match.start() - 5):match.start()] == "<cat>"
-        if kind == "strRef" or (in_category and any(isinstance(v, str) and v not in ("", "none")
-                                                    for v in shown)):
-            points = "".join(f'<pt idx="{i}"><v>{escape(_text(v))}</v></pt>'
-                             for i, v in enumerate(shown) if _text(v) != "")
-            return (f"<strRef><f>{escape(ref)}</f><strCache><ptCount val=\"{len(cells)}\"/>"
-                    f"{points}</strCache></strRef>")
-        dates = any(isinstance(v, dt.date) for v in shown)
-        points = "".join(f'<pt idx="{i}"><v>{number}</v></pt>'
-                         for i, v in enumerate(shown) if (number := _number(v)) is not None)
-        code = _DATE_FORMAT if dates else "General"
-        return (f"<numRef><f>{escape(ref)}</f><numCache><formatCode>{code}</formatCode>"
-                f"<ptCount val=\"{len(cells)}\"/>{points}</numCache></numRef>")
+
+def with_caches(xml: str, lookup: Callable[[str, str], object],
+                clip: Callable[[str, tuple[str, ...]], tuple[str, ...]] | None = None) -> str:
+    """A chart's XML with each series reference given a cache of the values ``lookup(sheet,
+    coordinate)`` says its cells hold (and cut by ``clip`` first, when given)."""
+    return _REF.sub(lambda m: _series(m, lookup, clip), xml)
+
+
+def _series(match: re.Match, lookup: Callable[[str, str], object],
+            clip: Callable[[str, tuple[str, ...]], tuple[str, ...]] | None) -> str:
+    kind, text = match.group(1), _unescape(match.group(2))
+    parsed = parse_reference(text)
+    if parsed is None:
+        return match.group(0)
+    sheet, cells = parsed
+    if clip is not None:
+        cells = clip(sheet, cells)
+    ref = _reference(sheet, cells)
+    shown = [lookup(sheet, c) for c in cells]
+    in_category = match.string[max(0, match.start() - 5):match.start()] == "<cat>"
+    if kind == "strRef" or (in_category and any(isinstance(v, str) and v not in ("", "none")
+                                                for v in shown)):
+        points = "".join(f'<pt idx="{i}"><v>{escape(_text(v))}</v></pt>'
+                         for i, v in enumerate(shown) if _text(v) != "")
+        return (f"<strRef><f>{escape(ref)}</f><strCache><ptCount val=\"{len(cells)}\"/>"
+                f"{points}</strCache></strRef>")
+    dates = any(isinstance(v, dt.date) for v in shown)
+    points = "".join(f'<pt idx="{i}"><v>{number}</v></pt>'
+                     for i, v in enumerate(shown) if (number := _number(v)) is not None)
+    code = _DATE_FORMAT if dates else "General"
+    return (f"<numRef><f>{escape(ref)}</f><numCache><formatCode>{code}</formatCode>"
+            f"<ptCount val=\"{len(cells)}\"/>{points}</numCache></numRef>")
 
 
 def _unescape(text: str) -> str:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .catalogue import BY_NAME
+from .charts import with_caches
 from .files import write_atomically
 from .inputs import SiteInputs
 from .operating_model import OUTPUTS, SCENARIOS
@@ -449,11 +450,33 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     buffer = io.BytesIO()
     wb.properties.created = dt.datetime(2000, 1, 1)
     wb.save(buffer)
+    def shown(sheet: str, coord: str) -> object:
+        """What a cell of the Portfolio sheet holds, for the charts' caches."""
+        if sheet != SHEET:
+            return None
+        col = coord.rstrip("0123456789")
+        c, r = _column_number(col), int(coord[len(col):])
+        if r == 1:
+            return titles[c - 1] if c <= len(titles) else None
+        return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(names) else None
+
+    def cached(xml: bytes) -> bytes:
+        return with_caches(xml.decode("utf-8"), shown).encode("utf-8")
+
+    charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
     return repack(buffer.getvalue(), rewrite={
         "xl/worksheets/sheet1.xml": lambda xml: _every_digit(xml, lambda c, r: rows[r - 2][c - 1]),
         "xl/worksheets/sheet2.xml": lambda xml: _every_digit(
             xml, lambda c, r: total_rows[r - 2][c - 1]),
+        **charts,
     })
+
+
+def _column_number(letters: str) -> int:
+    number = 0
+    for ch in letters:
+        number = number * 26 + ord(ch) - 64
+    return number
 
 
 def _risk_chart(ws, names: list[str], shown: int, n: int, currency: str | None):
