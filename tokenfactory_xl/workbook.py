@@ -308,6 +308,18 @@ def _input_kind(spec: Input) -> str:
     return "money" if spec.unit.startswith("money") else "number"
 
 
+def _input_cell(cell, spec: Input, value: object, dv: DataValidation) -> None:  # type: ignore[no-untyped-def]
+    """Type ``value`` into an input cell and give it the input's look, format and validation."""
+    cell.value = input_cell_value(spec, value)
+    if spec.kind in ("text", "currency", "choice") and value is not None:
+        cell.data_type = "s"  # user text is never a formula
+    cell.font, cell.fill, cell.border = st.INPUT_FONT, st.INPUT_FILL, st.BOX
+    cell.protection = st.UNLOCKED
+    cell.number_format = st.number_format(_input_kind(spec))
+    cell.alignment = st.RIGHT
+    dv.add(cell)
+
+
 def _validation(spec: Input, lists: dict[str, str]) -> DataValidation:
     kw: dict[str, object] = {}
     if spec.kind == "choice":
@@ -382,14 +394,7 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             for index, col in enumerate(cols):
                 cell = ws[f"{col}{row}"]
                 value = inputs[spec.name]
-                cell.value = input_cell_value(spec, value[index] if spec.per_scenario else value)
-                if spec.kind in ("text", "currency", "choice"):
-                    cell.data_type = "s"  # user text is never a formula
-                cell.font, cell.fill, cell.border = st.INPUT_FONT, st.INPUT_FILL, st.BOX
-                cell.protection = st.UNLOCKED
-                cell.number_format = st.number_format(_input_kind(spec))
-                cell.alignment = st.RIGHT
-                dv.add(cell)
+                _input_cell(cell, spec, value[index] if spec.per_scenario else value, dv)
                 b.plan.inputs.append((ws.title, cell.coordinate, spec.name,
                                       index if spec.per_scenario else None))
             ref = f"{cols[0]}{row}" + (f":{cols[-1]}{row}" if len(cols) > 1 else "")
@@ -432,14 +437,7 @@ def _fleet_block(b: _Builder, ws: Worksheet, inputs: SiteInputs, lists: dict[str
         for index, col in enumerate(FLEET_COLS):
             cell = ws[f"{col}{row}"]
             value = cohorts[index].get(spec.name) if index < len(cohorts) else None
-            cell.value = input_cell_value(spec, value)
-            if spec.kind in ("text", "choice") and value is not None:
-                cell.data_type = "s"  # user text is never a formula
-            cell.font, cell.fill, cell.border = st.INPUT_FONT, st.INPUT_FILL, st.BOX
-            cell.protection = st.UNLOCKED
-            cell.number_format = st.number_format(_input_kind(spec))
-            cell.alignment = st.RIGHT
-            dv.add(cell)
+            _input_cell(cell, spec, value, dv)
             b.plan.inputs.append((ws.title, cell.coordinate, f"fleet_{spec.name}", index))
         b.name(f"in_fleet_{spec.name}", ws, f"{FLEET_COLS[0]}{row}:{FLEET_COLS[-1]}{row}")
         b.plan.rows[f"in_fleet_{spec.name}"] = row
