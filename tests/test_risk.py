@@ -150,3 +150,11 @@ def test_risk_refuses_zero_draws(capsys):
         cli.main(["risk", "--draws", "0"])
     assert stop.value.code == 2
     assert "--draws" in capsys.readouterr().err
+
+
+def test_a_site_capex_of_zero_leaves_its_cohorts_own_capex_as_typed():
+    # ±20 % of 0 is 0: the flex changes nothing, and no cohort's own CapEx turns blank
+    inputs = make_inputs({**SITE, "capex_per_gpu": 0, "salvage_per_gpu": 0})
+    flex = next(f for f in risk.tornado(inputs).drivers if f.name == "capex_per_gpu")
+    assert flex.low == flex.high == 0
+    assert flex.npv_low == flex.npv_high == run(inputs).summary["npv"]

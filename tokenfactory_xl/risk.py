@@ -96,7 +96,10 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray]) -> tuple[np.n
                 given[name] = v
             if name in ALL_COHORTS and name in COHORT_INHERITED:
                 own = np.asarray(base[f"fleet_{name}"], dtype=float)
-                factor = v / float(base[name])  # type: ignore[arg-type]
+                site = float(base[name])  # type: ignore[arg-type]
+                # a cohort's own value moves by the site's factor; a site value of 0 has none,
+                # and its cohorts keep their own values
+                factor = v / site if site != 0 else np.ones_like(v)
                 given[f"fleet_{name}"] = (own[None, :] * factor[:, None]).view(_RowArray)
         out = model(given, constants, LISTS)
         npv[part] = np.broadcast_to(np.asarray(out[f"out_npv_{key}"], dtype=float),
