@@ -147,3 +147,14 @@ def test_a_batch_without_draws_says_not_computed(soffice, tmp_path):
     assert "npv_p10" not in summary
     (lo,) = recalculate([path], tmp_path / "lo")
     assert status(lo) == (workbook_risk.NOT_COMPUTED, "not computed")
+
+
+def test_the_sensitivity_sheet_shows_the_tornado_of_the_risk_sheet(fresh):
+    _, path = fresh
+    wb = openpyxl.load_workbook(path)
+    (chart,) = wb["Sensitivity"]._charts
+    refs = [s.val.numRef.f for s in chart.series]
+    first = workbook_risk.FIRST_DRIVER
+    last = first + len(risk.TORNADO_DRIVERS) - 1
+    assert refs == [f"'Risk'!$H${first}:$H${last}", f"'Risk'!$I${first}:$I${last}"]
+    assert [s.val.numRef.f for s in wb["Risk"]._charts[0].series] == refs

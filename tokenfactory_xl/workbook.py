@@ -780,6 +780,15 @@ def _sensitivity_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.print_area = f"A1:D{last}"
 
 
+def _sensitivity_tornado(ws: Worksheet, risk_ws: Worksheet) -> None:
+    """The tornado beside the utilisation margin: what moves the NPV, from the Risk sheet."""
+    ws["F4"] = "What moves the NPV: the Risk sheet's tornado (see its status)"
+    ws["F4"].font = st.SECTION_FONT
+    ws.add_chart(workbook_risk.tornado_chart(risk_ws), "F5")
+    _print_setup(ws, landscape=True, fit_height=1)
+    ws.print_area = f"A1:P{SENS_UTIL_FIRST + om.N_UTIL - 1}"
+
+
 # -- Checks -----------------------------------------------------------------------------------
 CHECK_FIRST = 7
 
@@ -1052,6 +1061,7 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     _irr_sheet(b, sheets["IRR"])
     _sensitivity_sheet(b, sheets["Sensitivity"])
     workbook_risk.build(sheets["Risk"], inputs, figures, b.name)
+    _sensitivity_tornado(sheets["Sensitivity"], sheets["Risk"])
     _checks_sheet(b, sheets["Checks"])
     _cover_sheet(b, sheets["Cover"])
     _dashboard_sheet(b, sheets["Dashboard"])

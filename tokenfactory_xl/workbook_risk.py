@@ -298,7 +298,9 @@ def _index(letters: str) -> int:
     return column_index_from_string(letters)
 
 
-def _charts(ws: Worksheet) -> None:
+def tornado_chart(ws: Worksheet) -> BarChart:
+    """The tornado drawn from the Risk sheet ``ws``'s table (placed on the Risk sheet, and on the
+    Sensitivity sheet, where a reader looks for what moves the NPV)."""
     first, last = FIRST_DRIVER, FIRST_DRIVER + len(TORNADO_DRIVERS) - 1
     chart = BarChart()
     chart.type = "bar"
@@ -317,7 +319,11 @@ def _charts(ws: Worksheet) -> None:
         chart.series[-1].tx = SeriesLabel(v=title)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
     chart.height, chart.width = 10.5, 17  # tall enough to name every driver
-    ws.add_chart(chart, "K4")
+    return chart
+
+
+def _charts(ws: Worksheet) -> None:
+    ws.add_chart(tornado_chart(ws), "K4")
 
     hist = BarChart()
     hist.type = "col"
