@@ -356,3 +356,41 @@ def test_progress_bar_on_a_terminal_and_lines_in_a_log():
     silent = batch.Progress(10, None)
     silent.advance(10)
     assert silent.done == 10
+
+
+def test_the_portfolio_of_many_sites_is_made_from_compact_summaries():
+    """The batch keeps each site's summary as a row of floats and makes the portfolio's entries
+    as it reads them; the portfolio and CSV are those of the plain entries, byte for byte."""
+    from tokenfactory_xl import make_inputs
+
+    rows = []
+    plain = []
+    summaries = batch._Summaries(3)
+    for index, gpus in enumerate([512, 1024, 2048]):
+        inputs = make_inputs({"site_name": f"S{index}", "gpus": gpus,
+                              "measured_tps": gpus * 3000.123456789}, bare="all")
+        summary = pf.site_summary(run(inputs))
+        summary["payback_months"] = None  # a figure that does not exist stays "none"
+        rows.append(type("Row", (), {"inputs": inputs})())
+        plain.append((inputs, batch._slim_result(inputs, dict(summary))))
+        summaries.put(index, dict(reversed(list(summary.items()))))  # any order of the outputs
+    entries = batch._Entries(rows, summaries)
+    assert len(entries) == 3
+    assert [e[1].summary for e in entries] == [e[1].summary for e in plain]
+    assert entries[1][1].summary["payback_months"] is None
+    assert entries[-1][0] is rows[2].inputs and len(entries[1:]) == 2
+    assert pf.portfolio_bytes(entries) == pf.portfolio_bytes(plain)
+    assert pf.summary_csv_text(entries) == pf.summary_csv_text(plain)
+
+
+def test_the_shared_default_workbook_is_read_never_changed():
+    """The plan, the batch's stencil and the audit's template share one build; reading it for
+    the audit and the charts adds no cell (a cell added would change the batch's bytes)."""
+    from tokenfactory_xl import audit, workbook
+
+    audit.current_template()
+    batch.WorkbookFactory()
+    shared, fresh = workbook.default_workbook(), workbook.build_workbook(None, risk_draws=0)
+    assert {ws.title: len(ws._cells) for ws in shared.worksheets} == {
+        ws.title: len(ws._cells) for ws in fresh.worksheets}
+    assert workbook.default_workbook_bytes() == workbook.workbook_bytes(fresh)

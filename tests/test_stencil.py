@@ -202,3 +202,27 @@ def test_stored_values_equal_libreoffice_recalculation(soffice, tmp_path):
                 assert a == pytest.approx(b, rel=1e-9), ref
             else:
                 assert a == b, ref
+
+
+def test_repack_copies_what_it_leaves_unchanged_as_a_recompression_would():
+    """A member repack does not rewrite is copied compressed; the file is byte for byte the one
+    made by inflating every member and deflating it again at zipfile's level."""
+    from tokenfactory_xl import stencil
+
+    wb = openpyxl.Workbook()
+    wb.active.append(list(range(200)))
+    wb.active["A2"] = "text " * 400
+    raw = io.BytesIO()
+    wb.save(raw)
+    copied = repack(raw.getvalue())
+    with zipfile.ZipFile(io.BytesIO(raw.getvalue())) as archive:
+        members = []
+        for info in archive.infolist():
+            body = archive.read(info)
+            if info.filename == "docProps/core.xml":
+                body = stencil._CORE_DATES.sub(
+                    rb"\g<1>" + stencil.FIXED_TIMESTAMP.encode() + rb"\g<2>", body)
+            members.append(stencil._compress(info.filename, body, 6))
+    assert copied == stencil._zip_bytes(members)
+    with zipfile.ZipFile(io.BytesIO(copied)) as archive:
+        assert archive.testzip() is None

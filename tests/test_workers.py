@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tokenfactory_xl.workers import WorkerFailed, imap_unordered
+from tokenfactory_xl.workers import WorkerFailed, Workers, imap_unordered
 
 
 def square(n: int) -> int:
@@ -60,4 +60,29 @@ def test_stopping_early_kills_the_workers_at_once():
     started = time.monotonic()
     results.close()  # what a stop does: GeneratorExit at the yield
     assert time.monotonic() - started < 5  # 1,000 × 50 ms of work were left: it did not wait
+    assert multiprocessing.active_children() == []
+
+
+# A list the parent fills after the workers started: a forked worker never sees it.
+LATE: list[int] = []
+
+
+def late_length(_: int) -> int:
+    return len(LATE)
+
+
+def test_workers_started_first_do_not_hold_what_the_parent_reads_afterwards():
+    with Workers(late_length, 2) as pool:
+        LATE.extend(range(1000))  # what a batch does with the sites after starting its workers
+        try:
+            assert list(pool.imap_unordered(range(6), chunk=2)) == [0] * 6
+        finally:
+            LATE.clear()
+    assert multiprocessing.active_children() == []
+
+
+def test_leaving_the_block_before_any_run_stops_the_workers():
+    with pytest.raises(ValueError, match="bad sites file"), Workers(square, 2):
+        assert len(multiprocessing.active_children()) == 2
+        raise ValueError("bad sites file")  # a batch whose sites file is refused
     assert multiprocessing.active_children() == []

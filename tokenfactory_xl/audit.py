@@ -136,11 +136,12 @@ class Template:
         formulas: dict[str, dict[str, str]] = {}
         for ws in wb.worksheets:
             sheet: dict[str, str] = {}
-            for row in ws.iter_rows():
-                for cell in row:
-                    text = _formula_of(cell.value)
-                    if text is not None:
-                        sheet[cell.coordinate] = text
+            # the cells the sheet has: ``iter_rows`` would add every empty one of its range to
+            # a workbook that is shared (:func:`workbook.default_workbook`)
+            for _, cell in sorted(ws._cells.items()):
+                text = _formula_of(cell.value)
+                if text is not None:
+                    sheet[cell.coordinate] = text
             formulas[ws.title] = sheet
         version = __version__
         ref = _parse_reference(wb.defined_names[VERSION_NAME].attr_text) \
@@ -178,9 +179,10 @@ def _formula_of(value: object) -> str | None:
 @lru_cache(maxsize=1)
 def current_template() -> Template:
     """The template of this version, built once per process by the workbook builder."""
-    from .workbook import build_workbook
+    from .workbook import default_workbook
 
-    return Template.from_workbook(build_workbook())
+    # The Risk sheet's figures are values, not formulas: the template is the same without them.
+    return Template.from_workbook(default_workbook())
 
 
 # -- comparing formulas -------------------------------------------------------------------------

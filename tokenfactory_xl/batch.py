@@ -26,13 +26,14 @@ leaves none of its outputs; the same inputs give byte-identical files.
 from __future__ import annotations
 
 import argparse
-import io
+import math
 import os
 import signal
 import sys
-import tempfile
 import time
+from array import array
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -61,7 +62,7 @@ from .portfolio import (
 )
 from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
-from .workers import imap_unordered
+from .workers import Workers
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
 #: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
@@ -96,7 +97,7 @@ class WorkbookFactory:
         template = _template_bytes(workbook)
         cells = {sheet: list(values) for sheet, values in workbook.cell_values(defaults).items()}
         self.stencil = Stencil(template, cells, level)
-        self.charts = _chart_parts(self.stencil, template, cells, workbook)
+        self.charts = _chart_parts(self.stencil, cells, workbook)
 
         # The summary outputs are read from the cells the workbook names out_<name>: the
         # portfolio then shows exactly what each workbook stores, without a second model run.
@@ -133,37 +134,30 @@ class WorkbookFactory:
         return data, {**summary, **extra}
 
 
-def _chart_parts(stencil: Stencil, template: bytes, cells: dict[str, list[str]], workbook
-                 ) -> ChartParts:
+def _chart_parts(stencil: Stencil, cells: dict[str, list[str]], workbook) -> ChartParts:
     """The template's charts, with the values of the cells they read that no site changes (a
     series' title, a column of labels) taken from the template once."""
-    import openpyxl
+    from openpyxl.utils.cell import coordinate_to_tuple
 
     filled = {sheet: set(coords) for sheet, coords in cells.items()}
-    book = openpyxl.load_workbook(io.BytesIO(template))
+    book = workbook.default_workbook()  # what the stencil's template was saved from
     parts = ChartParts(stencil, {}, workbook.timeline_cells,
                        ("Timeline", workbook.timeline_last_column))
     static: dict[str, dict[str, object]] = {}
     for sheet, coords in parts.references():
         for coord in coords:
             if coord not in filled.get(sheet, set()):
-                static.setdefault(sheet, {})[coord] = book[sheet][coord].value
+                # read without ``book[sheet][coord]``, which would add the cell to the shared book
+                cell = book[sheet]._cells.get(coordinate_to_tuple(coord))
+                static.setdefault(sheet, {})[coord] = None if cell is None else cell.value
     parts.static = static
     return parts
 
 
 def _template_bytes(workbook) -> bytes:
-    """The default site's workbook, saved with the workbook module's deterministic save."""
-    wb = workbook.build_workbook(None, risk_draws=0)  # each site's Risk figures fill it
-    buffer = io.BytesIO()
-    try:
-        workbook.save_workbook(wb, buffer)
-        return buffer.getvalue()
-    except (TypeError, AttributeError):  # a save that needs a real path
-        with tempfile.TemporaryDirectory(prefix="tfxl-template-") as folder:
-            path = Path(folder, "template.xlsx")
-            workbook.save_workbook(wb, path)
-            return path.read_bytes()
+    """The default site's workbook (its Risk sheet not computed: each site's figures fill it),
+    saved with the workbook module's deterministic save."""
+    return workbook.default_workbook_bytes()
 
 
 # The worker processes' factory: inherited from the parent where processes fork, built by the
@@ -367,6 +361,31 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
         when writing fails or the run is stopped: none of the outputs is written.
     """
     started = time.perf_counter()
+    # The workers start before the sites are read: each holds the template it inherits, never
+    # the sites (their memory would otherwise grow with the sites file).
+    with _start_workers(jobs, level) as pool:
+        return _run(pool, started, sites_path, outdir, sheet=sheet, skip_invalid=skip_invalid,
+                    force=force, summary_csv=summary_csv, progress=progress, level=level,
+                    header_row=header_row, cohorts=cohorts, risk_draws=risk_draws)
+
+
+def _start_workers(jobs: int, level: int) -> AbstractContextManager[Workers | None]:
+    """The worker processes of a run with ``jobs`` > 1, the template built first for them to
+    inherit where processes fork; none for one job (the sites are written in this process)."""
+    if jobs <= 1:
+        return nullcontext(None)
+    global _LEVEL
+    _LEVEL = level
+    _factory(level)
+    return Workers(_make, jobs, initializer=_init_pool, initargs=(level,))
+
+
+def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
+         outdir: str | os.PathLike, *, sheet: str | None, skip_invalid: bool, force: bool,
+         summary_csv: str | os.PathLike | None,
+         progress: Progress | Callable[[int], Progress] | None, level: int,
+         header_row: int | None, cohorts: str | os.PathLike | None,
+         risk_draws: int) -> BatchReport:
     sites = load_sites(sites_path, sheet, header_row, cohorts)
     rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid, force=force,
                                   summary_csv=summary_csv, sites_file=sites, cohorts=cohorts)
@@ -376,17 +395,16 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
         progress = progress(len(rows))
     report = BatchReport(outdir, skipped=skipped, notes=sites.notes)
     workbook_targets = targets[: len(rows)]
-    summaries: list[dict[str, float | None] | None] = [None] * len(rows)
-    results = _generate(rows, workbook_targets, jobs, level, risk_draws)
+    summaries = _Summaries(len(rows))
+    results = _generate(rows, workbook_targets, pool, level, risk_draws)
     with Outputs() as outputs:
         try:
             for index, summary, temp in results:
                 outputs.adopt(temp, workbook_targets[index])
-                summaries[index] = summary
+                summaries.put(index, summary)
                 if progress is not None:
                     progress.advance()
-            entries = [(row.inputs, _slim_result(row.inputs, summary))
-                       for row, summary in zip(rows, summaries, strict=True)]
+            entries = _Entries(rows, summaries)
             report.portfolio = outputs.add(outdir / PORTFOLIO,
                                            portfolio_bytes(entries))  # type: ignore[arg-type]
             if summary_csv is not None:
@@ -403,26 +421,67 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     return report
 
 
+class _Summaries:
+    """Each site's summary outputs, kept as one row of floats (NaN: none) per site: a tenth of
+    the memory of a dict per site, for batches of many thousand sites."""
+
+    def __init__(self, count: int):
+        self.keys: tuple[str, ...] = ()
+        self._table = array("d")
+        self._count = count
+
+    def put(self, index: int, summary: dict[str, float | None]) -> None:
+        if not self.keys:
+            self.keys = tuple(summary)
+            self._table = array("d", [math.nan]) * (self._count * len(self.keys))
+        assert summary.keys() == set(self.keys), "every site's summary has the same outputs"
+        width = len(self.keys)
+        found = [summary[k] for k in self.keys]
+        self._table[index * width:(index + 1) * width] = array(
+            "d", [math.nan if v is None else v for v in found])
+
+    def get(self, index: int) -> dict[str, float | None]:
+        width = len(self.keys)
+        row = self._table[index * width:(index + 1) * width]
+        return {k: (v if math.isfinite(v) else None) for k, v in zip(self.keys, row, strict=True)}
+
+
+class _Entries(Sequence):
+    """The portfolio's entries, each made when it is read (the portfolio reads them a few times
+    over): the sites' inputs with their summaries, nothing per site kept beside them."""
+
+    def __init__(self, rows: Sequence[SiteRow], summaries: _Summaries):
+        self._rows, self._summaries = rows, summaries
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        inputs = self._rows[index].inputs
+        return inputs, _slim_result(inputs, self._summaries.get(index % len(self)))
+
+
 def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | None) -> Result:
     """A :class:`Result` carrying only the summary: all the portfolio reads, and small."""
     assert inputs is not None and summary is not None
     return Result(inputs, inputs.scenario, (), (), {}, summary)
 
 
-def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], jobs: int, level: int,
-              risk_draws: int = 0) -> Iterator[tuple[int, dict[str, float | None], Path]]:
+def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], pool: Workers | None,
+              level: int, risk_draws: int = 0
+              ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
     tasks = (_Task(i, row.inputs, target, risk_draws)  # type: ignore[arg-type]
              for i, (row, target) in enumerate(zip(rows, targets, strict=True)))
-    global _LEVEL
-    _LEVEL = level
-    _factory(level)  # built here once: forked workers inherit it
-    jobs = max(1, min(jobs, len(rows)))
-    if jobs == 1:
+    if pool is None:
+        global _LEVEL
+        _LEVEL = level
+        _factory(level)
         yield from map(_make, tasks)
         return
-    chunk = max(1, min(32, len(rows) // (jobs * 8)))
-    yield from imap_unordered(_make, tasks, jobs, chunk=chunk, initializer=_init_pool,
-                              initargs=(level,))
+    chunk = max(1, min(32, len(rows) // (pool.jobs * 8)))
+    yield from pool.imap_unordered(tasks, chunk=chunk)
 
 
 def _remove_temporaries(targets: Sequence[Path]) -> None:

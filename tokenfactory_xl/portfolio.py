@@ -39,7 +39,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -193,13 +193,23 @@ def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
     does not apply counts as a value: owned and rented sites with the default CapEx still
     differ in their CapEx column).
     """
-    shown = []
-    for inputs, _ in entries:
+    names: list[str] = list(ALWAYS)
+    first: dict[str, object] = {}
+    differ: set[str] = set()
+    # One pass, keeping each column's first value only: memory does not grow with the sites.
+    for number, (inputs, _) in enumerate(entries):
         flat = inputs.flat()
-        shown.append({n: _key(value(n, inputs, {}, flat)) for n in flat})
-    names = list(shown[0]) if shown else list(ALWAYS)
-    differ = [n for n in names if n not in ALWAYS and len({s[n] for s in shown}) > 1]
-    return [*ALWAYS, *differ], output_columns(entries)
+        if number == 0:
+            names = list(flat)
+        for n in names:
+            if n in ALWAYS or n in differ:
+                continue
+            key = _key(value(n, inputs, {}, flat))
+            if number == 0:
+                first[n] = key
+            elif key != first[n]:
+                differ.add(n)
+    return [*ALWAYS, *(n for n in names if n in differ)], output_columns(entries)
 
 
 def _key(found: object) -> object:
@@ -271,10 +281,11 @@ def shown_text(found: object, number_format: str) -> str:
     return f"{x:,.{decimals}f}" if "," in number_format else f"{x:.{decimals}f}"
 
 
-def _width(texts: Sequence[str], header_text: str) -> float:
-    """A column wide enough for every value and for the header's longest word (it wraps)."""
+def _width(longest_value: int, header_text: str) -> float:
+    """A column wide enough for its longest shown value (``longest_value`` characters) and for
+    the header's longest word (it wraps)."""
     longest_word = max((len(w) for w in header_text.split()), default=0)
-    widest = max([len(t) for t in texts] + [longest_word, _MIN_WIDTH - _PADDING])
+    widest = max(longest_value, longest_word, _MIN_WIDTH - _PADDING)
     return float(min(_MAX_WIDTH, widest + _PADDING))
 
 
@@ -297,17 +308,22 @@ def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
     if not entries:
         return out
     one_currency = currency_of(entries) is not None
-    shown = [{name: value(name, i, figures(r), {}) for name in named} for i, r in entries]
+    summaries = [figures(r) for _, r in entries]
+
+    def column(name: str) -> list[object]:
+        """One column's shown values, ``None`` where blank (built for one column at a time)."""
+        return [value(name, inputs, summary, {})
+                for (inputs, _), summary in zip(entries, summaries, strict=True)]
 
     def weighted(name: str, weights: list[float]) -> float | None:
-        pairs = [(s[name], w) for s, w in zip(shown, weights, strict=True) if s[name] is not None]
+        pairs = [(v, w) for v, w in zip(column(name), weights, strict=True) if v is not None]
         total = sum(w for _, w in pairs)
         return sum(v * w for v, w in pairs) / total if pairs and total else None  # type: ignore
 
     for name in SUMMED:
         if name not in out or (name in _MONEY and not one_currency):
             continue
-        found = [s[name] for s in shown if s[name] is not None]
+        found = [v for v in column(name) if v is not None]
         complete = len(found) == len(entries) or (name in _NONE_ADDS_NOTHING and found)
         out[name] = math.fsum(found) if complete else None  # type: ignore[arg-type]
     out["gpus"] = float(sum(inputs["gpus"] for inputs, _ in entries))  # type: ignore[misc]
@@ -320,7 +336,7 @@ def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
         if name in out:
             out[name] = weighted(name, capacity)
     if one_currency and "cost_per_mtok" in out:
-        tokens = [s.get("tokens_sold_total") or 0.0 for s in shown]
+        tokens = [v or 0.0 for v in column("tokens_sold_total")]
         out["cost_per_mtok"] = weighted("cost_per_mtok", tokens)  # type: ignore[arg-type]
     return out
 
@@ -362,10 +378,22 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     titles = headers(names, currency)
     formats = [_number_format(name) for name in names]
     n = len(entries)
-    rows = []
-    for inputs, result in entries:
-        flat = inputs.flat()
-        rows.append([value(name, inputs, figures(result), flat) for name in names])
+
+    def each_row() -> Iterator[list[object]]:
+        """The table's rows, made as they are read: the table is never held whole."""
+        for inputs, result in entries:
+            flat = inputs.flat()
+            summary = figures(result)
+            yield [value(name, inputs, summary, flat) for name in names]
+
+    # First pass: the column widths, and the rows the charts show (their caches read them).
+    widest = [0] * len(names)
+    rows: list[list[object]] = []
+    for row in each_row():
+        for index, (found, fmt) in enumerate(zip(row, formats, strict=True)):
+            widest[index] = max(widest[index], len(shown_text(found, fmt)))
+        if len(rows) < CHART_SITES:
+            rows.append(row)
 
     wb = Workbook(write_only=True)
     wb.properties.creator = "tokenfactory_xl"
@@ -377,8 +405,8 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     ws.print_title_rows = "1:1"
     ws.print_title_cols = "A:A"
     widths = []
-    for index, (title, fmt) in enumerate(zip(titles, formats, strict=True)):
-        width = _width([shown_text(row[index], fmt) for row in rows], title)
+    for index, title in enumerate(titles):
+        width = _width(widest[index], title)
         widths.append(width)
         ws.column_dimensions[get_column_letter(index + 1)].width = width
     ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
@@ -396,7 +424,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
                                "tokenfactory_xl", width=240, height=50)
         header_row.append(cell)
     ws.append(header_row)
-    for row in rows:
+    for row in each_row():  # second pass: written as made
         cells = []
         for found, fmt in zip(row, formats, strict=True):
             cell = WriteOnlyCell(ws, value=None)
@@ -407,6 +435,8 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
             else:
                 cell.value = found
                 cell.number_format = fmt
+                if isinstance(found, float) and math.isfinite(found):
+                    cell._value = repr(found)  # every digit: openpyxl would keep 16
             cells.append(cell)
         ws.append(cells)
     # A table needs a data row: with no site, the range is the header and one empty row.
@@ -465,7 +495,6 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
 
     charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
     return repack(buffer.getvalue(), rewrite={
-        "xl/worksheets/sheet1.xml": lambda xml: _every_digit(xml, lambda c, r: rows[r - 2][c - 1]),
         "xl/worksheets/sheet2.xml": lambda xml: _every_digit(
             xml, lambda c, r: total_rows[r - 2][c - 1]),
         **charts,

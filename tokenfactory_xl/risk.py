@@ -54,12 +54,14 @@ RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "prob_npv_nega
 
 
 # -- many variants of one site, in one pass --------------------------------------------------------
-@functools.lru_cache(maxsize=3)
-def _model(key: str):
-    """The model compiled for the live scenario's NPV and IRR only."""
+@functools.lru_cache(maxsize=6)
+def _model(key: str, irr: bool = True):
+    """The model compiled for the live scenario's NPV and (with ``irr``) IRR only: the IRR's
+    searches are two thirds of a variant's cost, and the tornado does without them."""
     from .formula import compile_model, needed
 
-    return compile_model(needed(LINES, [f"out_npv_{key}", f"out_irr_{key}"]))
+    wanted = [f"out_npv_{key}"] + ([f"out_irr_{key}"] if irr else [])
+    return compile_model(needed(LINES, wanted))
 
 
 def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:
@@ -67,9 +69,10 @@ def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:
     return index, SCENARIOS[index].key
 
 
-def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray]) -> tuple[np.ndarray,
-                                                                             np.ndarray]:
-    """The live scenario's NPV and IRR (NaN: none) for each variant of the site.
+def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool = True
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The live scenario's NPV and IRR (NaN: none; all NaN when ``irr`` is false, not
+    computed) for each variant of the site.
 
     ``values`` maps a driver to one value per variant (all of the same length): the live
     scenario's value of a per-scenario input, the site's value otherwise, and for
@@ -78,11 +81,11 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray]) -> tuple[np.n
     from .formula import _RowArray
 
     index, key = _scenario_key(inputs)
-    model = _model(key)
+    model = _model(key, irr)
     constants = _formula_constants()
     base = formula_inputs(inputs)
     count = len(next(iter(values.values()))) if values else 1
-    npv, irr = np.empty(count), np.empty(count)
+    npv, irrs = np.empty(count), np.full(count, np.nan)
     for start in range(0, count, CHUNK):
         part = slice(start, min(count, start + CHUNK))
         given = dict(base)
@@ -104,8 +107,9 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray]) -> tuple[np.n
         out = model(given, constants, LISTS)
         npv[part] = np.broadcast_to(np.asarray(out[f"out_npv_{key}"], dtype=float),
                                     (part.stop - part.start,))
-        irr[part] = _numbers(out[f"out_irr_{key}"], part.stop - part.start)
-    return npv, irr
+        if irr:
+            irrs[part] = _numbers(out[f"out_irr_{key}"], part.stop - part.start)
+    return npv, irrs
 
 
 def _numbers(x: object, n: int) -> np.ndarray:
@@ -178,7 +182,7 @@ def tornado(inputs: SiteInputs, drivers: Sequence[str] = TORNADO_DRIVERS) -> Tor
     values = {name: np.full(count, live_value(inputs, name)) for name in drivers}
     for i, (name, low, high) in enumerate(flexes):
         values[name][2 * i], values[name][2 * i + 1] = low, high
-    npv, _ = evaluate(inputs, values)
+    npv, _ = evaluate(inputs, values, irr=False)
     out = [Flex(name, BY_NAME[name].label, live_value(inputs, name), low, high,
                 float(npv[2 * i]), float(npv[2 * i + 1]))
            for i, (name, low, high) in enumerate(flexes)]

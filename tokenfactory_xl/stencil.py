@@ -409,7 +409,11 @@ FIXED_TIMESTAMP = "2000-01-01T00:00:00Z"
 _CORE_DATES = re.compile(rb"(<dcterms:(?:created|modified)\b[^>]*>)[^<]*(</dcterms:)")
 
 
-def repack(data: bytes, level: int = 6,
+#: The zlib level :mod:`zipfile` deflates with by default (zlib's own default).
+_ZIPFILE_LEVEL = 6
+
+
+def repack(data: bytes, level: int = _ZIPFILE_LEVEL,
            rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None) -> bytes:
     """An ``.xlsx`` rewritten deterministically: fixed zip timestamps and document dates.
 
@@ -421,6 +425,12 @@ def repack(data: bytes, level: int = 6,
     rewrite = rewrite or {}
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
+            if (level == _ZIPFILE_LEVEL and info.compress_type == zipfile.ZIP_DEFLATED
+                    and info.filename not in rewrite and info.filename != "docProps/core.xml"):
+                # Compressed as it would be here: copied without inflating (a portfolio's
+                # table of many thousand sites is never held uncompressed).
+                members.append(_raw_member(archive, info))
+                continue
             body = archive.read(info)
             if info.filename == "docProps/core.xml":
                 body = _CORE_DATES.sub(rb"\g<1>" + FIXED_TIMESTAMP.encode() + rb"\g<2>", body)

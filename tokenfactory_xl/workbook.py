@@ -17,6 +17,7 @@ commands ``template`` and ``render`` are in :mod:`tokenfactory_xl.workbook_cli`.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 import io
@@ -214,6 +215,7 @@ class _Builder:
         self.wb = wb
         self.plan = Plan()
         self.styles: list[tuple[Worksheet, str, str, object]] = []
+        self._styled: dict[tuple[str, int], tuple[object, object]] = {}
 
     def name(self, name: str, ws: Worksheet, ref: str) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9]*_[a-z0-9_]+", name):
@@ -223,11 +225,20 @@ class _Builder:
 
     def _style(self, ws: Worksheet, coord: str, kind: str, font) -> None:
         cell = ws[coord]
+        # Tens of thousands of cells share a handful of styles: the first cell of each is
+        # styled through openpyxl (which registers the style's parts), the others copy its
+        # style indices.
+        key = (kind, id(font))
+        known = self._styled.get(key)
+        if known is not None:
+            cell._style = copy.copy(known[1])
+            return
         cell.number_format = st.number_format(kind)
         cell.font = font
         cell.protection = st.LOCKED
         if kind not in ("text", "flag_text"):
             cell.alignment = st.RIGHT
+        self._styled[key] = (font, copy.copy(cell._style))  # the font kept: its id stays its own
 
     def scalar(self, ws: Worksheet, coord: str, line: Line, font=st.CALC_FONT,
                kind: str | None = None) -> None:
@@ -1093,9 +1104,32 @@ def build_workbook(inputs: SiteInputs | None = None,
 
 
 @functools.lru_cache(maxsize=1)
+def _default_build() -> tuple[Workbook, Plan]:
+    """The default site's workbook without Risk figures, and its plan: built once per process
+    for the plan, the batch's stencil and the audit's template alike (a build takes a second).
+    Callers read it and never change it."""
+    return _build(default_inputs())
+
+
 def plan() -> Plan:
     """Where every input and formula cell of the workbook is (the same for every site)."""
-    return _build(default_inputs())[1]
+    return _default_build()[1]
+
+
+def default_workbook() -> Workbook:
+    """The default site's workbook with its Risk sheet not computed, shared: read, never change
+    (nor save: openpyxl renumbers a workbook's drawings as it saves it; see
+    :func:`default_workbook_bytes`).
+
+    The same workbook as ``build_workbook(None, risk_draws=0)`` without a second build.
+    """
+    return _default_build()[0]
+
+
+@functools.lru_cache(maxsize=1)
+def default_workbook_bytes() -> bytes:
+    """:func:`default_workbook` as ``.xlsx`` bytes, saved once per process."""
+    return workbook_bytes(default_workbook())
 
 #: Fixed document properties, so that the same inputs give the same bytes.
 DOC_TIME = dt.datetime(2026, 1, 1)

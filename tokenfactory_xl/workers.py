@@ -57,58 +57,93 @@ def _serve(conn: Connection, func: Callable[[T], R],
         conn.close()
 
 
+class Workers:
+    """``jobs`` worker processes serving ``func``, started at once and ready for one run of
+    :meth:`imap_unordered`.
+
+    A batch starts them before it reads the sites: a forked worker then holds the template it
+    inherits, never the sites the parent reads afterwards. ``func``, ``initializer`` and the
+    tasks must be picklable where processes spawn (Windows, macOS). Use as a context manager:
+    leaving it, normally or by any exception, kills the workers still running and waits for them.
+    """
+
+    def __init__(self, func: Callable[[T], R], jobs: int, *,
+                 initializer: Callable[..., None] | None = None, initargs: tuple = ()):
+        ctx = multiprocessing.get_context()
+        self.jobs = jobs
+        self._workers: dict[Connection, multiprocessing.process.BaseProcess] = {}
+        try:
+            for _ in range(jobs):
+                parent, child = ctx.Pipe()
+                process = ctx.Process(target=_serve, args=(child, func, initializer, initargs),
+                                      daemon=True)
+                process.start()
+                child.close()
+                self._workers[parent] = process
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def imap_unordered(self, tasks: Iterable[T], *, chunk: int = 1) -> Iterator[R]:
+        """The result of every task, in the order they finish; the workers stop at the end.
+
+        An exception raised by ``func`` is raised here; a worker that dies raises
+        :class:`WorkerFailed`. Closing the iterator early, or any exception while it runs, kills
+        the workers and waits for them.
+        """
+        workers = self._workers
+        pending = iter(tasks)
+        try:
+            busy: set[Connection] = set()
+            for conn in workers:
+                work = list(islice(pending, chunk))
+                if work:
+                    conn.send(work)
+                    busy.add(conn)
+            while busy:
+                for conn in wait(list(busy)):
+                    try:
+                        ok, value = conn.recv()  # type: ignore[union-attr]
+                    except (EOFError, OSError):
+                        process = workers[conn]  # type: ignore[index]
+                        process.join(5)
+                        raise WorkerFailed(f"a worker process ended unexpectedly (exit status "
+                                           f"{process.exitcode})") from None
+                    if not ok:
+                        raise value
+                    work = list(islice(pending, chunk))
+                    if work:
+                        conn.send(work)  # type: ignore[union-attr]
+                    else:
+                        busy.discard(conn)  # type: ignore[arg-type]
+                    yield from value
+            for conn in workers:
+                conn.send(None)
+            for process in workers.values():
+                process.join()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Kill the workers still running and wait for each (safe to call again)."""
+        for process in self._workers.values():
+            if process.is_alive():
+                process.kill()
+        for conn, process in self._workers.items():
+            process.join()
+            conn.close()
+
+
 def imap_unordered(func: Callable[[T], R], tasks: Iterable[T], jobs: int, *, chunk: int = 1,
                    initializer: Callable[..., None] | None = None,
                    initargs: tuple = ()) -> Iterator[R]:
-    """``func`` of every task, computed by ``jobs`` worker processes, in the order they finish.
-
-    ``func``, ``initializer`` and the tasks must be picklable where processes spawn (Windows,
-    macOS). An exception raised by ``func`` is raised here; a worker that dies raises
-    :class:`WorkerFailed`. Closing the iterator early, or any exception while it runs, kills the
-    workers and waits for them.
-    """
-    ctx = multiprocessing.get_context()
-    pending = iter(tasks)
-    workers: dict[Connection, multiprocessing.process.BaseProcess] = {}
-    try:
-        for _ in range(jobs):
-            parent, child = ctx.Pipe()
-            process = ctx.Process(target=_serve, args=(child, func, initializer, initargs),
-                                  daemon=True)
-            process.start()
-            child.close()
-            workers[parent] = process
-        busy: set[Connection] = set()
-        for conn in workers:
-            work = list(islice(pending, chunk))
-            if work:
-                conn.send(work)
-                busy.add(conn)
-        while busy:
-            for conn in wait(list(busy)):
-                try:
-                    ok, value = conn.recv()  # type: ignore[union-attr]
-                except (EOFError, OSError):
-                    process = workers[conn]  # type: ignore[index]
-                    process.join(5)
-                    raise WorkerFailed(f"a worker process ended unexpectedly (exit status "
-                                       f"{process.exitcode})") from None
-                if not ok:
-                    raise value
-                work = list(islice(pending, chunk))
-                if work:
-                    conn.send(work)  # type: ignore[union-attr]
-                else:
-                    busy.discard(conn)  # type: ignore[arg-type]
-                yield from value
-        for conn in workers:
-            conn.send(None)
-        for process in workers.values():
-            process.join()
-    finally:
-        for process in workers.values():
-            if process.is_alive():
-                process.kill()
-        for conn, process in workers.items():
-            process.join()
-            conn.close()
+    """``func`` of every task, computed by ``jobs`` worker processes, in the order they finish
+    (:class:`Workers` started for this run)."""
+    with Workers(func, jobs, initializer=initializer, initargs=initargs) as pool:
+        yield from pool.imap_unordered(tasks, chunk=chunk)
