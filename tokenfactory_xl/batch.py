@@ -374,9 +374,7 @@ def _start_workers(jobs: int, level: int) -> AbstractContextManager[Workers | No
     inherit where processes fork; none for one job (the sites are written in this process)."""
     if jobs <= 1:
         return nullcontext(None)
-    global _LEVEL
-    _LEVEL = level
-    _factory(level)
+    _init_pool(level)  # the parent's factory, which forked workers inherit
     return Workers(_make, jobs, initializer=_init_pool, initargs=(level,))
 
 
@@ -475,9 +473,7 @@ def _generate(rows: Sequence[SiteRow], targets: Sequence[Path], pool: Workers | 
     tasks = (_Task(i, row.inputs, target, risk_draws)  # type: ignore[arg-type]
              for i, (row, target) in enumerate(zip(rows, targets, strict=True)))
     if pool is None:
-        global _LEVEL
-        _LEVEL = level
-        _factory(level)
+        _init_pool(level)  # this process writes every workbook
         yield from map(_make, tasks)
         return
     chunk = max(1, min(32, len(rows) // (pool.jobs * 8)))

@@ -15,7 +15,9 @@ import datetime as dt
 import math
 import re
 from collections.abc import Callable, Mapping
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, unescape
+
+from openpyxl.utils.cell import absolute_coordinate
 
 from .safe_xlsx import parse_reference
 from .stencil import Stencil, excel_serial
@@ -116,20 +118,15 @@ def _series(match: re.Match, lookup: Callable[[str, str], object],
 
 
 def _unescape(text: str) -> str:
-    return text.replace("&apos;", "'").replace("&quot;", '"').replace("&lt;", "<") \
-        .replace("&gt;", ">").replace("&amp;", "&")
+    """The text of an XML element or attribute: ``escape``'s inverse, quotes included."""
+    return unescape(text, {"&apos;": "'", "&quot;": '"'})
 
 
 def _reference(sheet: str, cells: tuple[str, ...]) -> str:
     quoted = "'" + sheet.replace("'", "''") + "'"
-
-    def absolute(coord: str) -> str:
-        col = coord.rstrip("0123456789")
-        return f"${col}${coord[len(col):]}"
-
     if len(cells) == 1:
-        return f"{quoted}!{absolute(cells[0])}"
-    return f"{quoted}!{absolute(cells[0])}:{absolute(cells[-1])}"
+        return f"{quoted}!{absolute_coordinate(cells[0])}"
+    return f"{quoted}!{absolute_coordinate(cells[0])}:{absolute_coordinate(cells[-1])}"
 
 
 def _number(value: object) -> str | None:

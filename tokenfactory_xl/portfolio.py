@@ -39,7 +39,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -369,6 +369,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     from openpyxl.comments import Comment
     from openpyxl.styles import Alignment, Font
     from openpyxl.utils import get_column_letter
+    from openpyxl.utils.cell import coordinate_to_tuple
     from openpyxl.worksheet.filters import AutoFilter
     from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
@@ -435,8 +436,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
             else:
                 cell.value = found
                 cell.number_format = fmt
-                if isinstance(found, float) and math.isfinite(found):
-                    cell._value = repr(found)  # every digit: openpyxl would keep 16
+                _every_digit(cell)
             cells.append(cell)
         ws.append(cells)
     # A table needs a data row: with no site, the range is the header and one empty row.
@@ -447,7 +447,7 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     _add_table(ws, table)
 
     total = totals(entries)
-    total_rows = _totals_sheet(wb, total, entries, currency)
+    _totals_sheet(wb, total, entries, currency)
 
     if n:
         chart = BarChart()
@@ -480,12 +480,12 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     buffer = io.BytesIO()
     wb.properties.created = dt.datetime(2000, 1, 1)
     wb.save(buffer)
+
     def shown(sheet: str, coord: str) -> object:
         """What a cell of the Portfolio sheet holds, for the charts' caches."""
         if sheet != SHEET:
             return None
-        col = coord.rstrip("0123456789")
-        c, r = _column_number(col), int(coord[len(col):])
+        r, c = coordinate_to_tuple(coord)
         if r == 1:
             return titles[c - 1] if c <= len(titles) else None
         return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(names) else None
@@ -494,18 +494,14 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         return with_caches(xml.decode("utf-8"), shown).encode("utf-8")
 
     charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
-    return repack(buffer.getvalue(), rewrite={
-        "xl/worksheets/sheet2.xml": lambda xml: _every_digit(
-            xml, lambda c, r: total_rows[r - 2][c - 1]),
-        **charts,
-    })
+    return repack(buffer.getvalue(), rewrite=charts)
 
 
-def _column_number(letters: str) -> int:
-    number = 0
-    for ch in letters:
-        number = number * 26 + ord(ch) - 64
-    return number
+def _every_digit(cell) -> None:  # type: ignore[no-untyped-def]
+    """Store a write-only cell's finite float with every digit (``repr``): openpyxl writes 16
+    significant digits, and a portfolio's figures keep all of them."""
+    if isinstance(cell.value, float) and math.isfinite(cell.value):
+        cell._value = repr(cell.value)
 
 
 def _risk_chart(ws, names: list[str], shown: int, n: int, currency: str | None):
@@ -539,7 +535,7 @@ def _risk_chart(ws, names: list[str], shown: int, n: int, currency: str | None):
 
 
 def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
-                  currency: str | None) -> list[list[object]]:
+                  currency: str | None) -> None:
     """The sheet ``Totals``: one row per figure (label, total, how it is totalled)."""
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.styles import Alignment, Font
@@ -584,13 +580,13 @@ def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
         for cell in (cells[0], cells[2], cells[3]):
             cell.data_type = "s"
         cells[1].number_format = fmt
+        _every_digit(cells[1])
         ws.append(cells)
     ref = f"A1:D{len(rows) + 1}"
     table = Table(displayName="Totals", ref=ref, autoFilter=AutoFilter(ref=ref))
     table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
     table.tableStyleInfo = TableStyleInfo(name="TableStyleLight9", showRowStripes=True)
     _add_table(ws, table)
-    return rows
 
 
 def _add_table(ws, table) -> None:
@@ -598,28 +594,6 @@ def _add_table(ws, table) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         ws.add_table(table)
-
-
-_NUMBER_CELL = re.compile(rb'<c r="([A-Z]+)(\d+)"([^>]*)><v>([^<]*)</v></c>')
-
-
-def _every_digit(xml: bytes, exact: Callable[[int, int], object]) -> bytes:
-    """The sheet with each number as ``repr`` writes it: openpyxl keeps only 16 digits.
-
-    ``exact(column, row)`` (1-based) gives the value openpyxl was given for a data cell.
-    """
-    from openpyxl.utils import column_index_from_string
-
-    def one(match: re.Match) -> bytes:
-        if b't="n"' not in match.group(3) or int(match.group(2)) < 2:
-            return match.group(0)
-        found = exact(column_index_from_string(match.group(1).decode()), int(match.group(2)))
-        if not isinstance(found, float) or not math.isfinite(found):
-            return match.group(0)
-        return (b'<c r="' + match.group(1) + match.group(2) + b'"' + match.group(3) + b"><v>"
-                + repr(found).encode() + b"</v></c>")
-
-    return _NUMBER_CELL.sub(one, xml)
 
 
 def write_portfolio(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:

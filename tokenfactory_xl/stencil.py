@@ -418,8 +418,10 @@ def repack(data: bytes, level: int = _ZIPFILE_LEVEL,
     """An ``.xlsx`` rewritten deterministically: fixed zip timestamps and document dates.
 
     openpyxl stamps the save time into ``docProps/core.xml`` and every zip entry; this rewrites
-    both to fixed values and recompresses at ``level``, members in their original order.
-    ``rewrite`` maps member names to functions that change their content on the way.
+    both to fixed values and recompresses at ``level``, members in their original order (at
+    zipfile's own level, a deflated member that is not rewritten is copied compressed: the same
+    bytes, without inflating it). ``rewrite`` maps member names to functions that change their
+    content on the way.
     """
     members = []
     rewrite = rewrite or {}

@@ -599,9 +599,8 @@ def timeline_cells(sheet: str, cells: tuple[str, ...], horizon: int) -> tuple[st
     from month 1 stops at the horizon; any other reference is kept whole."""
     if sheet != "Timeline" or len(cells) < 2:
         return cells
-    cols = [c.rstrip("0123456789") for c in cells]
-    rows = {c[len(col):] for c, col in zip(cells, cols, strict=True)}
-    if cols[0] != _col(FIRST_MONTH_COL) or len(rows) != 1:
+    split = [_split(c) for c in cells]
+    if split[0][0] != _col(FIRST_MONTH_COL) or len({row for _, row in split}) != 1:
         return cells
     return cells[:horizon]
 
