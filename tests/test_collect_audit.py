@@ -200,3 +200,27 @@ def test_the_fast_scan_reads_exactly_what_the_full_parser_reads(generated, tmp_p
                 assert fast == full, (path.name, sheet.title)
                 assert fast.values
     assert audit_workbook(edited).inputs["site_name"] == 'Beta & "Co" <HQ>'
+
+
+def test_worker_processes_give_the_same_audits_in_the_same_order(generated, tmp_path):
+    # untouched, edited, refused and repeated files, audited in this process and by two workers
+    from tokenfactory_xl.collect import collect
+
+    folder = tmp_path / "inbox"
+    files = [copy(generated[site], folder) for site in ("Gamma", "Alpha", "Beta")]
+    files.append(edit_with_openpyxl(copy(generated["Alpha"], folder, "Alpha edited.xlsx"),
+                                    lambda wb: set_input(wb, "gpus", 2048)))
+    (folder / "notes.xlsx").write_text("not a workbook", encoding="utf-8")
+    files.append(folder / "notes.xlsx")
+    files.append(copy(generated["Beta"], folder, "Beta again.xlsx"))
+    files *= 3  # more files than workers, so each worker audits several
+
+    def seen(audits):
+        return [(a.path, a.status, a.findings, a.inputs,
+                 None if a.result is None else a.result.summary)
+                for a in audits]
+
+    alone = collect(files, jobs=1)
+    shared = collect(files, jobs=2)
+    assert seen(shared) == seen(alone)
+    assert [a.status for a in alone[:6]] == ["ok", "ok", "ok", "warning", "refused", "warning"]

@@ -233,6 +233,8 @@ def test_usage_mistakes_exit_2_with_a_message(tmp_path):
     assert size.returncode == 2 and "'lots' is not a size" in size.stderr
     suffix = collect("empty", "-o", "portfolio.csv", cwd=tmp_path)
     assert suffix.returncode == 2 and "give a name ending in .xlsx" in suffix.stderr
+    jobs = collect("empty", "-o", "p.xlsx", "--jobs", "0", cwd=tmp_path)
+    assert jobs.returncode == 2 and "--jobs 0: needs at least 1 process" in jobs.stderr
     assert not (tmp_path / "p.xlsx").exists()
 
 

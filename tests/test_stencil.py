@@ -7,6 +7,7 @@ import functools
 import io
 import re
 import zipfile
+import zlib
 
 import openpyxl
 import pytest
@@ -159,6 +160,28 @@ def test_same_values_same_bytes_and_levels():
     with zipfile.ZipFile(io.BytesIO(stored)) as z:
         assert z.getinfo("xl/worksheets/sheet1.xml").compress_type == zipfile.ZIP_STORED
         assert z.testzip() is None
+
+
+def test_isal_and_zlib_write_the_same_members():
+    # The test extra installs ISA-L's wheel; without it (forced here) zlib deflates. Both write
+    # standard deflate that zipfile reads back, CRC-checked, to the same member bytes.
+    from tokenfactory_xl import stencil
+
+    assert stencil.DEFLATE == "isal"
+    site = values("Zürich", 3000, dt.date(2027, 5, 1), 0.42)
+    fast = Stencil(template(), CELLS).fill(site)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stencil, "_isal", None)
+        plain = Stencil(template(), CELLS).fill(site)
+    assert fast != plain  # two libraries, two encodings of the same data
+    with zipfile.ZipFile(io.BytesIO(fast)) as a, zipfile.ZipFile(io.BytesIO(plain)) as b:
+        assert a.testzip() is None and b.testzip() is None
+        assert a.namelist() == b.namelist()
+        for name in a.namelist():
+            assert a.read(name) == b.read(name), name
+    data = (b"<row>" + b"<c r='A1'><v>1.5</v></c>" * 5000 + b"</row>") * 20
+    for level in (1, 6):
+        assert zlib.decompress(stencil.deflate(data, level), -15) == data
 
 
 def test_cells_missing_from_the_template_are_refused():

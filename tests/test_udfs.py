@@ -379,3 +379,61 @@ def test_text_arguments_use_the_catalogue_rule(monkeypatch):
     with pytest.raises(ArgumentError, match="scenario=Bse: must be one of Base, Optimised, "
                                             "Downside; did you mean Base?"):
         udfs._call(formula, ("scenario", "tps"), ("Bse", 10))
+
+
+# -- long ranges: the fast readings agree with the cell-by-cell one ------------------------------
+def test_a_long_column_reads_as_its_cells_do_one_by_one():
+    # 5,000 rows of ints, floats, numpy numbers and empty cells; each row's BREAKEVEN_UTIL is
+    # the same function called on that row's three cells alone
+    rng = np.random.default_rng(7)
+    cost = [[float(x)] for x in rng.uniform(0.5, 3.0, 5_000)]
+    tps = [[int(x)] for x in rng.integers(1_000, 20_000, 5_000)]
+    price = [[np.float64(x)] for x in rng.uniform(0.05, 2.0, 5_000)]
+    cost[17], tps[301], price[4_999] = [None], [None], [None]
+    spilled = BREAKEVEN_UTIL(cost, tps, price)
+    one_by_one = [[BREAKEVEN_UTIL(c[0], t[0], p[0])] for c, t, p in zip(cost, tps, price,
+                                                                          strict=True)]
+    assert spilled == one_by_one
+    assert spilled[17] == spilled[301] == spilled[4_999] == [None]
+    as_arrays = BREAKEVEN_UTIL(*(np.array(x, dtype=float) for x in (
+        [[c[0] if c[0] is not None else np.nan] for c in cost],
+        [[t[0] if t[0] is not None else np.nan] for t in tps],
+        [[p[0] if p[0] is not None else np.nan] for p in price])))
+    assert as_arrays == spilled
+
+
+@pytest.mark.parametrize(("cell", "says"), [
+    (True, "tps=True"), ("x", "tps=x: is not a number"),
+    (dt.datetime(2027, 1, 1), "not a number"), (-3, "tps=-3: is out of range")])
+def test_one_bad_cell_deep_in_a_long_range_is_named(cell, says):
+    column = [[1_000.0]] * 20_000
+    column[12_344] = [cell]
+    text = message(TPM, column)
+    assert text.startswith("row 12345 of tps: ") and says in text
+
+
+def test_a_text_argument_is_read_once_per_distinct_value_and_named_where_bad():
+    from tokenfactory_xl.udfs import GPU_SPEC
+
+    gpus = [["H200"], ["B200"]] * 5_000
+    assert GPU_SPEC(gpus, "hbm_gb") == [[141.0], [180.0]] * 5_000
+    gpus[7_777] = ["H2000"]
+    assert message(GPU_SPEC, gpus, "hbm_gb").startswith(
+        "row 7778 of gpu: gpu=H2000: is not in the gpu catalogue")
+    # the number 1 and TRUE are different cells, although Python calls them equal
+    assert message(GPU_SPEC, [["H200"], [1], [True]], "hbm_gb").startswith("row 2 of gpu:")
+
+
+def test_the_garbage_collector_is_left_as_it_was():
+    import gc
+
+    column = [[1.0]] * 1_000
+    assert gc.isenabled()
+    TPM(column)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        TPM(column)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

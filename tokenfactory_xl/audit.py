@@ -571,14 +571,9 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
         sheet = content.cells(title)
         stored_values, found = sheet.values, sheet.formulas
         values = expected.get(title, {})
-        # The formula cells whose stored value is not exactly the recomputed one, as a set
-        # difference: nearly every cell of a workbook that was calculated is not among them.
-        try:
-            differ = {c for c, _ in values.items() - stored_values.items()}
-            differ |= {c for c, _ in stored_values.items() - values.items()}
-        except TypeError:  # a value that cannot be hashed: compare cell by cell
-            differ = {c for c in formulas if stored_values.get(c, _ABSENT) != values.get(c)}
-        odd = [c for c in formulas if c in differ] if differ else []
+        # The formula cells whose stored value is not exactly the recomputed one: nearly every
+        # cell of a workbook that was calculated is not among them.
+        odd = [c for c in formulas if stored_values.get(c, _ABSENT) != values.get(c)]
         present = len(found.keys() & formulas.keys())
         for coord in odd:
             if coord not in found or coord not in values:

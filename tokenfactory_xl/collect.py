@@ -9,7 +9,8 @@ into it — never from the values the file stores — and writes
 - optionally the same rows as CSV;
 - the audit report (Markdown), and a short form of it on the standard output.
 
-Files are handled one by one: one that cannot be read (not a workbook, an ``.xls``, password-
+Files are audited one by one, by one worker process per processor core when there are many
+(``--jobs``); one that cannot be read (not a workbook, an ``.xls``, password-
 protected, damaged, hostile, not a TFOM) gets its line in the report and the others are still
 collected. The exit status is 1 when any error-level finding exists, 0 otherwise; the portfolio
 is written either way, from the workbooks whose inputs are valid. Input files are only read.
@@ -42,6 +43,7 @@ from .audit import (
     PORTFOLIO_SHEET,
     SEVERITIES,
     Finding,
+    Template,
     WorkbookAudit,
     audit_workbook,
     current_template,
@@ -56,6 +58,7 @@ from .files import (
 from .interrupts import Stopped, stop_on_signals
 from .safe_xlsx import MB, Limits, RefusedFile, open_xlsx
 from .sites import CONTROL_OR_BIDI, visible
+from .workers import Workers, cores
 
 #: Files a folder is searched for (any file named on the command line is read, whatever its name).
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls")
@@ -100,33 +103,62 @@ def _same_file_key(path: Path) -> str:
 
 
 # -- auditing ------------------------------------------------------------------------------------
-def collect(paths: Sequence[str | Path], limits: Limits | None = None) -> list[WorkbookAudit]:
-    """Audit every file of ``paths`` (files, not folders), one by one, in order.
+#: How many files one more worker process must have to audit before it pays for its start.
+FILES_PER_WORKER = 8
+
+
+def collect(paths: Sequence[str | Path], limits: Limits | None = None,
+            jobs: int = 1) -> list[WorkbookAudit]:
+    """Audit every file of ``paths`` (files, not folders); the audits are in the order given.
 
     The template is built once for the whole run. A file whose audit fails unexpectedly is
-    reported as such and the run goes on.
+    reported as such and the run goes on. With ``jobs`` > 1 the files are shared among that
+    many worker processes (at most one per file); the audits are the same.
     """
-    template = current_template()
-    audits = []
-    for path in paths:
-        if CONTROL_OR_BIDI.search(str(path)):
-            audit = WorkbookAudit(Path(path), refused=True)
-            audit.add("error", "file_name", "", "the file name contains control or "
-                      "bidirectional-override characters, which can make it show as another "
-                      "name; rename the file")
-            audits.append(audit)
-            continue
-        try:
-            audit = audit_workbook(path, template, limits)
-        except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
-            audit = WorkbookAudit(Path(path), refused=True)
-            audit.add("error", "internal", "",
-                      f"could not be audited ({type(exc).__name__}: {exc}); please report this")
-        audits.append(audit)
+    template = current_template()  # built before the workers start: forked ones inherit it
+    paths = list(paths)
+    jobs = min(jobs, len(paths))
+    if jobs > 1:
+        audits: list[WorkbookAudit] = [WorkbookAudit(Path(p)) for p in paths]
+        chunk = max(1, min(8, len(paths) // (jobs * 8)))
+        with Workers(_audit_task, jobs) as pool:
+            for index, audit in pool.imap_unordered(
+                    ((i, p, limits) for i, p in enumerate(paths)), chunk=chunk):
+                audits[index] = audit
+    else:
+        audits = [_audit_one(path, template, limits) for path in paths]
     for dup in duplicates(audits):
         dup.second.add("warning", "duplicate_site", "in_site_name",
                        f"{dup.reason} as {dup.first.path}: the portfolio has both rows")
     return audits
+
+
+def auto_jobs(files: int) -> int:
+    """The worker processes for ``files`` workbooks: one per processor core, as long as each
+    has :data:`FILES_PER_WORKER` files to audit; a few files are audited in this process."""
+    return max(1, min(cores(), files // FILES_PER_WORKER))
+
+
+def _audit_task(task: tuple[int, str | Path, Limits | None]) -> tuple[int, WorkbookAudit]:
+    """A worker's part: the audit of one file, with its place in the run."""
+    index, path, limits = task
+    return index, _audit_one(path, current_template(), limits)
+
+
+def _audit_one(path: str | Path, template: Template, limits: Limits | None) -> WorkbookAudit:
+    if CONTROL_OR_BIDI.search(str(path)):
+        audit = WorkbookAudit(Path(path), refused=True)
+        audit.add("error", "file_name", "", "the file name contains control or "
+                  "bidirectional-override characters, which can make it show as another "
+                  "name; rename the file")
+        return audit
+    try:
+        return audit_workbook(path, template, limits)
+    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
+        audit = WorkbookAudit(Path(path), refused=True)
+        audit.add("error", "internal", "",
+                  f"could not be audited ({type(exc).__name__}: {exc}); please report this")
+        return audit
 
 
 @dataclass(frozen=True)
@@ -391,6 +423,8 @@ def _collect_command(args: argparse.Namespace) -> int:
     portfolio = Path(args.output)
     report = Path(args.report) if args.report else default_report_path(portfolio)
     summary_csv = Path(args.summary_csv) if args.summary_csv else None
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: needs at least 1 process")
     if portfolio.suffix.lower() != ".xlsx":
         raise UserError(f"-o {portfolio}: the portfolio is a workbook; give a name ending in "
                         ".xlsx")
@@ -428,7 +462,7 @@ def _collect_command(args: argparse.Namespace) -> int:
         raise UserError("no workbook found in " + ", ".join(args.paths)
                         + " (folders are searched for .xlsx, .xlsm and .xls files)")
     limits = Limits(max_uncompressed=args.max_uncompressed, max_ratio=args.max_ratio)
-    audits = collect(files, limits)
+    audits = collect(files, limits, args.jobs or auto_jobs(len(files)))
     dups = duplicates(audits)
     if dups and not args.allow_duplicates:
         many = len(dups) != 1
@@ -478,6 +512,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-ratio", type=_ratio, default=defaults.max_ratio, metavar="RATIO",
                    help="refuse a workbook with a member over 1 MB that expands more than RATIO "
                         f"times (default {defaults.max_ratio:g})")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="worker processes auditing the files (default: one per processor core "
+                        f"when there are at least {FILES_PER_WORKER} files for each; 1 audits "
+                        "them in this process)")
     p.add_argument("--allow-duplicates", action="store_true",
                    help="collect two workbooks of the same site (same site name, or identical "
                         "files) as two rows, with a warning; without it such a run stops "

@@ -132,11 +132,14 @@ def slo_attainment(ttft_p50: ArrayLike, ttft_p99: ArrayLike, ttft_slo: ArrayLike
     return _out(_norm_cdf(z))
 
 
+#: ``math.erfc`` elementwise, looped in C (numpy has no erfc; ``math.erfc(nan)`` is nan).
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
 def _norm_cdf(z: np.ndarray) -> np.ndarray:
     """Φ(z), the standard normal distribution function, elementwise (nan stays nan)."""
-    flat = [0.5 * math.erfc(-v / math.sqrt(2)) if not math.isnan(v) else math.nan
-            for v in np.ravel(z)]
-    return np.reshape(np.array(flat, dtype=float), np.shape(z))
+    scaled = -np.asarray(z, dtype=float) / math.sqrt(2)
+    return 0.5 * np.asarray(_ERFC(scaled), dtype=float)
 
 
 def sla(availability: ArrayLike, slo_attainment: ArrayLike) -> Numeric:

@@ -530,6 +530,7 @@ def _check_prolog(data: bytes, name: str) -> None:
     raise RefusedFile(f"damaged workbook: {name} has no XML element")
 
 
+@functools.lru_cache(maxsize=1 << 15)  # a template's formulas repeat in every workbook collected
 def _unescape(text: str) -> str:
     """Text of an XML element: the five predefined entities and character references."""
     if "&" not in text:

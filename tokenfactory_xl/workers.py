@@ -1,4 +1,4 @@
-"""Worker processes for a batch, made so that stopping them can never hang.
+"""Worker processes for a batch or a collect, made so that stopping them can never hang.
 
 ``multiprocessing.Pool`` shares one task queue among its workers, guarded by a lock that a worker
 holds while it waits for work. A worker killed while holding it (a service manager sending
@@ -15,6 +15,7 @@ finds its pipe closed at its next hand-over and leaves.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
@@ -23,6 +24,14 @@ from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def cores() -> int:
+    """The processor cores this process may run on (its CPU affinity, where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class WorkerFailed(RuntimeError):

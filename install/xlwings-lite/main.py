@@ -158,11 +158,14 @@ def slo_attainment(ttft_p50: ArrayLike, ttft_p99: ArrayLike, ttft_slo: ArrayLike
     return _out(_norm_cdf(z))
 
 
+#: ``math.erfc`` elementwise, looped in C (numpy has no erfc; ``math.erfc(nan)`` is nan).
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
 def _norm_cdf(z: np.ndarray) -> np.ndarray:
     """Φ(z), the standard normal distribution function, elementwise (nan stays nan)."""
-    flat = [0.5 * math.erfc(-v / math.sqrt(2)) if not math.isnan(v) else math.nan
-            for v in np.ravel(z)]
-    return np.reshape(np.array(flat, dtype=float), np.shape(z))
+    scaled = -np.asarray(z, dtype=float) / math.sqrt(2)
+    return 0.5 * np.asarray(_ERFC(scaled), dtype=float)
 
 
 def sla(availability: ArrayLike, slo_attainment: ArrayLike) -> Numeric:
@@ -2019,8 +2022,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 import xlwings as xw
@@ -2209,6 +2216,7 @@ def runtime() -> str:
 
 # -- reading the cells ---------------------------------------------------------------------------
 _NUMERIC_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+_NUMBER_OR_EMPTY = _NUMERIC_TYPES | {type(None)}
 
 
 @dataclass
@@ -2250,6 +2258,12 @@ def _read(param: Param, raw: object) -> _Values:
     if isinstance(raw, np.ndarray) and raw.dtype.kind in "fiu":
         cells = raw.astype(float, copy=False)
         return _check_numbers(param, cells, cells, np.isnan(cells))
+    numbers = _rows_of_numbers(raw)
+    if numbers is not None:
+        empty = np.isnan(numbers)
+        if not _outside(param.rule, numbers, empty).any():
+            return _Values(numbers, empty, numbers.size == 1)
+        # a value the rule refuses: the general path below finds it and names it
     cells = _cells(param, raw)  # numpy keeps the rows of a ragged range as lists: refused
     if set(map(type, cells.ravel())) <= _NUMERIC_TYPES | {type(None)}:
         numbers = cells.astype(float)  # None becomes nan: an empty cell
@@ -2271,6 +2285,37 @@ def _read(param: Param, raw: object) -> _Values:
     return _Values(numbers, empty, cells.size == 1)
 
 
+def _flat_rows(raw: object) -> tuple[list[object], tuple[int, int]] | None:
+    """A range as xlwings hands it over (a list of rows of one length) as the list of its cells
+    and its shape; ``None`` for anything else (one value, ragged or nested rows).
+
+    Each step is one pass of C code over the rows or the cells: no array of Python objects.
+    """
+    if type(raw) is not list or not raw or type(raw[0]) is not list or not raw[0]:
+        return None
+    width = len(raw[0])
+    try:
+        if list(map(len, raw)).count(width) != len(raw):
+            return None  # rows of different lengths
+    except TypeError:  # a row that is a single value
+        return None
+    cells = list(map(itemgetter(0), raw)) if width == 1 else list(chain.from_iterable(raw))
+    return cells, (len(raw), width)
+
+
+def _rows_of_numbers(raw: object) -> np.ndarray | None:
+    """A list of rows holding only numbers and empty cells as a 2-D array of floats (nan where
+    empty), converted by numpy at once; ``None`` for anything else."""
+    rows = _flat_rows(raw)
+    if rows is None:
+        return None
+    cells, shape = rows
+    types = list(map(type, cells))
+    if types.count(float) != len(cells) and not set(types) <= _NUMBER_OR_EMPTY:
+        return None  # text, TRUE/FALSE, a date …
+    return np.array(cells, dtype=float).reshape(shape)
+
+
 def _cells(param: Param, raw: object) -> np.ndarray:
     cells = np.asarray(raw, dtype=object) if raw is not None else np.array(None, dtype=object)
     if cells.ndim > 2:
@@ -2282,22 +2327,35 @@ def _cells(param: Param, raw: object) -> np.ndarray:
 
 
 def _read_text(param: Param, raw: object) -> _Values:
-    cells = _cells(param, raw)
-    texts = np.empty(cells.shape, dtype=object)
-    empty = np.zeros(cells.shape, dtype=bool)
-    for index, cell in np.ndenumerate(cells):
+    """A text or choice argument: each distinct cell value parsed once (a column of 100,000 GPU
+    names holds a handful), the first bad one named where it sits."""
+    rows = _flat_rows(raw)
+    types = set(map(type, rows[0])) if rows is not None else {list}
+    if types & {list, tuple, np.ndarray}:
+        cells = _cells(param, raw)  # one value, or rows that are not a plain range
+        flat, shape = cells.reshape(-1).tolist(), cells.shape
+        types = set(map(type, flat))
+    else:
+        flat, shape = rows  # type: ignore[misc]
+    # 1, 1.0 and TRUE are equal keys of a dict, and three different cells
+    keys = flat if len(types) == 1 else list(zip(map(type, flat), flat, strict=True))
+    parsed = dict.fromkeys(keys)
+    for key in parsed:
+        value = key if len(types) == 1 else key[1]
         try:
-            texts[index] = param.rule.parse(cell)
+            parsed[key] = param.rule.parse(value)
         except BadValue as error:
-            raise _bad(param, cell, error, _where(index, cells.shape, param.name)) from None
-        empty[index] = texts[index] is None
-    return _Values(texts, empty, cells.size == 1)
+            index = np.unravel_index(keys.index(key), shape) if shape else ()
+            where = _where(tuple(int(i) for i in index), shape, param.name)
+            raise _bad(param, value, error, where) from None
+    texts = np.empty(len(keys), dtype=object)
+    texts[:] = list(map(parsed.__getitem__, keys))
+    texts = texts.reshape(shape)
+    return _Values(texts, np.equal(texts, None), texts.size == 1)
 
 
-def _check_numbers(param: Param, cells: np.ndarray, numbers: np.ndarray,
-                   empty: np.ndarray) -> _Values:
-    """Apply the rule to numbers at array speed; the rule's own message for the first failure."""
-    rule = param.rule
+def _outside(rule: Input, numbers: np.ndarray, empty: np.ndarray) -> np.ndarray:
+    """Where ``numbers`` break the rule (out of range, infinite, a fraction of an integer)."""
     with np.errstate(invalid="ignore"):
         bad = np.isinf(numbers)
         if rule.low is not None:
@@ -2306,7 +2364,14 @@ def _check_numbers(param: Param, cells: np.ndarray, numbers: np.ndarray,
             bad |= numbers > rule.high
         if rule.kind == "integer":
             bad |= ~empty & (numbers != np.round(numbers))
-    bad &= ~empty
+    return bad & ~empty
+
+
+def _check_numbers(param: Param, cells: np.ndarray, numbers: np.ndarray,
+                   empty: np.ndarray) -> _Values:
+    """Apply the rule to numbers at array speed; the rule's own message for the first failure."""
+    rule = param.rule
+    bad = _outside(rule, numbers, empty)
     if bad.any():
         index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         value = cells[index] if cells.ndim else cells.item()
@@ -2334,12 +2399,29 @@ def _answer(result: np.ndarray, empty: np.ndarray, single: bool, undefined: str)
         if empty.any():
             return None
         return undefined if bad.any() else float(result.ravel()[0])
-    if not (bad.any() or empty.any()):
+    if bad.any() or empty.any():
+        result = result.astype(object)
+        result[bad] = undefined
+        result[empty] = None
+    with _no_cycle_collection():
         return result.tolist()
-    cells = result.astype(object)
-    cells[bad] = undefined
-    cells[empty] = None
-    return cells.tolist()
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a result's rows are made.
+
+    A spilled range is one Python list per row: 100,000 new lists would set off a hundred or more
+    collections, each walking every object of the process, for lists that hold only numbers and
+    texts and so can form no cycle. The collector's state is restored afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _reply_to(error: ArgumentError) -> str:
@@ -2787,16 +2869,19 @@ def _resolve(names: tuple[str, ...], resolvers: tuple[Callable[[str], object], .
              texts: list[np.ndarray], shape: tuple[int, ...], known: np.ndarray
              ) -> list[tuple[list[object], np.ndarray]]:
     """The distinct combinations of names among the ``known`` cells, resolved, each with the
-    mask of the cells that share it; an unknown name raises ArgumentError saying where."""
+    positions of the cells that share it (in the flattened ``shape``); an unknown name raises
+    ArgumentError saying where."""
     cells = np.flatnonzero(known)
     if cells.size == 0:
         return []
-    # numpy groups the cells by their names at array speed: a column of 100,000 GPU names is
-    # resolved once per distinct name
+    # each argument's names numbered in one pass (a column of 100,000 GPU names holds a
+    # handful), each distinct name resolved once
     distinct, codes, found = [], [], []
     for name, resolve, text in zip(names, resolvers, texts, strict=True):
-        values, inverse = np.unique(np.broadcast_to(text, shape).reshape(-1)[cells].astype(str),
-                                    return_inverse=True)
+        named = np.broadcast_to(text, shape).reshape(-1)[cells].tolist()
+        number = {value: i for i, value in enumerate(dict.fromkeys(named))}
+        values = list(number)
+        inverse = np.fromiter(map(number.__getitem__, named), dtype=np.intp, count=len(named))
         entries = []
         for value in values:
             try:
@@ -2811,12 +2896,16 @@ def _resolve(names: tuple[str, ...], resolvers: tuple[Callable[[str], object], .
         found.append(entries)
     sizes = [len(d) for d in distinct]
     combined = np.ravel_multi_index(codes, sizes)
+    # the cells sorted by their combination, cut where it changes: one pass, however many
+    order = np.argsort(combined, kind="stable")
+    ordered = combined[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     resolved = []
-    for combo in np.unique(combined):
-        mask = np.zeros(shape, dtype=bool)
-        mask.reshape(-1)[cells[combined == combo]] = True
+    for combo, positions in zip(ordered[starts], np.split(cells[order], starts[1:]),
+                                strict=True):
         picks = np.unravel_index(combo, sizes)
-        resolved.append(([entries[i] for entries, i in zip(found, picks, strict=True)], mask))
+        resolved.append(([entries[i] for entries, i in zip(found, picks, strict=True)],
+                         positions))
     return resolved
 
 
@@ -2829,15 +2918,14 @@ def _by_name(compute: Callable[..., object], names: tuple[str, ...],
         shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
         known = np.ones(shape, dtype=bool)
         for t in texts:
-            known &= np.broadcast_to(np.vectorize(lambda x: x is not None, otypes=[bool])(t)
-                                     if t.size else t, shape)
-        numbers = [np.broadcast_to(n, shape) for n in numbers]
+            known &= np.broadcast_to(np.not_equal(t, None), shape)
+        numbers = [np.broadcast_to(n, shape).reshape(-1) for n in numbers]
         for n in numbers:
-            known &= np.isfinite(n)
+            known &= np.isfinite(n).reshape(shape)
         out = np.full(shape, np.nan)
-        for found, mask in _resolve(names, resolvers, texts, shape, known):
+        for found, at in _resolve(names, resolvers, texts, shape, known):
             try:
-                out[mask] = compute(*found, *(n[mask] for n in numbers))
+                out.reshape(-1)[at] = compute(*found, *(n[at] for n in numbers))
             except InputError as error:  # pragma: no cover - the rules above catch these
                 raise ArgumentError(str(error)) from None
         return out
@@ -2899,15 +2987,16 @@ def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
         texts = [v.values for v in read]
         empty = np.logical_or.reduce([np.broadcast_to(v.empty, shape) for v in read])
         cells = np.empty(shape, dtype=object)
-        for (entry, field_name), mask in _resolve(names, resolvers, texts, shape, ~empty):
+        for (entry, field_name), at in _resolve(names, resolvers, texts, shape, ~empty):
             value = getattr(entry, field_name)  # type: ignore[arg-type]
-            cells[mask] = NA if value is None else (
+            cells.reshape(-1)[at] = NA if value is None else (
                 float(value) if isinstance(value, (int, float)) else value)
     except ArgumentError as error:
         return _reply_to(error)
     if all(v.single for v in read):
         return cells.ravel()[0]
-    return cells.tolist()
+    with _no_cycle_collection():
+        return cells.tolist()
 
 
 @xw.func(category=CATEGORY)

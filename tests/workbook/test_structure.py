@@ -208,6 +208,15 @@ def test_same_inputs_same_bytes(tmp_path):
         assert not any("externalLink" in n for n in z.namelist())
 
 
+def test_a_template_is_the_same_bytes_with_or_without_isal(monkeypatch):
+    # the committed template must not depend on whether ISA-L's wheel is installed
+    from tokenfactory_xl import stencil
+
+    with_isal = template_bytes(default_inputs(), risk_draws=300)
+    monkeypatch.setattr(stencil, "_isal", None)
+    assert template_bytes(default_inputs(), risk_draws=300) == with_isal
+
+
 def test_committed_template_is_current():
     assert TEMPLATE.exists(), "run: tokenfactory-xl template -o templates/TFOM.xlsx --force"
     fresh = template_bytes(default_inputs())
