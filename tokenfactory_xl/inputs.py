@@ -34,38 +34,66 @@ from .catalogue import (
 from .errors import InputError, Problem
 
 
-class SiteInputs(Mapping[str, object]):
+class FrozenMapping(Mapping[str, object]):
+    """An immutable mapping whose keys, in their order, are shared by every mapping made with
+    the same ones: each holds only its values, a tuple.
+
+    A batch keeps every site's inputs and sites-file cells until its portfolio is written; with
+    the same 80-odd keys in every site, a dict apiece would hold the keys 10,000 times over.
+    """
+
+    __slots__ = ("_positions", "_items")
+
+    #: Each key order seen → the position of each key (a sites file has one, the model another).
+    _LAYOUTS: dict[tuple[str, ...], dict[str, int]] = {}
+    _MAX_LAYOUTS = 256  # beyond that (keys of every shape), a mapping keeps its own positions
+
+    def __init__(self, values: Mapping[str, object]):
+        keys = tuple(values)
+        positions = FrozenMapping._LAYOUTS.get(keys)
+        if positions is None:
+            positions = {key: i for i, key in enumerate(keys)}
+            if len(FrozenMapping._LAYOUTS) < FrozenMapping._MAX_LAYOUTS:
+                FrozenMapping._LAYOUTS[keys] = positions
+        self._positions = positions
+        self._items = tuple(values.values())
+
+    def __getitem__(self, name: str) -> object:
+        return self._items[self._positions[name]]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._positions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (dict(self.items()),)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self.items())!r})"
+
+
+class SiteInputs(FrozenMapping):
     """The checked inputs of one site, keyed by the catalogue's names.
 
     A per-scenario input maps to a tuple ``(Base, Optimised, Downside)``; :meth:`live` gives the
     live scenario's value. Instances are immutable; :meth:`replace` returns a checked copy.
     """
 
-    __slots__ = ("_values",)
-
-    def __init__(self, values: Mapping[str, object]):
-        self._values = dict(values)
-
-    def __getitem__(self, name: str) -> object:
-        return self._values[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __repr__(self) -> str:
-        return f"SiteInputs({self._values!r})"
+    __slots__ = ()
 
     @property
     def scenario(self) -> str:
         """The live scenario."""
-        return self._values["scenario"]  # type: ignore[return-value]
+        return self["scenario"]  # type: ignore[return-value]
 
     def live(self, name: str, scenario: str | None = None) -> object:
         """The value of ``name`` in ``scenario`` (default: the live one)."""
-        value = self._values[name]
+        value = self[name]
         if BY_NAME[name].per_scenario:
             return value[SCENARIOS.index(scenario or self.scenario)]  # type: ignore[index]
         return value
@@ -90,7 +118,7 @@ class SiteInputs(Mapping[str, object]):
         """The fleet's cohorts after the first (the site's own columns are cohort 1): each a
         dict of :data:`~tokenfactory_xl.catalogue.COHORT_SPECS` names, ``None`` where blank
         (the site's value is used)."""
-        return self._values.get("cohorts", ())  # type: ignore[return-value]
+        return self.get("cohorts", ())  # type: ignore[return-value]
 
     def flat(self) -> dict[str, object]:
         """Every value under its sites-file column name (``tef_target.Base`` …)."""
@@ -100,13 +128,13 @@ class SiteInputs(Mapping[str, object]):
                 for scenario, value in zip(SCENARIOS, self[spec.name], strict=True):  # type: ignore
                     out[f"{spec.name}.{scenario}"] = value
             else:
-                out[spec.name] = self._values[spec.name]
+                out[spec.name] = self[spec.name]
         return out
 
     @property
     def site_tps_per_gpu(self) -> float:
         """Cohort 1's theoretical TPS per GPU: the prefill/decode blend when both are given."""
-        return site_tps_per_gpu(self._values)
+        return site_tps_per_gpu(self)
 
     @property
     def tef_now(self) -> float:
@@ -240,7 +268,9 @@ def make_inputs(
         set_scenario_value(key, name, SCENARIOS.index(scenario), raw)
     for spec in INPUTS:
         if spec.per_scenario:
-            out[spec.name] = tuple(out[spec.name])  # type: ignore[arg-type]
+            value = tuple(out[spec.name])  # type: ignore[arg-type]
+            # the default's own tuple where it is the default: one object for every site
+            out[spec.name] = spec.default if value == spec.default else value
 
     problems += _cross_checks(out, {**out, **plain}, where)
     out["cohorts"] = _cohorts(cohort_rows, out, problems, where, cohort_where)

@@ -37,7 +37,7 @@ from pathlib import Path
 from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name
 from .errors import InputError, Problem
 from .files import NotARegularFile, read_regular, regular_file_problem
-from .inputs import SiteInputs, make_inputs, split_key
+from .inputs import FrozenMapping, SiteInputs, make_inputs, split_key
 
 #: The sheet of a sites workbook holding its further cohorts (its title compared ignoring case).
 COHORTS_SHEET = "cohorts"
@@ -474,6 +474,20 @@ def sniff_delimiter(header_line: str) -> str:
     return best if counts[best] else ","
 
 
+def _header_line(text: str) -> str:
+    """The line the delimiter is read from: the first of the first :data:`HEADER_SEARCH_ROWS`
+    with site_name, else the first with any text (read line by line, never split whole)."""
+    first_filled = ""
+    for number, line in enumerate(io.StringIO(text, newline=None)):
+        if number < HEADER_SEARCH_ROWS and "site_name" in line.lower():
+            return line
+        if not first_filled and line.strip():
+            first_filled = line
+        if number >= HEADER_SEARCH_ROWS and first_filled:
+            break
+    return first_filled
+
+
 def _read_csv(path: Path, data: bytes, what: str = "sites file") -> _Source:
     try:
         text = data.decode("utf-8-sig")
@@ -481,14 +495,12 @@ def _read_csv(path: Path, data: bytes, what: str = "sites file") -> _Source:
         raise InputError([Problem(
             what, str(path), f"is not UTF-8 text (byte {exc.start + 1})",
             "in Excel: File > Save As > CSV UTF-8 (comma delimited)")]) from None
-    lines = text.splitlines()
-    # The delimiter comes from the header line: the first with site_name, else the first.
-    first = next((line for line in lines[:HEADER_SEARCH_ROWS] if "site_name" in line.lower()),
-                 next((line for line in lines if line.strip()), ""))
-    delimiter = sniff_delimiter(first)
+    delimiter = sniff_delimiter(_header_line(text))
+    texts: dict[str, str] = {}  # a text repeated down the file ("own", "H200") is held once
     try:
-        grid: list[list[object]] = [list(r) for r in csv.reader(io.StringIO(text, newline=""),
-                                                               delimiter=delimiter)]
+        grid: list[list[object]] = [
+            [texts.setdefault(cell, cell) for cell in r]
+            for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)]
     except csv.Error as exc:
         raise InputError([Problem(what, str(path), f"is not valid CSV ({exc})")]) from None
     return _Source(grid, delimiter)
@@ -568,6 +580,7 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
             notes.append(f"sheet {ws.title!r} is hidden; read because --sheet names it")
     shown = values[ws.title]
     grid: list[list[object]] = []
+    texts: dict[str, str] = {}  # a text repeated down the sheet ("own", "H200") is held once
     for row in ws.iter_rows():
         cells: list[object] = []
         for cell in row:
@@ -579,7 +592,7 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
                     value = _Formula(cell.coordinate, str(text).lstrip("="))
             else:
                 value = cell.value
-            cells.append(value)
+            cells.append(texts.setdefault(value, value) if type(value) is str else value)
         grid.append(cells)
     if any(isinstance(c, _Formula) for cells in grid for c in cells):
         _empty_results(path, ws.title, grid)
@@ -855,7 +868,8 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
     stem = safe_file_stem(str(name).strip()) if _filled(name) else ""
     if problems:
         inputs = None
-    return SiteRow(number, values, inputs, tuple(problems), stem)
+    # the cells as a frozen mapping: the column names are held once for every row of the file
+    return SiteRow(number, FrozenMapping(values), inputs, tuple(problems), stem)
 
 
 def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
