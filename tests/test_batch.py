@@ -106,6 +106,19 @@ def test_the_stencil_fills_every_formula_cell_of_the_template():
     assert all(factory.stencil.defined_cells.get(f"out_{n}") for n in OUTPUT_NAMES)
 
 
+def test_a_workbook_is_the_same_whichever_formatter_writes_its_numbers():
+    # orjson writes the ~15,000 numbers of a workbook in bulk; without it ``repr`` writes each:
+    # the files are byte for byte the same.
+    from tokenfactory_xl import stencil
+
+    factory = batch.WorkbookFactory()
+    inputs = read_sites(EXAMPLE)[0].inputs
+    fast = factory.workbook_bytes(inputs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stencil, "_orjson", None)
+        assert factory.workbook_bytes(inputs) == fast
+
+
 def test_workbooks_recalculate_on_open(example_out):
     with zipfile.ZipFile(next(example_out.glob("Oslo*.xlsx"))) as z:
         assert re.search(rb'<calcPr[^>]*fullCalcOnLoad="1"', z.read("xl/workbook.xml"))

@@ -11,6 +11,8 @@ import zlib
 
 import openpyxl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tokenfactory_xl.libreoffice import recalculate
 from tokenfactory_xl.stencil import Stencil, StencilError, excel_serial, repack
@@ -182,6 +184,26 @@ def test_isal_and_zlib_write_the_same_members():
     data = (b"<row>" + b"<c r='A1'><v>1.5</v></c>" * 5000 + b"</row>") * 20
     for level in (1, 6):
         assert zlib.decompress(stencil.deflate(data, level), -15) == data
+
+
+EDGES = [0.0, -0.0, 1.0, 0.1 + 0.2, 1e-4, 9.999999999999999e-05, 0.00010000000000000002, 1e15,
+         9999999999999998.0, 1e16, 1e22, -1.5e-7, 5e-324, 2.2250738585072014e-308,
+         1.7976931348623157e308, 123456789012345.67, -42.0]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=8, max_size=60))
+def test_floats_are_written_as_repr_writes_them(numbers):
+    # The bulk formatter and ``repr`` give the same text, exponent notation included: a
+    # workbook does not depend on which one wrote it.
+    from tokenfactory_xl import stencil
+
+    assert stencil.FLOAT_FORMAT == "orjson"  # the test extra installs it
+    numbers = numbers + EDGES
+    assert stencil.format_floats(numbers) == [repr(x) for x in numbers]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stencil, "_orjson", None)
+        assert stencil.format_floats(numbers) == [repr(x) for x in numbers]
 
 
 def test_cells_missing_from_the_template_are_refused():

@@ -1183,6 +1183,19 @@ def _shown(line: Line, value: object) -> object:
     return value
 
 
+def _shown_all(line: Line, values: object) -> list[object]:
+    """A line's values as its cells show them (:func:`_shown` of each), in bulk where they
+    are numbers: a workbook shows some 15,000 of them."""
+    array = np.asarray(values)
+    if line.kind != "month" and array.dtype.kind in "biuf":
+        numbers = array.astype(float, copy=False)
+        shown = numbers.tolist()
+        for k in np.flatnonzero(np.isnan(numbers)).tolist():
+            shown[k] = line.missing
+        return shown
+    return [_shown(line, x) for x in array.tolist()]
+
+
 def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
     """How far two engines may disagree on a number of the IRR sheet (``values``: what
     :func:`cell_values` gives).
@@ -1224,21 +1237,16 @@ def cell_values(inputs: SiteInputs, result: Result | None = None,
             sheet[place.coords[0]] = _shown(line, np.asarray(v).reshape(()).item())
             continue
         t = line.table
-        items = np.asarray(v).tolist()
+        shown = _shown_all(line, v)
+        coords = place.coords
+        first = 1 if line.skip_first else 0
+        sheet.update(zip(coords[first:], shown[first:len(coords)], strict=True))
         if t is not None and t.guard is not None:
             key = t.name
             if key not in guards:
                 guards[key] = _guard_values(t, values, place)
             live = guards[key]
-        else:
-            live = None
-        for k, coord in enumerate(place.coords):
-            if k == 0 and line.skip_first:
-                continue
-            if live is not None and not live[k]:
-                sheet[coord] = ""
-            else:
-                sheet[coord] = _shown(line, items[k])
+            sheet.update((coords[k], "") for k in range(first, len(coords)) if not live[k])
     out[workbook_risk.SHEET] = workbook_risk.cell_values(inputs, figures)
     check_sheet, check_coord = p.risk_check
     out[check_sheet][check_coord] = "OK" if figures is not None else "not computed"
