@@ -384,14 +384,14 @@ def test_the_portfolio_of_many_sites_is_made_from_compact_summaries():
                               "measured_tps": gpus * 3000.123456789}, bare="all")
         summary = pf.site_summary(run(inputs))
         summary["payback_months"] = None  # a figure that does not exist stays "none"
-        rows.append(type("Row", (), {"inputs": inputs})())
+        rows.append(inputs)
         plain.append((inputs, batch._slim_result(inputs, dict(summary))))
         summaries.put(index, dict(reversed(list(summary.items()))))  # any order of the outputs
     entries = batch._Entries(rows, summaries)
     assert len(entries) == 3
     assert [e[1].summary for e in entries] == [e[1].summary for e in plain]
     assert entries[1][1].summary["payback_months"] is None
-    assert entries[-1][0] is rows[2].inputs and len(entries[1:]) == 2
+    assert entries[-1][0] is rows[2] and len(entries[1:]) == 2
     assert pf.portfolio_bytes(entries) == pf.portfolio_bytes(plain)
     assert pf.summary_csv_text(entries) == pf.summary_csv_text(plain)
 

@@ -39,6 +39,7 @@ import math
 import os
 import re
 import warnings
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -308,36 +309,42 @@ def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
     if not entries:
         return out
     one_currency = currency_of(entries) is not None
-    summaries = [figures(r) for _, r in entries]
+    summed = [name for name in named if name in SUMMED and (name not in _MONEY or one_currency)]
+    ratios = [name for name in ("tef_now", "tfi_now") if name in out]
+    cost = one_currency and "cost_per_mtok" in out
+    read = list(dict.fromkeys(summed + ratios + (["cost_per_mtok", "tokens_sold_total"]
+                                                 if cost else [])))
+    # One pass over the sites, each column kept as 8-byte floats (NaN: blank): the totals of
+    # 10,000 sites hold no row of figures per site.
+    found = {name: array("d") for name in read}
+    capacity = array("d")
+    gpus = 0
+    for inputs, result in entries:
+        summary = figures(result)
+        for name in read:
+            shown = value(name, inputs, summary, {})
+            found[name].append(math.nan if shown is None else shown)  # type: ignore[arg-type]
+        gpus += inputs["gpus"]  # type: ignore[operator]
+        capacity.append(float(inputs["gpus"]) * float(inputs["theoretical_tps_per_gpu"]))  # type: ignore[arg-type]
 
-    def column(name: str) -> list[object]:
-        """One column's shown values, ``None`` where blank (built for one column at a time)."""
-        return [value(name, inputs, summary, {})
-                for (inputs, _), summary in zip(entries, summaries, strict=True)]
-
-    def weighted(name: str, weights: list[float]) -> float | None:
-        pairs = [(v, w) for v, w in zip(column(name), weights, strict=True) if v is not None]
+    def weighted(name: str, weights: Sequence[float]) -> float | None:
+        pairs = [(v, w) for v, w in zip(found[name], weights, strict=True) if v == v]
         total = sum(w for _, w in pairs)
-        return sum(v * w for v, w in pairs) / total if pairs and total else None  # type: ignore
+        return sum(v * w for v, w in pairs) / total if pairs and total else None
 
-    for name in SUMMED:
-        if name not in out or (name in _MONEY and not one_currency):
-            continue
-        found = [v for v in column(name) if v is not None]
-        complete = len(found) == len(entries) or (name in _NONE_ADDS_NOTHING and found)
-        out[name] = math.fsum(found) if complete else None  # type: ignore[arg-type]
-    out["gpus"] = float(sum(inputs["gpus"] for inputs, _ in entries))  # type: ignore[misc]
+    for name in summed:
+        given = [v for v in found[name] if v == v]
+        complete = len(given) == len(capacity) or (name in _NONE_ADDS_NOTHING and given)
+        out[name] = math.fsum(given) if complete else None
+    out["gpus"] = float(gpus)
     revenue, ebitda = out.get("revenue_total"), out.get("ebitda_total")
     if one_currency and revenue and ebitda is not None and "ebitda_margin" in out:
         out["ebitda_margin"] = ebitda / revenue
-    capacity = [float(i["gpus"]) * float(i["theoretical_tps_per_gpu"])  # type: ignore[arg-type]
-                for i, _ in entries]
-    for name in ("tef_now", "tfi_now"):
-        if name in out:
-            out[name] = weighted(name, capacity)
-    if one_currency and "cost_per_mtok" in out:
-        tokens = [v or 0.0 for v in column("tokens_sold_total")]
-        out["cost_per_mtok"] = weighted("cost_per_mtok", tokens)  # type: ignore[arg-type]
+    for name in ratios:
+        out[name] = weighted(name, capacity)
+    if cost:
+        tokens = [v if v == v else 0.0 for v in found["tokens_sold_total"]]
+        out["cost_per_mtok"] = weighted("cost_per_mtok", tokens)
     return out
 
 

@@ -30,7 +30,7 @@ import os
 import re
 import unicodedata
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -237,6 +237,8 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
     header_at = _find_header(path, numbered, header_row, notes)
     header = list(grid[header_at - 1])
     body = [(n, list(cells)) for n, cells in numbered if n > header_at]
+    del grid, numbered
+    source.grid = []  # the body holds the rows read: the grid's copy goes
     totals = [n for n, _ in body if n in source.totals_rows]
     if totals:
         body = [(n, cells) for n, cells in body if n not in source.totals_rows]
@@ -281,10 +283,12 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
         names = [cells[name_at] for _, cells in body
                  if name_at < len(cells) and _filled(cells[name_at])]
         file_problems += _unmatched_cohorts(table, names, path.name)
-    rows = [_check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
-                       _site_cohorts(table, cells[name_at] if name_at is not None
-                                     and name_at < len(cells) else None))
-            for n, cells in body]
+    rows = []
+    for index, (n, cells) in enumerate(body):
+        body[index] = (n, [])  # each row's cells go as it is checked (its values are kept)
+        rows.append(_check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
+                               _site_cohorts(table, cells[name_at] if name_at is not None
+                                             and name_at < len(cells) else None)))
     rows = _mark_duplicates(rows)
     return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
                      tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet,
@@ -488,6 +492,17 @@ def _header_line(text: str) -> str:
     return first_filled
 
 
+# A line and its end (\r\n, \r or \n, as a file opened with newline="" splits them), or the
+# last line without one.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` for the csv reader, one at a time: a ``StringIO`` of the text
+    would hold four bytes a character beside it."""
+    return (match.group() for match in _LINE.finditer(text))
+
+
 def _read_csv(path: Path, data: bytes, what: str = "sites file") -> _Source:
     try:
         text = data.decode("utf-8-sig")
@@ -500,7 +515,7 @@ def _read_csv(path: Path, data: bytes, what: str = "sites file") -> _Source:
     try:
         grid: list[list[object]] = [
             [texts.setdefault(cell, cell) for cell in r]
-            for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)]
+            for r in csv.reader(_lines(text), delimiter=delimiter)]
     except csv.Error as exc:
         raise InputError([Problem(what, str(path), f"is not valid CSV ({exc})")]) from None
     return _Source(grid, delimiter)
