@@ -478,11 +478,22 @@ def sniff_delimiter(header_line: str) -> str:
     return best if counts[best] else ","
 
 
+# A line and its end (\r\n, \r or \n, as a file opened with newline="" splits them), or the
+# last line without one.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, each with its end, one at a time: a ``StringIO`` of the text
+    would hold four bytes a character beside it."""
+    return (match.group() for match in _LINE.finditer(text))
+
+
 def _header_line(text: str) -> str:
     """The line the delimiter is read from: the first of the first :data:`HEADER_SEARCH_ROWS`
     with site_name, else the first with any text (read line by line, never split whole)."""
     first_filled = ""
-    for number, line in enumerate(io.StringIO(text, newline=None)):
+    for number, line in enumerate(_lines(text)):
         if number < HEADER_SEARCH_ROWS and "site_name" in line.lower():
             return line
         if not first_filled and line.strip():
@@ -490,17 +501,6 @@ def _header_line(text: str) -> str:
         if number >= HEADER_SEARCH_ROWS and first_filled:
             break
     return first_filled
-
-
-# A line and its end (\r\n, \r or \n, as a file opened with newline="" splits them), or the
-# last line without one.
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def _lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` for the csv reader, one at a time: a ``StringIO`` of the text
-    would hold four bytes a character beside it."""
-    return (match.group() for match in _LINE.finditer(text))
 
 
 def _read_csv(path: Path, data: bytes, what: str = "sites file") -> _Source:
