@@ -33,7 +33,9 @@ The functions come in two layers:
   :mod:`tokenfactory_xl.model`;
 - catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
   :func:`prefill_tps_for`, :func:`decode_step_for`) that take a GPU and a model by name from
-  :mod:`tokenfactory_xl.specs` and a precision.
+  :mod:`tokenfactory_xl.specs` and a precision; their ``…_over`` twins take a
+  :class:`Replica`, the figures of one combination or of one per cell, so that a range of
+  100,000 GPUs, models and precisions is computed in one pass, each distinct entry read once.
 
 Check values of the spec, pinned by the tests: Llama-3.1-8B in BF16 on one H100 SXM, batch 1,
 1,100 tokens of context: 221.1 tokens/s (a published 212.8 stays under it); DeepSeek-V3 in FP8
@@ -68,6 +70,9 @@ model). GB are 10⁹ bytes. No room is reserved for activations or the runtime, 
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -297,15 +302,118 @@ def max_batch(
 
 
 # -- from the catalogue --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelFigures:
+    """A catalogue model's figures the roofline reads, each one number, or an array with one
+    per cell when many cells are computed at once (:func:`theoretical_tps_over`)."""
+
+    total_params: ArrayLike
+    active_params: ArrayLike
+    embedding_params: ArrayLike
+    hidden_size: ArrayLike
+    layers: ArrayLike
+    kv_heads: ArrayLike
+    head_dim: ArrayLike
+    attention_heads: ArrayLike
+    #: the cached latent per layer (MLA), 0 for ordinary attention [elements]
+    kv_latent: ArrayLike
+    #: the latent attention reads besides the rotary part (MLA), 0 otherwise [elements]
+    attention_latent: ArrayLike
+    rope_dim: ArrayLike
+    #: the share of the layers that attend over a sliding window, and the window [tokens]
+    sliding_share: ArrayLike
+    sliding_window: ArrayLike
+    moe_layers: ArrayLike
+    experts: ArrayLike
+    experts_per_token: ArrayLike
+    expert_params: ArrayLike
+
+    @classmethod
+    def of(cls, m: Model) -> ModelFigures:
+        share, window = _sliding(m)
+        return cls(
+            m.total_params, m.active_params, m.embedding_params, m.hidden_size, m.layers,
+            m.kv_heads, m.head_dim, m.attention_heads, m.kv_latent_dim or 0,
+            (m.kv_latent_dim - m.rope_dim) if m.kv_latent_dim else 0, m.rope_dim, share, window,
+            m.moe_layers, m.experts, m.experts_per_token, m.expert_params)
+
+    @classmethod
+    def gathered(cls, models: Sequence[Model], at: np.ndarray) -> ModelFigures:
+        """Each cell's figures: ``models[at]``, one array per figure."""
+        table = np.array([[getattr(f, name.name) for name in fields(cls)]
+                          for f in map(cls.of, models)], dtype=float)
+        return cls(*np.take(table.T, at, axis=1))  # one gather: a row of cells per figure
+
+
+def _sliding(m: Model) -> tuple[float, float]:
+    """The share of a model's layers that attend over a window, and the window [tokens]."""
+    if not m.sliding_window:
+        return 0.0, np.inf
+    return m.sliding_window_layers / m.layers, float(m.sliding_window)
+
+
+def _kv_per_sequence(f: ModelFigures, context_tokens: ArrayLike, kv_bytes: ArrayLike
+                     ) -> np.ndarray:
+    per_token = kv_bytes_per_token(f.layers, f.kv_heads, f.head_dim, kv_bytes, f.kv_latent)
+    return _f(kv_bytes_per_sequence(per_token, context_tokens, f.sliding_share,
+                                    f.sliding_window))
+
+
+def _attention_flops(f: ModelFigures, context_tokens: ArrayLike) -> Numeric:
+    return attention_flops_per_token(f.layers, f.attention_heads, f.head_dim, context_tokens,
+                                     f.attention_latent, f.rope_dim, f.sliding_share,
+                                     f.sliding_window)
+
+
 def kv_bytes_per_sequence_for(m: Model, context_tokens: ArrayLike, kv_bytes: float
                               ) -> np.ndarray:
     """KV-cache bytes of one sequence of ``context_tokens`` for a catalogue model [bytes]:
     its latent or heads × head dim per layer, sliding-window layers capped at their window."""
-    per_token = kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_bytes,
-                                   m.kv_latent_dim or 0)
-    share = m.sliding_window_layers / m.layers if m.sliding_window else 0.0
-    window = m.sliding_window or np.inf
-    return _f(kv_bytes_per_sequence(per_token, context_tokens, share, window))
+    return _kv_per_sequence(ModelFigures.of(m), context_tokens, kv_bytes)
+
+
+def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
+    """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
+    MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
+    return _attention_flops(ModelFigures.of(m), context_tokens)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """What the roofline reads of a GPU, a model and a precision: one combination, or one per
+    cell (arrays) when many are computed at once."""
+
+    model: ModelFigures
+    hbm_gb: ArrayLike
+    bandwidth_tbps: ArrayLike
+    #: dense peak of one GPU at the precision [TFLOPS] (:func:`peak_tflops`)
+    peak_tflops: ArrayLike
+    weight_bytes: ArrayLike
+    kv_bytes: ArrayLike
+
+    @classmethod
+    def of(cls, gpu_name: GPU | str, model_name: Model | str, precision: str,
+           kv_precision: str | None = None) -> Replica:
+        g, m = gpu(gpu_name), model(model_name)
+        w_bytes = bytes_per_element(precision)
+        kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+        return cls(ModelFigures.of(m), g.hbm_gb, g.bandwidth_tbps, peak_tflops(g, precision),
+                   w_bytes, kv_bytes)
+
+    @classmethod
+    def gathered(cls, gpus: Sequence[GPU], models: Sequence[Model], precisions: Sequence[str],
+                 gpu_at: np.ndarray, model_at: np.ndarray, precision_at: np.ndarray
+                 ) -> Replica:
+        """One replica per cell: GPU ``gpus[gpu_at]``, model ``models[model_at]`` and
+        precision ``precisions[precision_at]``, each distinct entry read once."""
+        peak = np.array([[peak_tflops(g, p) for p in precisions] for g in gpus], dtype=float)
+        per_weight = np.take([bytes_per_element(p) for p in precisions], precision_at)
+        return cls(ModelFigures.gathered(models, model_at),
+                   np.take([float(g.hbm_gb) for g in gpus], gpu_at),
+                   np.take([float(g.bandwidth_tbps) for g in gpus], gpu_at),
+                   np.take(peak.reshape(-1), np.ravel_multi_index((gpu_at, precision_at),
+                                                                  peak.shape)),
+                   per_weight, per_weight)
 
 
 def _check_positive(name: str, value: ArrayLike, whole: bool = False) -> np.ndarray:
@@ -329,6 +437,14 @@ def _check_fraction(name: str, value: ArrayLike) -> np.ndarray:
     return arr
 
 
+def _max_batch_of(r: Replica, context_tokens: np.ndarray, gpus_per_replica: np.ndarray,
+                  kv_seq: np.ndarray | None = None) -> Numeric:
+    if kv_seq is None:
+        kv_seq = _kv_per_sequence(r.model, context_tokens, r.kv_bytes)
+    return max_batch(_f(r.hbm_gb) * GIGA, gpus_per_replica,
+                     _f(r.model.total_params) * r.weight_bytes, kv_seq)
+
+
 def max_batch_for(
     gpu_name: GPU | str, model_name: Model | str, precision: str, context_tokens: ArrayLike,
     gpus_per_replica: ArrayLike = 1, kv_precision: str | None = None,
@@ -344,29 +460,16 @@ def max_batch_for(
     >>> max_batch_for("H200", "Llama-3.1-70B", "fp8", 8192)
     52.0
     """
-    g, m = gpu(gpu_name), model(model_name)
-    w_bytes = bytes_per_element(precision)
-    kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+    r = Replica.of(gpu_name, model_name, precision, kv_precision)
+    return max_batch_over(r, context_tokens, gpus_per_replica)
+
+
+def max_batch_over(r: Replica, context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1
+                   ) -> Numeric:
+    """:func:`max_batch_for` of a :class:`Replica`: one combination, or one per cell."""
     ctx = _check_positive("context_tokens", context_tokens, whole=True)
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
-    return max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes,
-                     kv_bytes_per_sequence_for(m, ctx, kv_bytes))
-
-
-def _sliding(m: Model) -> tuple[float, float]:
-    """The share of a model's layers that attend over a window, and the window [tokens]."""
-    if not m.sliding_window:
-        return 0.0, np.inf
-    return m.sliding_window_layers / m.layers, float(m.sliding_window)
-
-
-def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
-    """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
-    MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
-    share, window = _sliding(m)
-    latent = (m.kv_latent_dim - m.rope_dim) if m.kv_latent_dim else 0
-    return attention_flops_per_token(m.layers, m.attention_heads, m.head_dim, context_tokens,
-                                     latent, m.rope_dim, share, window)
+    return _max_batch_of(r, ctx, n)
 
 
 def decode_step_for(
@@ -385,29 +488,36 @@ def decode_step_for(
     [tokens/s], ``max_batch`` [sequences]. Arguments are validated as in
     :func:`theoretical_tps`.
     """
-    g, m = gpu(gpu_name), model(model_name)
-    w_bytes = bytes_per_element(precision)
-    kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+    return decode_step_over(Replica.of(gpu_name, model_name, precision, kv_precision), batch,
+                            context_tokens, gpus_per_replica, mbu, mfu)
+
+
+def decode_step_over(
+    r: Replica, batch: ArrayLike, context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
+) -> dict[str, Numeric]:
+    """:func:`decode_step_for` of a :class:`Replica`: one combination, or one per cell."""
+    f = r.model
     b = _check_positive("batch", batch, whole=True)
     ctx = _check_positive("context_tokens", context_tokens, whole=True)
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
     mbu_, mfu_ = _check_fraction("mbu", mbu), _check_fraction("mfu", mfu)
-    kv_seq = kv_bytes_per_sequence_for(m, ctx, kv_bytes)
-    weights = weights_read_per_step(m.active_params, b, m.embedding_params, m.hidden_size,
-                                    m.moe_layers, m.experts, m.experts_per_token,
-                                    m.expert_params)
-    moved = bytes_per_step(weights, w_bytes, b, kv_seq)
-    flops = flops_per_step(m.active_params, b, m.embedding_params, attention_flops_for(m, ctx))
-    memory_s = _div(moved, n * g.bandwidth_tbps * TERA * mbu_)
-    compute_s = _div(flops, n * peak_tflops(g, precision) * TERA * mfu_)
+    kv_seq = _kv_per_sequence(f, ctx, r.kv_bytes)
+    weights = weights_read_per_step(f.active_params, b, f.embedding_params, f.hidden_size,
+                                    f.moe_layers, f.experts, f.experts_per_token,
+                                    f.expert_params)
+    moved = bytes_per_step(weights, r.weight_bytes, b, kv_seq)
+    flops = flops_per_step(f.active_params, b, f.embedding_params, _attention_flops(f, ctx))
+    memory_s = _div(moved, n * _f(r.bandwidth_tbps) * TERA * mbu_)
+    compute_s = _div(flops, n * _f(r.peak_tflops) * TERA * mfu_)
     step = np.maximum(memory_s, compute_s)
     return {
         "weights_read": weights,
-        "experts_touched": experts_touched(m.experts, m.experts_per_token, b),
+        "experts_touched": experts_touched(f.experts, f.experts_per_token, b),
         "kv_bytes_per_sequence": _out(kv_seq), "bytes": moved, "flops": flops,
         "memory_s": _out(memory_s), "compute_s": _out(compute_s), "step_s": _out(step),
         "tps_per_gpu": decode_tps_per_gpu(b, step, n),
-        "max_batch": max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes, kv_seq),
+        "max_batch": _max_batch_of(r, ctx, n, kv_seq),
     }
 
 
@@ -453,8 +563,17 @@ def theoretical_tps(
     >>> round(theoretical_tps("H200", "DeepSeek-V3", "fp8", 256, 4096, 8))
     1740
     """
-    step = decode_step_for(gpu_name, model_name, precision, batch, context_tokens,
-                           gpus_per_replica, mbu, mfu, kv_precision)
+    return theoretical_tps_over(Replica.of(gpu_name, model_name, precision, kv_precision),
+                                batch, context_tokens, gpus_per_replica, mbu, mfu, check_memory)
+
+
+def theoretical_tps_over(
+    r: Replica, batch: ArrayLike, context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU, check_memory: bool = True,
+) -> Numeric:
+    """:func:`theoretical_tps` of a :class:`Replica`: one combination, or one per cell (the
+    Excel function THEORETICAL_TPS computes a whole range of GPUs and models in one pass)."""
+    step = decode_step_over(r, batch, context_tokens, gpus_per_replica, mbu, mfu)
     tps = _f(step["tps_per_gpu"])
     if check_memory:
         tps = np.where(_check_positive("batch", batch, whole=True) <= _f(step["max_batch"]),

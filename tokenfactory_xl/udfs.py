@@ -70,8 +70,7 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, product
 
 import numpy as np
 import xlwings as xw
@@ -271,6 +270,10 @@ class _Values:
     values: np.ndarray
     empty: np.ndarray
     single: bool  # one cell or one number: the call may answer with a plain number
+    #: a text argument's distinct parsed texts (None: an empty cell) and, in its shape, each
+    #: cell's position among them: what a catalogue look-up reads once per distinct name
+    labels: list[object] | None = None
+    codes: np.ndarray | None = None
 
 
 def _where(index: tuple[int, ...], shape: tuple[int, ...], name: str) -> str:
@@ -339,11 +342,14 @@ def _flat_rows(raw: object) -> tuple[list[object], tuple[int, int]] | None:
         return None
     width = len(raw[0])
     try:
-        if list(map(len, raw)).count(width) != len(raw):
+        cells = list(chain.from_iterable(raw))
+        if width == 1:  # every row holds one cell: none is empty, and they add up
+            if len(cells) != len(raw) or not all(raw):
+                return None
+        elif list(map(len, raw)).count(width) != len(raw):
             return None  # rows of different lengths
     except TypeError:  # a row that is a single value
         return None
-    cells = list(map(itemgetter(0), raw)) if width == 1 else list(chain.from_iterable(raw))
     return cells, (len(raw), width)
 
 
@@ -355,7 +361,9 @@ def _rows_of_numbers(raw: object) -> np.ndarray | None:
         return None
     cells, shape = rows
     types = list(map(type, cells))
-    if types.count(float) != len(cells) and not set(types) <= _NUMBER_OR_EMPTY:
+    if types.count(float) == len(cells):
+        return np.fromiter(cells, dtype=float, count=len(cells)).reshape(shape)
+    if not set(types) <= _NUMBER_OR_EMPTY:
         return None  # text, TRUE/FALSE, a date …
     return np.array(cells, dtype=float).reshape(shape)
 
@@ -374,28 +382,39 @@ def _read_text(param: Param, raw: object) -> _Values:
     """A text or choice argument: each distinct cell value parsed once (a column of 100,000 GPU
     names holds a handful), the first bad one named where it sits."""
     rows = _flat_rows(raw)
-    types = set(map(type, rows[0])) if rows is not None else {list}
-    if types & {list, tuple, np.ndarray}:
+    if isinstance(raw, np.ndarray) and raw.ndim <= 2:
+        flat, shape = raw.reshape(-1).tolist(), raw.shape
+    elif rows is None:
         cells = _cells(param, raw)  # one value, or rows that are not a plain range
         flat, shape = cells.reshape(-1).tolist(), cells.shape
-        types = set(map(type, flat))
     else:
-        flat, shape = rows  # type: ignore[misc]
+        flat, shape = rows
+    types = list(map(type, flat))
+    if {list, tuple, np.ndarray} & set(types):
+        _cells(param, raw)  # a cell that is itself a list: says what is wrong
     # 1, 1.0 and TRUE are equal keys of a dict, and three different cells
-    keys = flat if len(types) == 1 else list(zip(map(type, flat), flat, strict=True))
-    parsed = dict.fromkeys(keys)
-    for key in parsed:
-        value = key if len(types) == 1 else key[1]
+    mixed = types.count(types[0] if types else str) != len(types)
+    keys = list(zip(types, flat, strict=True)) if mixed else flat
+    number = dict.fromkeys(keys)
+    labels: list[object] = []
+    for key in number:
+        value = key[1] if mixed else key
         try:
-            parsed[key] = param.rule.parse(value)
+            labels.append(param.rule.parse(value))
         except BadValue as error:
             index = np.unravel_index(keys.index(key), shape) if shape else ()
             where = _where(tuple(int(i) for i in index), shape, param.name)
             raise _bad(param, value, error, where) from None
-    texts = np.empty(len(keys), dtype=object)
-    texts[:] = list(map(parsed.__getitem__, keys))
-    texts = texts.reshape(shape)
-    return _Values(texts, np.equal(texts, None), texts.size == 1)
+        number[key] = len(labels) - 1
+    codes = np.fromiter(list(map(number.__getitem__, keys)), dtype=np.intp, count=len(keys))
+    texts = np.empty(len(labels), dtype=object)
+    texts[:] = labels
+    return _Values(np.take(texts, codes).reshape(shape),
+                   np.take(np.equal(texts, None), codes).reshape(shape), codes.size == 1, labels,
+                   codes.reshape(shape))
+
+
+
 
 
 def _outside(rule: Input, numbers: np.ndarray, empty: np.ndarray) -> np.ndarray:
@@ -477,11 +496,14 @@ def _reply_to(error: ArgumentError) -> str:
 
 def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[object, ...],
           undefined: str = DIV0,
-          check: Callable[[dict[str, _Values]], None] | None = None) -> object:
+          check: Callable[[dict[str, _Values]], None] | None = None,
+          checked: bool = False) -> object:
     """Run ``formula`` of the model over the arguments; the shared body of every function.
 
     Reads and checks each argument (:data:`PARAMS`), fills optional arguments' empty cells with
     their defaults, broadcasts, calls the model once, and answers with :func:`_answer`.
+    ``formula`` takes each argument's values, or with ``checked`` its whole :class:`_Values`
+    (a catalogue look-up reads a text argument's distinct names once).
     """
     try:
         read = {name: _read(PARAMS[name], raw) for name, raw in zip(names, raws, strict=True)}
@@ -509,7 +531,7 @@ def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[ob
         for name, values in read.items():
             if PARAMS[name].default is None:
                 empty |= values.empty
-        result = formula(*(v.values for v in read.values()))
+        result = formula(*(read.values() if checked else (v.values for v in read.values())))
         single = all(v.single for v in read.values())
         return _answer(np.broadcast_to(np.asarray(result, dtype=float), shape), empty, single,
                        undefined)
@@ -909,71 +931,64 @@ def _field_of(fields: tuple[str, ...]) -> Callable[[str], str]:
     return resolve
 
 
-def _resolve(names: tuple[str, ...], resolvers: tuple[Callable[[str], object], ...],
-             texts: list[np.ndarray], shape: tuple[int, ...], known: np.ndarray
-             ) -> list[tuple[list[object], np.ndarray]]:
-    """The distinct combinations of names among the ``known`` cells, resolved, each with the
-    positions of the cells that share it (in the flattened ``shape``); an unknown name raises
-    ArgumentError saying where."""
-    cells = np.flatnonzero(known)
-    if cells.size == 0:
-        return []
-    # each argument's names numbered in one pass (a column of 100,000 GPU names holds a
-    # handful), each distinct name resolved once
-    distinct, codes, found = [], [], []
-    for name, resolve, text in zip(names, resolvers, texts, strict=True):
-        named = np.broadcast_to(text, shape).reshape(-1)[cells].tolist()
-        number = {value: i for i, value in enumerate(dict.fromkeys(named))}
-        values = list(number)
-        inverse = np.fromiter(map(number.__getitem__, named), dtype=np.intp, count=len(named))
-        entries = []
-        for value in values:
-            try:
-                entries.append(resolve(str(value)))
-            except InputError as error:
-                at = tuple(int(i) for i in np.argwhere(text.astype(str) == value)[0])
-                where = _where(at, text.shape, name)
-                problem = dataclasses.replace(error.problems[0], name=name, where=where)
-                raise ArgumentError(str(problem)) from None
-        distinct.append(values)
-        codes.append(inverse.reshape(-1))
-        found.append(entries)
-    sizes = [len(d) for d in distinct]
-    combined = np.ravel_multi_index(codes, sizes)
-    # the cells sorted by their combination, cut where it changes: one pass, however many
-    order = np.argsort(combined, kind="stable")
-    ordered = combined[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    resolved = []
-    for combo, positions in zip(ordered[starts], np.split(cells[order], starts[1:]),
-                                strict=True):
-        picks = np.unravel_index(combo, sizes)
-        resolved.append(([entries[i] for entries, i in zip(found, picks, strict=True)],
-                         positions))
-    return resolved
+def _resolve(name: str, resolve: Callable[[str], object], text: _Values, shape: tuple[int, ...],
+             at: np.ndarray) -> tuple[list[object], np.ndarray]:
+    """The distinct names of one text argument among the cells ``at`` (of the flattened
+    ``shape``), each resolved once, and each of those cells' position among them; an unknown
+    name raises ArgumentError saying where it first sits."""
+    assert text.labels is not None and text.codes is not None
+    codes = np.take(np.broadcast_to(text.codes, shape), at)
+    used = np.bincount(codes, minlength=len(text.labels)) > 0
+    entries = []
+    for i in np.flatnonzero(used).tolist():
+        label = text.labels[i]
+        try:
+            entries.append(resolve(str(label)))
+        except InputError as error:
+            same = np.array([other == label for other in text.labels])[text.codes]
+            index = np.unravel_index(int(np.argmax(same)), same.shape) if same.ndim else ()
+            where = _where(tuple(int(i) for i in index), same.shape, name)
+            problem = dataclasses.replace(error.problems[0], name=name, where=where)
+            raise ArgumentError(str(problem)) from None
+    return entries, np.take(np.cumsum(used) - 1, codes)
 
 
 def _by_name(compute: Callable[..., object], names: tuple[str, ...],
              resolvers: tuple[Callable[[str], object], ...]) -> Callable[..., np.ndarray]:
-    """A formula for :func:`_call`: ``compute`` once per distinct combination of names, over
-    the numbers of the cells that share it."""
-    def formula(*arrays: np.ndarray) -> np.ndarray:
-        texts, numbers = list(arrays[: len(names)]), arrays[len(names):]
-        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
+    """A formula for :func:`_call` (``checked``): ``compute(entries of each name …, each
+    cell's entry of each name …, numbers …)`` over the cells where every argument is given,
+    each distinct name resolved once."""
+    def formula(*arguments: _Values) -> np.ndarray:
+        texts, numbers = arguments[: len(names)], arguments[len(names):]
+        shape = np.broadcast_shapes(*(a.values.shape for a in arguments))
         known = np.ones(shape, dtype=bool)
         for t in texts:
-            known &= np.broadcast_to(np.not_equal(t, None), shape)
-        numbers = [np.broadcast_to(n, shape).reshape(-1) for n in numbers]
+            known &= ~np.broadcast_to(t.empty, shape)
         for n in numbers:
-            known &= np.isfinite(n).reshape(shape)
+            known &= np.isfinite(np.broadcast_to(n.values, shape))
+        at = np.flatnonzero(known)
+        resolved = [_resolve(name, resolve, text, shape, at)
+                    for name, resolve, text in zip(names, resolvers, texts, strict=True)]
         out = np.full(shape, np.nan)
-        for found, at in _resolve(names, resolvers, texts, shape, known):
+        if at.size:
             try:
-                out.reshape(-1)[at] = compute(*found, *(n[at] for n in numbers))
+                out.reshape(-1)[at] = compute(
+                    *(entries for entries, _ in resolved), *(codes for _, codes in resolved),
+                    *(np.take(np.broadcast_to(n.values, shape), at) for n in numbers))
             except InputError as error:  # pragma: no cover - the rules above catch these
                 raise ArgumentError(str(error)) from None
         return out
     return formula
+
+
+def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
+    """A roofline function of a :class:`~tokenfactory_xl.roofline.Replica`, as ``compute`` of
+    :func:`_by_name`: every cell's GPU, model and precision gathered into one replica."""
+    def compute(gpus, models, precisions, gpu_at, model_at, precision_at, *numbers):
+        replica = roofline.Replica.gathered(gpus, models, precisions, gpu_at, model_at,
+                                            precision_at)
+        return function(replica, *numbers)
+    return compute
 
 
 _ROOFLINE_NAMES = ("gpu", "model", "precision")
@@ -995,11 +1010,12 @@ def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_repli
     """Theoretical decode tokens per second per GPU (roofline): batch / max(bytes / bandwidth,
     FLOPs / peak) / GPUs per replica, from the GPU and model catalogues. #NUM! where the batch
     does not fit in memory."""
-    formula = _by_name(roofline.theoretical_tps, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    formula = _by_name(_over_replicas(roofline.theoretical_tps_over), _ROOFLINE_NAMES,
+                       _ROOFLINE_RESOLVERS)
     return _call(formula, ("gpu", "model", "precision", "batch", "context_tokens",
                            "gpus_per_replica", "mbu", "mfu"),
                  (gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu),
-                 undefined=NUM)
+                 undefined=NUM, checked=True)
 
 
 @xw.func(category=CATEGORY)
@@ -1013,9 +1029,11 @@ def MAX_BATCH(gpu, model, precision, context_tokens, gpus_per_replica=1):
     """Largest batch of sequences whose KV cache fits beside the weights: (memory x GPUs per
     replica - weights) / KV bytes per sequence, rounded down; 0 where the weights alone do not
     fit."""
-    formula = _by_name(roofline.max_batch_for, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    formula = _by_name(_over_replicas(roofline.max_batch_over), _ROOFLINE_NAMES,
+                       _ROOFLINE_RESOLVERS)
     return _call(formula, ("gpu", "model", "precision", "context_tokens", "gpus_per_replica"),
-                 (gpu, model, precision, context_tokens, gpus_per_replica), undefined=NUM)
+                 (gpu, model, precision, context_tokens, gpus_per_replica), undefined=NUM,
+                 checked=True)
 
 
 def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
@@ -1028,13 +1046,19 @@ def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
         except ValueError:
             raise ArgumentError(f"the ranges do not fit together ({names[0]} and {names[1]}); "
                                 "give ranges of the same size, or single cells") from None
-        texts = [v.values for v in read]
         empty = np.logical_or.reduce([np.broadcast_to(v.empty, shape) for v in read])
-        cells = np.empty(shape, dtype=object)
-        for (entry, field_name), at in _resolve(names, resolvers, texts, shape, ~empty):
+        at = np.flatnonzero(~empty)
+        (entries, entry_at), (field_names, field_at) = (
+            _resolve(name, resolve, values, shape, at)
+            for name, resolve, values in zip(names, resolvers, read, strict=True))
+        table = np.empty((len(entries), len(field_names)), dtype=object)  # each answer once
+        for (i, entry), (j, field_name) in product(enumerate(entries), enumerate(field_names)):
             value = getattr(entry, field_name)  # type: ignore[arg-type]
-            cells.reshape(-1)[at] = NA if value is None else (
+            table[i, j] = NA if value is None else (
                 float(value) if isinstance(value, (int, float)) else value)
+        cells = np.empty(shape, dtype=object)
+        cells.reshape(-1)[at] = np.take(table.reshape(-1), np.ravel_multi_index(
+            (entry_at, field_at), table.shape))
     except ArgumentError as error:
         return _reply_to(error)
     if all(v.single for v in read):

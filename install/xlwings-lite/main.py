@@ -1086,7 +1086,9 @@ The functions come in two layers:
   :mod:`tokenfactory_xl.model`;
 - catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
   :func:`prefill_tps_for`, :func:`decode_step_for`) that take a GPU and a model by name from
-  :mod:`tokenfactory_xl.specs` and a precision.
+  :mod:`tokenfactory_xl.specs` and a precision; their ``…_over`` twins take a
+  :class:`Replica`, the figures of one combination or of one per cell, so that a range of
+  100,000 GPUs, models and precisions is computed in one pass, each distinct entry read once.
 
 Check values of the spec, pinned by the tests: Llama-3.1-8B in BF16 on one H100 SXM, batch 1,
 1,100 tokens of context: 221.1 tokens/s (a published 212.8 stays under it); DeepSeek-V3 in FP8
@@ -1121,6 +1123,9 @@ model). GB are 10⁹ bytes. No room is reserved for activations or the runtime, 
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -1350,15 +1355,118 @@ def max_batch(
 
 
 # -- from the catalogue --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelFigures:
+    """A catalogue model's figures the roofline reads, each one number, or an array with one
+    per cell when many cells are computed at once (:func:`theoretical_tps_over`)."""
+
+    total_params: ArrayLike
+    active_params: ArrayLike
+    embedding_params: ArrayLike
+    hidden_size: ArrayLike
+    layers: ArrayLike
+    kv_heads: ArrayLike
+    head_dim: ArrayLike
+    attention_heads: ArrayLike
+    #: the cached latent per layer (MLA), 0 for ordinary attention [elements]
+    kv_latent: ArrayLike
+    #: the latent attention reads besides the rotary part (MLA), 0 otherwise [elements]
+    attention_latent: ArrayLike
+    rope_dim: ArrayLike
+    #: the share of the layers that attend over a sliding window, and the window [tokens]
+    sliding_share: ArrayLike
+    sliding_window: ArrayLike
+    moe_layers: ArrayLike
+    experts: ArrayLike
+    experts_per_token: ArrayLike
+    expert_params: ArrayLike
+
+    @classmethod
+    def of(cls, m: Model) -> ModelFigures:
+        share, window = _sliding(m)
+        return cls(
+            m.total_params, m.active_params, m.embedding_params, m.hidden_size, m.layers,
+            m.kv_heads, m.head_dim, m.attention_heads, m.kv_latent_dim or 0,
+            (m.kv_latent_dim - m.rope_dim) if m.kv_latent_dim else 0, m.rope_dim, share, window,
+            m.moe_layers, m.experts, m.experts_per_token, m.expert_params)
+
+    @classmethod
+    def gathered(cls, models: Sequence[Model], at: np.ndarray) -> ModelFigures:
+        """Each cell's figures: ``models[at]``, one array per figure."""
+        table = np.array([[getattr(f, name.name) for name in fields(cls)]
+                          for f in map(cls.of, models)], dtype=float)
+        return cls(*np.take(table.T, at, axis=1))  # one gather: a row of cells per figure
+
+
+def _sliding(m: Model) -> tuple[float, float]:
+    """The share of a model's layers that attend over a window, and the window [tokens]."""
+    if not m.sliding_window:
+        return 0.0, np.inf
+    return m.sliding_window_layers / m.layers, float(m.sliding_window)
+
+
+def _kv_per_sequence(f: ModelFigures, context_tokens: ArrayLike, kv_bytes: ArrayLike
+                     ) -> np.ndarray:
+    per_token = kv_bytes_per_token(f.layers, f.kv_heads, f.head_dim, kv_bytes, f.kv_latent)
+    return _f(kv_bytes_per_sequence(per_token, context_tokens, f.sliding_share,
+                                    f.sliding_window))
+
+
+def _attention_flops(f: ModelFigures, context_tokens: ArrayLike) -> Numeric:
+    return attention_flops_per_token(f.layers, f.attention_heads, f.head_dim, context_tokens,
+                                     f.attention_latent, f.rope_dim, f.sliding_share,
+                                     f.sliding_window)
+
+
 def kv_bytes_per_sequence_for(m: Model, context_tokens: ArrayLike, kv_bytes: float
                               ) -> np.ndarray:
     """KV-cache bytes of one sequence of ``context_tokens`` for a catalogue model [bytes]:
     its latent or heads × head dim per layer, sliding-window layers capped at their window."""
-    per_token = kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, kv_bytes,
-                                   m.kv_latent_dim or 0)
-    share = m.sliding_window_layers / m.layers if m.sliding_window else 0.0
-    window = m.sliding_window or np.inf
-    return _f(kv_bytes_per_sequence(per_token, context_tokens, share, window))
+    return _kv_per_sequence(ModelFigures.of(m), context_tokens, kv_bytes)
+
+
+def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
+    """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
+    MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
+    return _attention_flops(ModelFigures.of(m), context_tokens)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """What the roofline reads of a GPU, a model and a precision: one combination, or one per
+    cell (arrays) when many are computed at once."""
+
+    model: ModelFigures
+    hbm_gb: ArrayLike
+    bandwidth_tbps: ArrayLike
+    #: dense peak of one GPU at the precision [TFLOPS] (:func:`peak_tflops`)
+    peak_tflops: ArrayLike
+    weight_bytes: ArrayLike
+    kv_bytes: ArrayLike
+
+    @classmethod
+    def of(cls, gpu_name: GPU | str, model_name: Model | str, precision: str,
+           kv_precision: str | None = None) -> Replica:
+        g, m = gpu(gpu_name), model(model_name)
+        w_bytes = bytes_per_element(precision)
+        kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+        return cls(ModelFigures.of(m), g.hbm_gb, g.bandwidth_tbps, peak_tflops(g, precision),
+                   w_bytes, kv_bytes)
+
+    @classmethod
+    def gathered(cls, gpus: Sequence[GPU], models: Sequence[Model], precisions: Sequence[str],
+                 gpu_at: np.ndarray, model_at: np.ndarray, precision_at: np.ndarray
+                 ) -> Replica:
+        """One replica per cell: GPU ``gpus[gpu_at]``, model ``models[model_at]`` and
+        precision ``precisions[precision_at]``, each distinct entry read once."""
+        peak = np.array([[peak_tflops(g, p) for p in precisions] for g in gpus], dtype=float)
+        per_weight = np.take([bytes_per_element(p) for p in precisions], precision_at)
+        return cls(ModelFigures.gathered(models, model_at),
+                   np.take([float(g.hbm_gb) for g in gpus], gpu_at),
+                   np.take([float(g.bandwidth_tbps) for g in gpus], gpu_at),
+                   np.take(peak.reshape(-1), np.ravel_multi_index((gpu_at, precision_at),
+                                                                  peak.shape)),
+                   per_weight, per_weight)
 
 
 def _check_positive(name: str, value: ArrayLike, whole: bool = False) -> np.ndarray:
@@ -1382,6 +1490,14 @@ def _check_fraction(name: str, value: ArrayLike) -> np.ndarray:
     return arr
 
 
+def _max_batch_of(r: Replica, context_tokens: np.ndarray, gpus_per_replica: np.ndarray,
+                  kv_seq: np.ndarray | None = None) -> Numeric:
+    if kv_seq is None:
+        kv_seq = _kv_per_sequence(r.model, context_tokens, r.kv_bytes)
+    return max_batch(_f(r.hbm_gb) * GIGA, gpus_per_replica,
+                     _f(r.model.total_params) * r.weight_bytes, kv_seq)
+
+
 def max_batch_for(
     gpu_name: GPU | str, model_name: Model | str, precision: str, context_tokens: ArrayLike,
     gpus_per_replica: ArrayLike = 1, kv_precision: str | None = None,
@@ -1397,29 +1513,16 @@ def max_batch_for(
     >>> max_batch_for("H200", "Llama-3.1-70B", "fp8", 8192)
     52.0
     """
-    g, m = gpu(gpu_name), model(model_name)
-    w_bytes = bytes_per_element(precision)
-    kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+    r = Replica.of(gpu_name, model_name, precision, kv_precision)
+    return max_batch_over(r, context_tokens, gpus_per_replica)
+
+
+def max_batch_over(r: Replica, context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1
+                   ) -> Numeric:
+    """:func:`max_batch_for` of a :class:`Replica`: one combination, or one per cell."""
     ctx = _check_positive("context_tokens", context_tokens, whole=True)
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
-    return max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes,
-                     kv_bytes_per_sequence_for(m, ctx, kv_bytes))
-
-
-def _sliding(m: Model) -> tuple[float, float]:
-    """The share of a model's layers that attend over a window, and the window [tokens]."""
-    if not m.sliding_window:
-        return 0.0, np.inf
-    return m.sliding_window_layers / m.layers, float(m.sliding_window)
-
-
-def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
-    """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
-    MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
-    share, window = _sliding(m)
-    latent = (m.kv_latent_dim - m.rope_dim) if m.kv_latent_dim else 0
-    return attention_flops_per_token(m.layers, m.attention_heads, m.head_dim, context_tokens,
-                                     latent, m.rope_dim, share, window)
+    return _max_batch_of(r, ctx, n)
 
 
 def decode_step_for(
@@ -1438,29 +1541,36 @@ def decode_step_for(
     [tokens/s], ``max_batch`` [sequences]. Arguments are validated as in
     :func:`theoretical_tps`.
     """
-    g, m = gpu(gpu_name), model(model_name)
-    w_bytes = bytes_per_element(precision)
-    kv_bytes = bytes_per_element(kv_precision) if kv_precision else w_bytes
+    return decode_step_over(Replica.of(gpu_name, model_name, precision, kv_precision), batch,
+                            context_tokens, gpus_per_replica, mbu, mfu)
+
+
+def decode_step_over(
+    r: Replica, batch: ArrayLike, context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
+) -> dict[str, Numeric]:
+    """:func:`decode_step_for` of a :class:`Replica`: one combination, or one per cell."""
+    f = r.model
     b = _check_positive("batch", batch, whole=True)
     ctx = _check_positive("context_tokens", context_tokens, whole=True)
     n = _check_positive("gpus_per_replica", gpus_per_replica, whole=True)
     mbu_, mfu_ = _check_fraction("mbu", mbu), _check_fraction("mfu", mfu)
-    kv_seq = kv_bytes_per_sequence_for(m, ctx, kv_bytes)
-    weights = weights_read_per_step(m.active_params, b, m.embedding_params, m.hidden_size,
-                                    m.moe_layers, m.experts, m.experts_per_token,
-                                    m.expert_params)
-    moved = bytes_per_step(weights, w_bytes, b, kv_seq)
-    flops = flops_per_step(m.active_params, b, m.embedding_params, attention_flops_for(m, ctx))
-    memory_s = _div(moved, n * g.bandwidth_tbps * TERA * mbu_)
-    compute_s = _div(flops, n * peak_tflops(g, precision) * TERA * mfu_)
+    kv_seq = _kv_per_sequence(f, ctx, r.kv_bytes)
+    weights = weights_read_per_step(f.active_params, b, f.embedding_params, f.hidden_size,
+                                    f.moe_layers, f.experts, f.experts_per_token,
+                                    f.expert_params)
+    moved = bytes_per_step(weights, r.weight_bytes, b, kv_seq)
+    flops = flops_per_step(f.active_params, b, f.embedding_params, _attention_flops(f, ctx))
+    memory_s = _div(moved, n * _f(r.bandwidth_tbps) * TERA * mbu_)
+    compute_s = _div(flops, n * _f(r.peak_tflops) * TERA * mfu_)
     step = np.maximum(memory_s, compute_s)
     return {
         "weights_read": weights,
-        "experts_touched": experts_touched(m.experts, m.experts_per_token, b),
+        "experts_touched": experts_touched(f.experts, f.experts_per_token, b),
         "kv_bytes_per_sequence": _out(kv_seq), "bytes": moved, "flops": flops,
         "memory_s": _out(memory_s), "compute_s": _out(compute_s), "step_s": _out(step),
         "tps_per_gpu": decode_tps_per_gpu(b, step, n),
-        "max_batch": max_batch(g.hbm_gb * GIGA, n, m.total_params * w_bytes, kv_seq),
+        "max_batch": _max_batch_of(r, ctx, n, kv_seq),
     }
 
 
@@ -1506,8 +1616,17 @@ def theoretical_tps(
     >>> round(theoretical_tps("H200", "DeepSeek-V3", "fp8", 256, 4096, 8))
     1740
     """
-    step = decode_step_for(gpu_name, model_name, precision, batch, context_tokens,
-                           gpus_per_replica, mbu, mfu, kv_precision)
+    return theoretical_tps_over(Replica.of(gpu_name, model_name, precision, kv_precision),
+                                batch, context_tokens, gpus_per_replica, mbu, mfu, check_memory)
+
+
+def theoretical_tps_over(
+    r: Replica, batch: ArrayLike, context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
+    mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU, check_memory: bool = True,
+) -> Numeric:
+    """:func:`theoretical_tps` of a :class:`Replica`: one combination, or one per cell (the
+    Excel function THEORETICAL_TPS computes a whole range of GPUs and models in one pass)."""
+    step = decode_step_over(r, batch, context_tokens, gpus_per_replica, mbu, mfu)
     tps = _f(step["tps_per_gpu"])
     if check_memory:
         tps = np.where(_check_positive("batch", batch, whole=True) <= _f(step["max_batch"]),
@@ -2026,8 +2145,7 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, product
 
 import numpy as np
 import xlwings as xw
@@ -2227,6 +2345,10 @@ class _Values:
     values: np.ndarray
     empty: np.ndarray
     single: bool  # one cell or one number: the call may answer with a plain number
+    #: a text argument's distinct parsed texts (None: an empty cell) and, in its shape, each
+    #: cell's position among them: what a catalogue look-up reads once per distinct name
+    labels: list[object] | None = None
+    codes: np.ndarray | None = None
 
 
 def _where(index: tuple[int, ...], shape: tuple[int, ...], name: str) -> str:
@@ -2295,11 +2417,14 @@ def _flat_rows(raw: object) -> tuple[list[object], tuple[int, int]] | None:
         return None
     width = len(raw[0])
     try:
-        if list(map(len, raw)).count(width) != len(raw):
+        cells = list(chain.from_iterable(raw))
+        if width == 1:  # every row holds one cell: none is empty, and they add up
+            if len(cells) != len(raw) or not all(raw):
+                return None
+        elif list(map(len, raw)).count(width) != len(raw):
             return None  # rows of different lengths
     except TypeError:  # a row that is a single value
         return None
-    cells = list(map(itemgetter(0), raw)) if width == 1 else list(chain.from_iterable(raw))
     return cells, (len(raw), width)
 
 
@@ -2311,7 +2436,9 @@ def _rows_of_numbers(raw: object) -> np.ndarray | None:
         return None
     cells, shape = rows
     types = list(map(type, cells))
-    if types.count(float) != len(cells) and not set(types) <= _NUMBER_OR_EMPTY:
+    if types.count(float) == len(cells):
+        return np.fromiter(cells, dtype=float, count=len(cells)).reshape(shape)
+    if not set(types) <= _NUMBER_OR_EMPTY:
         return None  # text, TRUE/FALSE, a date …
     return np.array(cells, dtype=float).reshape(shape)
 
@@ -2330,28 +2457,39 @@ def _read_text(param: Param, raw: object) -> _Values:
     """A text or choice argument: each distinct cell value parsed once (a column of 100,000 GPU
     names holds a handful), the first bad one named where it sits."""
     rows = _flat_rows(raw)
-    types = set(map(type, rows[0])) if rows is not None else {list}
-    if types & {list, tuple, np.ndarray}:
+    if isinstance(raw, np.ndarray) and raw.ndim <= 2:
+        flat, shape = raw.reshape(-1).tolist(), raw.shape
+    elif rows is None:
         cells = _cells(param, raw)  # one value, or rows that are not a plain range
         flat, shape = cells.reshape(-1).tolist(), cells.shape
-        types = set(map(type, flat))
     else:
-        flat, shape = rows  # type: ignore[misc]
+        flat, shape = rows
+    types = list(map(type, flat))
+    if {list, tuple, np.ndarray} & set(types):
+        _cells(param, raw)  # a cell that is itself a list: says what is wrong
     # 1, 1.0 and TRUE are equal keys of a dict, and three different cells
-    keys = flat if len(types) == 1 else list(zip(map(type, flat), flat, strict=True))
-    parsed = dict.fromkeys(keys)
-    for key in parsed:
-        value = key if len(types) == 1 else key[1]
+    mixed = types.count(types[0] if types else str) != len(types)
+    keys = list(zip(types, flat, strict=True)) if mixed else flat
+    number = dict.fromkeys(keys)
+    labels: list[object] = []
+    for key in number:
+        value = key[1] if mixed else key
         try:
-            parsed[key] = param.rule.parse(value)
+            labels.append(param.rule.parse(value))
         except BadValue as error:
             index = np.unravel_index(keys.index(key), shape) if shape else ()
             where = _where(tuple(int(i) for i in index), shape, param.name)
             raise _bad(param, value, error, where) from None
-    texts = np.empty(len(keys), dtype=object)
-    texts[:] = list(map(parsed.__getitem__, keys))
-    texts = texts.reshape(shape)
-    return _Values(texts, np.equal(texts, None), texts.size == 1)
+        number[key] = len(labels) - 1
+    codes = np.fromiter(list(map(number.__getitem__, keys)), dtype=np.intp, count=len(keys))
+    texts = np.empty(len(labels), dtype=object)
+    texts[:] = labels
+    return _Values(np.take(texts, codes).reshape(shape),
+                   np.take(np.equal(texts, None), codes).reshape(shape), codes.size == 1, labels,
+                   codes.reshape(shape))
+
+
+
 
 
 def _outside(rule: Input, numbers: np.ndarray, empty: np.ndarray) -> np.ndarray:
@@ -2433,11 +2571,14 @@ def _reply_to(error: ArgumentError) -> str:
 
 def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[object, ...],
           undefined: str = DIV0,
-          check: Callable[[dict[str, _Values]], None] | None = None) -> object:
+          check: Callable[[dict[str, _Values]], None] | None = None,
+          checked: bool = False) -> object:
     """Run ``formula`` of the model over the arguments; the shared body of every function.
 
     Reads and checks each argument (:data:`PARAMS`), fills optional arguments' empty cells with
     their defaults, broadcasts, calls the model once, and answers with :func:`_answer`.
+    ``formula`` takes each argument's values, or with ``checked`` its whole :class:`_Values`
+    (a catalogue look-up reads a text argument's distinct names once).
     """
     try:
         read = {name: _read(PARAMS[name], raw) for name, raw in zip(names, raws, strict=True)}
@@ -2465,7 +2606,7 @@ def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[ob
         for name, values in read.items():
             if PARAMS[name].default is None:
                 empty |= values.empty
-        result = formula(*(v.values for v in read.values()))
+        result = formula(*(read.values() if checked else (v.values for v in read.values())))
         single = all(v.single for v in read.values())
         return _answer(np.broadcast_to(np.asarray(result, dtype=float), shape), empty, single,
                        undefined)
@@ -2865,71 +3006,64 @@ def _field_of(fields: tuple[str, ...]) -> Callable[[str], str]:
     return resolve
 
 
-def _resolve(names: tuple[str, ...], resolvers: tuple[Callable[[str], object], ...],
-             texts: list[np.ndarray], shape: tuple[int, ...], known: np.ndarray
-             ) -> list[tuple[list[object], np.ndarray]]:
-    """The distinct combinations of names among the ``known`` cells, resolved, each with the
-    positions of the cells that share it (in the flattened ``shape``); an unknown name raises
-    ArgumentError saying where."""
-    cells = np.flatnonzero(known)
-    if cells.size == 0:
-        return []
-    # each argument's names numbered in one pass (a column of 100,000 GPU names holds a
-    # handful), each distinct name resolved once
-    distinct, codes, found = [], [], []
-    for name, resolve, text in zip(names, resolvers, texts, strict=True):
-        named = np.broadcast_to(text, shape).reshape(-1)[cells].tolist()
-        number = {value: i for i, value in enumerate(dict.fromkeys(named))}
-        values = list(number)
-        inverse = np.fromiter(map(number.__getitem__, named), dtype=np.intp, count=len(named))
-        entries = []
-        for value in values:
-            try:
-                entries.append(resolve(str(value)))
-            except InputError as error:
-                at = tuple(int(i) for i in np.argwhere(text.astype(str) == value)[0])
-                where = _where(at, text.shape, name)
-                problem = dataclasses.replace(error.problems[0], name=name, where=where)
-                raise ArgumentError(str(problem)) from None
-        distinct.append(values)
-        codes.append(inverse.reshape(-1))
-        found.append(entries)
-    sizes = [len(d) for d in distinct]
-    combined = np.ravel_multi_index(codes, sizes)
-    # the cells sorted by their combination, cut where it changes: one pass, however many
-    order = np.argsort(combined, kind="stable")
-    ordered = combined[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    resolved = []
-    for combo, positions in zip(ordered[starts], np.split(cells[order], starts[1:]),
-                                strict=True):
-        picks = np.unravel_index(combo, sizes)
-        resolved.append(([entries[i] for entries, i in zip(found, picks, strict=True)],
-                         positions))
-    return resolved
+def _resolve(name: str, resolve: Callable[[str], object], text: _Values, shape: tuple[int, ...],
+             at: np.ndarray) -> tuple[list[object], np.ndarray]:
+    """The distinct names of one text argument among the cells ``at`` (of the flattened
+    ``shape``), each resolved once, and each of those cells' position among them; an unknown
+    name raises ArgumentError saying where it first sits."""
+    assert text.labels is not None and text.codes is not None
+    codes = np.take(np.broadcast_to(text.codes, shape), at)
+    used = np.bincount(codes, minlength=len(text.labels)) > 0
+    entries = []
+    for i in np.flatnonzero(used).tolist():
+        label = text.labels[i]
+        try:
+            entries.append(resolve(str(label)))
+        except InputError as error:
+            same = np.array([other == label for other in text.labels])[text.codes]
+            index = np.unravel_index(int(np.argmax(same)), same.shape) if same.ndim else ()
+            where = _where(tuple(int(i) for i in index), same.shape, name)
+            problem = dataclasses.replace(error.problems[0], name=name, where=where)
+            raise ArgumentError(str(problem)) from None
+    return entries, np.take(np.cumsum(used) - 1, codes)
 
 
 def _by_name(compute: Callable[..., object], names: tuple[str, ...],
              resolvers: tuple[Callable[[str], object], ...]) -> Callable[..., np.ndarray]:
-    """A formula for :func:`_call`: ``compute`` once per distinct combination of names, over
-    the numbers of the cells that share it."""
-    def formula(*arrays: np.ndarray) -> np.ndarray:
-        texts, numbers = list(arrays[: len(names)]), arrays[len(names):]
-        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
+    """A formula for :func:`_call` (``checked``): ``compute(entries of each name …, each
+    cell's entry of each name …, numbers …)`` over the cells where every argument is given,
+    each distinct name resolved once."""
+    def formula(*arguments: _Values) -> np.ndarray:
+        texts, numbers = arguments[: len(names)], arguments[len(names):]
+        shape = np.broadcast_shapes(*(a.values.shape for a in arguments))
         known = np.ones(shape, dtype=bool)
         for t in texts:
-            known &= np.broadcast_to(np.not_equal(t, None), shape)
-        numbers = [np.broadcast_to(n, shape).reshape(-1) for n in numbers]
+            known &= ~np.broadcast_to(t.empty, shape)
         for n in numbers:
-            known &= np.isfinite(n).reshape(shape)
+            known &= np.isfinite(np.broadcast_to(n.values, shape))
+        at = np.flatnonzero(known)
+        resolved = [_resolve(name, resolve, text, shape, at)
+                    for name, resolve, text in zip(names, resolvers, texts, strict=True)]
         out = np.full(shape, np.nan)
-        for found, at in _resolve(names, resolvers, texts, shape, known):
+        if at.size:
             try:
-                out.reshape(-1)[at] = compute(*found, *(n[at] for n in numbers))
+                out.reshape(-1)[at] = compute(
+                    *(entries for entries, _ in resolved), *(codes for _, codes in resolved),
+                    *(np.take(np.broadcast_to(n.values, shape), at) for n in numbers))
             except InputError as error:  # pragma: no cover - the rules above catch these
                 raise ArgumentError(str(error)) from None
         return out
     return formula
+
+
+def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
+    """A roofline function of a :class:`~tokenfactory_xl.roofline.Replica`, as ``compute`` of
+    :func:`_by_name`: every cell's GPU, model and precision gathered into one replica."""
+    def compute(gpus, models, precisions, gpu_at, model_at, precision_at, *numbers):
+        replica = roofline.Replica.gathered(gpus, models, precisions, gpu_at, model_at,
+                                            precision_at)
+        return function(replica, *numbers)
+    return compute
 
 
 _ROOFLINE_NAMES = ("gpu", "model", "precision")
@@ -2951,11 +3085,12 @@ def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_repli
     """Theoretical decode tokens per second per GPU (roofline): batch / max(bytes / bandwidth,
     FLOPs / peak) / GPUs per replica, from the GPU and model catalogues. #NUM! where the batch
     does not fit in memory."""
-    formula = _by_name(roofline.theoretical_tps, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    formula = _by_name(_over_replicas(roofline.theoretical_tps_over), _ROOFLINE_NAMES,
+                       _ROOFLINE_RESOLVERS)
     return _call(formula, ("gpu", "model", "precision", "batch", "context_tokens",
                            "gpus_per_replica", "mbu", "mfu"),
                  (gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu),
-                 undefined=NUM)
+                 undefined=NUM, checked=True)
 
 
 @xw.func(category=CATEGORY)
@@ -2969,9 +3104,11 @@ def MAX_BATCH(gpu, model, precision, context_tokens, gpus_per_replica=1):
     """Largest batch of sequences whose KV cache fits beside the weights: (memory x GPUs per
     replica - weights) / KV bytes per sequence, rounded down; 0 where the weights alone do not
     fit."""
-    formula = _by_name(roofline.max_batch_for, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
+    formula = _by_name(_over_replicas(roofline.max_batch_over), _ROOFLINE_NAMES,
+                       _ROOFLINE_RESOLVERS)
     return _call(formula, ("gpu", "model", "precision", "context_tokens", "gpus_per_replica"),
-                 (gpu, model, precision, context_tokens, gpus_per_replica), undefined=NUM)
+                 (gpu, model, precision, context_tokens, gpus_per_replica), undefined=NUM,
+                 checked=True)
 
 
 def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
@@ -2984,13 +3121,19 @@ def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
         except ValueError:
             raise ArgumentError(f"the ranges do not fit together ({names[0]} and {names[1]}); "
                                 "give ranges of the same size, or single cells") from None
-        texts = [v.values for v in read]
         empty = np.logical_or.reduce([np.broadcast_to(v.empty, shape) for v in read])
-        cells = np.empty(shape, dtype=object)
-        for (entry, field_name), at in _resolve(names, resolvers, texts, shape, ~empty):
+        at = np.flatnonzero(~empty)
+        (entries, entry_at), (field_names, field_at) = (
+            _resolve(name, resolve, values, shape, at)
+            for name, resolve, values in zip(names, resolvers, read, strict=True))
+        table = np.empty((len(entries), len(field_names)), dtype=object)  # each answer once
+        for (i, entry), (j, field_name) in product(enumerate(entries), enumerate(field_names)):
             value = getattr(entry, field_name)  # type: ignore[arg-type]
-            cells.reshape(-1)[at] = NA if value is None else (
+            table[i, j] = NA if value is None else (
                 float(value) if isinstance(value, (int, float)) else value)
+        cells = np.empty(shape, dtype=object)
+        cells.reshape(-1)[at] = np.take(table.reshape(-1), np.ravel_multi_index(
+            (entry_at, field_at), table.shape))
     except ArgumentError as error:
         return _reply_to(error)
     if all(v.single for v in read):

@@ -170,3 +170,44 @@ def test_todays_pairs_give_finite_bounds():
         gpu = next(g for g in GPUS if g["name"] == p[0])
         m = next(m for m in MODELS if m["name"] == p[1])
         assert got == pytest.approx(hand_tps(gpu, m, *p[2:])), p
+
+
+def test_a_long_range_of_names_computes_as_its_rows_do_one_by_one():
+    # 600 rows drawn from every catalogue GPU and model, each precision, names in mixed case,
+    # some cells empty: the range is resolved once per distinct name and computed in one pass,
+    # and each row must equal the function called on that row's cells alone
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    rows = 600
+    gpus = [[str(rng.choice([g["name"], g["name"].lower()]))] for g in rng.choice(GPUS, rows)]
+    models = [[m["name"]] for m in rng.choice(MODELS, rows)]
+    precisions = [[str(p).upper()] for p in rng.choice(["fp16", "bf16", "fp8", "int8", "fp4",
+                                                          "int4"], rows)]
+    batch = [[int(b)] for b in rng.integers(1, 300, rows)]
+    context = [[int(c)] for c in rng.integers(256, 32_768, rows)]
+    replica = [[int(n)] for n in rng.choice([1, 2, 4, 8], rows)]
+    mbu = [[float(x)] for x in rng.uniform(0.5, 1.0, rows)]
+    gpus[5], models[17], batch[40], replica[41], mbu[42] = [None], [None], [None], [None], [None]
+    arguments = (gpus, models, precisions, batch, context, replica, mbu)
+    spilled = THEORETICAL_TPS(*arguments)
+    one_by_one = [[THEORETICAL_TPS(*(a[i][0] for a in arguments))] for i in range(rows)]
+    assert spilled == one_by_one
+    assert spilled[5] == spilled[17] == spilled[40] == [None]  # a required cell is empty
+    assert spilled[41][0] == THEORETICAL_TPS(gpus[41][0], models[41][0], precisions[41][0],
+                                             batch[41][0], context[41][0], 1, mbu[41][0])
+    assert sum(row == ["#NUM!"] for row in spilled) > 10  # batches that do not fit, in place
+    sizes = (gpus, models, precisions, context, replica)
+    assert MAX_BATCH(*sizes) == [[MAX_BATCH(*(a[i][0] for a in sizes))] for i in range(rows)]
+    fields = [[str(f)] for f in rng.choice(["layers", "kv_latent_dim", "source", "experts"],
+                                           rows)]
+    assert MODEL_SPEC(models, fields) == [[MODEL_SPEC(models[i][0], fields[i][0])]
+                                          for i in range(rows)]
+
+
+def test_an_unknown_name_is_refused_only_where_its_row_computes():
+    # the unknown GPU sits in a row whose batch is empty: that row is empty, nothing to refuse
+    got = THEORETICAL_TPS([["H200"], ["H2O0"]], "Llama-3.1-8B", "bf16", [[1], [None]], 1024)
+    assert got[1] == [None] and got[0][0] > 0
+    assert message(THEORETICAL_TPS, [["H200"], ["H2O0"]], "Llama-3.1-8B", "bf16", 1,
+                   1024).startswith("row 2 of gpu: gpu=H2O0: is not in the gpu catalogue")
