@@ -33,6 +33,10 @@ BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 PROGRAM = "tokenfactory-xl"
 GIT = shutil.which("git")
 
+#: The examples build on one another (the workbook the first writes, the next renders): they run
+#: in order in one process, whatever the number of test workers (``--dist loadgroup``).
+pytestmark = pytest.mark.xdist_group("readme")
+
 
 def blocks(language: str) -> list[str]:
     return [body for lang, body in BLOCK.findall(README) if lang == language]
