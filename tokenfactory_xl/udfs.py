@@ -414,9 +414,6 @@ def _read_text(param: Param, raw: object) -> _Values:
                    codes.reshape(shape))
 
 
-
-
-
 def _outside(rule: Input, numbers: np.ndarray, empty: np.ndarray) -> np.ndarray:
     """Where ``numbers`` break the rule (out of range, infinite, a fraction of an integer)."""
     with np.errstate(invalid="ignore"):
