@@ -389,13 +389,20 @@ def _read_text(param: Param, raw: object) -> _Values:
         flat, shape = cells.reshape(-1).tolist(), cells.shape
     else:
         flat, shape = rows
-    types = list(map(type, flat))
-    if {list, tuple, np.ndarray} & set(types):
-        _cells(param, raw)  # a cell that is itself a list: says what is wrong
-    # 1, 1.0 and TRUE are equal keys of a dict, and three different cells
-    mixed = types.count(types[0] if types else str) != len(types)
-    keys = list(zip(types, flat, strict=True)) if mixed else flat
-    number = dict.fromkeys(keys)
+    keys = flat
+    try:
+        number = dict.fromkeys(keys)
+    except TypeError:  # a cell that is itself a list
+        _cells(param, raw)  # says what is wrong
+        raise
+    if not all(type(key) is str or key is None for key in number):
+        if {tuple, np.ndarray} & set(map(type, number)):
+            _cells(param, raw)  # a cell that is itself a row: says what is wrong
+        # 1, 1.0 and TRUE are equal keys of a dict, and three different cells (no other value
+        # equals a text): each cell keyed with its type
+        keys = list(zip(map(type, flat), flat, strict=True))
+        number = dict.fromkeys(keys)
+    mixed = keys is not flat
     labels: list[object] = []
     for key in number:
         value = key[1] if mixed else key
