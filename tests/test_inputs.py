@@ -147,3 +147,38 @@ def test_replace_and_flat_round_trip():
     assert changed["decline_per_quarter"] == (0.10, 0.10, 0.3)
     assert make_inputs(changed.flat()) == changed
     assert set(site.flat()) >= {f"tef_target.{s}" for s in SCENARIOS}
+
+
+# -- memory: many sites hold each repeated value once --------------------------------------------
+def test_sharing_keeps_every_value_and_its_type():
+    from tokenfactory_xl.inputs import SiteInputs
+
+    memo: dict[object, object] = {}
+    first = SiteInputs({"a": 1.2, "b": (0.1, 0.2, 0.3), "c": 1, "d": "own",
+                        "e": dt.date(2027, 1, 1)})
+    second = SiteInputs({"a": 1.2, "b": (0.1, 0.2, 0.3), "c": True, "d": "own",
+                         "e": dt.datetime(2027, 1, 1)})
+    zeros = SiteInputs({"a": -0.0, "b": (0.0, -0.0, 1.0), "c": math.nan, "d": None, "e": [1]})
+    one, two, three = (m.sharing(memo) for m in (first, second, zeros))
+    assert dict(one) == dict(first) and dict(two) == dict(second) and type(one) is SiteInputs
+    # equal values of the same type are one object; 1 and TRUE, a date and a datetime are not
+    assert two["a"] is one["a"] and two["b"] is one["b"] and two["d"] is one["d"]
+    assert type(two["c"]) is bool and type(one["c"]) is int
+    assert type(two["e"]) is dt.datetime and type(one["e"]) is dt.date
+    # a zero keeps its sign, NaN stays NaN, an unhashable value is kept as it is
+    assert math.copysign(1, three["a"]) == -1 and math.copysign(1, three["b"][1]) == -1
+    assert math.isnan(three["c"]) and three["d"] is None and three["e"] == [1]
+
+
+def test_the_sites_of_a_file_share_their_repeated_values(tmp_path):
+    from tokenfactory_xl.sites import load_sites
+
+    path = tmp_path / "sites.csv"
+    path.write_text("site_name,gpus,pue,tef_target\nA,512,1.25,0.4\nB,512,1.25,0.4\n"
+                    "C,1024,1.3,0.5\n", encoding="utf-8")
+    a, b, c = (row.inputs for row in load_sites(path).rows)
+    assert a["pue"] == b["pue"] == 1.25 and a["pue"] is b["pue"]
+    assert a["tef_target"] is b["tef_target"] and a["gpus"] is b["gpus"]
+    assert c["pue"] == 1.3 and c["gpus"] == 1024
+    assert a == make_inputs({"site_name": "A", "gpus": 512, "pue": 1.25, "tef_target": 0.4},
+                            bare="all")

@@ -25,6 +25,7 @@ listing every problem.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
 import re
@@ -284,11 +285,15 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
                  if name_at < len(cells) and _filled(cells[name_at])]
         file_problems += _unmatched_cohorts(table, names, path.name)
     rows = []
+    memo: dict[object, object] = {}  # the inputs' values, each held once (FrozenMapping.sharing)
     for index, (n, cells) in enumerate(body):
         body[index] = (n, [])  # each row's cells go as it is checked (its values are kept)
-        rows.append(_check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
-                               _site_cohorts(table, cells[name_at] if name_at is not None
-                                             and name_at < len(cells) else None)))
+        row = _check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
+                         _site_cohorts(table, cells[name_at] if name_at is not None
+                                       and name_at < len(cells) else None))
+        if row.inputs is not None:
+            row = dataclasses.replace(row, inputs=row.inputs.sharing(memo))
+        rows.append(row)
     rows = _mark_duplicates(rows)
     return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
                      tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet,
