@@ -245,6 +245,24 @@ def test_tab_file_with_an_ambiguous_number_names_both_readings(tmp_path):
     assert not sites.valid_rows
 
 
+def test_the_number_that_decides_may_come_last(tmp_path):
+    # a tab file of 2,000 rows whose numbers read two ways ("1.100": 1100 or 1.1) until the
+    # last row, whose 0,995 can only be a decimal comma: every row is read with decimal commas
+    rows = "".join(f"S{i}\t1.100\t1\n" for i in range(1999)) + "Z\t2.048\t0,995\n"
+    sites = load_sites(csv_file(tmp_path, "site_name\tgpus\tavailability\n" + rows))
+    assert not sites.problems and len(sites.valid_rows) == 2000
+    assert {r.inputs["gpus"] for r in sites.rows[:-1]} == {1100}
+    assert (sites.rows[-1].inputs["gpus"], sites.rows[-1].inputs["availability"]) == (2048,
+                                                                                       0.995)
+    (note,) = sites.notes
+    assert "row 2001 availability=0,995 can only be a decimal comma" in note
+    assert "e.g. row 2 gpus=1.100 = 1100, row 3 gpus=1.100 = 1100" in note
+    # without it, each of them is refused, naming both readings
+    sites = load_sites(csv_file(tmp_path, "site_name\tgpus\n" + "A\t1.100\nB\t40.000\n",
+                                "b.csv"))
+    assert [p.where for p in sites.problems] == ["row 2", "row 3"]
+
+
 def test_comma_file_reads_quoted_thousands(tmp_path):
     (row,) = read_sites(csv_file(tmp_path, 'site_name,capex_per_gpu\nA,"40,000"\n'))
     assert row.inputs["capex_per_gpu"] == 40000

@@ -25,7 +25,6 @@ listing every problem.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import os
 import re
@@ -39,6 +38,9 @@ from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_
 from .errors import InputError, Problem
 from .files import NotARegularFile, read_regular, regular_file_problem
 from .inputs import FrozenMapping, SiteInputs, make_inputs, split_key
+
+#: What a row of the body becomes once checked: its cells are let go.
+_CHECKED: tuple[int, list[object]] = (0, [])
 
 #: The sheet of a sites workbook holding its further cohorts (its title compared ignoring case).
 COHORTS_SHEET = "cohorts"
@@ -285,15 +287,12 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
                  if name_at < len(cells) and _filled(cells[name_at])]
         file_problems += _unmatched_cohorts(table, names, path.name)
     rows = []
-    memo: dict[object, object] = {}  # the inputs' values, each held once (FrozenMapping.sharing)
+    memo: dict[object, dict[object, object]] = {}  # each input value held once (sharing)
     for index, (n, cells) in enumerate(body):
-        body[index] = (n, [])  # each row's cells go as it is checked (its values are kept)
-        row = _check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
-                         _site_cohorts(table, cells[name_at] if name_at is not None
-                                       and name_at < len(cells) else None))
-        if row.inputs is not None:
-            row = dataclasses.replace(row, inputs=row.inputs.sharing(memo))
-        rows.append(row)
+        body[index] = _CHECKED  # each row's cells go as it is checked (its values are kept)
+        rows.append(_check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
+                               _site_cohorts(table, cells[name_at] if name_at is not None
+                                             and name_at < len(cells) else None), memo))
     rows = _mark_duplicates(rows)
     return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
                      tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet,
@@ -719,21 +718,36 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
     """
     numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
                and specs[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
+
+    def typed() -> Iterator[tuple[int, list[object], int, tuple[str, str, str, str]]]:
+        """Each number typed as text with a separator: its row, cells, column and shape."""
+        for n, cells in body:
+            for i in numeric:
+                if i < len(cells) and isinstance(cells[i], str):
+                    shape = _number_shape(cells[i])  # type: ignore[arg-type]
+                    if shape is not None and shape[3] != "plain":
+                        yield n, cells, i, shape
+
+    # First pass: what decides. Only the first number of each convention is kept, and the
+    # numbers that read two ways only while no convention has shown (a 10,000-row file holds
+    # some 100,000 numbers; they are read again below rather than held).
+    first: dict[str, tuple[int, int, str, tuple[str, str, str, str]]] = {}
     found: list[tuple[int, int, str, tuple[str, str, str, str]]] = []
-    for n, cells in body:
-        for i in numeric:
-            if i < len(cells) and isinstance(cells[i], str):
-                shape = _number_shape(cells[i])
-                if shape is not None and shape[3] != "plain":
-                    found.append((n, i, cells[i], shape))
-    if not found:
+    for n, cells, i, shape in typed():
+        item = (n, i, str(cells[i]), shape)
+        if shape[3] in ("comma", "point"):
+            first.setdefault(shape[3], item)
+            found.clear()
+        elif not first:
+            found.append(item)
+    if not first and not found:
         return [], []
 
     def cite(item: tuple[int, int, str, tuple[str, str, str, str]]) -> str:
         return f"row {item[0]} {columns[item[1]]}={item[2].strip()}"
 
-    commas = [f for f in found if f[3][3] == "comma"]
-    points = [f for f in found if f[3][3] == "point"]
+    commas = [first["comma"]] if "comma" in first else []
+    points = [first["point"]] if "point" in first else []
     if commas and points:
         return [Problem(what, "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
                         f"points ({cite(points[0])}), so its numbers cannot be read safely",
@@ -767,11 +781,10 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
                 "thousands separator", f"row {n}"))
         return problems, []
     changed = []
-    rows = dict(body)
-    for n, i, text, (sign, core, percent, _shape) in found:
-        read = _as_read(sign, core, percent, decimal)
-        rows[n][i] = read
-        if read.replace("%", "") != text.strip().replace("%", ""):
+    for n, cells, i, (sign, core, percent, _shape) in typed():  # second pass: rewritten
+        text, read = str(cells[i]), _as_read(sign, core, percent, decimal)
+        cells[i] = read
+        if len(changed) < 2 and read.replace("%", "") != text.strip().replace("%", ""):
             changed.append(f"{cite((n, i, text, ('', '', '', '')))} = {read}")
     if note and changed:
         note += "; e.g. " + ", ".join(changed[:2])
@@ -849,8 +862,8 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
 
 def _check_row(number: int, cells: list[object], columns: list[str], keep: list[bool],
                found: Sequence[Problem] = (),
-               cohorts: tuple[list[dict[str, object]], list[str], list[Problem]] = ([], [], [])
-               ) -> SiteRow:
+               cohorts: tuple[list[dict[str, object]], list[str], list[Problem]] = ([], [], []),
+               memo: dict[object, dict[object, object]] | None = None) -> SiteRow:
     where = f"row {number}"
     values: dict[str, object] = {}
     for index, column in enumerate(columns):
@@ -889,6 +902,8 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
     if problems:
         inputs = None
     # the cells as a frozen mapping: the column names are held once for every row of the file
+    if inputs is not None and memo is not None:  # the file's rows hold each value once
+        inputs = inputs.sharing(memo)  # type: ignore[assignment]
     return SiteRow(number, FrozenMapping(values), inputs, tuple(problems), stem)
 
 
