@@ -73,7 +73,7 @@ class FrozenMapping(Mapping[str, object]):
     def __reduce__(self) -> tuple[object, ...]:
         return type(self), (dict(self.items()),)
 
-    def sharing(self, memo: dict[object, object]) -> FrozenMapping:
+    def sharing(self, memo: dict[object, dict[object, object]]) -> FrozenMapping:
         """The same mapping holding, for each value, the equal one of ``memo`` (of the same
         type) where there is one: 10,000 sites with a handful of PUEs and GPU counts hold each
         of them once, not 10,000 times."""
@@ -86,7 +86,7 @@ class FrozenMapping(Mapping[str, object]):
         return f"{type(self).__name__}({dict(self.items())!r})"
 
 
-def _shared(value: object, memo: dict[object, object]) -> object:
+def _shared(value: object, memo: dict[object, dict[object, object]]) -> object:
     """``value``, or the value ``memo`` already holds that is the same: of the same type, equal,
     and for a tuple the same types in the same places. A zero float (0.0 equals -0.0), a NaN
     (equal to nothing) and a tuple holding either or another tuple are held as they are."""
@@ -94,13 +94,13 @@ def _shared(value: object, memo: dict[object, object]) -> object:
         value = tuple(_shared(item, memo) for item in value)
         if not all(map(_exact_key, value)):
             return value
-        key: object = (tuple, tuple(map(type, value)), value)
+        kind: object = tuple(map(type, value))
     elif _exact_key(value):
-        key = (type(value), value)
+        kind = type(value)
     else:
         return value
     try:
-        return memo.setdefault(key, value)
+        return memo.setdefault(kind, {}).setdefault(value, value)
     except TypeError:  # not hashable: held as it is
         return value
 
