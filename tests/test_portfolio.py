@@ -246,10 +246,11 @@ def test_writes_are_atomic(entries, tmp_path, monkeypatch):
     target = tmp_path / "portfolio.xlsx"
     target.write_bytes(b"previous")
 
-    def broken(_entries):
+    def broken(handle, _entries):  # the disk fills once part of the workbook is written
+        handle.write(b"PK\x03\x04" + bytes(2 << 20))
         raise OSError("disk full")
 
-    monkeypatch.setattr(pf, "portfolio_bytes", broken)
+    monkeypatch.setattr(pf, "write_portfolio_to", broken)
     with pytest.raises(OSError):
         pf.write_portfolio(target, entries)
     assert target.read_bytes() == b"previous"

@@ -56,9 +56,9 @@ from .operating_model import OUTPUT_NAMES, Result, run
 from .portfolio import (
     RISK_COLUMNS,
     SCENARIO_COLUMNS,
-    portfolio_bytes,
     site_summary,
     summary_csv_text,
+    write_portfolio_to,
 )
 from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
@@ -408,8 +408,9 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
                 if progress is not None:
                     progress.advance()
             entries = _Entries(inputs, summaries)
-            report.portfolio = outputs.add(outdir / PORTFOLIO,
-                                           portfolio_bytes(entries))  # type: ignore[arg-type]
+            report.portfolio = outputs.add(  # written as it is made, never held whole
+                outdir / PORTFOLIO,
+                lambda handle: write_portfolio_to(handle, entries))  # type: ignore[arg-type]
             if summary_csv is not None:
                 report.summary_csv = outputs.add(
                     summary_csv, summary_csv_text(entries).encode("utf-8"))  # type: ignore[arg-type]

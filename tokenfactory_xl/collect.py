@@ -346,7 +346,8 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
     entries = [(a.inputs, a.result) for a in audits if a.included]
     listed = [("portfolio", portfolio)]
     with Outputs() as out:
-        out.add(portfolio, pf.portfolio_bytes(entries))  # type: ignore[arg-type]
+        out.add(portfolio,  # written as it is made, never held whole
+                lambda handle: pf.write_portfolio_to(handle, entries))  # type: ignore[arg-type]
         if summary_csv is not None:
             out.add(summary_csv,
                     pf.summary_csv_text(entries).encode("utf-8"))  # type: ignore[arg-type]

@@ -38,12 +38,13 @@ import io
 import math
 import os
 import re
+import tempfile
 import warnings
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 import numpy as np
 
@@ -370,6 +371,15 @@ def _how_totalled(name: str, total: float | None, one_currency: bool) -> str:
 # -- the workbook --------------------------------------------------------------------------------
 def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
     """The portfolio workbook as ``.xlsx`` bytes (deterministic: same entries, same bytes)."""
+    out = io.BytesIO()
+    write_portfolio_to(out, entries)
+    return out.getvalue()
+
+
+def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
+    """Write the portfolio workbook to ``out`` (the bytes of :func:`portfolio_bytes`): openpyxl
+    saves it to a temporary file, repacked from there member by member, so a table of 10,000
+    sites is never held whole in memory."""
     from openpyxl import Workbook
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.chart import BarChart, Reference
@@ -484,9 +494,9 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
             sheet.add_chart(_risk_chart(ws, names, shown, n, currency),
                             f"A{int(chart.height * 2) + 4}")
 
-    buffer = io.BytesIO()
+    saved = tempfile.TemporaryFile()
     wb.properties.created = dt.datetime(2000, 1, 1)
-    wb.save(buffer)
+    wb.save(saved)
 
     def shown(sheet: str, coord: str) -> object:
         """What a cell of the Portfolio sheet holds, for the charts' caches."""
@@ -501,7 +511,9 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
         return with_caches(xml.decode("utf-8"), shown).encode("utf-8")
 
     charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
-    return repack(buffer.getvalue(), rewrite=charts)
+    with saved:
+        saved.seek(0)
+        repack(saved, rewrite=charts, out=out)
 
 
 def _every_digit(cell) -> None:  # type: ignore[no-untyped-def]
@@ -611,7 +623,7 @@ def write_portfolio(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:
     path : the ``.xlsx`` file to write (replaced if it exists: the caller checks ``--force``).
     entries : ``(SiteInputs, Result)`` per site, in the order of the rows.
     """
-    return write_atomically(path, portfolio_bytes(entries))
+    return write_atomically(path, lambda handle: write_portfolio_to(handle, entries))
 
 
 # -- the CSV -------------------------------------------------------------------------------------

@@ -32,9 +32,10 @@ import re
 import struct
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress, repeat
+from typing import BinaryIO
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
@@ -424,32 +425,39 @@ def _raw_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> _Member:
                    info.file_size)
 
 
-def _zip_bytes(members: list[_Member]) -> bytes:
-    """A zip archive of ``members``: local headers, data, central directory, end record.
+def _zip_bytes(members: Iterable[_Member]) -> bytes:
+    """A zip archive of ``members`` as bytes (:func:`_write_zip`)."""
+    out = io.BytesIO()
+    _write_zip(members, out)
+    return out.getvalue()
+
+
+def _write_zip(members: Iterable[_Member], out: BinaryIO) -> None:
+    """A zip archive of ``members`` written to ``out``: local headers, data, central directory,
+    end record; each member written as it comes, so a member made on the way is let go.
 
     Written by hand so that unchanged members are copied as compressed bytes; the result is a
     plain zip (no zip64: a TFOM workbook is far below 4 GB) that :mod:`zipfile`, Excel and
     LibreOffice read.
     """
-    out = io.BytesIO()
     central = []
+    offset = 0
     for m in members:
-        offset = out.tell()
         flags = 0x800 if any(b > 127 for b in m.name) else 0  # bit 11: the name is UTF-8
-        out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, flags, m.method, _DOS_TIME,
-                              _DOS_DATE, m.crc, len(m.compressed), m.size, len(m.name), 0))
+        header = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, flags, m.method, _DOS_TIME,
+                             _DOS_DATE, m.crc, len(m.compressed), m.size, len(m.name), 0)
+        out.write(header)
         out.write(m.name)
         out.write(m.compressed)
         central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, flags, m.method,
                                    _DOS_TIME, _DOS_DATE, m.crc, len(m.compressed), m.size,
                                    len(m.name), 0, 0, 0, 0, 0, offset) + m.name)
-    start = out.tell()
+        offset += len(header) + len(m.name) + len(m.compressed)
+    size = sum(map(len, central))
     for entry in central:
         out.write(entry)
-    size = out.tell() - start
-    out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), size,
-                          start, 0))
-    return out.getvalue()
+    out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central), size,
+                          offset, 0))
 
 
 #: The creation and modification time written into generated workbooks' document properties:
@@ -462,30 +470,41 @@ _CORE_DATES = re.compile(rb"(<dcterms:(?:created|modified)\b[^>]*>)[^<]*(</dcter
 _ZIPFILE_LEVEL = 6
 
 
-def repack(data: bytes, level: int = _ZIPFILE_LEVEL,
-           rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None) -> bytes:
+def repack(data: bytes | BinaryIO, level: int = _ZIPFILE_LEVEL,
+           rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None,
+           out: BinaryIO | None = None) -> bytes | None:
     """An ``.xlsx`` rewritten deterministically: fixed zip timestamps and document dates.
 
     openpyxl stamps the save time into ``docProps/core.xml`` and every zip entry; this rewrites
     both to fixed values and recompresses at ``level``, members in their original order (at
     zipfile's own level, a deflated member that is not rewritten is copied compressed: the same
     bytes, without inflating it). ``rewrite`` maps member names to functions that change their
-    content on the way.
+    content on the way. ``data`` is the workbook's bytes or a file holding them; with ``out``
+    the result is written there member by member (and None returned), else returned.
     """
-    members = []
+    if out is None:
+        buffer = io.BytesIO()
+        repack(data, level, rewrite, buffer)
+        return buffer.getvalue()
     rewrite = rewrite or {}
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for info in archive.infolist():
-            if (level == _ZIPFILE_LEVEL and info.compress_type == zipfile.ZIP_DEFLATED
-                    and info.filename not in rewrite and info.filename != "docProps/core.xml"):
-                # Compressed as it would be here: copied without inflating (a portfolio's
-                # table of many thousand sites is never held uncompressed).
-                members.append(_raw_member(archive, info))
-                continue
-            body = archive.read(info)
-            if info.filename == "docProps/core.xml":
-                body = _CORE_DATES.sub(rb"\g<1>" + FIXED_TIMESTAMP.encode() + rb"\g<2>", body)
-            if info.filename in rewrite:
-                body = rewrite[info.filename](body)
-            members.append(_compress(info.filename, body, level))
-    return _zip_bytes(members)
+    source = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
+    with zipfile.ZipFile(source) as archive:
+        def members() -> Iterator[_Member]:
+            for info in archive.infolist():
+                if (level == _ZIPFILE_LEVEL and info.compress_type == zipfile.ZIP_DEFLATED
+                        and info.filename not in rewrite
+                        and info.filename != "docProps/core.xml"):
+                    # Compressed as it would be here: copied without inflating (a portfolio's
+                    # table of many thousand sites is never held uncompressed).
+                    yield _raw_member(archive, info)
+                    continue
+                body = archive.read(info)
+                if info.filename == "docProps/core.xml":
+                    body = _CORE_DATES.sub(rb"\g<1>" + FIXED_TIMESTAMP.encode() + rb"\g<2>",
+                                           body)
+                if info.filename in rewrite:
+                    body = rewrite[info.filename](body)
+                yield _compress(info.filename, body, level)
+
+        _write_zip(members(), out)
+    return None
