@@ -494,10 +494,6 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
             sheet.add_chart(_risk_chart(ws, names, shown, n, currency),
                             f"A{int(chart.height * 2) + 4}")
 
-    saved = tempfile.TemporaryFile()
-    wb.properties.created = dt.datetime(2000, 1, 1)
-    wb.save(saved)
-
     def shown(sheet: str, coord: str) -> object:
         """What a cell of the Portfolio sheet holds, for the charts' caches."""
         if sheet != SHEET:
@@ -511,7 +507,9 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
         return with_caches(xml.decode("utf-8"), shown).encode("utf-8")
 
     charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
-    with saved:
+    wb.properties.created = dt.datetime(2000, 1, 1)
+    with tempfile.TemporaryFile() as saved:  # removed whatever happens
+        wb.save(saved)
         saved.seek(0)
         repack(saved, rewrite=charts, out=out)
 
