@@ -901,9 +901,9 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
     stem = safe_file_stem(str(name).strip()) if _filled(name) else ""
     if problems:
         inputs = None
-    # the cells as a frozen mapping: the column names are held once for every row of the file
     if inputs is not None and memo is not None:  # the file's rows hold each value once
         inputs = inputs.sharing(memo)  # type: ignore[assignment]
+    # the cells as a frozen mapping: the column names are held once for every row of the file
     return SiteRow(number, FrozenMapping(values), inputs, tuple(problems), stem)
 
 
