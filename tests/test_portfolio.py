@@ -225,6 +225,8 @@ def test_same_entries_same_bytes(entries, tmp_path):
 
 def test_summary_csv_is_the_table_under_the_column_names(entries, path, tmp_path):
     csv_path = pf.write_summary_csv(tmp_path / "summary.csv", entries)
+    # written row by row: the same bytes as the text made whole
+    assert csv_path.read_bytes() == pf.summary_csv_text(entries).encode("utf-8")
     with open(csv_path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     names = names_of(entries)

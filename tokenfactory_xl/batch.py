@@ -57,8 +57,8 @@ from .portfolio import (
     RISK_COLUMNS,
     SCENARIO_COLUMNS,
     site_summary,
-    summary_csv_text,
     write_portfolio_to,
+    write_summary_csv_to,
 )
 from .sites import SiteRow, SitesFile, load_sites, visible
 from .stencil import COMPRESSION_LEVEL, Stencil
@@ -412,8 +412,9 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
                 outdir / PORTFOLIO,
                 lambda handle: write_portfolio_to(handle, entries))  # type: ignore[arg-type]
             if summary_csv is not None:
-                report.summary_csv = outputs.add(
-                    summary_csv, summary_csv_text(entries).encode("utf-8"))  # type: ignore[arg-type]
+                report.summary_csv = outputs.add(  # written row by row, never held whole
+                    summary_csv,
+                    lambda handle: write_summary_csv_to(handle, entries))  # type: ignore[arg-type]
             outputs.commit()
         except BaseException:
             results.close()  # the workers are gone before their temporary files are removed

@@ -349,8 +349,8 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
         out.add(portfolio,  # written as it is made, never held whole
                 lambda handle: pf.write_portfolio_to(handle, entries))  # type: ignore[arg-type]
         if summary_csv is not None:
-            out.add(summary_csv,
-                    pf.summary_csv_text(entries).encode("utf-8"))  # type: ignore[arg-type]
+            out.add(summary_csv,  # written row by row
+                    lambda handle: pf.write_summary_csv_to(handle, entries))  # type: ignore[arg-type]
             listed.append(("summary CSV", summary_csv))
         listed.append(("this report", report))
         out.add(report, report_markdown(audits, listed).encode("utf-8"))

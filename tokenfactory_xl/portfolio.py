@@ -631,15 +631,26 @@ def summary_csv_text(entries: Sequence[Entry]) -> str:
     The same columns and values as the workbook's table (an input that does not apply is an
     empty field); no totals row (tools sum themselves).
     """
+    out = io.BytesIO()
+    write_summary_csv_to(out, entries)
+    return out.getvalue().decode("utf-8")
+
+
+def write_summary_csv_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
+    """Write :func:`summary_csv_text` to ``out`` as UTF-8, row by row: the table of 10,000 sites
+    is never held whole."""
     input_cols, output_cols = columns(entries)
     names = input_cols + output_cols
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(names)
-    for inputs, result in entries:
-        flat = inputs.flat()
-        writer.writerow([_csv_field(value(n, inputs, figures(result), flat)) for n in names])
-    return out.getvalue()
+    text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+    try:
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(names)
+        for inputs, result in entries:
+            flat = inputs.flat()
+            writer.writerow([_csv_field(value(n, inputs, figures(result), flat))
+                             for n in names])
+    finally:
+        text.detach()  # written through; ``out`` stays open for its owner
 
 
 def _csv_field(found: object) -> str:
@@ -662,4 +673,4 @@ def write_summary_csv(path: str | os.PathLike, entries: Sequence[Entry]) -> Path
     empty field; numbers have every digit (``repr``); text that a spreadsheet would take for a
     formula (starting with ``= + - @``) gets a leading apostrophe.
     """
-    return write_atomically(path, summary_csv_text(entries).encode("utf-8"))
+    return write_atomically(path, lambda handle: write_summary_csv_to(handle, entries))
