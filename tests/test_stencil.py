@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenfactory_xl.libreoffice import recalculate
-from tokenfactory_xl.stencil import Stencil, StencilError, excel_serial, repack
+from tokenfactory_xl.stencil import Stencil, StencilError, excel_serial, repack_to
 
 INJECTIONS = ["Zürich — Süd ≥ 1", '=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)", "-1+2",
               "<b>&amp;</b>"]
@@ -61,6 +61,13 @@ def values(name: str, gpus: float, start: dt.date, tef: float) -> dict[str, dict
             "A5": start.year + start.month / 100,
         },
     }
+
+
+def repack(data: bytes) -> bytes:
+    """What :func:`repack_to` writes, as bytes."""
+    out = io.BytesIO()
+    repack_to(data, out)
+    return out.getvalue()
 
 
 def sheet_xml(data: bytes, number: int) -> str:

@@ -53,7 +53,7 @@ from .charts import with_caches
 from .files import write_atomically
 from .inputs import SiteInputs
 from .operating_model import OUTPUTS, SCENARIOS
-from .stencil import repack
+from .stencil import repack_to
 
 if TYPE_CHECKING:
     from .operating_model import Output, Result
@@ -511,7 +511,7 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     with tempfile.TemporaryFile() as saved:  # removed whatever happens
         wb.save(saved)
         saved.seek(0)
-        repack(saved, rewrite=charts, out=out)
+        repack_to(saved, out, rewrite=charts)
 
 
 def _every_digit(cell) -> None:  # type: ignore[no-untyped-def]

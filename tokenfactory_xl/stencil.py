@@ -470,22 +470,18 @@ _CORE_DATES = re.compile(rb"(<dcterms:(?:created|modified)\b[^>]*>)[^<]*(</dcter
 _ZIPFILE_LEVEL = 6
 
 
-def repack(data: bytes | BinaryIO, level: int = _ZIPFILE_LEVEL,
-           rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None,
-           out: BinaryIO | None = None) -> bytes | None:
-    """An ``.xlsx`` rewritten deterministically: fixed zip timestamps and document dates.
+def repack_to(data: bytes | BinaryIO, out: BinaryIO, level: int = _ZIPFILE_LEVEL,
+              rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None) -> None:
+    """Write an ``.xlsx`` to ``out`` rewritten deterministically: fixed zip timestamps and
+    document dates.
 
     openpyxl stamps the save time into ``docProps/core.xml`` and every zip entry; this rewrites
     both to fixed values and recompresses at ``level``, members in their original order (at
     zipfile's own level, a deflated member that is not rewritten is copied compressed: the same
     bytes, without inflating it). ``rewrite`` maps member names to functions that change their
-    content on the way. ``data`` is the workbook's bytes or a file holding them; with ``out``
-    the result is written there member by member (and None returned), else returned.
+    content on the way. ``data`` is the workbook's bytes or a file holding them; the result is
+    written member by member.
     """
-    if out is None:
-        buffer = io.BytesIO()
-        repack(data, level, rewrite, buffer)
-        return buffer.getvalue()
     rewrite = rewrite or {}
     source = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
     with zipfile.ZipFile(source) as archive:
@@ -507,4 +503,3 @@ def repack(data: bytes | BinaryIO, level: int = _ZIPFILE_LEVEL,
                 yield _compress(info.filename, body, level)
 
         _write_zip(members(), out)
-    return None
