@@ -312,3 +312,105 @@ def test_scaling_gpus_leaves_breakeven_unchanged(k, fixed):
     b = run(make_inputs(scaled)).summary
     assert b["breakeven_util"] == pytest.approx(a["breakeven_util"], rel=1e-12)
     assert b["npv"] == pytest.approx(a["npv"] * k, rel=1e-9)
+
+
+# -- many sites in one pass ----------------------------------------------------------------------
+def _same(a: object, b: object) -> bool:
+    """Equal to the last bit: arrays of the same dtype and shape, NaN where NaN, texts alike."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and _same(a.tolist(), b.tolist()))
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return type(a) is type(b) and a == b
+
+
+@st.composite
+def many_sites(draw) -> list:
+    """Two to nine random sites: some share their scenario and ownership (one pass of the
+    model), their names, currencies, GPU models and cohort names differ."""
+    count = draw(st.integers(2, 9))
+    out = []
+    for i in range(count):
+        site, cohorts = draw(sites())
+        site = {**site, "site_name": draw(st.sampled_from(["Frankfurt", "Oslo", "Site " * 8])),
+                "currency": draw(st.sampled_from(["USD", "EUR"])),
+                "gpu_model": draw(st.sampled_from(["H200", "B200 NVL72", "MI355X"])),
+                "ownership": draw(st.sampled_from(["own", "own", "rent"]))}
+        scenario = draw(st.sampled_from(["Base", "Base", "Optimised", "Downside"]))
+        cohorts = [{**row, "cohort": f"{row['cohort']}-{i}"} for row in cohorts]
+        out.append(_inputs_of(site, cohorts, scenario))
+    return out
+
+
+def _inputs_of(site: dict, cohorts: list[dict], scenario: str):
+    from tests.production_adapter import _inputs
+
+    return _inputs(site, cohorts, scenario)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(many=many_sites())
+def test_many_sites_in_one_pass_give_each_site_its_own_run_to_the_last_bit(many):
+    """``run_many`` computes sites that share their compared texts along one axis; every line,
+    output, scenario and uplift is the very number ``run`` gives the site alone."""
+    from tokenfactory_xl.operating_model import run_many
+
+    alone = [run(inputs) for inputs in many]
+    together = run_many(many)
+    assert len(together) == len(many)
+    for one, other in zip(alone, together, strict=True):
+        assert other.inputs is one.inputs or other.inputs == one.inputs
+        assert one.values.keys() == other.values.keys()
+        bad = [name for name in one.values if not _same(one.values[name], other.values[name])]
+        assert not bad, bad[:5]
+        assert _same(one.summary, other.summary)
+        assert _same(one.uplift, other.uplift)
+        assert one.month_ends == other.month_ends
+        for name, scenario in one.scenarios.items():
+            assert _same(scenario.summary, other.scenarios[name].summary)
+            assert _same(scenario.lines, other.scenarios[name].lines)
+
+
+def test_many_sites_share_a_pass_only_when_their_compared_texts_agree():
+    """Two owned sites and one rented: the owned ones in one pass, the rented alone (the
+    model compares the ownership); the site names differ and do not split them."""
+    from tokenfactory_xl import operating_model as om
+
+    many = [make_inputs({**OWNED, "site_name": f"Site {i}", "ownership": own}, bare="all")
+            for i, own in enumerate(["own", "rent", "own"])]
+    groups = {}
+    for i, values in enumerate(om.formula_inputs(x) for x in many):
+        groups.setdefault(om._texts_of(values), []).append(i)
+    assert sorted(groups.values()) == [[0, 2], [1]]
+    assert {"site_name", "currency", "gpu_model"} <= om.compiled().model.texts_per_site
+    assert "ownership" not in om.compiled().model.texts_per_site
+    assert [r.summary for r in om.run_many(many)] == [run(x).summary for x in many]
+
+
+def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
+    """Sites as a batch file gives them (the defaults, with their fleet, throughput, cost and
+    availability drawn): their IRRs exist, so the rates' powers and the searches are compared
+    too, to the last bit."""
+    import random
+
+    from tokenfactory_xl.operating_model import run_many
+
+    rnd = random.Random(11)
+    many = []
+    for i in range(16):
+        gpus = rnd.randint(8, 4096)
+        many.append(make_inputs({
+            "site_name": f"S{i:05d}", "gpus": gpus,
+            "measured_tps": round(gpus * 10_000 * rnd.uniform(0.15, 0.6)),
+            "capex_per_gpu": rnd.randint(20_000, 60_000),
+            "availability": round(rnd.uniform(0.95, 0.999), 4)}))
+    alone = [run(inputs) for inputs in many]
+    assert sum(r.summary["irr"] is not None for r in alone) >= 8
+    for one, other in zip(alone, run_many(many), strict=True):
+        bad = [name for name in one.values if not _same(one.values[name], other.values[name])]
+        assert not bad, bad[:5]

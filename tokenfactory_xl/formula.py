@@ -499,6 +499,8 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         a, b = (python(x, ctx) for x in e.args)
         if e.op == "&":
             return f"_concat({a}, {b})"
+        if e.op == "^":
+            return f"_pow({a}, {b})"
         return f"({a} {_PY_OPS[e.op]} {b})"
     assert isinstance(e, Fn)
     if e.name in ("ROWS", "COLUMNS"):
@@ -513,6 +515,13 @@ def _python(e: Expr, ctx: PythonContext) -> str:
 
 
 # -- the numpy side of each Excel function ----------------------------------------------------
+
+
+def _pow(a, b):
+    """``a ^ b`` by numpy's power whatever the shapes: one site's number then gets what the
+    same number gets among many sites' (Python's ``**`` on a numpy float rounds by another
+    routine, a last digit apart)."""
+    return np.power(a, b)
 
 
 def _where(c, a, b):
@@ -561,7 +570,8 @@ def _count_row(a):
 
 
 def _sum_row(a):
-    return np.nansum(np.asarray(a, dtype=float), axis=-1, keepdims=True)
+    # in C order: a row is then summed the same way alone or among many sites' rows
+    return np.nansum(np.ascontiguousarray(a, dtype=float), axis=-1, keepdims=True)
 
 
 def _min(*args):
@@ -614,7 +624,17 @@ def _sumproduct(*args):
             # product of matrices, without the grid-sized product in memory. A blank is 0.
             a = np.where(np.isnan(a), 0.0, a)
             b = np.where(np.isnan(b), 0.0, b)
-            return np.matmul(b, np.swapaxes(a, -1, -2))
+            if a.ndim == b.ndim == 2:
+                return np.matmul(b, a.T)
+            # Many sites or draws: each one's product alone, so that it is the very number a
+            # site computed by itself gets (a stacked product may round otherwise).
+            lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            a = np.broadcast_to(a, lead + a.shape[-2:])
+            b = np.broadcast_to(b, lead + b.shape[-2:])
+            out = np.empty(lead + (b.shape[-2], 1))
+            for k in np.ndindex(*lead):
+                out[k] = np.matmul(np.ascontiguousarray(b[k]), np.ascontiguousarray(a[k]).T)
+            return out
     prod = args[0]
     for a in args[1:]:
         prod = prod * a
@@ -895,7 +915,11 @@ def _fit(value, n: int | None):
 def _input_value(values: dict, name: str):
     v = values["_inputs"][name]
     if isinstance(v, _RowArray):  # a row per draw (…, m): many values of a per-scenario input
-        return np.asarray(v, dtype=float)[..., None, :].view(_RowArray)
+        rows = np.asarray(v)  # (or many sites' rows of cohort texts)
+        return (rows if rows.dtype == object else rows.astype(float, copy=False)
+                )[..., None, :].view(_RowArray)
+    if isinstance(v, np.ndarray) and v.dtype == object:  # a text per site (texts_per_site)
+        return v[..., None, None]
     if isinstance(v, tuple):  # per scenario (a row of three), or the fleet block's cohorts
         if any(isinstance(x, str) for x in v):  # a row of texts, "" where blank
             return np.asarray(v, dtype=object)[..., None, :].view(_RowArray)
@@ -949,7 +973,7 @@ def compile_model(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[st
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
-        "_take": _take, "_put": _put,
+        "_take": _take, "_put": _put, "_pow": _pow,
     }
     with np.errstate(all="ignore"):
         exec(compile(source, "<tfom model>", "exec"), namespace)  # noqa: S102
@@ -960,7 +984,46 @@ def compile_model(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[st
             return compiled(inputs, constants, lists)
 
     model.__source__ = source  # type: ignore[attr-defined]
+    model.inputs = inputs_of(lines)  # type: ignore[attr-defined]
+    model.texts_per_site = texts_per_site(lines)  # type: ignore[attr-defined]
     return model
+
+
+#: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
+#: its length measured, its kind tested, or joined into a caption.
+_PER_SITE_TEXT = (("Fn", "ISTEXT"), ("Fn", "LEN"), ("Op", "&"))
+
+
+def texts_per_site(lines: Sequence[Line]) -> frozenset[str]:
+    """The inputs that ``lines`` read only inside ``ISTEXT``, ``LEN`` or ``&``: a pass of the
+    model for many sites may give them a text per site; any other input read as text (compared,
+    looked up, counted) must be the same for all of them."""
+    uses: dict[str, set[tuple[str, str]]] = {}
+    stack: list[tuple[Expr, tuple[str, str]]] = [
+        (e, ("", "")) for ln in lines
+        for e in (ln.formula, ln.first, ln.table.guard if ln.table is not None else None)
+        if e is not None]
+    while stack:
+        e, parent = stack.pop()
+        if isinstance(e, Input):
+            uses.setdefault(e.name, set()).add(parent)
+        here = (type(e).__name__, getattr(e, "name", getattr(e, "op", "")))
+        stack.extend((child, here) for child in e.children())
+    return frozenset(name for name, seen in uses.items() if seen <= set(_PER_SITE_TEXT))
+
+
+def inputs_of(lines: Sequence[Line]) -> frozenset[str]:
+    """The inputs the formulas of ``lines`` read (their first values and guards included)."""
+    names: set[str] = set()
+    stack = [e for ln in lines
+             for e in (ln.formula, ln.first, ln.table.guard if ln.table is not None else None)
+             if e is not None]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Input):
+            names.add(e.name)
+        stack.extend(e.children())
+    return frozenset(names)
 
 
 def _first(first, rest):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1277,6 +1277,7 @@ def compiled(lines: tuple[Line, ...] = LINES):
         return model(formula_inputs(inputs), constants, LISTS)
 
     evaluate.__source__ = model.__source__  # type: ignore[attr-defined]
+    evaluate.model = model  # type: ignore[attr-defined] - takes formula inputs (run_many)
     return evaluate
 
 
@@ -1325,6 +1326,98 @@ def run(inputs: SiteInputs, scenario: str | None = None) -> Result:
     if scenario != inputs.scenario:
         inputs = inputs.replace({"scenario": scenario})
     return result_from(inputs, compiled()(inputs))
+
+
+def run_many(many: Sequence[SiteInputs]) -> list[Result]:
+    """:func:`run` for many sites: the same results, in the order given.
+
+    Sites whose texts that the model reads (ownership, scenario …) are the same are computed in
+    one pass of the compiled model along a leading axis of sites, as the risk run computes its
+    draws: one pass for eight sites costs about what two single ones do.
+    """
+    given = [formula_inputs(inputs) for inputs in many]
+    groups: dict[tuple, list[int]] = {}
+    for index, values in enumerate(given):
+        groups.setdefault(_texts_of(values), []).append(index)
+    results: list[Result | None] = [None] * len(many)
+    for members in groups.values():
+        for index, values in zip(members, _evaluate_many([given[i] for i in members]),
+                                 strict=True):
+            results[index] = result_from(many[index], values)
+    return results  # type: ignore[return-value]
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, tuple) and any(isinstance(x, str)
+                                                                       for x in value))
+
+
+def _texts_of(values: dict[str, object]) -> tuple:
+    """What sites computed in one pass must share: each text input the model compares or
+    looks up (a site's name, only measured and shown, may differ)."""
+    model = compiled().model
+    return tuple((k, v) for k, v in values.items()
+                 if k in model.inputs and k not in model.texts_per_site and _is_text(v))
+
+
+def _same(column: list[object]) -> bool:
+    first = column[0]
+    return all(v == first or (v != v and first != first) for v in column)  # NaN: blank alike
+
+
+def _evaluate_many(group: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The compiled model's values for each site of ``group`` (formula inputs whose texts read
+    by the model are the same), in one pass: a number that differs among the sites is given
+    along a leading axis (a row per site for a per-scenario or cohort input)."""
+    from .formula import _RowArray
+
+    model, constants = compiled().model, _formula_constants()
+    if len(group) == 1:
+        return [model(group[0], constants, LISTS)]
+    count, first = len(group), group[0]
+    stacked: dict[str, object] = {}
+    for name, value in first.items():
+        column = [values[name] for values in group]
+        if _same(column) or (_is_text(value) and name not in model.texts_per_site):
+            stacked[name] = value  # the same for all (a text the model compares: grouped so)
+        else:
+            kind = object if _is_text(value) else float
+            if isinstance(value, tuple):
+                stacked[name] = np.asarray(column, dtype=kind).view(_RowArray)
+            else:
+                stacked[name] = np.asarray(column, dtype=kind)
+    out = model(stacked, constants, LISTS)
+    ndims = _single_ndims(first)
+    per_site: list[dict[str, object]] = [{"_inputs": values} for values in group]
+    for name, value in out.items():
+        if name == "_inputs":
+            continue
+        ndim = ndims.get(name)
+        if ndim is None or not isinstance(value, np.ndarray) or value.ndim == ndim:
+            for values in per_site:  # the same for every site (reads no input that differs)
+                values[name] = value
+        elif value.ndim == ndim + 1 and value.shape[0] == count:
+            for i, values in enumerate(per_site):
+                values[name] = value[i, ...]
+        else:
+            raise AssertionError(f"the line {name} has the shape {value.shape} for {count} "
+                                 "sites at once, not one per site")
+    return per_site
+
+
+_NDIMS: dict[tuple, dict[str, int]] = {}
+
+
+def _single_ndims(values: dict[str, object]) -> dict[str, int]:
+    """Each line's number of dimensions for one site with these texts (a text may choose
+    between a row and a single figure), from one site's pass, once per process."""
+    texts = _texts_of(values)
+    if texts not in _NDIMS:
+        if len(_NDIMS) > 256:
+            _NDIMS.clear()
+        out = compiled().model(values, _formula_constants(), LISTS)
+        _NDIMS[texts] = {name: v.ndim for name, v in out.items() if isinstance(v, np.ndarray)}
+    return _NDIMS[texts]
 
 
 def _number(x) -> float | None:
