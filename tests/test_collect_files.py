@@ -302,3 +302,77 @@ def test_a_workbook_from_the_builder_gives_only_the_no_values_note(tmp_path):
     assert [(f.severity, f.code) for f in audit.findings] == [("info", "values_absent")]
     assert audit.inputs == site
     assert audit.result.summary == run(site).summary
+
+
+SHEET_OF_EVERY_CELL = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+    '<row r="1"><c r="A1" s="1"/><c r="B1"><v>12.5</v></c><c r="C1" t="n"><v>-3E-7</v></c>'
+    '<c r="D1" s="2" t="n"><f>B1*2</f><v>25</v></c><c r="E1" t="n"><f>B1</f></c>'
+    '<c r="F1" t="n"><v></v></c></row>'
+    '<row r="2"><c r="A2" t="str"><f>IF(B1&gt;0,"a &amp; b","")</f><v>a &amp; b</v></c>'
+    '<c r="B2" t="str"><f>IF(B1&lt;0,"x","")</f><v></v></c>'
+    '<c r="C2" t="str"><f>""</f><v/></c><c r="D2" t="str"><f>"&#183;"</f></c>'
+    '<c r="E2" t="b"><v>1</v></c><c r="F2" t="e"><f>1/0</f><v>#DIV/0!</v></c></row>'
+    '<row r="3"><c r="A3" t="s"><v>0</v></c><c r="B3" t="inlineStr"><is>'
+    '<t xml:space="preserve"> Oslo &lt;HQ&gt; </t></is></c><c r="C3" t="d"><v>2027-11-01</v></c>'
+    '<c r="D3" t="str"><f>"&#183; "&amp;A3</f><v>&#183; GPUs</v></c>'
+    '<c r="E3" t="s"><v>7</v></c></row>'
+    '</sheetData></worksheet>')
+
+
+@pytest.mark.parametrize("odd", ["", '<row r="4"><c r="A4" t="n"><v>twelve</v></c></row>'])
+def test_the_fast_scan_reads_every_kind_of_cell_as_the_full_parser(tmp_path, odd):
+    """Numbers, empty and filled texts of formulas, booleans, errors, shared and inline strings,
+    dates, escaped formulas, a formula without a value, a shared string that is not in the
+    table, and (second case) a number cell holding text, which sends every value of the sheet
+    one by one: the same cells, of the same types, as defusedxml's full parse reads."""
+    import io
+
+    with open_xlsx(plain_workbook(tmp_path / "plain.xlsx")) as content:
+        content._strings = ["GPUs"]  # the shared strings table of a workbook saved by Excel
+        data = SHEET_OF_EVERY_CELL.replace("</sheetData>", odd + "</sheetData>").encode()
+        fast = safe_xlsx._scan_cells(data, content)
+        full = safe_xlsx._parse_cells(io.BufferedReader(io.BytesIO(data)), "sheet", content)
+    assert fast is not None
+    assert fast.formulas == full.formulas
+    assert {k: (type(v), v) for k, v in fast.values.items()} == \
+        {k: (type(v), v) for k, v in full.values.items()}
+    assert fast.values["A2"] == "a & b" and fast.values["B2"] == "" == fast.values["C2"]
+    assert not {"D2", "E1", "F1", "E3"} & fast.values.keys()
+    assert fast.formulas["A2"] == 'IF(B1>0,"a & b","")' and fast.formulas["D2"] == '"·"'
+    assert fast.values["E2"] is True and fast.values["A3"] == "GPUs"
+    assert fast.values["B3"] == " Oslo <HQ> " and fast.values["D3"] == "· GPUs"
+    assert fast.values.get("A4", "twelve") == "twelve"
+
+
+def test_a_sheet_missing_from_the_zip_is_damaged(tmp_path):
+    path = plain_workbook(tmp_path / "plain.xlsx")
+    with zipfile.ZipFile(path) as src:
+        items = [(i.filename, src.read(i.filename)) for i in src.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name, data in items:
+            if name != "xl/worksheets/sheet1.xml":
+                dst.writestr(name, data)
+    with open_xlsx(path) as content, pytest.raises(RefusedFile) as caught:
+        content.cells("Data")
+    assert "damaged workbook: the part xl/worksheets/sheet1.xml is missing" in str(caught.value)
+
+
+def test_a_directory_that_understates_a_sheet_is_refused(tmp_path):
+    """The zip's directory says the sheet is smaller than it inflates to: read no further than
+    it says, and refused as damaged, never taken as the whole sheet."""
+    path = plain_workbook(tmp_path / "plain.xlsx")
+    member = "xl/worksheets/sheet1.xml"
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        size = archive.getinfo(member).file_size
+    name = member.encode()
+    at = raw.index(b"PK\x01\x02")  # the central directory's first record
+    while raw[at + 46:at + 46 + len(name)] != name:
+        at = raw.index(b"PK\x01\x02", at + 4)
+    raw[at + 24:at + 28] = (size // 2).to_bytes(4, "little")  # its uncompressed size
+    path.write_bytes(bytes(raw))
+    with open_xlsx(path) as content, pytest.raises(RefusedFile) as caught:
+        content.cells("Data")
+    assert member in str(caught.value)

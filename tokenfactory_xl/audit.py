@@ -22,12 +22,15 @@ Each finding has a severity:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Literal
 
@@ -35,7 +38,7 @@ from . import __version__
 from .catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
 from .errors import InputError
 from .inputs import SiteInputs, make_inputs
-from .operating_model import Result, run
+from .operating_model import Result, run, run_many
 from .safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from .safe_xlsx import parse_reference as _parse_reference
 from .sites import CONTROL_OR_BIDI, two_readings
@@ -573,7 +576,9 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
         values = expected.get(title, {})
         # The formula cells whose stored value is not exactly the recomputed one: nearly every
         # cell of a workbook that was calculated is not among them.
-        odd = [c for c in formulas if stored_values.get(c, _ABSENT) != values.get(c)]
+        odd = list(compress(formulas, map(operator.ne, map(stored_values.get, formulas,
+                                                           repeat(_ABSENT)),
+                                          map(values.get, formulas))))
         present = len(found.keys() & formulas.keys())
         for coord in odd:
             if coord not in found or coord not in values:
@@ -619,7 +624,7 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
                   "the recomputation")
 
 
-# -- one workbook ---------------------------------------------------------------------------------
+# -- one workbook, or many ------------------------------------------------------------------------
 def audit_workbook(path: str | Path, template: Template | None = None,
                    limits: Limits | None = None) -> WorkbookAudit:
     """Audit one file and, when its inputs are valid, recompute it with the Python model.
@@ -635,43 +640,114 @@ def audit_workbook(path: str | Path, template: Template | None = None,
     WorkbookAudit
         the findings; ``inputs`` and ``result`` are set when the workbook goes into the portfolio.
     """
-    audit = WorkbookAudit(Path(path))
-    try:
-        with open_xlsx(path, limits) as content:
-            if not any(name.startswith("in_") for name in content.defined_names):
-                if [sh.title for sh in content.sheets][:1] == [PORTFOLIO_SHEET]:
-                    # The batch writes its portfolio beside the site workbooks it collects.
-                    audit.skipped = True
-                    audit.add("info", "portfolio", "",
-                              "a portfolio from batch or collect, not a site workbook")
-                    return audit
-                audit.refused = True
-                audit.add("error", "not_tfom", "",
-                          "not a TFOM workbook: it has no in_ defined names (the names of the "
-                          "input cells); was the right file sent?")
-                return audit
-            template = template or current_template()
-            _check_version(content, template, audit)
-            _check_sheets(content, template, audit)
-            _check_names(content, template, audit)
-            values, where, input_cells = _read_inputs(content, audit)
-            if values:
-                _check_inputs(values, where, audit)
-            changed = _check_formulas(content, template, audit, input_cells)
-            if audit.inputs is not None:
-                from .workbook import cell_values
-
-                audit.result = run(audit.inputs)
-                _check_values(content, template, audit,
-                              cell_values(audit.inputs, audit.result), changed)
-    except RefusedFile as exc:
-        audit.refused = True
-        audit.result = audit.inputs = None
-        audit.findings = [Finding("error", "refused", "", str(exc))]
+    audit = audit_workbooks([path], template, limits)[0]
+    if isinstance(audit, Exception):
+        raise audit
     return audit
 
 
+def audit_workbooks(paths: Sequence[str | Path], template: Template | None = None,
+                    limits: Limits | None = None) -> list[WorkbookAudit]:
+    """:func:`audit_workbook` of each file, in order, with the same findings; the sites whose
+    inputs are valid are recomputed together (:func:`~tokenfactory_xl.operating_model.run_many`),
+    which takes a fraction of the time one model run per site does.
+
+    A file whose audit fails unexpectedly raises only for itself: it is returned as an
+    ``Exception`` in its place, and the others are audited.
+    """
+    template = template or current_template()
+    audits: list[WorkbookAudit | Exception] = []
+    with contextlib.ExitStack() as files:
+        pending: list[tuple[WorkbookAudit, XlsxContent, set[tuple[str, str]]]] = []
+        places: list[int] = []
+        for path in paths:
+            try:
+                audit, content, changed = _audit_formulas(path, template, limits, files)
+            except Exception as exc:  # noqa: BLE001 - reported in its place by the caller
+                audits.append(exc)
+                continue
+            audits.append(audit)
+            if content is not None and audit.inputs is not None:
+                pending.append((audit, content, changed))
+                places.append(len(audits) - 1)
+        for place, (audit, content, changed), result in zip(places, pending, _results(pending),
+                                                              strict=True):
+            try:
+                if isinstance(result, Exception):
+                    raise result
+                _audit_values(audit, content, template, changed, result)
+            except Exception as exc:  # noqa: BLE001
+                audits[place] = exc
+    return audits  # type: ignore[return-value]
+
+
+def _results(pending: list) -> list:
+    """The model's results of the pending audits: in one pass, or (if that fails) one by one."""
+    many = [audit.inputs for audit, _, _ in pending]
+    try:
+        return run_many(many)
+    except Exception:  # noqa: BLE001 - each site is then run alone, its own failure its own
+        out: list = []
+        for inputs in many:
+            try:
+                out.append(run(inputs))
+            except Exception as exc:  # noqa: BLE001
+                out.append(exc)
+        return out
+
+
+def _audit_formulas(path: str | Path, template: Template, limits: Limits | None,
+                    files: contextlib.ExitStack
+                    ) -> tuple[WorkbookAudit, XlsxContent | None, set[tuple[str, str]]]:
+    """Everything of a file's audit but its stored values: the file stays open (in ``files``)
+    for those when its inputs are valid."""
+    audit = WorkbookAudit(Path(path))
+    try:
+        content = files.enter_context(open_xlsx(path, limits))
+        if not any(name.startswith("in_") for name in content.defined_names):
+            if [sh.title for sh in content.sheets][:1] == [PORTFOLIO_SHEET]:
+                # The batch writes its portfolio beside the site workbooks it collects.
+                audit.skipped = True
+                audit.add("info", "portfolio", "",
+                          "a portfolio from batch or collect, not a site workbook")
+                return audit, None, set()
+            audit.refused = True
+            audit.add("error", "not_tfom", "",
+                      "not a TFOM workbook: it has no in_ defined names (the names of the "
+                      "input cells); was the right file sent?")
+            return audit, None, set()
+        _check_version(content, template, audit)
+        _check_sheets(content, template, audit)
+        _check_names(content, template, audit)
+        values, where, input_cells = _read_inputs(content, audit)
+        if values:
+            _check_inputs(values, where, audit)
+        return audit, content, _check_formulas(content, template, audit, input_cells)
+    except RefusedFile as exc:
+        _refused(audit, exc)
+        return audit, None, set()
+
+
+def _audit_values(audit: WorkbookAudit, content: XlsxContent, template: Template,
+                  changed: set[tuple[str, str]], result: Result) -> None:
+    """The stored values of a file against ``result``, the model's run of its inputs."""
+    from .workbook import cell_values
+
+    try:
+        audit.result = result
+        _check_values(content, template, audit, cell_values(audit.inputs, result), changed)
+    except RefusedFile as exc:
+        _refused(audit, exc)
+
+
+def _refused(audit: WorkbookAudit, exc: RefusedFile) -> None:
+    audit.refused = True
+    audit.result = audit.inputs = None
+    audit.findings = [Finding("error", "refused", "", str(exc))]
+
+
 __all__ = [
-    "Finding", "Template", "WorkbookAudit", "audit_workbook", "current_template",
+    "Finding", "Template", "WorkbookAudit", "audit_workbook", "audit_workbooks",
+    "current_template",
     "normalise_formula",
 ]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import os
 import re
@@ -45,7 +46,7 @@ from .audit import (
     Finding,
     Template,
     WorkbookAudit,
-    audit_workbook,
+    audit_workbooks,
     current_template,
 )
 from .files import (
@@ -107,26 +108,36 @@ def _same_file_key(path: Path) -> str:
 FILES_PER_WORKER = 8
 
 
+#: How many files a worker audits at a time: their sites are recomputed in one pass of the model
+#: (:func:`~tokenfactory_xl.operating_model.run_many`), and their cells are held until then.
+FILES_PER_PASS = 16
+
+
 def collect(paths: Sequence[str | Path], limits: Limits | None = None,
             jobs: int = 1) -> list[WorkbookAudit]:
     """Audit every file of ``paths`` (files, not folders); the audits are in the order given.
 
-    The template is built once for the whole run. A file whose audit fails unexpectedly is
-    reported as such and the run goes on. With ``jobs`` > 1 the files are shared among that
-    many worker processes (at most one per file); the audits are the same.
+    The template is built once for the whole run. Files are audited a few at a time
+    (:data:`FILES_PER_PASS`), their sites recomputed together. A file whose audit fails
+    unexpectedly is reported as such and the run goes on. With ``jobs`` > 1 the files are
+    shared among that many worker processes (at most one per file); the audits are the same.
     """
     template = current_template()  # built before the workers start: forked ones inherit it
     paths = list(paths)
     jobs = min(jobs, len(paths))
+    per_pass = FILES_PER_PASS if jobs <= 1 else \
+        max(1, min(FILES_PER_PASS, len(paths) // (jobs * 2)))  # every worker busy to the end
+    parts = [range(start, min(len(paths), start + per_pass))
+             for start in range(0, len(paths), per_pass)]
     if jobs > 1:
         audits: list[WorkbookAudit] = [WorkbookAudit(Path(p)) for p in paths]
-        chunk = max(1, min(8, len(paths) // (jobs * 8)))
         with Workers(_audit_task, jobs) as pool:
-            for index, audit in pool.imap_unordered(
-                    ((i, p, limits) for i, p in enumerate(paths)), chunk=chunk):
-                audits[index] = audit
+            for first, done in pool.imap_unordered(
+                    (part.start, [paths[i] for i in part], limits) for part in parts):
+                audits[first:first + len(done)] = done
     else:
-        audits = [_audit_one(path, template, limits) for path in paths]
+        audits = [audit for part in parts
+                  for audit in _audit_some([paths[i] for i in part], template, limits)]
     for dup in duplicates(audits):
         dup.second.add("warning", "duplicate_site", "in_site_name",
                        f"{dup.reason} as {dup.first.path}: the portfolio has both rows")
@@ -139,26 +150,42 @@ def auto_jobs(files: int) -> int:
     return max(1, min(cores(), files // FILES_PER_WORKER))
 
 
-def _audit_task(task: tuple[int, str | Path, Limits | None]) -> tuple[int, WorkbookAudit]:
-    """A worker's part: the audit of one file, with its place in the run."""
-    index, path, limits = task
-    return index, _audit_one(path, current_template(), limits)
+def _audit_task(task: tuple[int, list[str | Path], Limits | None]
+                ) -> tuple[int, list[WorkbookAudit]]:
+    """A worker's part: the audits of a few consecutive files, with the place of the first."""
+    first, paths, limits = task
+    return first, _audit_some(paths, current_template(), limits)
 
 
-def _audit_one(path: str | Path, template: Template, limits: Limits | None) -> WorkbookAudit:
-    if CONTROL_OR_BIDI.search(str(path)):
-        audit = WorkbookAudit(Path(path), refused=True)
-        audit.add("error", "file_name", "", "the file name contains control or "
-                  "bidirectional-override characters, which can make it show as another "
-                  "name; rename the file")
-        return audit
+def _audit_some(paths: list[str | Path], template: Template,
+                limits: Limits | None) -> list[WorkbookAudit]:
+    """The audits of ``paths``, in order: one file's failure is its own finding."""
+    audits: list[WorkbookAudit | None] = [None] * len(paths)
+    readable = []
+    for i, path in enumerate(paths):
+        if CONTROL_OR_BIDI.search(str(path)):
+            audit = audits[i] = WorkbookAudit(Path(path), refused=True)
+            audit.add("error", "file_name", "", "the file name contains control or "
+                      "bidirectional-override characters, which can make it show as another "
+                      "name; rename the file")
+        else:
+            readable.append(i)
     try:
-        return audit_workbook(path, template, limits)
+        done: list = audit_workbooks([paths[i] for i in readable], template, limits)
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
-        audit = WorkbookAudit(Path(path), refused=True)
-        audit.add("error", "internal", "",
-                  f"could not be audited ({type(exc).__name__}: {exc}); please report this")
-        return audit
+        done = [exc] * len(readable)
+    for i, audit in zip(readable, done, strict=True):
+        if isinstance(audit, Exception):
+            audit = _internal(paths[i], audit)
+        audits[i] = audit
+    return audits  # type: ignore[return-value]
+
+
+def _internal(path: str | Path, exc: Exception) -> WorkbookAudit:
+    audit = WorkbookAudit(Path(path), refused=True)
+    audit.add("error", "internal", "",
+              f"could not be audited ({type(exc).__name__}: {exc}); please report this")
+    return audit
 
 
 @dataclass(frozen=True)
@@ -171,6 +198,16 @@ class Duplicate:
 
 
 def _content_hash(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _hash_of(str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # collect and its command both look for duplicates
+def _hash_of(path: str, *version: int) -> str | None:
+    """The SHA-256 of the file ``path`` as it is at ``version`` (device, inode, size, time)."""
     try:
         digest = hashlib.sha256()
         with open_regular(path) as handle:

@@ -26,12 +26,15 @@ import contextlib
 import functools
 import html
 import io
+import operator
 import posixpath
 import re
 import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO
 from xml.etree.ElementTree import ParseError
@@ -357,6 +360,17 @@ def _member(content_or_zip: XlsxContent | zipfile.ZipFile, name: str,
     return io.BufferedReader(_CountingReader(raw, budget, name), 1 << 16)
 
 
+def _member_bytes(content: XlsxContent, name: str, size: int, budget: list[int]) -> bytes:
+    """The whole member ``name``, whose directory says it is ``size`` bytes, in one read."""
+    with content._zip.open(name) as raw:
+        data = raw.read(size + 1)
+    budget[0] -= len(data)
+    if len(data) > size or budget[0] < 0:
+        raise RefusedFile(f"refused as a possible zip bomb: {name} inflates to more "
+                          "than its zip directory says and past the size limit")
+    return data
+
+
 def _iterparse(stream: io.BufferedReader, name: str,
                events: tuple[str, ...] = ("end",)) -> Iterator[tuple[str, object]]:
     """defusedxml's iterparse with DTDs forbidden; refusals and damage become RefusedFile."""
@@ -463,11 +477,13 @@ _ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
 # one-run inline string. Anything
 # else (shared or array formulas, rich text, prefixes, another attribute order) is left to the
 # full parser: a sheet is scanned only when every cell start in it matched.
-_FAST_CELL = re.compile(
-    r'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?(?: [a-z]+="[^"<>]*")*\s*'
-    r"(?:/>|>(?:<f>([^<]*)</f>)?(?:<v>([^<]+)</v>|(<v></v>|<v\s*/>))?"
-    r'(?:(<is>)<t(?: xml:space="preserve")?>([^<]*)</t></is>)?</c>)')
+_FAST_CELL = re.compile(  # possessive (``*+``, ``?+``): no part ever gives back what it took
+    r'<c r="([A-Z]{1,3}+[0-9]{1,7}+)"(?: s="[0-9]++")?+(?: t="([a-zA-Z]++)")?+'
+    r'(?: [a-z]++="[^"<>]*+")*+\s*+'
+    r"(?:/>|>(?:<f>([^<]*+)</f>)?+(?:<v>([^<]++)</v>|(<v></v>|<v\s*/>))?+"
+    r'(?:(<is>)<t(?: xml:space="preserve")?+>([^<]*+)</t></is>)?+</c>)')
 _XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
+_NUMBER_KINDS = frozenset(("", "n"))  # the t= of a cell whose value is a number
 
 
 def _read_cells(content: XlsxContent, part: str) -> Sheet:
@@ -480,11 +496,15 @@ def _read_cells(content: XlsxContent, part: str) -> Sheet:
     defusedxml's iterparse.
     """
     budget = [content._limits.max_uncompressed]
-    if content._zip.getinfo(part).file_size > SCAN_LIMIT:
+    try:
+        size = content._zip.getinfo(part).file_size
+    except KeyError:
+        raise RefusedFile(f"damaged workbook: the part {part} is missing") from None
+    if size > SCAN_LIMIT:
         # A sheet this large is no TFOM sheet: streamed, so only its cells are held.
         return _parse_cells(_member(content, part, budget), part, content)
     try:
-        data = _member(content, part, budget).read()
+        data = _member_bytes(content, part, size, budget)
     except _DAMAGE as exc:
         raise RefusedFile(f"damaged or truncated zip: {part} cannot be read ({exc})") from None
     _check_prolog(data, part)
@@ -543,7 +563,11 @@ def _unescape(text: str) -> str:
 
 
 def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
-    """The cells of a sheet whose cells all have the common form, or ``None``."""
+    """The cells of a sheet whose cells all have the common form, or ``None``.
+
+    A TFOM sheet has some 15,000 cells: after the one scan, the cells are sorted into formulas
+    and numbers by loops that run in C (``zip``, ``compress``, ``map``), not cell by cell.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -553,21 +577,33 @@ def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     found = _FAST_CELL.findall(text)
     if len(found) != text.count("<c "):
         return None
-    formulas = {coord: f if "&" not in f else _unescape(f)
-                for coord, _, f, _, _, _, _ in found if f}
-    # Numbers are nearly every stored value: converted in one pass; the rest one by one.
+    if not found:
+        return Sheet()
+    coords, kinds, texts, stored, empty = (list(map(itemgetter(i), found)) for i in range(5))
+    formulas = dict(compress(zip(coords, texts, strict=True), texts))
+    for coord in list(compress(coords, map(operator.contains, texts, repeat("&")))):
+        formulas[coord] = _unescape(formulas[coord])
+    # Numbers and empty texts (a formula's "") are nearly every stored value: taken in bulk;
+    # the rest one by one.
+    number_kind = list(map(_NUMBER_KINDS.__contains__, kinds))
+    numbers = list(map(operator.and_, number_kind, map(bool, stored)))
+    empty_text = list(map(operator.and_, map("str".__eq__, kinds), map(bool, empty)))
+    plain = list(map(operator.or_, number_kind, empty_text))
     try:
-        values: dict[str, object] = {coord: float(v) for coord, kind, _, v, _, _, _ in found
-                                     if v and (not kind or kind == "n")}
-        rest = [cell for cell in found if cell[1] and cell[1] != "n"]
+        values: dict[str, object] = dict(zip(compress(coords, numbers),
+                                             map(float, compress(stored, numbers)), strict=True))
     except ValueError:
-        values, rest = {}, found
-    for coord, kind, _, v, empty, inline_string, inline in rest:
+        values, plain = {}, [False] * len(found)
+    values.update(dict.fromkeys(compress(coords, empty_text), ""))
+    rest = () if all(plain) else compress(found, map(operator.not_, plain))
+    for coord, kind, _, v, blank, inline_string, inline in rest:
         if v:
-            values[coord] = _value(kind or "n", _unescape(v), content)
+            value = _value(kind or "n", _unescape(v), content)
+            if value is not None:  # (a shared string's index out of range: none, as parsed)
+                values[coord] = value
         elif kind == "inlineStr" and inline_string:
             values[coord] = _unescape(inline)
-        elif kind == "str" and empty:
+        elif kind == "str" and blank:
             values[coord] = ""  # a formula whose result is empty text, as Excel stores it
     return Sheet(formulas, values)
 
