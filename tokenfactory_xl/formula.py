@@ -624,17 +624,7 @@ def _sumproduct(*args):
             # product of matrices, without the grid-sized product in memory. A blank is 0.
             a = np.where(np.isnan(a), 0.0, a)
             b = np.where(np.isnan(b), 0.0, b)
-            if a.ndim == b.ndim == 2:
-                return np.matmul(b, a.T)
-            # Many sites or draws: each one's product alone, so that it is the very number a
-            # site computed by itself gets (a stacked product may round otherwise).
-            lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-            a = np.broadcast_to(a, lead + a.shape[-2:])
-            b = np.broadcast_to(b, lead + b.shape[-2:])
-            out = np.empty(lead + (b.shape[-2], 1))
-            for k in np.ndindex(*lead):
-                out[k] = np.matmul(np.ascontiguousarray(b[k]), np.ascontiguousarray(a[k]).T)
-            return out
+            return np.matmul(b, np.swapaxes(a, -1, -2))
     prod = args[0]
     for a in args[1:]:
         prod = prod * a
@@ -991,13 +981,12 @@ def compile_model(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[st
 
 #: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
 #: its length measured, its kind tested, or joined into a caption.
-_PER_SITE_TEXT = (("Fn", "ISTEXT"), ("Fn", "LEN"), ("Op", "&"))
+_PER_SITE_TEXT = frozenset({("Fn", "ISTEXT"), ("Fn", "LEN"), ("Op", "&")})
 
 
-def texts_per_site(lines: Sequence[Line]) -> frozenset[str]:
-    """The inputs that ``lines`` read only inside ``ISTEXT``, ``LEN`` or ``&``: a pass of the
-    model for many sites may give them a text per site; any other input read as text (compared,
-    looked up, counted) must be the same for all of them."""
+def _input_uses(lines: Sequence[Line]) -> dict[str, set[tuple[str, str]]]:
+    """Each input the formulas of ``lines`` read (first values and guards included) → the
+    nodes it is read in, as (kind, function or operator)."""
     uses: dict[str, set[tuple[str, str]]] = {}
     stack: list[tuple[Expr, tuple[str, str]]] = [
         (e, ("", "")) for ln in lines
@@ -1009,21 +998,20 @@ def texts_per_site(lines: Sequence[Line]) -> frozenset[str]:
             uses.setdefault(e.name, set()).add(parent)
         here = (type(e).__name__, getattr(e, "name", getattr(e, "op", "")))
         stack.extend((child, here) for child in e.children())
-    return frozenset(name for name, seen in uses.items() if seen <= set(_PER_SITE_TEXT))
+    return uses
 
 
 def inputs_of(lines: Sequence[Line]) -> frozenset[str]:
     """The inputs the formulas of ``lines`` read (their first values and guards included)."""
-    names: set[str] = set()
-    stack = [e for ln in lines
-             for e in (ln.formula, ln.first, ln.table.guard if ln.table is not None else None)
-             if e is not None]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Input):
-            names.add(e.name)
-        stack.extend(e.children())
-    return frozenset(names)
+    return frozenset(_input_uses(lines))
+
+
+def texts_per_site(lines: Sequence[Line]) -> frozenset[str]:
+    """The inputs that ``lines`` read only inside ``ISTEXT``, ``LEN`` or ``&``: a pass of the
+    model for many sites may give them a text per site; any other input read as text (compared,
+    looked up, counted) must be the same for all of them."""
+    return frozenset(name for name, seen in _input_uses(lines).items()
+                     if seen <= _PER_SITE_TEXT)
 
 
 def _first(first, rest):

@@ -1347,6 +1347,10 @@ def run_many(many: Sequence[SiteInputs]) -> list[Result]:
     return results  # type: ignore[return-value]
 
 
+#: Each line's number of dimensions for one site: 1 for a table's row, 0 for a single figure.
+_LINE_NDIM = {ln.name: 0 if ln.table is None else 1 for ln in LINES}
+
+
 def _is_text(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, tuple) and any(isinstance(x, str)
                                                                        for x in value))
@@ -1387,12 +1391,12 @@ def _evaluate_many(group: list[dict[str, object]]) -> list[dict[str, object]]:
             else:
                 stacked[name] = np.asarray(column, dtype=kind)
     out = model(stacked, constants, LISTS)
-    ndims = _single_ndims(first)
     per_site: list[dict[str, object]] = [{"_inputs": values} for values in group]
     for name, value in out.items():
         if name == "_inputs":
             continue
-        ndim = ndims.get(name)
+        # one site's line is a row (a table's) or a single figure, as it is declared
+        ndim = _LINE_NDIM.get(name)
         if ndim is None or not isinstance(value, np.ndarray) or value.ndim == ndim:
             for values in per_site:  # the same for every site (reads no input that differs)
                 values[name] = value
@@ -1403,21 +1407,6 @@ def _evaluate_many(group: list[dict[str, object]]) -> list[dict[str, object]]:
             raise AssertionError(f"the line {name} has the shape {value.shape} for {count} "
                                  "sites at once, not one per site")
     return per_site
-
-
-_NDIMS: dict[tuple, dict[str, int]] = {}
-
-
-def _single_ndims(values: dict[str, object]) -> dict[str, int]:
-    """Each line's number of dimensions for one site with these texts (a text may choose
-    between a row and a single figure), from one site's pass, once per process."""
-    texts = _texts_of(values)
-    if texts not in _NDIMS:
-        if len(_NDIMS) > 256:
-            _NDIMS.clear()
-        out = compiled().model(values, _formula_constants(), LISTS)
-        _NDIMS[texts] = {name: v.ndim for name, v in out.items() if isinstance(v, np.ndarray)}
-    return _NDIMS[texts]
 
 
 def _number(x) -> float | None:

@@ -344,8 +344,7 @@ class _CountingReader(io.RawIOBase):
         data = self._stream.read(len(buffer))
         self._budget[0] -= len(data)
         if self._budget[0] < 0:
-            raise RefusedFile(f"refused as a possible zip bomb: {self._name} inflates to more "
-                              "than its zip directory says and past the size limit")
+            raise _inflates_too_much(self._name)
         buffer[: len(data)] = data
         return len(data)
 
@@ -366,9 +365,13 @@ def _member_bytes(content: XlsxContent, name: str, size: int, budget: list[int])
         data = raw.read(size + 1)
     budget[0] -= len(data)
     if len(data) > size or budget[0] < 0:
-        raise RefusedFile(f"refused as a possible zip bomb: {name} inflates to more "
-                          "than its zip directory says and past the size limit")
+        raise _inflates_too_much(name)
     return data
+
+
+def _inflates_too_much(name: str) -> RefusedFile:
+    return RefusedFile(f"refused as a possible zip bomb: {name} inflates to more than its zip "
+                       "directory says and past the size limit")
 
 
 def _iterparse(stream: io.BufferedReader, name: str,
