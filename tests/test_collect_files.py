@@ -346,6 +346,33 @@ def test_the_fast_scan_reads_every_kind_of_cell_as_the_full_parser(tmp_path, odd
     assert fast.values.get("A4", "twelve") == "twelve"
 
 
+@pytest.mark.parametrize("other", [
+    '<c\tr="A4"><f>B1*3</f><v>37.5</v></c>',  # a tab, not a space, before the address
+    '<c s="1" r="A4"><f>B1*3</f><v>37.5</v></c>',  # the address not first
+    '<x:c r="A4"><x:f>B1*3</x:f><x:v>37.5</x:v></x:c>',  # the main namespace under a prefix
+    '<c><v>37.5</v></c>',  # no address: no spreadsheet writes it, the parser skips it
+])
+def test_a_cell_of_another_form_sends_the_sheet_to_the_full_parser(tmp_path, other):
+    """A cell the scan does not know is never dropped: the sheet is read by the parser, so
+    the typed-over or edited cell is seen as Excel sees it."""
+    import io
+
+    data = SHEET_OF_EVERY_CELL.replace(
+        "<worksheet ", '<worksheet xmlns:x="http://schemas.openxmlformats.org/'
+        'spreadsheetml/2006/main" ').replace(
+        "</sheetData>", f'<row r="4">{other}</row></sheetData>').encode()
+    path = plain_workbook(tmp_path / "plain.xlsx")
+    rewrite_member(path, "xl/worksheets/sheet1.xml", lambda _: data)
+    with open_xlsx(path) as content:
+        content._strings = ["GPUs"]
+        assert safe_xlsx._scan_cells(data, content) is None
+        full = safe_xlsx._parse_cells(io.BufferedReader(io.BytesIO(data)), "sheet", content)
+        read = content.cells("Data")
+    assert (read.formulas, read.values) == (full.formulas, full.values)
+    assert read.formulas.get("A4") == ("B1*3" if "r=" in other else None)
+    assert read.values["D1"] == 25.0 and read.formulas["A2"] == 'IF(B1>0,"a & b","")'
+
+
 def test_a_sheet_missing_from_the_zip_is_damaged(tmp_path):
     path = plain_workbook(tmp_path / "plain.xlsx")
     with zipfile.ZipFile(path) as src:

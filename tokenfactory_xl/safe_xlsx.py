@@ -477,14 +477,17 @@ _ERRORS = ("#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A")
 
 # A cell as openpyxl, the batch and Excel write the common ones: ``r`` first, then plain
 # attributes, an optional plain formula, an optional value (text, or an empty element) or
-# one-run inline string. Anything
-# else (shared or array formulas, rich text, prefixes, another attribute order) is left to the
-# full parser: a sheet is scanned only when every cell start in it matched.
+# one-run inline string. Anything else (shared or array formulas, rich text, another attribute
+# order, ``<c>`` without an address) is left to the full parser: the same scan matches every
+# other cell start too, in the last group, and one of those sends the sheet to the parser.
 _FAST_CELL = re.compile(  # possessive (``*+``, ``?+``): no part ever gives back what it took
-    r'<c r="([A-Z]{1,3}+[0-9]{1,7}+)"(?: s="[0-9]++")?+(?: t="([a-zA-Z]++)")?+'
+    r'<c(?: r="([A-Z]{1,3}+[0-9]{1,7}+)"(?: s="[0-9]++")?+(?: t="([a-zA-Z]++)")?+'
     r'(?: [a-z]++="[^"<>]*+")*+\s*+'
     r"(?:/>|>(?:<f>([^<]*+)</f>)?+(?:<v>([^<]++)</v>|(<v></v>|<v\s*/>))?+"
-    r'(?:(<is>)<t(?: xml:space="preserve")?+>([^<]*+)</t></is>)?+</c>)')
+    r'(?:(<is>)<t(?: xml:space="preserve")?+>([^<]*+)</t></is>)?+</c>)|([\s>/]))')
+#: A cell element written with a namespace prefix (``<x:c r="A1">``), which the scan would not
+#: see (a text holding ":c " merely sends the sheet to the parser).
+_PREFIXED_CELL = re.compile(r":c[\s>/]")
 _XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
 _NUMBER_KINDS = frozenset(("", "n"))  # the t= of a cell whose value is a number
 
@@ -575,14 +578,15 @@ def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None  # another encoding (UTF-16 is allowed): the parser reads it
-    if not text.rstrip().endswith("</worksheet>") or "<c>" in text or "<c/>" in text:
+    if not text.rstrip().endswith("</worksheet>") or _PREFIXED_CELL.search(text):
         return None  # truncated, or written another way: the parser decides
     found = _FAST_CELL.findall(text)
-    if len(found) != text.count("<c "):
-        return None
     if not found:
         return Sheet()
-    coords, kinds, texts, stored, empty = (list(map(itemgetter(i), found)) for i in range(5))
+    coords, kinds, texts, stored, empty, other = (list(map(itemgetter(i), found))
+                                                  for i in (0, 1, 2, 3, 4, 7))
+    if any(other):
+        return None  # a cell of another form
     formulas = dict(compress(zip(coords, texts, strict=True), texts))
     for coord in list(compress(coords, map(operator.contains, texts, repeat("&")))):
         formulas[coord] = _unescape(formulas[coord])
@@ -599,7 +603,7 @@ def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
         values, plain = {}, [False] * len(found)
     values.update(dict.fromkeys(compress(coords, empty_text), ""))
     rest = () if all(plain) else compress(found, map(operator.not_, plain))
-    for coord, kind, _, v, blank, inline_string, inline in rest:
+    for coord, kind, _, v, blank, inline_string, inline, _ in rest:
         if v:
             value = _value(kind or "n", _unescape(v), content)
             if value is not None:  # (a shared string's index out of range: none, as parsed)
