@@ -108,10 +108,23 @@ class Plan:
     risk_check: tuple[str, str] = ("", "")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a workbook's formulas name the same cells many times
 def _split(coord: str) -> tuple[str, int]:
     m = re.fullmatch(r"([A-Z]+)(\d+)", coord)
     assert m, coord
     return m.group(1), int(m.group(2))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _row_column(coord: str) -> tuple[int, int]:
+    col, row = _split(coord)
+    return row, _column_index(col)
+
+
+def _cell(ws: Worksheet, coord: str):  # type: ignore[no-untyped-def]
+    """``ws[coord]`` without parsing ``coord`` again each time (tens of thousands of cells)."""
+    row, column = _row_column(coord)
+    return ws.cell(row=row, column=column)
 
 
 def _abs(sheet: str, coord: str) -> str:
@@ -196,16 +209,69 @@ def _beyond(p: Placement, k: int) -> str:
     return f"{col}{row + step}"
 
 
-def formula_text(plan: Plan, p: Placement, k: int) -> str:
-    """The formula of position ``k`` of a placed line, from its declaration."""
+class _Gaps(_Context):
+    """Renders a formula once for every position of a line: a reference that moves with the
+    position is left as a numbered gap (``\0n\0``), which :func:`formula_texts` fills per cell."""
+
+    def __init__(self, plan: Plan, here: Placement):
+        super().__init__(plan, here, 0)
+        self.gaps: list[tuple] = []
+
+    def _gap(self, method, *args) -> str:  # type: ignore[no-untyped-def]
+        self.gaps.append((method, args))
+        return f"\0{len(self.gaps) - 1}\0"
+
+    def cell(self, line: str, shift: int) -> str:
+        if self.plan.lines[line].orient == "s":
+            return self.name(line)
+        return self._gap(_Context.cell, line, shift)
+
+    def position(self) -> str:
+        return self._gap(_Context.position)
+
+    def running(self, line: str) -> str:
+        return self._gap(_Context.running, line)
+
+
+def formula_texts(plan: Plan, p: Placement) -> list[str | None]:
+    """The formula of each position of a placed line, from its declaration (``None`` where the
+    line leaves its first cell to the layout).
+
+    A line's formula is rendered once; the references that move along the line are then
+    written into it position by position, as a person filling the formula right would.
+    """
     ln = p.line
-    body = ln.first if (k == 0 and ln.first is not None) else ln.formula
-    text = excel(body, _Context(plan, p, k))
-    t = ln.table
-    if t is not None and t.guard is not None:
-        guard = excel(t.guard, _Context(plan, p, k))
-        text = f'IF({guard},{text},"")'
-    return "=" + text
+    shapes: dict[int, list] = {}
+
+    def shape(body) -> list:  # type: ignore[no-untyped-def]
+        key = id(body)
+        if key not in shapes:
+            gaps = _Gaps(plan, p)
+            text = excel(body, gaps)
+            t = ln.table
+            if t is not None and t.guard is not None:
+                text = f'IF({excel(t.guard, gaps)},{text},"")'
+            assert text.count("\0") == 2 * len(gaps.gaps), text  # no other NUL in a formula
+            pieces = ("=" + text).split("\0")
+            shapes[key] = [pieces[0::2], [gaps.gaps[int(i)] for i in pieces[1::2]]]
+        return shapes[key]
+
+    out: list[str | None] = []
+    for k in range(len(p.coords)):
+        if k == 0 and ln.skip_first:
+            out.append(None)
+            continue
+        fixed, gaps = shape(ln.first if (k == 0 and ln.first is not None) else ln.formula)
+        if not gaps:
+            out.append(fixed[0])
+            continue
+        here = _Context(plan, p, k)
+        filled = [method(here, *args) for method, args in gaps]
+        text = [fixed[0]]
+        for gap, after in zip(filled, fixed[1:], strict=True):
+            text += (gap, after)
+        out.append("".join(text))
+    return out
 
 
 class _Builder:
@@ -224,7 +290,7 @@ class _Builder:
         self.wb.defined_names[name] = DefinedName(name, attr_text=f"{ws.title}!{absolute}")
 
     def _style(self, ws: Worksheet, coord: str, kind: str, font) -> None:
-        cell = ws[coord]
+        cell = _cell(ws, coord)
         # Tens of thousands of cells share a handful of styles: the first cell of each is
         # styled through openpyxl (which registers the style's parts), the others copy its
         # style indices.
@@ -276,10 +342,9 @@ class _Builder:
         """Write every placed line's formulas and every echo (after all are placed)."""
         for p in self.plan.lines.values():
             ws = self.wb[p.sheet]
-            for k, coord in enumerate(p.coords):
-                if k == 0 and p.line.skip_first:
-                    continue
-                ws[coord].value = formula_text(self.plan, p, k)
+            for coord, text in zip(p.coords, formula_texts(self.plan, p), strict=True):
+                if text is not None:
+                    _cell(ws, coord).value = text
         for sheet, coord, source in self.plan.echoes:
             ref = source if source.startswith("in_") else _Context(
                 self.plan, self.plan.lines[source], 0).name(source)
@@ -1143,8 +1208,9 @@ def workbook_bytes(wb: Workbook) -> bytes:
     wb.properties.modified = DOC_TIME
     wb.properties.title = "Token Factory Operating Model (TFOM)"
     raw = io.BytesIO()
-    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+    with zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         ExcelWriter(wb, archive).write_data()  # openpyxl's save() stamps the current time
+    # (stored, not compressed: each member is compressed once, as it is copied below)
     out = io.BytesIO()
     with zipfile.ZipFile(raw) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
