@@ -31,7 +31,7 @@ import posixpath
 import re
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter
@@ -568,6 +568,21 @@ def _unescape(text: str) -> str:
     return text
 
 
+_UNESCAPED: dict[str, str] = {}  # a template's escaped formulas, the same in every workbook
+
+
+def _unescape_all(texts: Iterable[str]) -> list[str]:
+    """:func:`_unescape` of each text, looked up in one C loop for the texts seen before."""
+    texts = list(texts)
+    found = list(map(_UNESCAPED.get, texts))
+    if None in found:
+        if len(_UNESCAPED) > 1 << 16:
+            _UNESCAPED.clear()
+        for i in [i for i, text in enumerate(found) if text is None]:
+            found[i] = _UNESCAPED[texts[i]] = _unescape(texts[i])
+    return found  # type: ignore[return-value]
+
+
 def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     """The cells of a sheet whose cells all have the common form, or ``None``.
 
@@ -588,8 +603,10 @@ def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     if any(other):
         return None  # a cell of another form
     formulas = dict(compress(zip(coords, texts, strict=True), texts))
-    for coord in list(compress(coords, map(operator.contains, texts, repeat("&")))):
-        formulas[coord] = _unescape(formulas[coord])
+    escaped = list(map(operator.contains, texts, repeat("&")))  # ``&lt;=`` in most guards
+    if any(escaped):
+        formulas.update(zip(compress(coords, escaped), _unescape_all(compress(texts, escaped)),
+                            strict=True))
     # Numbers and empty texts (a formula's "") are nearly every stored value: taken in bulk;
     # the rest one by one.
     number_kind = list(map(_NUMBER_KINDS.__contains__, kinds))

@@ -14,6 +14,7 @@ finds its pipe closed at its next hand-over and leaves.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -51,6 +52,9 @@ def _serve(conn: Connection, func: Callable[[T], R],
     _ignore_stops()
     if initializer is not None:
         initializer(*initargs)
+    # What the worker holds for its whole life (the template, the compiled model) is never
+    # garbage: the collector no longer walks it each time the tasks' objects are collected.
+    gc.freeze()
     try:
         while True:
             chunk = conn.recv()
