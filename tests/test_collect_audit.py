@@ -224,16 +224,3 @@ def test_worker_processes_give_the_same_audits_in_the_same_order(generated, tmp_
     shared = collect(files, jobs=2)
     assert seen(shared) == seen(alone)
     assert [a.status for a in alone[:6]] == ["ok", "ok", "ok", "warning", "refused", "warning"]
-
-
-@pytest.mark.parametrize("jobs", [1, 2, 3, 8])
-def test_the_passes_take_every_file_once_in_order_and_end_small(jobs):
-    from tokenfactory_xl.collect import FILES_PER_PASS, _parts
-
-    for files in (*range(0, 40), 99, 300, 1001):
-        parts = _parts(files, jobs)
-        assert [i for part in parts for i in part] == list(range(files))
-        assert all(1 <= len(part) <= FILES_PER_PASS for part in parts)
-        if jobs > 1 and files >= 4 * jobs * FILES_PER_PASS:
-            # the last pass of each worker is a single file: the workers end together
-            assert [len(part) for part in parts[-jobs:]] == [1] * jobs

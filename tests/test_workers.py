@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tokenfactory_xl.workers import WorkerFailed, Workers, imap_unordered
+from tokenfactory_xl.workers import WorkerFailed, Workers, imap_unordered, passes
 
 
 def square(n: int) -> int:
@@ -86,3 +86,17 @@ def test_leaving_the_block_before_any_run_stops_the_workers():
         assert len(multiprocessing.active_children()) == 2
         raise ValueError("bad sites file")  # a batch whose sites file is refused
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3, 8])
+def test_the_passes_take_every_item_once_in_order_and_end_small(jobs):
+    for most in (1, 16):
+        for count in (*range(0, 40), 99, 300, 1001):
+            parts = passes(count, jobs, most)
+            assert [i for part in parts for i in part] == list(range(count))
+            assert all(1 <= len(part) <= most for part in parts)
+            if jobs == 1:
+                assert all(len(part) == most for part in parts[:-1])
+            elif count >= 4 * jobs * most:
+                # the last pass of each worker is a single item: the workers end together
+                assert [len(part) for part in parts[-jobs:]] == [1] * jobs

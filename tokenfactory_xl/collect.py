@@ -59,7 +59,7 @@ from .files import (
 from .interrupts import Stopped, stop_on_signals
 from .safe_xlsx import MB, Limits, RefusedFile, open_xlsx
 from .sites import CONTROL_OR_BIDI, visible
-from .workers import Workers, cores
+from .workers import Workers, cores, passes
 
 #: Files a folder is searched for (any file named on the command line is read, whatever its name).
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls")
@@ -125,7 +125,7 @@ def collect(paths: Sequence[str | Path], limits: Limits | None = None,
     template = current_template()  # built before the workers start: forked ones inherit it
     paths = list(paths)
     jobs = min(jobs, len(paths))
-    parts = _parts(len(paths), jobs)
+    parts = passes(len(paths), jobs, FILES_PER_PASS)
     if jobs > 1:
         audits: list[WorkbookAudit] = [WorkbookAudit(Path(p)) for p in paths]
         with Workers(_audit_task, jobs) as pool:
@@ -139,18 +139,6 @@ def collect(paths: Sequence[str | Path], limits: Limits | None = None,
         dup.second.add("warning", "duplicate_site", "in_site_name",
                        f"{dup.reason} as {dup.first.path}: the portfolio has both rows")
     return audits
-
-
-def _parts(files: int, jobs: int) -> list[range]:
-    """The files of each pass, in order: :data:`FILES_PER_PASS` at a time, and with several
-    workers ever fewer towards the end (a share of what is left), so that all finish together."""
-    parts, start = [], 0
-    while start < files:
-        size = FILES_PER_PASS if jobs <= 1 else \
-            max(1, min(FILES_PER_PASS, -(-(files - start) // (jobs * 2))))
-        parts.append(range(start, min(files, start + size)))
-        start += size
-    return parts
 
 
 def auto_jobs(files: int) -> int:

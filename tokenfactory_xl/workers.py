@@ -35,6 +35,18 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def passes(count: int, jobs: int, most: int) -> list[range]:
+    """``count`` consecutive items in passes of at most ``most`` (a worker's task): with several
+    workers, ever fewer towards the end (a share of what is left), so that all finish together.
+    Every item is in one pass, in order."""
+    parts, start = [], 0
+    while start < count:
+        size = most if jobs <= 1 else max(1, min(most, -(-(count - start) // (jobs * 2))))
+        parts.append(range(start, min(count, start + size)))
+        start += size
+    return parts
+
+
 class WorkerFailed(RuntimeError):
     """A worker process ended without handing back its results."""
 
