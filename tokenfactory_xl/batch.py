@@ -130,7 +130,8 @@ class WorkbookFactory:
         data = self.stencil.fill(values, parts)
         for name, where in self._outputs.items():
             if where is None:  # a workbook without that output cell: ask the model
-                return data, {**site_summary(result or run(inputs)), **extra}
+                return data, {**site_summary(result if result is not None else run(inputs)),
+                              **extra}
             value = values[where[0]][where[1]]
             summary[name] = float(value) if isinstance(value, (int, float)) else None
         return data, {**summary, **extra}
