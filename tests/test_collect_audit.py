@@ -130,6 +130,42 @@ def test_stale_stored_values_edited_in_the_xml(alpha):
     assert float(old) == pytest.approx(run(make_inputs(site_rows()["Alpha"])).summary["npv"])
 
 
+def test_recalculation_noise_in_every_number_hides_no_stale_value(alpha):
+    """Every stored number moved in its ninth digit, as another engine's recalculation leaves
+    them (too many to compare one by one), and two figures typed over in the XML, one among
+    the Timeline's thousands of cells: only those two are stale."""
+    import re
+    import zipfile
+
+    from tokenfactory_xl.workbook import plan
+
+    from .collect_support import rewrite_member
+
+    sheet, coord = cell_of("out_npv")
+    edit_stored_value(alpha, sheet, coord, "999999999")
+    month = plan().lines["revenue"]
+    edit_stored_value(alpha, month.sheet, month.coords[5], "999999999")
+    number = re.compile(rb"</f><v>(-?[0-9][0-9.]*(?:E[-+]?[0-9]+)?)</v>")  # a formula's
+    with zipfile.ZipFile(alpha) as archive:
+        parts = [n for n in archive.namelist() if n.startswith("xl/worksheets/")]
+    moved = []
+
+    def nudge(match: re.Match) -> bytes:
+        value = float(match.group(1))
+        if value in (0.0, 999999999.0):
+            return match.group(0)
+        moved.append(value)
+        return b"</f><v>" + repr(value * (1 + 1e-9)).encode() + b"</v>"
+
+    for part in parts:
+        rewrite_member(alpha, part, lambda data: number.sub(nudge, data))
+    assert len(moved) > 5_000
+    audit = audit_workbook(alpha)
+    assert sorted((f.severity, f.code, f.where) for f in audit.findings) == [
+        ("error", "values_stale", f"{sheet}!{coord}"),
+        ("error", "values_stale", f"Timeline!{month.coords[5]}")]
+
+
 def test_an_input_edited_in_the_xml_leaves_every_dependent_value_stale(alpha):
     # Typing a value into the XML without recalculating: the inputs say one thing, the stored
     # figures another; the recomputation follows the inputs.
@@ -224,3 +260,36 @@ def test_worker_processes_give_the_same_audits_in_the_same_order(generated, tmp_
     shared = collect(files, jobs=2)
     assert seen(shared) == seen(alone)
     assert [a.status for a in alone[:6]] == ["ok", "ok", "ok", "warning", "refused", "warning"]
+
+
+def test_numbers_compared_in_bulk_agree_with_the_cell_by_cell_rule():
+    """Stored values close to the recomputation (as Excel leaves them after recalculating)
+    are set aside in bulk; the bulk rule says "close" exactly where ``math.isclose`` (or the
+    IRR sheet's noise) does for two finite numbers, and leaves anything else to the
+    cell-by-cell comparison."""
+    import math
+    import random
+
+    from tokenfactory_xl.audit import VALUE_ABS_TOL, VALUE_REL_TOL, _close_numbers
+
+    rnd = random.Random(17)
+    others = [math.nan, math.inf, -math.inf, None, "", "none", "#N/A", True, False, 3]
+    for noise in (0.0, 0.5):
+        want, stored = [], []
+        for _ in range(5_000):
+            w = rnd.choice([rnd.uniform(-1e9, 1e9), rnd.uniform(-1e-5, 1e-5), 0.0,
+                            rnd.choice(others)])
+            if isinstance(w, float) and rnd.random() < 0.8:
+                scale = rnd.choice([1e-12, 1e-9, 1e-7, 1e-6, 1.1e-6, 1e-3, 0.0])
+                s = w * (1 + rnd.uniform(-1, 1) * scale) + rnd.choice([0.0, 4e-7, 2e-6, 0.4])
+            else:
+                s = rnd.choice([rnd.uniform(-1e9, 1e9), *others])
+            want.append(w)
+            stored.append(s)
+        close = _close_numbers(want, stored, noise)
+        assert 0 < sum(close) < len(want)
+        for w, s, ok in zip(want, stored, close, strict=True):
+            numbers = type(w) is float and type(s) is float and math.isfinite(w)
+            expected = numbers and (math.isclose(w, s, rel_tol=VALUE_REL_TOL,
+                                                 abs_tol=VALUE_ABS_TOL) or abs(w - s) <= noise)
+            assert ok == expected, (w, s, noise)

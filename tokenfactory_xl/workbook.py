@@ -21,12 +21,12 @@ import copy
 import datetime as dt
 import functools
 import io
-import math
 import os
 import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from pathlib import Path
 
 import numpy as np
@@ -1271,8 +1271,10 @@ def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
     a bracket a few ulps wide. Such cells agree to 1e-10 of that largest NPV; the IRR itself, the
     search's result, agrees as every other output does.
     """
-    return 1e-10 * max([abs(v) for v in values.get(IRR_SHEET, {}).values()
-                        if isinstance(v, float) and math.isfinite(v)] + [1.0])
+    cells = list(values.get(IRR_SHEET, {}).values())
+    numbers = np.fromiter(compress(cells, map(isinstance, cells, repeat(float))), dtype=float)
+    numbers = np.abs(numbers[np.isfinite(numbers)])
+    return 1e-10 * max(float(numbers.max()) if numbers.size else 0.0, 1.0)
 
 
 def cell_values(inputs: SiteInputs, result: Result | None = None,
