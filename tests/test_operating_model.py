@@ -414,3 +414,29 @@ def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
     for one, other in zip(alone, run_many(many), strict=True):
         bad = [name for name in one.values if not _same(one.values[name], other.values[name])]
         assert not bad, bad[:5]
+
+
+def test_when_the_pass_fails_each_site_runs_alone_and_only_the_bad_one_fails(monkeypatch):
+    """``run_each``: the pass's failure falls back to one run per site; a site whose own run
+    fails gets its exception in its place, the others their usual results."""
+    from tokenfactory_xl import operating_model as om
+
+    many = [make_inputs({"gpus": g}) for g in (1024, 2048, 4096)]
+    expected = [run(x).summary for x in many]
+    assert [r.summary for r in om.run_each(many)] == expected  # the pass itself
+
+    def broken_pass(_many):
+        raise RuntimeError("pass failed")
+
+    real_run = om.run
+
+    def run_but_128(inputs, scenario=None):
+        if inputs["gpus"] == 2048:
+            raise ValueError("site 2048")
+        return real_run(inputs, scenario)
+
+    monkeypatch.setattr(om, "run_many", broken_pass)
+    monkeypatch.setattr(om, "run", run_but_128)
+    first, bad, last = om.run_each(many)
+    assert (first.summary, last.summary) == (expected[0], expected[2])
+    assert isinstance(bad, ValueError) and str(bad) == "site 2048"

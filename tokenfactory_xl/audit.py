@@ -40,7 +40,7 @@ from . import __version__
 from .catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
 from .errors import InputError
 from .inputs import SiteInputs, make_inputs
-from .operating_model import Result, run, run_many
+from .operating_model import Result, run_each
 from .safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from .safe_xlsx import parse_reference as _parse_reference
 from .sites import CONTROL_OR_BIDI, two_readings
@@ -695,7 +695,8 @@ def audit_workbooks(paths: Sequence[str | Path], template: Template | None = Non
             if content is not None and audit.inputs is not None:
                 pending.append((audit, content, changed))
                 places.append(len(audits) - 1)
-        for place, (audit, content, changed), result in zip(places, pending, _results(pending),
+        results = run_each([audit.inputs for audit, _, _ in pending])
+        for place, (audit, content, changed), result in zip(places, pending, results,
                                                               strict=True):
             try:
                 if isinstance(result, Exception):
@@ -704,21 +705,6 @@ def audit_workbooks(paths: Sequence[str | Path], template: Template | None = Non
             except Exception as exc:  # noqa: BLE001
                 audits[place] = exc
     return audits  # type: ignore[return-value]
-
-
-def _results(pending: list) -> list:
-    """The model's results of the pending audits: in one pass, or (if that fails) one by one."""
-    many = [audit.inputs for audit, _, _ in pending]
-    try:
-        return run_many(many)
-    except Exception:  # noqa: BLE001 - each site is then run alone, its own failure its own
-        out: list = []
-        for inputs in many:
-            try:
-                out.append(run(inputs))
-            except Exception as exc:  # noqa: BLE001
-                out.append(exc)
-        return out
 
 
 def _audit_formulas(path: str | Path, template: Template, limits: Limits | None,

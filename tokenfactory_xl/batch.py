@@ -52,7 +52,7 @@ from .files import (
 )
 from .inputs import SiteInputs, default_inputs
 from .interrupts import Stopped, stop_on_signals
-from .operating_model import OUTPUT_NAMES, Result, run, run_many
+from .operating_model import OUTPUT_NAMES, Result, run, run_each
 from .portfolio import (
     RISK_COLUMNS,
     SCENARIO_COLUMNS,
@@ -204,13 +204,14 @@ def _make(task: _Task, result: Result | None = None) -> tuple[int, dict[str, flo
 
 
 def _make_some(tasks: list[_Task]) -> list[tuple[int, dict[str, float | None], Path]]:
-    """:func:`_make` of a few sites, their model computed in one pass (each site alone, as
-    before, if that pass fails: a site's own error is then raised as its own)."""
-    try:
-        results: Sequence[Result | None] = run_many([task.inputs for task in tasks])
-    except Exception:  # noqa: BLE001 - each site is then run by _make
-        results = [None] * len(tasks)
-    return [_make(task, result) for task, result in zip(tasks, results, strict=True)]
+    """:func:`_make` of a few sites, their model computed in one pass (each site alone if that
+    pass fails: a site's own error is then raised as its own)."""
+    made = []
+    for task, result in zip(tasks, run_each([task.inputs for task in tasks]), strict=True):
+        if isinstance(result, Exception):
+            raise result
+        made.append(_make(task, result))
+    return made
 
 
 def _init_pool(level: int) -> None:

@@ -1347,6 +1347,21 @@ def run_many(many: Sequence[SiteInputs]) -> list[Result]:
     return results  # type: ignore[return-value]
 
 
+def run_each(many: Sequence[SiteInputs]) -> list[Result | Exception]:
+    """:func:`run_many`, or, if that pass fails, :func:`run` of each site alone: a site's own
+    failure is then its own entry (the exception), and the other sites keep their results."""
+    try:
+        return list(run_many(many))
+    except Exception:  # noqa: BLE001 - each site is then run alone, its own failure its own
+        out: list[Result | Exception] = []
+        for inputs in many:
+            try:
+                out.append(run(inputs))
+            except Exception as exc:  # noqa: BLE001
+                out.append(exc)
+        return out
+
+
 #: Each line's number of dimensions for one site: 1 for a table's row, 0 for a single figure.
 _LINE_NDIM = {ln.name: 0 if ln.table is None else 1 for ln in LINES}
 
