@@ -80,7 +80,7 @@ def child_batch(sites: str, out: str, jobs: int, level: int, risk_draws: int = 0
     from tokenfactory_xl import batch
 
     started = time.perf_counter()
-    batch._factory(level)
+    batch.shared_factory(level)
     template = time.perf_counter() - started
     cpu_before = _peaks()["cpu_s"]
     report = batch.run_batch(sites, out, jobs=jobs, level=level, force=True,

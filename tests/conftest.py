@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
+from tokenfactory_xl.build_cache import ENV as CACHE_ENV
 from tokenfactory_xl.libreoffice import find_soffice
+
+_CACHE_OWNER = "TOKENFACTORY_XL_TEST_CACHE_OWNER"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One empty build cache for the whole run (workers and the command lines they start
+    inherit it): the first build of each kind is kept there, the others read it back, and the
+    user's own cache is neither read nor written."""
+    if os.environ.get(_CACHE_OWNER) is None:
+        os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="tokenfactory-xl-cache-")
+        os.environ[_CACHE_OWNER] = str(os.getpid())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if os.environ.get(_CACHE_OWNER) == str(os.getpid()):
+        shutil.rmtree(os.environ[CACHE_ENV], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

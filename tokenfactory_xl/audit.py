@@ -183,11 +183,13 @@ def _formula_of(value: object) -> str | None:
 
 @lru_cache(maxsize=1)
 def current_template() -> Template:
-    """The template of this version, built once per process by the workbook builder."""
+    """The template of this version, built by the workbook builder once (kept between runs of
+    this same code: :mod:`tokenfactory_xl.build_cache`)."""
+    from .build_cache import kept
     from .workbook import default_workbook
 
     # The Risk sheet's figures are values, not formulas: the template is the same without them.
-    return Template.from_workbook(default_workbook())
+    return kept("audit-template", lambda: Template.from_workbook(default_workbook()))
 
 
 # -- comparing formulas -------------------------------------------------------------------------

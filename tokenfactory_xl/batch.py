@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from .build_cache import kept
 from .charts import ChartParts
 from .errors import InputError, Problem
 from .files import (
@@ -168,10 +169,12 @@ def _template_bytes(workbook) -> bytes:
 _FACTORY: WorkbookFactory | None = None
 
 
-def _factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
+def shared_factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
+    """The process's factory at deflate ``level``: built once, or read back as an earlier run of
+    this same code kept it (:mod:`tokenfactory_xl.build_cache`)."""
     global _FACTORY
     if _FACTORY is None or _FACTORY.stencil.level != level:
-        _FACTORY = WorkbookFactory(level)
+        _FACTORY = kept(f"workbook-factory-{level}", lambda: WorkbookFactory(level))
     return _FACTORY
 
 
@@ -199,7 +202,7 @@ SITES_PER_PASS = 16
 def _make(task: _Task, result: Result | None = None) -> tuple[int, dict[str, float | None], Path]:
     """Write one site's workbook under a temporary name beside its target; return its index,
     summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
-    data, summary = _factory(_LEVEL).make(task.inputs, task.risk_draws, result)
+    data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result)
     return task.index, summary, stage(task.target, data)
 
 
@@ -217,7 +220,7 @@ def _make_some(tasks: list[_Task]) -> list[tuple[int, dict[str, float | None], P
 def _init_pool(level: int) -> None:
     global _LEVEL
     _LEVEL = level
-    _factory(level)
+    shared_factory(level)
 
 
 # -- progress ------------------------------------------------------------------------------------

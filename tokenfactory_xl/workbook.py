@@ -42,7 +42,7 @@ from openpyxl.worksheet.properties import PageSetupProperties
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
 
-from . import __version__, workbook_risk
+from . import __version__, build_cache, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
@@ -89,6 +89,15 @@ class Placement:
     sheet: str
     coords: list[str]  # one per position (a scalar: one)
     orient: str  # "s" scalar, "h" along a row, "v" down a column
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # kept between runs (:mod:`build_cache`) by the line's name: a plan read back holds the
+        # model's own declarations, not copies of them
+        return _placement, (self.line.name, self.sheet, self.coords, self.orient)
+
+
+def _placement(line: str, sheet: str, coords: list[str], orient: str) -> Placement:
+    return Placement(om.BY_LINE[line], sheet, coords, orient)
 
 
 @dataclass
@@ -1175,9 +1184,11 @@ def _default_build() -> tuple[Workbook, Plan]:
     return _build(default_inputs())
 
 
+@functools.lru_cache(maxsize=1)
 def plan() -> Plan:
-    """Where every input and formula cell of the workbook is (the same for every site)."""
-    return _default_build()[1]
+    """Where every input and formula cell of the workbook is (the same for every site): built
+    with the default workbook, or read back as an earlier run of this code kept it."""
+    return build_cache.kept("workbook-plan", lambda: _default_build()[1])
 
 
 def default_workbook() -> Workbook:

@@ -45,10 +45,10 @@ def template_bytes(inputs, risk_draws: int | None = None) -> bytes:
     """The TFOM workbook of ``inputs`` as ``template`` writes it: every formula cell storing its
     value (previewers and ``openpyxl data_only`` read the figures without a spreadsheet engine),
     the Risk sheet computed with ``risk_draws`` draws (default 10,000)."""
-    from .batch import WorkbookFactory
+    from .batch import shared_factory
     from .risk import DEFAULT_DRAWS
 
-    return WorkbookFactory(TEMPLATE_LEVEL).make(inputs, DEFAULT_DRAWS if risk_draws is None
+    return shared_factory(TEMPLATE_LEVEL).make(inputs, DEFAULT_DRAWS if risk_draws is None
                                                 else risk_draws)[0]
 
 
@@ -124,7 +124,7 @@ _NOT_CARRIED = frozenset({"formula_edited", "formula_replaced", "formula_deleted
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     """Recompute a filled-in workbook's Risk sheet: a new workbook made from its inputs."""
-    from .batch import WorkbookFactory
+    from .batch import shared_factory
     from .cli import UserError
     from .collect import collect
     from .sites import visible
@@ -150,7 +150,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if lost and in_place:
         raise UserError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
                         "or sheets would be lost in place; write a new file with -o NEW.xlsx")
-    data, summary = WorkbookFactory().make(audit.inputs, args.draws)
+    data, summary = shared_factory().make(audit.inputs, args.draws)
     write_atomically(target, data)
     for f in lost:
         print(f"tokenfactory-xl: note: not carried over from {visible(source)}: {f.where}: "

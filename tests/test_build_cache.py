@@ -1,0 +1,150 @@
+"""The build cache: a kept build is read back, never trusted when it should not be, and gives
+exactly the workbook a fresh build gives."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from tokenfactory_xl import build_cache, workbook
+from tokenfactory_xl import operating_model as om
+from tokenfactory_xl.batch import WorkbookFactory
+from tokenfactory_xl.inputs import default_inputs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Builds:
+    """A build that counts its runs."""
+
+    def __init__(self, value: object):
+        self.value, self.runs = value, 0
+
+    def __call__(self) -> object:
+        self.runs += 1
+        return self.value
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(build_cache.ENV, str(folder))
+    return folder
+
+
+def kept_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_a_build_is_kept_and_read_back(cache):
+    build = Builds({"figures": [1.5, 2.5]})
+    assert build_cache.kept("thing", build) == {"figures": [1.5, 2.5]}
+    assert build_cache.kept("thing", build) == {"figures": [1.5, 2.5]}
+    assert build.runs == 1
+    assert kept_files(cache) == [f"thing-{build_cache.fingerprint()}.pickle"]
+    if os.name == "posix":
+        assert cache.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_file_cut_short_is_built_anew_and_replaced(cache):
+    build_cache.kept("thing", Builds([1, 2, 3]))
+    (path,) = cache.iterdir()
+    path.write_bytes(path.read_bytes()[:10])
+    build = Builds([1, 2, 3])
+    assert build_cache.kept("thing", build) == [1, 2, 3]
+    assert build.runs == 1
+    assert build_cache.kept("thing", build) == [1, 2, 3] and build.runs == 1  # kept again
+
+
+def test_another_version_s_file_is_not_read_and_is_removed(cache, monkeypatch):
+    cache.mkdir(mode=0o700)
+    old = cache / ("thing-" + "0" * len(build_cache.fingerprint()) + ".pickle")
+    old.write_bytes(zlib.compress(pickle.dumps("from another version")))
+    other = cache / f"other-{build_cache.fingerprint()}.pickle"
+    other.write_bytes(zlib.compress(pickle.dumps("another name")))
+    assert build_cache.kept("thing", Builds("this version")) == "this version"
+    assert not old.exists() and other.exists()
+
+
+def test_off_keeps_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv(build_cache.ENV, "off")
+    monkeypatch.chdir(tmp_path)
+    build = Builds(7)
+    assert build_cache.kept("thing", build) == 7
+    assert build_cache.kept("thing", build) == 7
+    assert build.runs == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_cannot_be_made_does_not_stop_the_build(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(build_cache.ENV, str(blocker / "cache"))
+    assert build_cache.kept("thing", Builds("built")) == "built"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="folder permissions are POSIX modes")
+def test_a_folder_others_may_write_to_is_neither_read_nor_written(cache):
+    cache.mkdir()
+    cache.chmod(0o777)
+    planted = cache / f"thing-{build_cache.fingerprint()}.pickle"
+    planted.write_bytes(zlib.compress(pickle.dumps("planted")))
+    build = Builds("built")
+    assert build_cache.kept("thing", build) == "built"
+    assert build.runs == 1 and pickle.loads(zlib.decompress(planted.read_bytes())) == "planted"
+
+
+def test_default_folder_follows_the_platform_convention(monkeypatch, tmp_path):
+    monkeypatch.delenv(build_cache.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if sys.platform not in ("win32", "darwin"):
+        assert build_cache.folder() == tmp_path / "tokenfactory_xl"
+    monkeypatch.setenv(build_cache.ENV, "  OFF ")
+    assert build_cache.folder() is None
+
+
+def test_the_fingerprint_covers_every_file_of_the_package():
+    package = Path(build_cache.__file__).parent
+    names = {p.name for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert {"workbook.py", "catalogue.py", "gpus.csv"} <= names
+    assert len(build_cache.fingerprint()) == 20
+
+
+def test_a_factory_read_back_writes_the_same_bytes_as_a_fresh_one():
+    fresh = WorkbookFactory()
+    read_back = pickle.loads(pickle.dumps(fresh, protocol=pickle.HIGHEST_PROTOCOL))
+    site = default_inputs().replace({"gpus": 2048, "site_name": "Read back"})
+    assert read_back.make(site, 50) == fresh.make(site, 50)
+
+
+def test_a_plan_read_back_holds_the_model_s_own_lines():
+    plan = workbook.plan()
+    again = pickle.loads(pickle.dumps(plan))
+    assert (again.inputs, again.echoes, again.rows, again.risk_check) == (
+        plan.inputs, plan.echoes, plan.rows, plan.risk_check)
+    assert list(again.lines) == list(plan.lines)
+    for name, place in again.lines.items():
+        assert place.line is om.BY_LINE[name]
+        before = plan.lines[name]
+        assert (place.sheet, place.coords, place.orient) == (before.sheet, before.coords,
+                                                             before.orient)
+
+
+def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_path):
+    env = {**os.environ, build_cache.ENV: str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    outputs = []
+    for name in ("first.xlsx", "second.xlsx"):
+        subprocess.run([sys.executable, "-m", "tokenfactory_xl", "template", "-o", name,
+                        "--set", "gpus=512"], cwd=tmp_path, env=env, check=True,
+                       capture_output=True)
+        outputs.append((tmp_path / name).read_bytes())
+        if name == "first.xlsx":
+            kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()}
+    assert outputs[0] == outputs[1]
+    assert any(p.name.startswith("workbook-factory-6-") for p in kept)
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept  # read, not written again
