@@ -297,7 +297,7 @@ def test_a_workbook_from_the_builder_gives_only_the_no_values_note(tmp_path):
     from tokenfactory_xl.workbook import build_workbook, save_workbook
 
     site = make_inputs({"gpus": 2048, "ownership": "rent", "tef_target.Optimised": 0.7})
-    path = save_workbook(build_workbook(site), tmp_path / "site.xlsx")
+    path = save_workbook(build_workbook(site, risk_draws=200), tmp_path / "site.xlsx")
     audit = audit_workbook(path)
     assert [(f.severity, f.code) for f in audit.findings] == [("info", "values_absent")]
     assert audit.inputs == site

@@ -22,7 +22,7 @@ from tokenfactory_xl import workbook as wbm
 from tokenfactory_xl import workbook_risk
 from tokenfactory_xl.operating_model import FROM_MONTH0, LINE_NAMES, OUTPUT_NAMES, run
 
-from .conftest import INPUT_SETS, excel_serial
+from .conftest import INPUT_SETS, RISK_DRAWS, excel_serial
 
 RTOL = 1e-9
 ATOL = 1e-6  # for quantities that are 0 in exact arithmetic (a few ulps of 10⁷ otherwise)
@@ -79,7 +79,7 @@ def check_against_model(read, inputs) -> list[str]:
 
 
 def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
-    values = wbm.cell_values(inputs, figures=workbook_risk.compute(inputs))
+    values = wbm.cell_values(inputs, figures=workbook_risk.compute(inputs, RISK_DRAWS))
     noise = wbm.irr_sheet_noise(values)
     bad = []
     for sheet, coords in formula_coords.items():
@@ -95,7 +95,7 @@ def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
 
 @pytest.fixture(scope="module")
 def formula_coords() -> dict[str, list[str]]:
-    book = wbm.build_workbook()
+    book = wbm.build_workbook(risk_draws=RISK_DRAWS)
     out: dict[str, list[str]] = {}
     for ws in book.worksheets:
         out[ws.title] = [c.coordinate for row in ws.iter_rows() for c in row
