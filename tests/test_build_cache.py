@@ -137,14 +137,15 @@ def test_a_plan_read_back_holds_the_model_s_own_lines():
 
 def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_path):
     env = {**os.environ, build_cache.ENV: str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    (tmp_path / "sites.csv").write_text("site_name,gpus\nLyon,512\n", encoding="utf-8")
     outputs = []
-    for name in ("first.xlsx", "second.xlsx"):
-        subprocess.run([sys.executable, "-m", "tokenfactory_xl", "template", "-o", name,
-                        "--set", "gpus=512"], cwd=tmp_path, env=env, check=True,
+    for name in ("first", "second"):
+        subprocess.run([sys.executable, "-m", "tokenfactory_xl", "batch", "sites.csv", "-o", name,
+                        "--risk-draws", "50", "--quiet"], cwd=tmp_path, env=env, check=True,
                        capture_output=True)
-        outputs.append((tmp_path / name).read_bytes())
-        if name == "first.xlsx":
+        outputs.append((tmp_path / name / "Lyon.xlsx").read_bytes())
+        if name == "first":
             kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()}
     assert outputs[0] == outputs[1]
-    assert any(p.name.startswith("workbook-factory-6-") for p in kept)
+    assert any(p.name.startswith("workbook-factory-1-") for p in kept)
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # read, not written again
