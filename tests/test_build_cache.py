@@ -72,6 +72,12 @@ def test_another_version_s_file_is_not_read_and_is_removed(cache, monkeypatch):
     assert not old.exists() and other.exists()
 
 
+def test_a_build_that_cannot_be_kept_is_still_returned_and_leaves_no_file(cache):
+    unpicklable = lambda: "a local function"  # noqa: E731 - pickle refuses a lambda
+    assert build_cache.kept("thing", Builds(unpicklable)) is unpicklable
+    assert list(cache.iterdir()) == []
+
+
 def test_off_keeps_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv(build_cache.ENV, "off")
     monkeypatch.chdir(tmp_path)
