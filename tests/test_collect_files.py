@@ -346,6 +346,62 @@ def test_the_fast_scan_reads_every_kind_of_cell_as_the_full_parser(tmp_path, odd
     assert fast.values.get("A4", "twelve") == "twelve"
 
 
+SHEET_OF_COMMON_CELLS = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+    '<row r="1"><c r="A1" t="inlineStr"><is><t>Revenue &amp; opex</t></is></c>'
+    '<c r="B1" s="3" t="n"><f>C1*2</f><v>{b1}</v></c><c r="C1"><v>{c1}</v></c>'
+    '<c r="D1" t="inlineStr"><is><t xml:space="preserve"></t></is></c><c r="E1" s="1"/></row>'
+    '<row r="2"><c r="A2" t="str"><f>IF(C1&gt;{limit},"",C1)</f><v></v></c>'
+    '<c r="B2" t="n"><f>SUM(B1:C1)</f></c><c r="C2" t="n"><f>{c2}</f><v>1E-3</v></c></row>'
+    '</sheetData></worksheet>')
+
+
+def _common_sheet(b1="50", c1="25", limit="0", c2="B1/C1") -> bytes:
+    return SHEET_OF_COMMON_CELLS.format(b1=b1, c1=c1, limit=limit, c2=c2).encode()
+
+
+def test_the_fast_scan_reads_the_common_cells_in_bulk_as_the_full_parser(tmp_path):
+    """Numbers, formulas' numbers and empty texts, inline texts (escaped, empty), a formula
+    without a value, a styled empty cell: the cells a TFOM sheet is made of, each read with
+    its type as defusedxml's full parse reads it."""
+    import io
+
+    with open_xlsx(plain_workbook(tmp_path / "plain.xlsx")) as content:
+        data = _common_sheet()
+        fast = safe_xlsx._scan_cells(data, content)
+        full = safe_xlsx._parse_cells(io.BufferedReader(io.BytesIO(data)), "sheet", content)
+    assert fast is not None
+    assert fast.formulas == full.formulas == {"B1": "C1*2", "A2": 'IF(C1>0,"",C1)',
+                                              "B2": "SUM(B1:C1)", "C2": "B1/C1"}
+    assert {k: (type(v), v) for k, v in fast.values.items()} == \
+        {k: (type(v), v) for k, v in full.values.items()}
+    assert fast.values == {"A1": "Revenue & opex", "B1": 50.0, "C1": 25.0, "D1": "",
+                           "A2": "", "C2": 0.001}
+
+
+def test_a_sheet_scanned_again_is_read_from_its_own_text(tmp_path):
+    """Sheets with the formulas of one scanned before are not sorted again, but what is read
+    is always the sheet's own: its values, and any formula edited (the same number of cells,
+    even the same length of text), moved to another cell, or given back as it was."""
+    import io
+
+    variants = [_common_sheet(), _common_sheet(b1="70", c1="35"),  # other values, same formulas
+                _common_sheet(limit="9"),  # one guard edited: the same number of characters
+                _common_sheet(c2="B1*C1"), _common_sheet()]
+    moved = _common_sheet().replace(b'<c r="B2" t="n"><f>', b'<c r="D2" t="n"><f>')
+    with open_xlsx(plain_workbook(tmp_path / "plain.xlsx")) as content:
+        first = safe_xlsx._scan_cells(variants[0], content)
+        first.formulas["B1"] = "changed by its reader"  # each sheet has its own dictionary
+        for data in variants[1:] + [moved]:
+            fast = safe_xlsx._scan_cells(data, content)
+            full = safe_xlsx._parse_cells(io.BufferedReader(io.BytesIO(data)), "sheet", content)
+            assert (fast.formulas, fast.values) == (full.formulas, full.values)
+    assert safe_xlsx._scan_cells(variants[2], content).formulas["A2"] == 'IF(C1>9,"",C1)'
+    assert safe_xlsx._scan_cells(moved, content).formulas["D2"] == "SUM(B1:C1)"
+    assert safe_xlsx._scan_cells(variants[1], content).values["B1"] == 70.0
+
+
 @pytest.mark.parametrize("other", [
     '<c\tr="A4"><f>B1*3</f><v>37.5</v></c>',  # a tab, not a space, before the address
     '<c s="1" r="A4"><f>B1*3</f><v>37.5</v></c>',  # the address not first

@@ -34,7 +34,6 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO
 from xml.etree.ElementTree import ParseError
@@ -489,7 +488,11 @@ _FAST_CELL = re.compile(  # possessive (``*+``, ``?+``): no part ever gives back
 #: see (a text holding ":c " merely sends the sheet to the parser).
 _PREFIXED_CELL = re.compile(r":c[\s>/]")
 _XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
-_NUMBER_KINDS = frozenset(("", "n"))  # the t= of a cell whose value is a number
+_NUMBER_KINDS = frozenset(("", "n", None))  # the t= of a cell whose value is a number
+_TEXT_KINDS = frozenset(("str",))  # the t= of a formula's empty text, ""
+_INLINE_KINDS = frozenset(("inlineStr",))  # the t= of a cell holding an inline string
+_CELL_PARTS = 9  # the items of one cell in ``_FAST_CELL.split``: the text before it, 8 groups
+_TAIL = 256  # the end of a sheet, where ``</worksheet>`` closes it
 
 
 def _read_cells(content: XlsxContent, part: str) -> Sheet:
@@ -583,50 +586,99 @@ def _unescape_all(texts: Iterable[str]) -> list[str]:
     return found  # type: ignore[return-value]
 
 
+class _FormulasSeen:
+    """The formulas of the sheets scanned last, by the cells' addresses and escaped texts.
+
+    Every workbook of a collect has the template's formulas, with its own values: a sheet
+    whose addresses and formula texts are exactly those of one scanned before has its
+    formulas, so they are not sorted and unescaped again. Only equal lists match (no hash
+    stands in for the text), and each sheet gets its own copy of the dictionary.
+    """
+
+    def __init__(self, size: int = 32):
+        self._size = size
+        self._seen: dict[int, tuple[list, list, dict[str, str]]] = {}
+
+    def formulas(self, coords: list, texts: list) -> dict[str, str]:
+        key = len(coords)
+        seen = self._seen.get(key)
+        if seen is not None and seen[1] == texts and seen[0] == coords:
+            return dict(seen[2])
+        formulas = _formulas_of(coords, texts)
+        if len(self._seen) >= self._size:
+            self._seen.pop(next(iter(self._seen)))
+        self._seen[key] = (coords, texts, formulas)
+        return dict(formulas)
+
+
+def _formulas_of(coords: list, texts: list) -> dict[str, str]:
+    """Address → unescaped formula text of the cells whose text is not empty or ``None``."""
+    with_formula = list(map(bool, texts))
+    texts = list(compress(texts, with_formula))
+    formula_coords = list(compress(coords, with_formula))
+    formulas = dict(zip(formula_coords, texts, strict=True))
+    escaped = list(map(operator.contains, texts, repeat("&")))  # ``&lt;=`` in most guards
+    if any(escaped):
+        formulas.update(zip(compress(formula_coords, escaped),
+                            _unescape_all(compress(texts, escaped)), strict=True))
+    return formulas
+
+
+_FORMULAS_SEEN = _FormulasSeen()
+
+
 def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     """The cells of a sheet whose cells all have the common form, or ``None``.
 
-    A TFOM sheet has some 15,000 cells: after the one scan, the cells are sorted into formulas
-    and numbers by loops that run in C (``zip``, ``compress``, ``map``), not cell by cell.
+    A TFOM sheet has some 15,000 cells: the one scan splits the text into a flat list, the
+    eight parts of each cell every :data:`_CELL_PARTS` items, and the cells are sorted into
+    formulas and values by slices and loops that run in C (``compress``, ``map``), not cell
+    by cell.
     """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None  # another encoding (UTF-16 is allowed): the parser reads it
-    if not text.rstrip().endswith("</worksheet>") or _PREFIXED_CELL.search(text):
+    if not text[-_TAIL:].rstrip().endswith("</worksheet>") or _PREFIXED_CELL.search(text):
         return None  # truncated, or written another way: the parser decides
-    found = _FAST_CELL.findall(text)
-    if not found:
+    parts = _FAST_CELL.split(text)  # the text between cells, then each group (None if unmatched)
+    del text
+    if len(parts) == 1:
         return Sheet()
-    coords, kinds, texts, stored, empty, other = (list(map(itemgetter(i), found))
-                                                  for i in (0, 1, 2, 3, 4, 7))
-    if any(other):
+    if any(parts[8::_CELL_PARTS]):
         return None  # a cell of another form
-    formulas = dict(compress(zip(coords, texts, strict=True), texts))
-    escaped = list(map(operator.contains, texts, repeat("&")))  # ``&lt;=`` in most guards
-    if any(escaped):
-        formulas.update(zip(compress(coords, escaped), _unescape_all(compress(texts, escaped)),
-                            strict=True))
-    # Numbers and empty texts (a formula's "") are nearly every stored value: taken in bulk;
-    # the rest one by one.
-    number_kind = list(map(_NUMBER_KINDS.__contains__, kinds))
-    numbers = list(map(operator.and_, number_kind, map(bool, stored)))
-    empty_text = list(map(operator.and_, map("str".__eq__, kinds), map(bool, empty)))
-    plain = list(map(operator.or_, number_kind, empty_text))
-    try:
-        values: dict[str, object] = dict(zip(compress(coords, numbers),
-                                             map(float, compress(stored, numbers)), strict=True))
-    except ValueError:
-        values, plain = {}, [False] * len(found)
-    values.update(dict.fromkeys(compress(coords, empty_text), ""))
-    rest = () if all(plain) else compress(found, map(operator.not_, plain))
-    for coord, kind, _, v, blank, inline_string, inline, _ in rest:
+    coords, kinds, texts, stored, empty, inline_strings = (parts[i::_CELL_PARTS]
+                                                           for i in range(1, 7))
+    formulas = _FORMULAS_SEEN.formulas(coords, texts)
+    # A stored value is a number where the cell has no type or "n", and the empty text where
+    # an empty ``<v>`` has type "str" (a formula's ""): nearly every value, taken in bulk.
+    # Any other kind (inline, shared or stored text, booleans, errors) is read one by one.
+    if (set(compress(kinds, stored)) <= _NUMBER_KINDS and set(compress(kinds, empty)) <= _TEXT_KINDS
+            and set(compress(kinds, inline_strings)) <= _INLINE_KINDS):
+        try:
+            values: dict[str, object] = dict(zip(compress(coords, stored),
+                                                 map(float, compress(stored, stored)),
+                                                 strict=True))
+        except ValueError:
+            pass  # a number cell holding text: read one by one
+        else:
+            values.update(dict.fromkeys(compress(coords, empty), ""))
+            if any(inline_strings):
+                inlines = parts[7::_CELL_PARTS]
+                values.update(zip(compress(coords, inline_strings),
+                                  map(_unescape, compress(inlines, inline_strings)), strict=True))
+            return Sheet(formulas, values)
+    values = {}
+    inlines = parts[7::_CELL_PARTS]
+    for coord, kind, v, blank, inline_string, inline in zip(coords, kinds, stored, empty,
+                                                             inline_strings, inlines,
+                                                             strict=True):
         if v:
             value = _value(kind or "n", _unescape(v), content)
             if value is not None:  # (a shared string's index out of range: none, as parsed)
                 values[coord] = value
         elif kind == "inlineStr" and inline_string:
-            values[coord] = _unescape(inline)
+            values[coord] = _unescape(inline or "")
         elif kind == "str" and blank:
             values[coord] = ""  # a formula whose result is empty text, as Excel stores it
     return Sheet(formulas, values)
