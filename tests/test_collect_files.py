@@ -459,3 +459,21 @@ def test_a_directory_that_understates_a_sheet_is_refused(tmp_path):
     with open_xlsx(path) as content, pytest.raises(RefusedFile) as caught:
         content.cells("Data")
     assert member in str(caught.value)
+
+
+def test_the_formulas_kept_between_sheets_stay_within_their_cell_budget():
+    """What the scan keeps of the sheets it read is bounded by cells, whatever the files: the
+    sheets kept longest make room, and a sheet larger than the budget is not kept at all."""
+    seen = safe_xlsx._FormulasSeen(cells=12)
+
+    def sheet(n: int, formula: str = "B1*2") -> tuple[list, list]:
+        return [f"A{i}" for i in range(1, n + 1)], [formula] * (n - 1) + [None]
+
+    assert seen.formulas(*sheet(4)) == {f"A{i}": "B1*2" for i in range(1, 4)}
+    seen.formulas(*sheet(5, "C1&lt;0"))
+    assert sorted(seen._seen) == [4, 5]
+    assert seen.formulas(*sheet(5, "C1&lt;0"))["A1"] == "C1<0"
+    seen.formulas(*sheet(6))  # 4 + 5 + 6 cells: the sheet of 4, kept longest, makes room
+    assert sorted(seen._seen) == [5, 6]
+    assert seen.formulas(*sheet(13)) == {f"A{i}": "B1*2" for i in range(1, 13)}
+    assert sorted(seen._seen) == [5, 6]

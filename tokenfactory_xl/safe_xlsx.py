@@ -592,11 +592,12 @@ class _FormulasSeen:
     Every workbook of a collect has the template's formulas, with its own values: a sheet
     whose addresses and formula texts are exactly those of one scanned before has its
     formulas, so they are not sorted and unescaped again. Only equal lists match (no hash
-    stands in for the text), and each sheet gets its own copy of the dictionary.
+    stands in for the text), and each sheet gets its own copy of the dictionary. The sheets
+    kept hold at most ``cells`` cells together (a TFOM workbook has some 30,000).
     """
 
-    def __init__(self, size: int = 32):
-        self._size = size
+    def __init__(self, cells: int = 1 << 17):
+        self._cells = cells
         self._seen: dict[int, tuple[list, list, dict[str, str]]] = {}
 
     def formulas(self, coords: list, texts: list) -> dict[str, str]:
@@ -605,9 +606,11 @@ class _FormulasSeen:
         if seen is not None and seen[1] == texts and seen[0] == coords:
             return dict(seen[2])
         formulas = _formulas_of(coords, texts)
-        if len(self._seen) >= self._size:
-            self._seen.pop(next(iter(self._seen)))
-        self._seen[key] = (coords, texts, formulas)
+        self._seen.pop(key, None)
+        if key <= self._cells:
+            while self._seen and sum(self._seen) + key > self._cells:
+                self._seen.pop(next(iter(self._seen)))  # the one kept longest
+            self._seen[key] = (coords, texts, formulas)
         return dict(formulas)
 
 
