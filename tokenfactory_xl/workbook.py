@@ -21,6 +21,7 @@ import copy
 import datetime as dt
 import functools
 import io
+import operator
 import os
 import re
 import zipfile
@@ -1307,7 +1308,7 @@ def cell_values(inputs: SiteInputs, result: Result | None = None,
         spec = BY_NAME[name]
         value = inputs[name]
         out[sheet][coord] = input_cell_value(spec, value[index] if index is not None else value)
-    guards: dict[str, np.ndarray] = {}
+    unused: dict[str, list[bool]] = {}  # a guarded table → the positions not in use
     for name, place in p.lines.items():
         line = place.line
         v = values[name]
@@ -1321,11 +1322,12 @@ def cell_values(inputs: SiteInputs, result: Result | None = None,
         first = 1 if line.skip_first else 0
         sheet.update(zip(coords[first:], shown[first:len(coords)], strict=True))
         if t is not None and t.guard is not None:
-            key = t.name
-            if key not in guards:
-                guards[key] = _guard_values(t, values, place)
-            live = guards[key]
-            sheet.update((coords[k], "") for k in range(first, len(coords)) if not live[k])
+            if t.name not in unused:
+                unused[t.name] = list(map(operator.not_, _guard_values(t, values, place)))
+            blank = unused[t.name]
+            if True in blank:
+                sheet.update(dict.fromkeys(compress(coords[first:], blank[first:len(coords)]),
+                                           ""))
     out[workbook_risk.SHEET] = workbook_risk.cell_values(inputs, figures)
     check_sheet, check_coord = p.risk_check
     out[check_sheet][check_coord] = "OK" if figures is not None else "not computed"
