@@ -121,3 +121,41 @@ def test_shifted_cells_read_neighbours():
     v = compile_model(lines)({"xs": (1.0, 4.0, 9.0, 16.0)}, {}, {})
     np.testing.assert_array_equal(v["d"], [0, 3, 5, 7])
     assert list(v["ahead"][:3]) == [4, 9, 16] and math.isnan(v["ahead"][3])
+
+
+# -- the numpy side keeps numpy's own bits ------------------------------------------------------
+def _bits(a) -> bytes:
+    return np.ascontiguousarray(a, dtype=float).tobytes()
+
+
+def test_a_sumif_over_many_variants_is_the_nansum_of_the_picked_cells():
+    """SUMIF(index row, position, value row) per fiscal year for 7 variants with blanks (NaN):
+    the very sums of numpy's nansum over the picked cells, as each variant alone gets them."""
+    from tokenfactory_xl.formula import _sum_row, _sumif
+
+    rng = np.random.default_rng(3)
+    index = np.repeat(np.arange(1.0, 6.0), 12)[None, None, :]  # 5 years of 12 months
+    index[..., 50:] = np.nan  # months beyond the horizon
+    values = rng.normal(0, 1e6, (7, 1, 60))
+    values[:, :, 55:] = np.nan
+    values[2, 0, 7] = np.nan
+    years = np.arange(1.0, 7.0)[:, None]
+    got = _sumif(index, years, values)
+    expected = _sum_row(np.where(index == years, values, 0.0))
+    assert got.shape == expected.shape == (7, 6, 1)
+    assert _bits(got) == _bits(expected)
+    for k in range(7):  # each variant alone: the same sums
+        assert _bits(_sumif(index[0], years, values[k, 0])) == _bits(got[k])
+
+
+def test_match_finds_numbers_in_a_row_of_many_variants_and_texts_in_a_list():
+    """MATCH(x, row, 0): the first position of x in each variant's row (NaN: not found);
+    over a list of texts, the case-insensitive position."""
+    from tokenfactory_xl.formula import _match
+
+    rows = np.array([[[3.0, 1.0, 1.0, np.nan]], [[2.0, 2.0, 5.0, 1.0]]])
+    got = _match(np.array([[[1.0]], [[7.0]]]), rows, 0)
+    assert got[0, 0, 0] == 2 and np.isnan(got[1, 0, 0])
+    assert _match(1.0, rows[1], 0).item() == 4
+    assert float(_match("optimised", ("Base", "Optimised", "Downside"), 0)) == 2
+    assert np.isnan(_match("Upside", ("Base", "Optimised", "Downside"), 0))

@@ -318,8 +318,12 @@ def test_scaling_gpus_leaves_breakeven_unchanged(k, fixed):
 def _same(a: object, b: object) -> bool:
     """Equal to the last bit: arrays of the same dtype and shape, NaN where NaN, texts alike."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and a.shape == b.shape and _same(a.tolist(), b.tolist()))
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape):
+            return False
+        if a.dtype.kind == "f":  # numbers in bulk: equal, or NaN where NaN
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return _same(a.tolist(), b.tolist())
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, dict):

@@ -520,7 +520,12 @@ def _python(e: Expr, ctx: PythonContext) -> str:
 def _pow(a, b):
     """``a ^ b`` by numpy's power whatever the shapes: one site's number then gets what the
     same number gets among many sites' (Python's ``**`` on a numpy float rounds by another
-    routine, a last digit apart)."""
+    routine, a last digit apart).
+
+    Always over the whole rows: numpy takes a faster routine when an exponent is the same
+    along its innermost loop (−1 as a reciprocal), a last digit apart from ``pow``; a row cut
+    short (say, to the months before the horizon) can become one.
+    """
     return np.power(a, b)
 
 
@@ -637,7 +642,11 @@ def _sumproduct(*args):
 
 def _sumif(criteria_row, criterion, sum_row):
     hit = np.asarray(criteria_row) == np.asarray(criterion)
-    return _sum_row(np.where(hit, sum_row, 0.0))
+    # _sum_row's nansum of np.where(hit, sum_row, 0), its blanks left out before the cells are
+    # picked (the row is a criterion's count of times smaller): the same numbers, summed alike
+    values = np.asarray(sum_row, dtype=float)
+    picked = np.ascontiguousarray(np.where(hit & ~np.isnan(values), values, 0.0))
+    return picked.sum(axis=-1, keepdims=True)
 
 
 def _countif(row, criterion):
@@ -667,8 +676,7 @@ def _index(row, r, c=None):
 
 
 def _match(x, row, _exact=0):
-    arr = np.asarray(row, dtype=object)
-    if arr.ndim == 0 or isinstance(row, tuple):
+    if isinstance(row, tuple) or np.ndim(row) == 0:
         items = list(row)
         key = x.item() if isinstance(x, np.ndarray) and x.size == 1 else x
         for i, item in enumerate(items):
