@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import os
 import re
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import openpyxl
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import batch, cli, risk, workbook_risk
 from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.files import TEMP_PREFIX
@@ -29,9 +28,7 @@ INJECTIONS = ['=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)"]
 
 
 def tfxl(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return command.run(*args, cwd=cwd)
 
 
 def sites_csv(tmp_path: Path, rows: list[str], header: str = "site_name,gpus,tef_target",

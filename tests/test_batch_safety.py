@@ -17,6 +17,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import batch, cli, files
 from tokenfactory_xl.errors import InputError
 from tokenfactory_xl.files import TEMP_PREFIX
@@ -24,7 +25,12 @@ from tokenfactory_xl.files import TEMP_PREFIX
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def tfxl(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def tfxl(*args: str) -> subprocess.CompletedProcess:
+    return command.run(*args, cwd=ROOT)
+
+
+def tfxl_process(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    """A run in a process of its own, ended after ``timeout`` seconds (a run that would hang)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -142,7 +148,7 @@ def test_a_full_disk_leaves_nothing_and_says_so_in_one_line(tmp_path, monkeypatc
 def test_a_fifo_as_the_sites_file_is_refused_at_once(tmp_path):
     fifo = tmp_path / "sites.csv"
     os.mkfifo(fifo)
-    proc = tfxl("batch", str(fifo), "-o", str(tmp_path / "out"), timeout=60)
+    proc = tfxl_process("batch", str(fifo), "-o", str(tmp_path / "out"), timeout=60)
     assert proc.returncode == 2
     assert f"sites file={fifo}: is a named pipe (FIFO), not a regular file" in proc.stderr
     assert not (tmp_path / "out").exists()
@@ -151,7 +157,7 @@ def test_a_fifo_as_the_sites_file_is_refused_at_once(tmp_path):
 def test_a_link_to_dev_zero_is_a_device(tmp_path):
     link = tmp_path / "sites.csv"
     link.symlink_to("/dev/zero")
-    proc = tfxl("batch", str(link), "-o", str(tmp_path / "out"), timeout=60)
+    proc = tfxl_process("batch", str(link), "-o", str(tmp_path / "out"), timeout=60)
     assert proc.returncode == 2
     assert "is a character device (a link to /dev/zero), not a regular file" in proc.stderr
     assert "no such file" not in proc.stderr.lower()

@@ -9,13 +9,13 @@ from __future__ import annotations
 import csv
 import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import openpyxl
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.inputs import make_inputs
 from tokenfactory_xl.operating_model import OUTPUT_NAMES, run
@@ -36,9 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def collect(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", "collect", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return command.run("collect", *map(str, args), cwd=cwd)
 
 
 def portfolio_rows(path: Path) -> dict[str, dict[str, object]]:

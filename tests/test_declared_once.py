@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import make_inputs, run
 from tokenfactory_xl import operating_model as om
 from tokenfactory_xl import workbook as wbm
@@ -86,8 +85,8 @@ def test_workbook_formula_and_stored_value():
 
 def test_summary_json():
     args = ["summary", "--json"] + [a for k, v in SITE.items() for a in ("--set", f"{k}={v}")]
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    proc = command.run(*args, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["tokens_per_mw"] == pytest.approx(hand_tokens_per_mw(),
                                                                       rel=1e-12)
 

@@ -19,8 +19,6 @@ import csv
 import math
 import os
 import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -29,6 +27,7 @@ import pytest
 from openpyxl.formula.tokenizer import Tokenizer
 from openpyxl.utils.cell import range_boundaries
 
+from tests.tools import command
 from tokenfactory_xl import gnumeric
 from tokenfactory_xl.audit import audit_workbook
 from tokenfactory_xl.catalogue import SCENARIOS
@@ -68,9 +67,7 @@ def workbooks(tmp_path_factory) -> dict[str, Path]:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(SITES)
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "batch", str(sites), "-o",
-                           str(folder / "out"), "--quiet"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+    proc = command.run("batch", str(sites), "-o", str(folder / "out"), "--quiet", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     out = {"template": TEMPLATE}
     for row in SITES:

@@ -8,8 +8,6 @@ scanned, and a function outside the list is reported with how often it is used a
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +15,8 @@ import openpyxl
 import pytest
 from openpyxl.formula.tokenizer import Tokenizer
 from openpyxl.worksheet.formula import ArrayFormula
+
+from tests.tools import command
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_FILE = ROOT / "tests" / "data" / "portable_functions.txt"
@@ -76,9 +76,7 @@ def batch_workbook(tmp_path_factory) -> Path:
     sites = folder / "sites.csv"
     sites.write_text("site_name,gpus,measured_tps,ownership,scenario,horizon_months\n"
                      "Rented,256,700000,rent,Optimised,30\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "batch", str(sites), "-o",
-                           str(folder / "out"), "--quiet"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+    proc = command.run("batch", str(sites), "-o", str(folder / "out"), "--quiet", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return folder / "out" / "Rented.xlsx"
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools import command as tool
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
@@ -111,8 +113,7 @@ def run_tool(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
     argv = shlex.split(command)
     assert argv[0] == PROGRAM, command
     scratch.ran.add(command)
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *argv[1:]], cwd=scratch.path,
-                          env=scratch.env(), capture_output=True, text=True, timeout=600)
+    return tool.run(*argv[1:], cwd=scratch.path, env=scratch.env())
 
 
 def run_shell(command: str, scratch: Scratch) -> subprocess.CompletedProcess:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import lite, udfs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,10 +106,18 @@ def _plain(value):
 def lite_python(tmp_path_factory) -> str:
     """The python of a fresh virtual environment that holds only numpy and xlwings."""
     folder = tmp_path_factory.mktemp("lite-venv")
-    venv.EnvBuilder(with_pip=True).create(folder)
+    venv.EnvBuilder(with_pip=False).create(folder)
     python = str(folder / ("Scripts" if os.name == "nt" else "bin") / "python")
-    proc = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "numpy", "xlwings"], capture_output=True, text=True, timeout=900)
+    install = ["install", "--quiet", "--disable-pip-version-check", "numpy", "xlwings"]
+    # This pip installs into the new environment (pip 22.3's --python): no pip of its own to set
+    # up there, half the fixture's time. An older pip puts one there first.
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", python, *install],
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0 and "no such option" in proc.stderr:
+        subprocess.run([python, "-m", "ensurepip", "--default-pip"], capture_output=True,
+                       check=True, timeout=900)
+        proc = subprocess.run([python, "-m", "pip", *install], capture_output=True, text=True,
+                              timeout=900)
     if proc.returncode != 0:
         if os.environ.get("CI") == "true":
             pytest.fail(f"pip install numpy xlwings failed: {proc.stderr[-500:]}")
@@ -120,8 +129,7 @@ def lite_python(tmp_path_factory) -> str:
 def bundle(tmp_path_factory) -> Path:
     """What `tokenfactory-xl lite -o DIR` writes."""
     folder = tmp_path_factory.mktemp("lite") / "xlwings-lite"
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "lite", "-o", str(folder)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = command.run("lite", "-o", str(folder), cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"wrote {folder / 'main.py'} and")
     return folder
@@ -207,8 +215,7 @@ def test_the_committed_bundle_is_what_lite_writes(bundle):
 
 
 def test_lite_refuses_to_overwrite(bundle):
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "lite", "-o", str(bundle)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = command.run("lite", "-o", str(bundle), cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr == (f"tokenfactory-xl: -o {bundle}: main.py and requirements.txt exist; "
                            f"nothing was written (add --force to replace)\n")

@@ -7,7 +7,6 @@ import json
 import math
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from statistics import NormalDist
 
@@ -15,6 +14,7 @@ import openpyxl
 import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_prefill, hand_tps
+from tests.tools import command
 from tokenfactory_xl import actuals, cli
 from tokenfactory_xl.errors import InputError
 
@@ -34,8 +34,7 @@ def hand_slo(p50: float, p99: float, slo: float) -> float:
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", "actuals", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return command.run("actuals", *args, cwd=ROOT)
 
 
 def as_json(capsys, *args: str) -> dict:

@@ -4,12 +4,11 @@ says where each file comes from); a published measurement never beats the roofli
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import actuals, model, roofline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,8 +20,7 @@ def fixture(name: str) -> str:
 
 
 def cli_json(*args: str) -> object:
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "actuals", *args, "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = command.run("actuals", *args, "--json", cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -179,8 +177,7 @@ def test_ttft_without_a_unit_says_which_unit_was_assumed(fields, p50, note):
 def test_hostile_files_get_one_clear_line(tmp_path, content, says):
     path = tmp_path / "result.json"
     path.write_text(content, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "actuals", str(path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = command.run("actuals", str(path), cwd=ROOT)
     assert proc.returncode == 2
     assert says in proc.stderr and str(path) in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import openpyxl
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import cost, libreoffice
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,8 +19,7 @@ SUITE = str(ROOT / "tests" / "fixtures" / "actuals" / "suite_agg_list_constructe
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", "cost", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return command.run("cost", *args, cwd=ROOT)
 
 
 def hand_point(inp, out, seconds, done, ttft_ms, itl_ms, gpus=4, gpu_hour=2.10):

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_max_batch, hand_prefill, hand_tps
+from tests.tools import command
 from tokenfactory_xl import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", "theoretical", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return command.run("theoretical", *args, cwd=ROOT)
 
 
 @pytest.mark.parametrize(("gpu", "m"), [(GPUS[2], MODELS[4]), (GPUS[6], MODELS[0]),

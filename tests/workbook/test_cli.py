@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import openpyxl
 
+from tests.tools import command
 from tokenfactory_xl.inputs import make_inputs
 from tokenfactory_xl.operating_model import run
 from tokenfactory_xl.workbook_cli import template_bytes
@@ -17,10 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-                               "HOME": str(cwd)})
+    return command.run(*args, cwd=cwd, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd)})
 
 
 def readme_examples(command: str) -> list[list[str]]:
