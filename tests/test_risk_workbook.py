@@ -27,9 +27,12 @@ def cell(wb, defined_name: str, index: int = 0):
 
 def status(path: Path) -> tuple[str, str]:
     """The Risk sheet's status and the Checks sheet's line, as the engine computed them."""
-    wb = openpyxl.load_workbook(path, data_only=True)
-    sheet, coord = plan().risk_check
-    return wb[workbook_risk.SHEET][workbook_risk.STATUS].value, wb[sheet][coord].value
+    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)  # two sheets read, not 12
+    try:
+        sheet, coord = plan().risk_check
+        return wb[workbook_risk.SHEET][workbook_risk.STATUS].value, wb[sheet][coord].value
+    finally:
+        wb.close()
 
 
 @pytest.fixture(scope="module")
