@@ -159,3 +159,34 @@ def test_match_finds_numbers_in_a_row_of_many_variants_and_texts_in_a_list():
     assert _match(1.0, rows[1], 0).item() == 4
     assert float(_match("optimised", ("Base", "Optimised", "Downside"), 0)) == 2
     assert np.isnan(_match("Upside", ("Base", "Optimised", "Downside"), 0))
+
+
+@pytest.mark.parametrize("position", [1, 2, 2.7, 4, 0, 0.5, 5, -1, np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("row", [[10.0, np.nan, 30.0, 40.0], ["a", 2.0, "c", np.nan]],
+                         ids=["numbers", "texts"])
+def test_one_sites_index_is_the_cell_many_variants_would_pick(row, position):
+    """INDEX of one site's row at one position (a shortcut) against the same row among two
+    variants (numpy's general picking): the same cell, its type, and NaN off the row."""
+    from tokenfactory_xl.formula import _index
+
+    one = np.array([row], dtype=float if isinstance(row[0], float) else object)
+    for k in (position, np.array([[position]])):
+        alone = _index(one, k)
+        among = _index(np.vstack([one, one]), np.full((2, 1), position))[:1]
+        assert alone.shape == among.shape == (1, 1) and alone.dtype == among.dtype
+        a, b = alone[0, 0], among[0, 0]
+        assert (a is b or a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)))
+        # Excel's INDEX(row, 1, 2.7) is its second cell: the position is truncated
+        want = row[int(position) - 1] if math.isfinite(position) and 1 <= position <= 4 \
+            else np.nan
+        assert a == want or (isinstance(want, float) and math.isnan(want) and math.isnan(a))
+
+
+def test_a_recurrent_line_of_one_site_stacks_its_steps_as_many_variants_do():
+    from tokenfactory_xl.formula import _stack
+
+    steps = [np.float64(0.1) * i for i in range(7)] + [np.float64(np.nan)]
+    alone = _stack(steps)
+    among = _stack([np.full((2, 1, 1), s) for s in steps])
+    assert alone.shape == (8,) and among.shape == (2, 8) and alone.dtype == among.dtype
+    np.testing.assert_array_equal(alone, among[0])  # NaN where NaN, else bit for bit

@@ -663,6 +663,14 @@ def _index(row, r, c=None):
     position of the row."""
     k = np.asarray(c if c is not None else r, dtype=float)
     arr = np.asarray(row)
+    if arr.ndim == 2 and arr.shape[0] == 1 and arr.dtype.kind in "fO" and k.size == 1 \
+            and k.ndim <= 2:
+        # One site's row and one position (most INDEXes of a run): the cell itself, as the
+        # general case below gives it, shaped (1, 1), without its dozen numpy calls.
+        n, at = arr.shape[1], float(k.flat[0])
+        out = np.empty((1, 1), dtype=arr.dtype)
+        out[0, 0] = arr[0, int(at) - 1] if math.isfinite(at) and 1 <= at <= n else np.nan
+        return out
     if k.ndim < arr.ndim:  # numpy's broadcasting: missing leading axes
         k = k.reshape((1,) * (arr.ndim - k.ndim) + k.shape)
     n = arr.shape[-1]
@@ -1128,5 +1136,7 @@ def _pick(line, k: int):
 
 def _stack(values: list) -> np.ndarray:
     """The steps of a recurrent line as its values (…, n)."""
+    if values and all(type(v) in (float, np.float64) for v in values):
+        return np.array(values, dtype=float)  # one site's steps, numbers: the same row at once
     return np.stack([np.asarray(v, dtype=float).reshape(np.shape(v)[:-2] or np.shape(v))
                      for v in values], axis=-1)
