@@ -40,6 +40,15 @@ def soffice() -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory):
+    """Alpha, Beta and Gamma's workbooks (tests/collect_support.py), written by the real batch
+    once for the collect tests: site name → path. Read or copy them, never change them."""
+    from tests.collect_support import generate
+
+    return generate(tmp_path_factory.mktemp("batch"))
+
+
 #: Fixtures that take seconds to make, once per session or module: a fresh virtual environment
 #: with numpy and xlwings installed, a batch run, LibreOffice or Gnumeric recalculating every
 #: workbook. The tests that use one run on one worker (``--dist loadgroup``), so it is made

@@ -18,15 +18,9 @@ from .collect_support import (
     copy,
     edit_stored_value,
     edit_with_openpyxl,
-    generate,
     set_input,
     site_rows,
 )
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    return generate(tmp_path_factory.mktemp("batch"))
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ from .collect_support import (
     copy,
     edit_with_openpyxl,
     fingerprint,
-    generate,
     rewrite_member,
     set_input,
     site_rows,
@@ -67,11 +66,6 @@ def assert_row_is_model(row: dict[str, object], expected: dict[str, float | None
             assert got in (None, ""), name
         else:
             assert got == pytest.approx(want, rel=1e-12), name
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    return generate(tmp_path_factory.mktemp("batch"))
 
 
 def test_round_trip_edited_inputs_reach_the_portfolio(generated, tmp_path):

@@ -29,7 +29,6 @@ from .collect_support import (
     copy,
     edit_with_openpyxl,
     fingerprint,
-    generate,
     rewrite_member,
     set_input,
 )
@@ -46,11 +45,6 @@ def collect_process(*args: str | Path, cwd: Path, timeout: float) -> subprocess.
     return subprocess.run([sys.executable, "-m", "tokenfactory_xl", "collect", *map(str, args)],
                           cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    return generate(tmp_path_factory.mktemp("batch"))
 
 
 # -- duplicates -----------------------------------------------------------------------------------
