@@ -29,13 +29,6 @@ def tfxl(*args: str) -> subprocess.CompletedProcess:
     return command.run(*args, cwd=ROOT)
 
 
-def tfxl_process(*args: str, timeout: float) -> subprocess.CompletedProcess:
-    """A run in a process of its own, ended after ``timeout`` seconds (a run that would hang)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() and not p.is_symlink()
                                          else b"<link>" if p.is_symlink() else b"<dir>")
@@ -148,7 +141,7 @@ def test_a_full_disk_leaves_nothing_and_says_so_in_one_line(tmp_path, monkeypatc
 def test_a_fifo_as_the_sites_file_is_refused_at_once(tmp_path):
     fifo = tmp_path / "sites.csv"
     os.mkfifo(fifo)
-    proc = tfxl_process("batch", str(fifo), "-o", str(tmp_path / "out"), timeout=60)
+    proc = command.process("batch", str(fifo), "-o", str(tmp_path / "out"), timeout=60)
     assert proc.returncode == 2
     assert f"sites file={fifo}: is a named pipe (FIFO), not a regular file" in proc.stderr
     assert not (tmp_path / "out").exists()
@@ -157,7 +150,7 @@ def test_a_fifo_as_the_sites_file_is_refused_at_once(tmp_path):
 def test_a_link_to_dev_zero_is_a_device(tmp_path):
     link = tmp_path / "sites.csv"
     link.symlink_to("/dev/zero")
-    proc = tfxl_process("batch", str(link), "-o", str(tmp_path / "out"), timeout=60)
+    proc = command.process("batch", str(link), "-o", str(tmp_path / "out"), timeout=60)
     assert proc.returncode == 2
     assert "is a character device (a link to /dev/zero), not a regular file" in proc.stderr
     assert "no such file" not in proc.stderr.lower()

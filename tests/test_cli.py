@@ -32,9 +32,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def run_entry_point(*args: str) -> subprocess.CompletedProcess:
-    """``python -m tokenfactory_xl``, as a process of its own."""
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return command.process(*args, cwd=ROOT)
 
 
 def summary_json(capsys, *args: str) -> dict:

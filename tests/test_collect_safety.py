@@ -40,13 +40,6 @@ def collect(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     return command.run("collect", *map(str, args), cwd=cwd)
 
 
-def collect_process(*args: str | Path, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
-    """A run in a process of its own, ended after ``timeout`` seconds (a run that would hang)."""
-    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", "collect", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-
-
 # -- duplicates -----------------------------------------------------------------------------------
 def test_the_same_workbook_twice_stops_the_run_naming_both(generated, tmp_path):
     inbox = tmp_path / "inbox"
@@ -227,14 +220,14 @@ def test_fifos_and_devices_are_refused_without_blocking(generated, tmp_path):
     copy(generated["Beta"], inbox)
     os.mkfifo(inbox / "pipe.xlsx")
     (inbox / "zero.xlsx").symlink_to("/dev/zero")
-    proc = collect_process("inbox", "-o", "p.xlsx", cwd=tmp_path, timeout=120)
+    proc = command.process("collect", "inbox", "-o", "p.xlsx", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     (pipe,) = [x for x in lines if "pipe.xlsx" in x]
     (zero,) = [x for x in lines if "zero.xlsx" in x]
     assert pipe.startswith("refused") and "is a named pipe (FIFO), not a regular file" in pipe
     assert zero.startswith("refused") and "is a character device (a link to /dev/zero)" in zero
-    named = collect_process(inbox / "zero.xlsx", "-o", "q.xlsx", cwd=tmp_path, timeout=120)
+    named = command.process("collect", inbox / "zero.xlsx", "-o", "q.xlsx", cwd=tmp_path)
     assert "no such file" not in named.stderr and "character device" in named.stdout
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -59,10 +58,9 @@ def test_a_users_catalogue_folder_reaches_the_command(tmp_path):
         "name,vendor,hbm_gb,bandwidth_tbps,bf16_tflops,fp8_tflops,power_w\n"
         "Lab-1,Acme,100,2,500,1000,600\n", encoding="utf-8")
     env = {**os.environ, "TOKENFACTORY_XL_CATALOGUE_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "theoretical", "--gpu",
-                           "lab-1", "--model", "Llama-3.1-8B", "--precision", "fp8", "--batch",
-                           "1", "--context", "1000", "--json"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = command.process("theoretical", "--gpu", "lab-1", "--model", "Llama-3.1-8B",
+                           "--precision", "fp8", "--batch", "1", "--context", "1000", "--json",
+                           cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["gpu"] == "Lab-1"

@@ -8,8 +8,8 @@ the standard error as text. Whatever ``main`` lets through is what Python would 
 traceback on the standard error and status 1, or the status of a ``SystemExit`` (argparse's
 usage errors, ``--help``, ``--version``).
 
-A test of what only a process has (a signal stopping it, what its start imports, the environment
-it starts with, a build kept by an earlier process) starts one with ``subprocess``.
+A test of what only a process has (a file that would block it, what its start imports, the
+environment it starts with) starts one with :func:`process`.
 """
 
 from __future__ import annotations
@@ -85,3 +85,14 @@ def run(*args: str | os.PathLike, cwd: str | os.PathLike = ROOT,
             os.chdir(here)
     return subprocess.CompletedProcess(["tokenfactory-xl", *argv], status, stdout.getvalue(),
                                        stderr.getvalue())
+
+
+def process(*args: str | os.PathLike, cwd: str | os.PathLike = ROOT,
+            env: Mapping[str, str] | None = None, timeout: float = 120
+            ) -> subprocess.CompletedProcess:
+    """``python -m tokenfactory_xl *args`` as a process of its own, in ``cwd`` with ``env``
+    (this process's when ``None``) and this checkout's package, ended after ``timeout`` seconds
+    (a run that would hang fails its test instead of the suite)."""
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *map(os.fspath, args)],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
