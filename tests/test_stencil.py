@@ -9,6 +9,7 @@ import re
 import zipfile
 import zlib
 
+import numpy as np
 import openpyxl
 import pytest
 from hypothesis import given, settings
@@ -127,6 +128,36 @@ def test_types_of_stored_values():
     assert excel_serial(dt.date(2027, 1, 1)) == 46388   # as Excel shows =DATE(2027,1,1)*1
 
 
+def test_values_set_in_runs_store_what_a_dict_of_them_stores():
+    # The batch sets a site's cells a run at a time (a line's row of numbers at once); the file
+    # must be the one a dict of the values each cell ends with gives, the last value set for a
+    # cell winning. Worked out here: A1..A5 as set last below.
+    stencil = Stencil(template(), CELLS)
+    site = values("Oslo", 4096, dt.date(2028, 7, 1), 0.1 + 0.2)
+    sheets = stencil.values()
+    calc = sheets["Calc & Returns"]
+    for coord, value in site["Inputs"].items():
+        sheets["Inputs"].put_one(coord, value)
+    where = calc.positions(["A1", "A2", "A3", "A4", "A5"])
+    calc.put_numbers(where, np.array([1.5, np.nan, np.inf, 7.0, 2.0]), "none")
+    calc.put(where[1:3], ["Site: Oslo", 12])  # a text and a count over the NaN and the inf
+    calc.put_same(where[3:4], "")  # a blank over 7.0
+    calc.put_one("A5", 0.30000000000000004)
+    expected = {"A1": 1.5, "A2": "Site: Oslo", "A3": 12, "A4": "", "A5": 0.30000000000000004}
+    assert {c: calc[c] for c in expected} == expected
+    assert stencil.fill(sheets) == stencil.fill({"Inputs": site["Inputs"],
+                                                 "Calc & Returns": expected})
+    # a NaN of a row shows the line's missing value, ±inf the spreadsheet's error
+    calc.put_numbers(where[:2], np.array([np.nan, -np.inf]), "")
+    calc.put_numbers(where[2:3], np.array([np.nan]), "none")
+    assert (calc["A1"], calc["A2"], calc["A3"]) == ("", -np.inf, "none")
+    a2 = cell_xml(sheet_xml(stencil.fill(sheets), 2), "A2")
+    assert 't="e"' in a2 and "<v>#NUM!</v>" in a2
+    assert calc.get("Z99", "nothing") == "nothing"
+    with pytest.raises(KeyError):
+        calc.put_one("Z99", 1.0)  # not a cell of the stencil
+
+
 def test_stale_values_of_the_template_are_removed():
     raw = template()
     # A template that carries a stored value in a formula cell no site fills.
@@ -207,10 +238,14 @@ def test_floats_are_written_as_repr_writes_them(numbers):
 
     assert stencil.FLOAT_FORMAT == "orjson"  # the test extra installs it
     numbers = numbers + EDGES
-    assert stencil.format_floats(numbers) == [repr(x) for x in numbers]
+    expected = [repr(x) for x in numbers]
+    assert stencil.format_floats(numbers) == expected
+    assert stencil.format_floats(np.array(numbers)) == expected  # a sheet's row of numbers
+    assert stencil.format_floats(np.array(numbers)[::-1]) == expected[::-1]  # not contiguous
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stencil, "_orjson", None)
-        assert stencil.format_floats(numbers) == [repr(x) for x in numbers]
+        assert stencil.format_floats(numbers) == expected
+        assert stencil.format_floats(np.array(numbers)) == expected
 
 
 def test_cells_missing_from_the_template_are_refused():

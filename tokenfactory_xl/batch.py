@@ -93,7 +93,7 @@ class WorkbookFactory:
     def __init__(self, level: int = COMPRESSION_LEVEL):
         from . import workbook
 
-        self._cell_values = workbook.cell_values
+        self._spots: dict = {}  # the stencil's positions of the plan's lines (StencilCells.at)
         defaults = default_inputs()
         template = _template_bytes(workbook)
         cells = {sheet: list(values) for sheet, values in workbook.cell_values(defaults).items()}
@@ -107,6 +107,11 @@ class WorkbookFactory:
         self._outputs |= {c.name: self.stencil.defined_cells.get(c.line)
                           for c in SCENARIO_COLUMNS}
 
+    def __getstate__(self) -> dict:
+        # kept between runs (:mod:`build_cache`) without the positions found by object
+        # identity, which mean nothing in another process
+        return {**self.__dict__, "_spots": {}}
+
     def workbook_bytes(self, inputs: SiteInputs, risk_draws: int = 0) -> bytes:
         """The site's workbook, every formula cell storing the model's value, as ``.xlsx``
         (its Risk sheet computed with ``risk_draws`` draws; 0: not computed)."""
@@ -118,10 +123,12 @@ class WorkbookFactory:
         with the risk columns when ``risk_draws`` draws were made (the Risk sheet's figures).
         ``result`` is the model's run of ``inputs`` when the caller has it (computed here if
         ``None``)."""
-        from . import workbook_risk
+        from . import workbook, workbook_risk
 
         figures = workbook_risk.compute(inputs, risk_draws)
-        values = self._cell_values(inputs, result, figures=figures)
+        cells = workbook.StencilCells(self.stencil, self._spots)
+        workbook.fill_cells(cells, inputs, result, figures)
+        values = cells.sheets
         extra: dict[str, float | None] = {}
         if figures is not None:
             risk_summary = figures.risk.summary()

@@ -28,11 +28,12 @@ import datetime as dt
 import functools
 import io
 import math
+import operator
 import re
 import struct
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import BinaryIO
@@ -165,34 +166,126 @@ class _SheetStencil:
         self.segments = [_ascii(segment) for segment in self.segments]
         self.cells = [(ref, _Cell(_ascii(c.head), _ascii(c.formula), _ascii(c.original)))
                       for ref, c in self.cells]
-        self._refs = [ref for ref, _ in self.cells]
+        self.refs = [ref for ref, _ in self.cells]
+        self.index = {ref: i for i, ref in enumerate(self.refs)}
         parts: list[str] = []
         self._empty: list[str] = []
         for segment, (_, cell) in zip(self.segments, self.cells, strict=False):
             parts += [f'{segment}{cell.head} t="n">{cell.formula}<v>', "", "</v></c>"]
             self._empty.append(segment + _cell_xml(cell, ""))
         parts.append(self.segments[-1])
-        self._parts = parts
+        self._parts = np.array(parts, dtype=object)
+        self._blank = np.array(self._empty, dtype=object)  # each cell's XML as a blank
 
-    def render(self, values: Mapping[str, object]) -> bytes:
-        found = list(map(values.get, self._refs, repeat(_ABSENT)))
-        finite = [type(v) is float and v - v == 0.0 for v in found]  # inf - inf is NaN
-        texts = iter(format_floats(list(compress(found, finite))))
-        numbers = [next(texts) if is_float else None for is_float in finite]
+    def render(self, values: Mapping[str, object] | SheetValues) -> bytes:
+        """The sheet's XML with ``values`` stored: coordinate → value, or a
+        :class:`SheetValues` of this sheet."""
+        if not isinstance(values, SheetValues):
+            values = SheetValues.of(self, values)
+        numbers = values.numbers
+        finite = np.isfinite(numbers)
         parts = self._parts.copy()
-        parts[1:-1:3] = numbers
-        for index in [i for i, text in enumerate(numbers) if text is None]:
-            value = found[index]
+        # every finite float in one call, every blank in one assignment (the IRR sheet has
+        # thousands), the few other cells one at a time
+        parts[1:-1:3][finite] = format_floats(numbers[finite])
+        rest = np.flatnonzero(~finite)
+        blank = (values.others[rest] == "") & np.isnan(numbers[rest])
+        at = rest[blank]
+        parts[3 * at], parts[3 * at + 2] = self._blank[at], ""
+        for index in rest[~blank].tolist():
+            value = values.value_at(index)
             at = 3 * index
             if type(value) is int:
                 parts[at + 1] = str(value)
-            elif value == "":
-                parts[at: at + 3] = self._empty[index], "", ""
             else:
                 _, cell = self.cells[index]
                 xml = cell.original if value is _ABSENT else _cell_xml(cell, value)
                 parts[at: at + 3] = self.segments[index] + xml, "", ""
-        return "".join(parts).encode("ascii")
+        return "".join(parts.tolist()).encode("ascii")
+
+
+class SheetValues:
+    """One worksheet's values in its stencil's cell order, set a run of cells at a time.
+
+    A site's workbook fills some 27,000 cells, most of them a model line's row of numbers: such
+    a row goes into :attr:`numbers` as it is, without a float object per cell, and the sheet
+    formats all of them in one call. A cell whose number is not finite shows what
+    :attr:`others` holds for it (a text, a date, a count, a line's blank) or, for ±inf, the
+    error a spreadsheet shows. As in a dict, the last value set for a cell is the one it shows.
+    """
+
+    def __init__(self, sheet: _SheetStencil):
+        self._refs, self._index = sheet.refs, sheet.index
+        self.numbers = np.full(len(self._refs), np.nan)
+        self.others = np.full(len(self._refs), _ABSENT, dtype=object)
+
+    @classmethod
+    def of(cls, sheet: _SheetStencil, values: Mapping[str, object]) -> SheetValues:
+        """The values a mapping gives (coordinate → value; a cell it does not name keeps the
+        template's content)."""
+        out = cls(sheet)
+        out.replace(values)
+        return out
+
+    def replace(self, values: Mapping[str, object]) -> None:
+        """Every cell anew: the value ``values`` gives it (coordinate → value), or the
+        template's content where it gives none."""
+        self.numbers[:] = np.nan
+        self.others[:] = _ABSENT
+        self.put(range(len(self._refs)), list(map(values.get, self._refs, repeat(_ABSENT))))
+
+    def positions(self, coords: Iterable[str]) -> np.ndarray:
+        """The stencil's indexes of the cells at ``coords`` (KeyError: not a cell it fills)."""
+        return np.fromiter(map(self._index.__getitem__, coords), dtype=np.intp)
+
+    def put(self, positions: Sequence[int] | np.ndarray, values: Sequence[object]) -> None:
+        """Set the cells at ``positions`` to ``values`` (one each)."""
+        finite = [type(v) is float and v - v == 0.0 for v in values]  # inf - inf is NaN
+        where = np.asarray(positions, dtype=np.intp)
+        self.numbers[where] = [v if f else np.nan for v, f in zip(values, finite, strict=True)]
+        if not all(finite):
+            others = self.others
+            rest = compress(values, map(operator.not_, finite))
+            for index, value in zip(compress(where.tolist(), map(operator.not_, finite)), rest,
+                                    strict=True):
+                others[index] = value
+
+    def put_numbers(self, positions: np.ndarray, numbers: np.ndarray, missing: object) -> None:
+        """Set the cells at ``positions`` to the floats ``numbers``; a NaN among them shows
+        ``missing`` (a line's blank or "none")."""
+        self.numbers[positions] = numbers
+        self.others[positions] = missing  # shown where the number is NaN
+
+    def put_same(self, positions: np.ndarray, value: object) -> None:
+        """Set the cells at ``positions`` to ``value``, which is not a number (a blank)."""
+        self.numbers[positions] = np.nan
+        self.others[positions] = value
+
+    def put_one(self, coord: str, value: object) -> None:
+        """Set the cell at ``coord`` (an input, a scalar line: hundreds a site, one at a time)."""
+        index = self._index[coord]
+        if type(value) is float and value - value == 0.0:  # type: ignore[operator]
+            self.numbers[index] = value
+        else:
+            self.numbers[index] = np.nan
+            self.others[index] = value
+
+    def value_at(self, index: int) -> object:
+        """The value of the stencil's cell ``index`` (:data:`_ABSENT`: none set)."""
+        number = float(self.numbers[index])
+        return number if number == number else self.others[index]  # ±inf is a number
+
+    def get(self, coord: str, default: object = None) -> object:
+        """The value set for ``coord``; ``default`` for a cell not set (or not filled)."""
+        index = self._index.get(coord)
+        value = _ABSENT if index is None else self.value_at(index)
+        return default if value is _ABSENT else value
+
+    def __getitem__(self, coord: str) -> object:
+        value = self.get(coord, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(coord)
+        return value
 
 
 def _ascii(text: str) -> str:
@@ -225,22 +318,30 @@ def _cell_xml(cell: _Cell, value: object) -> str:
     return f'{cell.head} t="n">{cell.formula}<v>{_format_number(number)}</v></c>'
 
 
-def format_floats(numbers: list[float]) -> list[str]:
-    """Finite floats as the file stores them: the text ``repr`` gives each, every digit needed
-    to give the same float back (``1e-05``, ``1e+16``, ``0.1``), written in bulk.
+def format_floats(numbers: list[float] | np.ndarray) -> list[str]:
+    """Finite floats (a list, or a float64 array) as the file stores them: the text ``repr``
+    gives each, every digit needed to give the same float back (``1e-05``, ``1e+16``, ``0.1``),
+    written in bulk.
 
     A worksheet stores some 15,000 numbers; ``repr`` one at a time is a third of filling it.
-    orjson writes the same shortest digits in C; only where it chooses another notation than
-    ``repr`` (exponents: below 1e-4 and from 1e16) is ``repr`` asked, so the text, and the
-    file, do not depend on whether orjson is installed.
+    orjson writes the same shortest digits in C, from an array without a float object per
+    number; only where it chooses another notation than ``repr`` (exponents: below 1e-4 and
+    from 1e16) is ``repr`` asked, so the text, and the file, do not depend on whether orjson is
+    installed.
     """
     if _orjson is None or len(numbers) < 8:
-        return list(map(repr, numbers))
-    texts = _orjson.dumps(numbers)[1:-1].decode("ascii").split(",")
-    size = np.abs(np.array(numbers, dtype=float))
+        return list(map(repr, np.asarray(numbers, dtype=float).tolist()))
+    if isinstance(numbers, np.ndarray):
+        array = np.ascontiguousarray(numbers, dtype=np.float64)
+        texts = _orjson.dumps(array, option=_orjson.OPT_SERIALIZE_NUMPY)
+    else:
+        array = np.array(numbers, dtype=float)
+        texts = _orjson.dumps(numbers)
+    out = texts[1:-1].decode("ascii").split(",")
+    size = np.abs(array)
     for i in np.flatnonzero(((size < 1e-4) & (size != 0)) | (size >= 1e16)).tolist():
-        texts[i] = repr(numbers[i])
-    return texts
+        out[i] = repr(float(array[i]))
+    return out
 
 
 def _format_number(number: float | int) -> str:
@@ -315,9 +416,14 @@ class Stencil:
         """The sheet titles, in the order of the zip."""
         return tuple(self._sheets)
 
-    def fill(self, values: Mapping[str, Mapping[str, object]],
+    def values(self) -> dict[str, SheetValues]:
+        """Sheet title → an empty :class:`SheetValues` of it, to set and then :meth:`fill`."""
+        return {title: SheetValues(sheet) for title, sheet in self._sheets.items()}
+
+    def fill(self, values: Mapping[str, Mapping[str, object] | SheetValues],
              parts: Mapping[str, bytes] | None = None) -> bytes:
-        """The workbook with ``values`` (sheet → coordinate → value) stored, as ``.xlsx`` bytes.
+        """The workbook with ``values`` (sheet → coordinate → value, or sheet →
+        :class:`SheetValues`) stored, as ``.xlsx`` bytes.
 
         A cell of the stencil that ``values`` does not mention keeps the template's content
         (its formula without a stored value). ``parts`` replaces other members of the zip for

@@ -51,6 +51,7 @@ from .files import write_atomically
 from .formula import ExcelContext, Line, excel, from_serial
 from .inputs import SiteInputs, default_inputs
 from .operating_model import MAX_MONTHS, OUTPUTS, Result
+from .stencil import Stencil
 
 SHEETS: tuple[str, ...] = (
     "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
@@ -1261,19 +1262,6 @@ def _shown(line: Line, value: object) -> object:
     return value
 
 
-def _shown_all(line: Line, values: object) -> list[object]:
-    """A line's values as its cells show them (:func:`_shown` of each), in bulk where they
-    are numbers: a workbook shows some 15,000 of them."""
-    array = np.asarray(values)
-    if line.kind != "month" and array.dtype.kind in "biuf":
-        numbers = array.astype(float, copy=False)
-        shown = numbers.tolist()
-        for k in np.flatnonzero(np.isnan(numbers)).tolist():
-            shown[k] = line.missing
-        return shown
-    return [_shown(line, x) for x in array.tolist()]
-
-
 def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
     """How far two engines may disagree on a number of the IRR sheet (``values``: what
     :func:`cell_values` gives).
@@ -1289,6 +1277,103 @@ def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
     return 1e-10 * max(float(numbers.max()) if numbers.size else 0.0, 1.0)
 
 
+class CellSink:
+    """Where :func:`fill_cells` puts the value each cell shows, a run of cells at a time.
+
+    :class:`CellDict` keeps them as sheet → coordinate → value; the batch keeps them in its
+    stencil's order (:class:`StencilCells`). A cell set twice shows the second value.
+    """
+
+    def one(self, sheet: str, coord: str, value: object) -> None:
+        """One cell's value."""
+        raise NotImplementedError
+
+    def numbers(self, sheet: str, coords: Sequence[str], first: int, row: np.ndarray,
+                missing: object) -> None:
+        """Cells ``coords[first:]`` show the floats ``row[first:len(coords)]``; a NaN among
+        them shows ``missing``."""
+        raise NotImplementedError
+
+    def shown(self, sheet: str, coords: Sequence[str], first: int,
+              values: Sequence[object]) -> None:
+        """Cells ``coords[first:]`` show ``values[first:len(coords)]``."""
+        raise NotImplementedError
+
+    def blanks(self, sheet: str, coords: Sequence[str], first: int,
+               blank: Sequence[bool]) -> None:
+        """Cells ``coords[first:]`` where ``blank[first:]`` holds are blank (``""``)."""
+        raise NotImplementedError
+
+    def sheet(self, sheet: str, values: dict[str, object]) -> None:
+        """The whole sheet's cells: ``values`` (coordinate → value) and no other."""
+        raise NotImplementedError
+
+
+class CellDict(CellSink):
+    """The values as :func:`cell_values` gives them: sheet → coordinate → value."""
+
+    def __init__(self) -> None:
+        self.sheets: dict[str, dict[str, object]] = {name: {} for name in SHEETS}
+
+    def one(self, sheet, coord, value):
+        self.sheets[sheet][coord] = value
+
+    def numbers(self, sheet, coords, first, row, missing):
+        shown = row.tolist()
+        for k in np.flatnonzero(np.isnan(row)).tolist():
+            shown[k] = missing
+        self.shown(sheet, coords, first, shown)
+
+    def shown(self, sheet, coords, first, values):
+        self.sheets[sheet].update(zip(coords[first:], values[first:len(coords)], strict=True))
+
+    def blanks(self, sheet, coords, first, blank):
+        self.sheets[sheet].update(dict.fromkeys(compress(coords[first:], blank[first:]), ""))
+
+    def sheet(self, sheet, values):
+        self.sheets[sheet] = values
+
+
+class StencilCells(CellSink):
+    """The values set straight in a stencil's order (a :class:`~.stencil.SheetValues` per
+    sheet), as the batch fills a site's workbook: a line's row of numbers is one array
+    assignment, not a dict entry per cell."""
+
+    def __init__(self, stencil: Stencil, spots: dict[int, tuple[object, np.ndarray]]):
+        self.sheets = stencil.values()
+        self._spots = spots
+
+    def at(self, sheet: str, coords: Sequence[str], first: int) -> np.ndarray:
+        """The stencil's positions of ``coords[first:]``, found once per list of coordinates
+        (the workbook's plan gives the same list for a line, site after site)."""
+        key = (id(coords), first)
+        spot = self._spots.get(key)
+        if spot is None or spot[0] is not coords:
+            spot = (coords, self.sheets[sheet].positions(coords[first:]))
+            self._spots[key] = spot
+        return spot[1]
+
+    def one(self, sheet, coord, value):
+        self.sheets[sheet].put_one(coord, value)
+
+    def numbers(self, sheet, coords, first, row, missing):
+        self.sheets[sheet].put_numbers(self.at(sheet, coords, first), row[first:len(coords)],
+                                       missing)
+
+    def shown(self, sheet, coords, first, values):
+        self.sheets[sheet].put(self.at(sheet, coords, first), values[first:len(coords)])
+
+    def blanks(self, sheet, coords, first, blank):
+        where = self.at(sheet, coords, first)
+        hit = np.zeros(len(where), dtype=bool)
+        given = blank[first:first + len(where)]
+        hit[:len(given)] = given
+        self.sheets[sheet].put_same(where[hit], "")
+
+    def sheet(self, sheet, values):
+        self.sheets[sheet].replace(values)
+
+
 def cell_values(inputs: SiteInputs, result: Result | None = None,
                 figures: workbook_risk.Figures | None = None) -> dict[str, dict[str, object]]:
     """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
@@ -1298,46 +1383,57 @@ def cell_values(inputs: SiteInputs, result: Result | None = None,
     ``run(inputs)`` when the caller has it already (the model is not run twice); ``figures``
     the Risk sheet's (``None``: not computed).
     """
+    cells = CellDict()
+    fill_cells(cells, inputs, result, figures)
+    return cells.sheets
+
+
+def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
+               figures: workbook_risk.Figures | None = None) -> None:
+    """Put into ``sink`` the value each input and formula cell shows (see :func:`cell_values`):
+    the one place that says what a cell of the workbook shows."""
     p = plan()
     values = (result if result is not None else om.run(inputs)).values
-    out: dict[str, dict[str, object]] = {name: {} for name in SHEETS}
     for sheet, coord, name, index in p.inputs:
         if name.startswith("fleet_"):
-            out[sheet][coord] = fleet_cell_value(name, index, inputs)  # type: ignore[arg-type]
+            sink.one(sheet, coord, fleet_cell_value(name, index, inputs))  # type: ignore[arg-type]
             continue
         spec = BY_NAME[name]
         value = inputs[name]
-        out[sheet][coord] = input_cell_value(spec, value[index] if index is not None else value)
+        sink.one(sheet, coord, input_cell_value(spec, value[index] if index is not None
+                                                else value))
     unused: dict[str, list[bool]] = {}  # a guarded table → the positions not in use
     for name, place in p.lines.items():
         line = place.line
         v = values[name]
-        sheet = out[place.sheet]
         if place.orient == "s":
-            sheet[place.coords[0]] = _shown(line, np.asarray(v).reshape(()).item())
+            sink.one(place.sheet, place.coords[0],
+                     _shown(line, np.asarray(v).reshape(()).item()))
             continue
         t = line.table
-        shown = _shown_all(line, v)
-        coords = place.coords
         first = 1 if line.skip_first else 0
-        sheet.update(zip(coords[first:], shown[first:len(coords)], strict=True))
+        array = np.asarray(v)
+        if line.kind != "month" and array.dtype.kind in "biuf":  # numbers: in bulk
+            sink.numbers(place.sheet, place.coords, first, array.astype(float, copy=False),
+                         line.missing)
+        else:
+            sink.shown(place.sheet, place.coords, first,
+                       [_shown(line, x) for x in array.tolist()])
         if t is not None and t.guard is not None:
             if t.name not in unused:
                 unused[t.name] = list(map(operator.not_, _guard_values(t, values, place)))
             blank = unused[t.name]
             if True in blank:
-                sheet.update(dict.fromkeys(compress(coords[first:], blank[first:len(coords)]),
-                                           ""))
-    out[workbook_risk.SHEET] = workbook_risk.cell_values(inputs, figures)
+                sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
+    sink.sheet(workbook_risk.SHEET, workbook_risk.cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
-    out[check_sheet][check_coord] = "OK" if figures is not None else "not computed"
+    sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
     for sheet_name, coord, source in p.echoes:
         if source.startswith("in_"):
             spec = BY_NAME[source[3:]]
-            out[sheet_name][coord] = input_cell_value(spec, inputs[spec.name])
+            sink.one(sheet_name, coord, input_cell_value(spec, inputs[spec.name]))
         else:
-            out[sheet_name][coord] = _shown(om_line(source), np.asarray(values[source]).item())
-    return out
+            sink.one(sheet_name, coord, _shown(om_line(source), np.asarray(values[source]).item()))
 
 
 def om_line(name: str) -> Line:
