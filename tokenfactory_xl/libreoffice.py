@@ -46,8 +46,16 @@ def convert(files: Sequence[str | os.PathLike], outdir: str | os.PathLike, to: s
     """Recalculate ``files`` in LibreOffice and save them into ``outdir`` as ``to`` (xlsx, pdf).
 
     Every formula is recomputed on load. Returns the written paths, in the order of ``files``.
-    Raises :class:`LibreOfficeMissing` without LibreOffice and ``RuntimeError`` when it fails.
+    Raises :class:`LibreOfficeMissing` without LibreOffice, ``ValueError`` for two files of one
+    name (LibreOffice would write the second's result over the first's) and ``RuntimeError``
+    when it fails.
     """
+    stems = [Path(f).stem for f in files]
+    twice = sorted({stem for stem in stems if stems.count(stem) > 1})
+    if twice:
+        raise ValueError(f"files named {', '.join(twice)} more than once: their results would "
+                         f"be written over one another in {outdir}; rename them or convert "
+                         "them in separate calls")
     soffice = find_soffice()
     if soffice is None:
         raise LibreOfficeMissing(
