@@ -53,7 +53,7 @@ def generated(tmp_path_factory):
 #: with numpy and xlwings installed, a batch run, LibreOffice or Gnumeric recalculating every
 #: workbook. The tests that use one run on one worker (``--dist loadgroup``), so it is made
 #: once, not once on each worker.
-COSTLY_FIXTURES = ("lite_python", "workbooks", "recalculated", "generated")
+COSTLY_FIXTURES = ("lite_python", "workbooks", "recalculated", "recalculated_risk", "generated")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

@@ -13,6 +13,7 @@ import openpyxl
 import pytest
 
 from tests.tools import command
+from tests.tools.cells import read_cells
 from tokenfactory_xl import batch, cli, risk, workbook_risk
 from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.files import TEMP_PREFIX
@@ -71,18 +72,15 @@ def test_main_job_writes_five_workbooks_and_the_portfolio(example_out):
 def test_each_workbook_holds_its_site_and_every_stored_value(example_out):
     for row in read_sites(EXAMPLE):
         path = example_out / f"{row.file_stem}.xlsx"
-        stored = openpyxl.load_workbook(path, data_only=True)
-        sheet, ref = defined_cell(stored, "in_gpus")
-        assert stored[sheet][ref].value == row.inputs["gpus"]
-        sheet, ref = defined_cell(stored, "in_site_name")
-        assert stored[sheet][ref].value == row.inputs["site_name"]
+        stored = read_cells(path)
+        assert stored.named("in_gpus") == row.inputs["gpus"]
+        assert stored.named("in_site_name") == row.inputs["site_name"]
         # Every input and formula cell stores what the Python model says it shows.
         expected = workbook.cell_values(row.inputs, figures=workbook_risk.compute(
             row.inputs, batch.BATCH_RISK_DRAWS))
         for sheet, cells in expected.items():
-            ws = stored[sheet]
             for coord, value in cells.items():
-                got = ws[coord].value
+                got = stored.get(sheet, coord)
                 if value in ("", None):
                     assert got in ("", None), (path.name, sheet, coord)
                 elif isinstance(value, dt.date) and not isinstance(value, dt.datetime):
@@ -91,8 +89,7 @@ def test_each_workbook_holds_its_site_and_every_stored_value(example_out):
                     assert got == value, (path.name, sheet, coord)
         # The outputs agree with an independent run of the model.
         summary = run(row.inputs).summary
-        sheet, ref = defined_cell(stored, "out_npv")
-        assert stored[sheet][ref].value == pytest.approx(summary["npv"], rel=1e-12)
+        assert stored.named("out_npv") == pytest.approx(summary["npv"], rel=1e-12)
 
 
 def test_the_stencil_fills_every_formula_cell_of_the_template():
@@ -127,33 +124,28 @@ def test_stored_values_equal_libreoffice_recalculation(example_out, soffice, tmp
     recalculated = recalculate(files, tmp_path / "lo")
     compared = 0
     for ours, theirs in zip(files, recalculated, strict=True):
-        formulas = openpyxl.load_workbook(ours)
-        mine = openpyxl.load_workbook(ours, data_only=True)
-        lo = openpyxl.load_workbook(theirs, data_only=True)
+        formulas = read_cells(ours, data_only=False)
+        mine, lo = read_cells(ours).values, read_cells(theirs).values
         # Near an IRR the NPV is a difference of large numbers that cancels to rounding noise
         # (a few 1e-16 of the largest NPV on the IRR sheet); the halving follows the sign of
         # that noise, so the IRR sheet's cells agree to 1e-10 of its largest value. The IRR
         # itself, on Returns and Scenarios, agrees to 1e-9 like every other figure.
-        noise = 1e-10 * max([abs(c.value) for row in mine["IRR"].iter_rows() for c in row
-                             if isinstance(c.value, (int, float))] + [1.0])
-        for ws in formulas.worksheets:
-            for row in ws.iter_rows():
-                for cell in row:
-                    if cell.data_type != "f":
-                        continue
-                    a = mine[ws.title][cell.coordinate].value
-                    b = lo[ws.title][cell.coordinate].value
-                    where = (ours.name, ws.title, cell.coordinate, cell.value)
-                    if a in ("", None) or b in ("", None):
-                        assert a in ("", None) and b in ("", None), where
-                    elif isinstance(a, (int, float)) and not isinstance(a, bool):
-                        assert isinstance(b, (int, float)), where
-                        # abs 1e-6: a millionth of a currency unit, for sums that cancel
-                        tolerance = noise if ws.title == "IRR" else 1e-6
-                        assert a == pytest.approx(b, rel=1e-9, abs=tolerance), where
-                    else:
-                        assert a == b, where
-                    compared += 1
+        noise = 1e-10 * max([abs(v) for v in mine["IRR"].values()
+                             if isinstance(v, (int, float))] + [1.0])
+        for title, coords in formulas.formulas.items():
+            for coord in coords:
+                a, b = mine[title].get(coord), lo[title].get(coord)
+                where = (ours.name, title, coord, formulas.get(title, coord))
+                if a in ("", None) or b in ("", None):
+                    assert a in ("", None) and b in ("", None), where
+                elif isinstance(a, (int, float)) and not isinstance(a, bool):
+                    assert isinstance(b, (int, float)), where
+                    # abs 1e-6: a millionth of a currency unit, for sums that cancel
+                    tolerance = noise if title == "IRR" else 1e-6
+                    assert a == pytest.approx(b, rel=1e-9, abs=tolerance), where
+                else:
+                    assert a == b, where
+                compared += 1
     assert compared > 3 * 5000
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from tests.tools import command
 from tokenfactory_xl import cli, risk, workbook_risk
 from tokenfactory_xl.batch import WorkbookFactory
 from tokenfactory_xl.inputs import make_inputs
@@ -65,41 +66,57 @@ def test_the_sheet_holds_the_figures_of_its_inputs(fresh):
     assert len(ws._charts) == 2  # the tornado and the histogram
 
 
-def test_an_engine_says_current_then_stale_when_an_input_changes(fresh, soffice, tmp_path):
+@pytest.fixture(scope="module")
+def recalculated_risk(fresh, soffice, tmp_path_factory) -> dict[str, Path]:
+    """What LibreOffice computes for the workbooks the tests below make (one soffice call for
+    all of them, as starting it is a second of its own): name → the recalculated file, and
+    "refreshed as written" → the refresh's own output.
+
+    - ``fresh``: the workbook as built, its figures computed for its inputs;
+    - ``edited`` and ``fleet``: an input, then a further cohort, changed after the figures;
+    - ``refreshed``: ``tokenfactory-xl refresh`` of ``edited`` (the command is run here);
+    - ``not computed``: a batch workbook written without draws.
+    """
     _, path = fresh
-    edited = tmp_path / "edited.xlsx"
+    folder = tmp_path_factory.mktemp("risk-engine")
+    edited = folder / "edited.xlsx"
     wb = openpyxl.load_workbook(path)
     cell(wb, "in_gpus").value = 1024
     wb.save(edited)
-    fleet = tmp_path / "fleet.xlsx"
+    fleet = folder / "fleet.xlsx"
     wb = openpyxl.load_workbook(path)
     cell(wb, "in_fleet_gpus", 1).value = 64  # a third cohort's GPUs, in the fleet block
     cell(wb, "in_fleet_cohort", 1).value = "Top-up"
     cell(wb, "in_fleet_online_month", 1).value = 20
     wb.save(fleet)
-    same, stale, stale_fleet = recalculate([path, edited, fleet], tmp_path / "lo")
-    assert status(same) == ("current", "OK")
-    for book in (stale, stale_fleet):
-        text, check = status(book)
-        assert text.startswith("STALE") and "tokenfactory-xl refresh FILE" in text
-        assert check == "STALE"
-
-
-def test_refresh_writes_a_new_workbook_that_is_current(fresh, soffice, tmp_path, capsys):
-    _, path = fresh
-    edited = tmp_path / "Lyon.xlsx"
-    wb = openpyxl.load_workbook(path)
-    cell(wb, "in_gpus").value = 1024
-    wb.save(edited)
     before = edited.read_bytes()
-    assert cli.main(["refresh", str(edited), "--draws", str(DRAWS)]) == 0
-    out = tmp_path / "Lyon-refreshed.xlsx"
-    assert "wrote" in capsys.readouterr().out and out.exists()
+    code = command.run("refresh", str(edited), "--draws", str(DRAWS))
+    assert code.returncode == 0, code.stderr
+    refreshed = folder / "edited-refreshed.xlsx"
+    assert "wrote" in code.stdout and refreshed.exists()
     assert edited.read_bytes() == before  # the workbook read is never changed
-    new_inputs = make_inputs({**SITE, "gpus": 1024})
-    assert out.read_bytes() == WorkbookFactory().make(new_inputs, DRAWS)[0]
-    (lo,) = recalculate([out], tmp_path / "lo")
-    assert status(lo) == ("current", "OK")
+    without = folder / "without-draws.xlsx"
+    data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
+    assert "npv_p10" not in summary
+    without.write_bytes(data)
+    names = ["fresh", "edited", "fleet", "refreshed", "not computed"]
+    files = recalculate([path, edited, fleet, refreshed, without], folder / "lo")
+    return {**dict(zip(names, files, strict=True)), "refreshed as written": refreshed}
+
+
+def test_an_engine_says_current_then_stale_when_an_input_changes(recalculated_risk):
+    assert status(recalculated_risk["fresh"]) == ("current", "OK")
+    for name in ("edited", "fleet"):
+        text, check = status(recalculated_risk[name])
+        assert text.startswith("STALE") and "tokenfactory-xl refresh FILE" in text, name
+        assert check == "STALE", name
+
+
+def test_refresh_writes_a_new_workbook_that_is_current(recalculated_risk):
+    # the workbook a batch writes for the edited inputs, byte for byte
+    expected = WorkbookFactory().make(make_inputs({**SITE, "gpus": 1024}), DRAWS)[0]
+    assert recalculated_risk["refreshed as written"].read_bytes() == expected
+    assert status(recalculated_risk["refreshed"]) == ("current", "OK")
 
 
 def test_refresh_never_replaces_without_force(fresh, tmp_path, capsys):
@@ -143,13 +160,8 @@ def test_refresh_of_a_workbook_with_bad_inputs_writes_nothing(fresh, tmp_path, c
     assert not (tmp_path / "Lyon-refreshed.xlsx").exists()
 
 
-def test_a_batch_without_draws_says_not_computed(soffice, tmp_path):
-    data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
-    path = tmp_path / "Lyon.xlsx"
-    path.write_bytes(data)
-    assert "npv_p10" not in summary
-    (lo,) = recalculate([path], tmp_path / "lo")
-    assert status(lo) == (workbook_risk.NOT_COMPUTED, "not computed")
+def test_a_batch_without_draws_says_not_computed(recalculated_risk):
+    assert status(recalculated_risk["not computed"]) == (workbook_risk.NOT_COMPUTED, "not computed")
 
 
 def test_the_sensitivity_sheet_shows_the_tornado_of_the_risk_sheet(fresh):

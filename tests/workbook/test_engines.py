@@ -14,9 +14,9 @@ import datetime as dt
 import math
 
 import numpy as np
-import openpyxl
 import pytest
 
+from tests.tools.cells import read_cells
 from tokenfactory_xl import operating_model as om
 from tokenfactory_xl import workbook as wbm
 from tokenfactory_xl import workbook_risk
@@ -41,11 +41,6 @@ def same(got: object, expected: object) -> bool:
     if isinstance(expected, str) or isinstance(got, str):
         return got == expected
     return math.isclose(float(got), float(expected), rel_tol=RTOL, abs_tol=ATOL)
-
-
-def output_cell(book, name: str):
-    (sheet, ref), = book.defined_names[f"out_{name}"].destinations
-    return book[sheet][ref.replace("$", "")]
 
 
 def check_against_model(read, inputs) -> list[str]:
@@ -105,12 +100,12 @@ def formula_coords() -> dict[str, list[str]]:
 
 # -- LibreOffice --------------------------------------------------------------------------------
 def libreoffice_reader(path):
-    book = openpyxl.load_workbook(path, data_only=True)
+    cells = read_cells(path)  # read once for every test of this file
 
     def read(sheet, coord):
         if sheet == "out":
-            return output_cell(book, coord).value
-        return book[sheet][coord].value
+            return cells.named(f"out_{coord}")
+        return cells.get(sheet, coord)
     return read
 
 
