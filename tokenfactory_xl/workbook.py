@@ -1339,7 +1339,8 @@ class StencilCells(CellSink):
     sheet), as the batch fills a site's workbook: a line's row of numbers is one array
     assignment, not a dict entry per cell."""
 
-    def __init__(self, stencil: Stencil, spots: dict[int, tuple[object, np.ndarray]]):
+    def __init__(self, stencil: Stencil,
+                 spots: dict[tuple[int, int], tuple[Sequence[str], np.ndarray]]):
         self.sheets = stencil.values()
         self._spots = spots
 
