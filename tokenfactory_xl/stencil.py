@@ -28,14 +28,13 @@ import datetime as dt
 import functools
 import io
 import math
-import operator
 import re
 import struct
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import repeat
 from typing import BinaryIO
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
@@ -240,15 +239,13 @@ class SheetValues:
 
     def put(self, positions: Sequence[int] | np.ndarray, values: Sequence[object]) -> None:
         """Set the cells at ``positions`` to ``values`` (one each)."""
-        finite = [type(v) is float and v - v == 0.0 for v in values]  # inf - inf is NaN
+        finite = list(map(_finite_float, values))
         where = np.asarray(positions, dtype=np.intp)
         self.numbers[where] = [v if f else np.nan for v, f in zip(values, finite, strict=True)]
         if not all(finite):
-            others = self.others
-            rest = compress(values, map(operator.not_, finite))
-            for index, value in zip(compress(where.tolist(), map(operator.not_, finite)), rest,
-                                    strict=True):
-                others[index] = value
+            for index, value, number in zip(where.tolist(), values, finite, strict=True):
+                if not number:
+                    self.others[index] = value
 
     def put_numbers(self, positions: np.ndarray, numbers: np.ndarray, missing: object) -> None:
         """Set the cells at ``positions`` to the floats ``numbers``; a NaN among them shows
@@ -264,7 +261,7 @@ class SheetValues:
     def put_one(self, coord: str, value: object) -> None:
         """Set the cell at ``coord`` (an input, a scalar line: hundreds a site, one at a time)."""
         index = self._index[coord]
-        if type(value) is float and value - value == 0.0:  # type: ignore[operator]
+        if _finite_float(value):
             self.numbers[index] = value
         else:
             self.numbers[index] = np.nan
@@ -286,6 +283,11 @@ class SheetValues:
         if value is _ABSENT:
             raise KeyError(coord)
         return value
+
+
+def _finite_float(value: object) -> bool:
+    """Whether a cell's value is a float it stores as a number (not NaN, not ±inf)."""
+    return type(value) is float and value - value == 0.0  # inf - inf is NaN
 
 
 def _ascii(text: str) -> str:

@@ -1366,10 +1366,7 @@ class StencilCells(CellSink):
 
     def blanks(self, sheet, coords, first, blank):
         where = self.at(sheet, coords, first)
-        hit = np.zeros(len(where), dtype=bool)
-        given = blank[first:first + len(where)]
-        hit[:len(given)] = given
-        self.sheets[sheet].put_same(where[hit], "")
+        self.sheets[sheet].put_same(where[np.asarray(blank[first:], dtype=bool)], "")
 
     def sheet(self, sheet, values):
         self.sheets[sheet].replace(values)
