@@ -28,6 +28,7 @@ from openpyxl.formula.tokenizer import Tokenizer
 from openpyxl.utils.cell import range_boundaries
 
 from tests.tools import command
+from tests.tools.cells import read_cells
 from tokenfactory_xl import gnumeric
 from tokenfactory_xl.audit import audit_workbook
 from tokenfactory_xl.catalogue import SCENARIOS
@@ -107,13 +108,9 @@ def agrees(got: object, want: float | None) -> bool:
 
 def engine_values(path: Path) -> dict[str, object]:
     """``out_…`` name → the value Gnumeric stored for it."""
-    book = openpyxl.load_workbook(path, data_only=True)
-    values = {}
-    for name, defined in book.defined_names.items():
-        if name.startswith("out_"):
-            ((sheet, ref),) = defined.destinations
-            values[name] = book[sheet][ref.replace("$", "")].value
-    return values
+    cells = read_cells(path)
+    assert not [n for n in cells.wider if n.startswith("out_")], "an output that is not one cell"
+    return {name: cells.named(name) for name in cells.names if name.startswith("out_")}
 
 
 def first_errors(source: Path, computed: Path) -> list[str]:

@@ -19,11 +19,13 @@ import openpyxl
 @dataclass(frozen=True)
 class Cells:
     """A workbook's cells: ``values[sheet][coord]`` (empty cells absent), the coordinates of
-    its formula cells (when read with formulas) and its workbook-level defined names."""
+    its formula cells (when read with formulas) and its workbook-level defined names, those of
+    one cell apart from the others."""
 
     values: dict[str, dict[str, object]]
     formulas: dict[str, list[str]]
     names: dict[str, tuple[str, str]]  # a name of one cell → (sheet, coordinate)
+    wider: frozenset[str]  # the other defined names (a range, several places)
 
     def get(self, sheet: str, coord: str) -> object:
         """The cell's value; ``None`` for an empty cell, as openpyxl gives it."""
@@ -56,12 +58,14 @@ def _read(path: str, size: int, mtime: int, data_only: bool) -> Cells:
                     sheet[cell.coordinate] = cell.value
                     if cell.data_type == "f":
                         found.append(cell.coordinate)
-        names = {}
+        names, wider = {}, set()
         for name, defined in book.defined_names.items():
             destinations = list(defined.destinations)
             if len(destinations) == 1 and ":" not in destinations[0][1]:
                 sheet_title, ref = destinations[0]
                 names[name] = (sheet_title, ref.replace("$", ""))
+            else:
+                wider.add(name)
     finally:
         book.close()
-    return Cells(values, formulas, names)
+    return Cells(values, formulas, names, frozenset(wider))
