@@ -152,8 +152,7 @@ def _chart_parts(stencil: Stencil, cells: dict[str, list[str]], workbook) -> Cha
 
     filled = {sheet: set(coords) for sheet, coords in cells.items()}
     book = workbook.default_workbook()  # what the stencil's template was saved from
-    parts = ChartParts(stencil, {}, workbook.timeline_cells,
-                       ("Timeline", workbook.timeline_last_column))
+    parts = ChartParts(stencil, {}, workbook.timeline_cells)
     static: dict[str, dict[str, object]] = {}
     for sheet, coords in parts.references():
         for coord in coords:

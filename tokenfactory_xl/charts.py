@@ -1,12 +1,12 @@
-"""Each site's charts and print areas: the month axis ends at the site's horizon, and every series
+"""Each site's charts: the month axis ends at the site's horizon, and every series
 carries a cache of the values it shows.
 
 The template's charts are drawn once, for the longest horizon. A site's workbook rewrites them
 (as the stencil fills its cells, TFOM-SPEC §9): a series over the Timeline's months stops at the
 site's last month, so a 48-month site's charts end at month 48 in Excel and in LibreOffice, and
 each reference gets the values it points at as a cache (``numCache``/``strCache``), which
-previewers and Excel show before any recalculation. The Timeline's print area ends at the
-horizon too. The values come from the same :func:`workbook.cell_values` the cells store.
+previewers and Excel show before any recalculation. The values come from the same
+:func:`workbook.cell_values` the cells store.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ Clip = Callable[[str, tuple[str, ...], int], tuple[str, ...]]
 
 
 class ChartParts:
-    """The template's charts and workbook.xml, ready to be written for each site.
+    """The template's charts, ready to be written for each site.
 
     Parameters
     ----------
@@ -40,17 +40,13 @@ class ChartParts:
     static : sheet → coordinate → value of the template cells a chart reads that no site
         changes (a series' title, a label column).
     clip : the cells a reference keeps for a horizon.
-    print_area : (sheet, last column for a horizon) whose ``_xlnm.Print_Area`` ends at it.
     """
 
-    def __init__(self, stencil: Stencil, static: Mapping[str, Mapping[str, object]], clip: Clip,
-                 print_area: tuple[str, Callable[[int], str]] | None = None):
+    def __init__(self, stencil: Stencil, static: Mapping[str, Mapping[str, object]], clip: Clip):
         self.charts = {name: stencil.member(name).decode("utf-8")
                        for name in stencil.members if _CHART.fullmatch(name)}
-        self.workbook = stencil.member("xl/workbook.xml").decode("utf-8")
         self.static = static
         self.clip = clip
-        self.print_area = print_area
 
     def references(self) -> list[tuple[str, tuple[str, ...]]]:
         """Every (sheet, cells) the charts read."""
@@ -63,7 +59,7 @@ class ChartParts:
         return found
 
     def render(self, values: Mapping[str, Mapping[str, object]], horizon: int) -> dict[str, bytes]:
-        """Member name → the site's chart (and workbook.xml) XML."""
+        """Member name → the site's chart XML."""
 
         def lookup(sheet: str, coord: str) -> object:
             return values.get(sheet, {}).get(coord, self.static.get(sheet, {}).get(coord))
@@ -71,17 +67,8 @@ class ChartParts:
         def clip(sheet: str, cells: tuple[str, ...]) -> tuple[str, ...]:
             return self.clip(sheet, cells, horizon)
 
-        out = {name: with_caches(xml, lookup, clip).encode("utf-8")
-               for name, xml in self.charts.items()}
-        if self.print_area is not None:
-            sheet, last_column = self.print_area
-            pattern = re.compile(
-                rf"(<definedName name=\"_xlnm.Print_Area\" localSheetId=\"\d+\">'?"
-                rf"{re.escape(sheet)}'?!\$[A-Z]+\$\d+:\$)([A-Z]+)(\$\d+</definedName>)")
-            out["xl/workbook.xml"] = pattern.sub(
-                lambda m: m.group(1) + last_column(horizon) + m.group(3),
-                self.workbook).encode("utf-8")
-        return out
+        return {name: with_caches(xml, lookup, clip).encode("utf-8")
+                for name, xml in self.charts.items()}
 
 
 def with_caches(xml: str, lookup: Callable[[str, str], object],

@@ -429,7 +429,7 @@ class Stencil:
 
         A cell of the stencil that ``values`` does not mention keeps the template's content
         (its formula without a stored value). ``parts`` replaces other members of the zip for
-        this site (a chart with its values cached, ``xl/workbook.xml`` with its print areas).
+        this site (a chart with its values cached).
         """
         members = []
         parts = parts or {}

@@ -39,7 +39,6 @@ from openpyxl.formatting.rule import CellIsRule, FormulaRule
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
-from openpyxl.worksheet.properties import PageSetupProperties
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
 
@@ -53,9 +52,12 @@ from .inputs import SiteInputs, default_inputs
 from .operating_model import MAX_MONTHS, OUTPUTS, Result
 from .stencil import Stencil
 
+#: The tabs in order. The first two answer "what is it worth, and can we trust it": the Cover
+#: shows the live scenario's NPV, IRR and payback beside the master check, the Dashboard the
+#: headline figures and charts; the workings follow in the order the model runs.
 SHEETS: tuple[str, ...] = (
-    "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
-    "Sensitivity", "Risk", "Dashboard", "Checks",
+    "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios",
+    "IRR", "Sensitivity", "Risk", "Checks",
 )
 
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
@@ -487,13 +489,19 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             ref = f"{cols[0]}{row}" + (f":{cols[-1]}{row}" if len(cols) > 1 else "")
             b.name(f"in_{spec.name}", ws, ref)
             row += 1
+    last = row - 1
     _fleet_block(b, ws, inputs, lists)
     widths = {"A": 30, "B": 2, "C": 30, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
               "J": 3, "K": 34, "S": 30} | {col: 12 for col in FLEET_COLS}
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E5"
-    _print_setup(ws, fit_height=1)
+    # Printed readable: the inputs from their labels to what each allows (the notes are the
+    # cells' prompts on screen; the cohorts of the fleet block are printed on Capacity), a page
+    # wide and as many long as it takes, the header row on every page.
+    _print_setup(ws, fit_height=0)
+    ws.print_area = f"A1:H{last}"
+    ws.print_title_rows = "4:4"
 
 FLEET_TOP = 10  # the fleet block's title row, right of the inputs and under the lists
 FLEET_LABEL_COL = 11  # column K
@@ -661,13 +669,10 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.conditional_formatting.add(
         f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['fiscal_index']}",
         FormulaRule(formula=[f"{d}${rows['in_horizon']}=0"], font=grey))
+    # 120 monthly columns would take a ream: on paper the model's years are on Years and
+    # Returns, and the Timeline prints no page.
     _print_setup(ws, fit_height=1)
-    # 120 months do not fit a page: print at half size, about a year a page, labels repeated
-    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=False)
-    ws.page_setup.scale = 50
-    ws.print_title_cols = "A:C"
-    # every month; a site's workbook ends it at its horizon (timeline_cells)
-    ws.print_area = f"A1:{MONTH_COLS[-1]}{max(rows.values())}"
+    st.print_nothing(ws)
 
 
 def timeline_cells(sheet: str, cells: tuple[str, ...], horizon: int) -> tuple[str, ...]:
@@ -679,11 +684,6 @@ def timeline_cells(sheet: str, cells: tuple[str, ...], horizon: int) -> tuple[st
     if split[0][0] != _col(FIRST_MONTH_COL) or len({row for _, row in split}) != 1:
         return cells
     return cells[:horizon]
-
-
-def timeline_last_column(horizon: int) -> str:
-    """The Timeline's column of month ``horizon``."""
-    return _col(FIRST_MONTH_COL + horizon - 1)
 
 
 def om_subtitle(name: str) -> Line:
@@ -835,9 +835,9 @@ def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
         for i in range(6):
             ws.column_dimensions[_col(c0 + i)].width = 15
         ws.column_dimensions[_col(c0 + 6)].width = 3
-    # printed: the six IRRs; the searches below are for reading on screen
+    # The searches' working, not an answer (the IRRs are on Returns and Scenarios): no page.
     _print_setup(ws, fit_height=1)
-    ws.print_area = f"A1:{_col(7 * len(om.IRR_SEARCHES) - 1)}5"
+    st.print_nothing(ws)
     ws.freeze_panes = f"A{IRR_GRID_TOP}"
 
 
@@ -936,24 +936,42 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.column_dimensions[col].width = width
     ws.freeze_panes = f"A{CHECK_FIRST}"
     _print_setup(ws, landscape=False, fit_height=0)
+    ws.print_title_rows = f"{CHECK_FIRST - 1}:{CHECK_FIRST - 1}"
 
 # -- Cover ------------------------------------------------------------------------------------
 _HOW_TO = (
-    "1. On Inputs, pick the live scenario (Base, Optimised or Downside) and type over the blue "
+    "1. Dashboard (the next tab) shows the headline figures and charts; Checks must all say OK.",
+    "2. On Inputs, pick the live scenario (Base, Optimised or Downside) and type over the blue "
     "cells; each cell says what it allows.",
-    "2. Capacity turns GPUs and tokens per second into TEF, SLA and TFI, the token funnel and "
+    "3. Capacity turns GPUs and tokens per second into TEF, SLA and TFI, the token funnel and "
     "the cost of a GPU-hour.",
-    "3. Timeline runs the site month by month: tokens sold, price, revenue, costs, EBITDA, tax "
+    "4. Timeline runs the site month by month: tokens sold, price, revenue, costs, EBITDA, tax "
     "and cash flow.",
-    "4. Years holds the tax by calendar year (losses carried forward) and the debt cover.",
-    "5. Returns gives NPV, IRR, payback, ROI and the other outputs of the live scenario "
+    "5. Years holds the tax by calendar year (losses carried forward) and the debt cover.",
+    "6. Returns gives NPV, IRR, payback, ROI and the other outputs of the live scenario "
     "(named out_…); Scenarios shows all three and Optimised − Base.",
-    "6. Sensitivity shows the margin against utilisation; Risk the tornado and the Monte Carlo "
+    "7. Sensitivity shows the margin against utilisation; Risk the tornado and the Monte Carlo "
     "of the NPV (values: when it says STALE, run tokenfactory-xl refresh FILE).",
-    "7. Dashboard shows the headline figures and charts. Checks must all say OK.",
+    "IRR holds the IRR searches' working; it prints no page, nor does Timeline (its years are "
+    "on Years and Returns).",
     "Sheets are protected without a password so formulas are not overwritten by accident; "
     "Review → Unprotect Sheet to change the structure.",
 )
+
+#: The Cover's answer: (label, the name the value cell shows, display kind, unit: an input's
+#: name whose value is the unit, or the unit itself, and what the figure rests on).
+COVER_HEADLINES: tuple[tuple[str, str, str, str, str], ...] = (
+    ("NPV", "out_npv", "money", "in_currency",
+     "project cash flows before financing, discounted at the rate below"),
+    ("IRR", "out_irr", "fraction", "per year", "of the same cash flows; none without one root"),
+    ("Payback", "out_payback_months", "months", "months",
+     "after month 0, when the cumulative cash flow turns for good; none within the horizon"),
+    ("Discount rate", "in_discount_rate", "fraction", "per year", "an input (Inputs)"),
+    ("Master check", "check_master", "text", "",
+     "OK when every integrity check on Checks holds"),
+)
+#: The Cover's row of its first headline (NPV).
+COVER_FIRST = 7
 
 
 def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
@@ -961,44 +979,62 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
     ws["A2"] = ("From GPUs, tokens per second and time to first token to revenue, EBITDA, NPV "
                 "and IRR — for one site, month by month.")
     ws["A2"].font = st.SUBTITLE_FONT
-    ws["A4"], ws["A5"], ws["A6"], ws["A7"] = "Site", "Live scenario", "Template version", \
-        "Master check"
-    for r in range(4, 8):
+    ws["A4"], ws["A5"] = "Site", "Live scenario"
+    for r in (4, 5):
         ws[f"A{r}"].font = st.SECTION_FONT
     b.echo(ws, "B4", "in_site_name", "text", font=st.TOTAL_FONT)
     b.echo(ws, "B5", "in_scenario", "text", font=st.TOTAL_FONT)
-    ws["B6"] = __version__
-    ws["B6"].font = st.TOTAL_FONT
-    b.name("tfom_version", ws, "B6")
-    b.echo(ws, "B7", "check_master", "text", font=st.TOTAL_FONT)
-    _status_format(ws, "B7")
-    ws["A9"] = "What it is"
-    ws["A9"].font = st.SECTION_FONT
-    ws["A10"] = ("A token factory is an AI inference cluster judged by the tokens it sells. "
-                 "This model links its technical indicators (TPS, TTFT, TEF) to its financial "
-                 "ones (revenue, EBITDA, NPV, IRR): TEF = measured ÷ theoretical TPS; "
-                 "TFI = TEF × SLA × sell-through, the share of theoretical capacity that "
-                 "becomes revenue; the breakeven utilisation is the TFI at which revenue pays "
-                 "the GPU-hour. Prices fall each quarter, so a GPU earns its keep for a limited "
-                 "economic life.")
-    ws["A10"].alignment = st.WRAP
-    ws.merge_cells("A10:D10")
-    ws.row_dimensions[10].height = 64
-    ws["A12"] = "How to use it"
-    ws["A12"].font = st.SECTION_FONT
+    ws["C5"] = "chosen on Inputs; every scenario side by side on Scenarios"
+    ws["C5"].font = st.NOTE_FONT
+    _header(ws, COVER_FIRST - 1,
+            ["The answer (live scenario)", "Value", "Unit", "What it rests on"])
+    for i, (label, source, kind, unit, note) in enumerate(COVER_HEADLINES):
+        r = COVER_FIRST + i
+        ws.cell(r, 1, label).font = st.SECTION_FONT
+        b.echo(ws, f"B{r}", source, kind, font=st.KPI_VALUE_FONT)
+        if unit.startswith("in_"):
+            b.echo(ws, f"C{r}", unit, "text", font=st.NOTE_FONT)
+            ws[f"C{r}"].alignment = st.Alignment(horizontal="left")
+        elif unit:
+            ws.cell(r, 3, unit).font = st.NOTE_FONT
+        ws.cell(r, 4, note).font = st.NOTE_FONT
+        ws.row_dimensions[r].height = 24
+        for c in "ABCD":
+            ws[f"{c}{r}"].border = st.BOX
+    check = COVER_FIRST + len(COVER_HEADLINES) - 1
+    ws[f"B{check}"].alignment = st.CENTER
+    _status_format(ws, f"B{check}")
+    r = check + 1
+    ws.cell(r, 1, "Template version").font = st.NOTE_FONT
+    ws.cell(r, 2, __version__).font = st.NOTE_FONT
+    b.name("tfom_version", ws, f"B{r}")
+    r += 2
+    ws.cell(r, 1, "What it is").font = st.SECTION_FONT
+    about = ws.cell(r + 1, 1, (
+        "A token factory is an AI inference cluster judged by the tokens it sells. This model "
+        "links its technical indicators (TPS, TTFT, TEF) to its financial ones (revenue, EBITDA, "
+        "NPV, IRR): TEF = measured ÷ theoretical TPS; TFI = TEF × SLA × sell-through, the share "
+        "of theoretical capacity that becomes revenue; the breakeven utilisation is the TFI at "
+        "which revenue pays the GPU-hour. Prices fall each quarter, so a GPU earns its keep for "
+        "a limited economic life."))
+    about.alignment = st.WRAP
+    ws.merge_cells(start_row=r + 1, start_column=1, end_row=r + 1, end_column=4)
+    ws.row_dimensions[r + 1].height = 64
+    r += 3
+    ws.cell(r, 1, "How to use it").font = st.SECTION_FONT
     for i, line in enumerate(_HOW_TO):
-        ws.cell(13 + i, 1, line).alignment = st.Alignment(wrap_text=False)
-    r = 14 + len(_HOW_TO)
+        ws.cell(r + 1 + i, 1, line).alignment = st.WRAP
+        ws.merge_cells(start_row=r + 1 + i, start_column=1, end_row=r + 1 + i, end_column=4)
+        ws.row_dimensions[r + 1 + i].height = 30
+    r += 2 + len(_HOW_TO)
     ws.cell(r, 1, "Colour legend").font = st.SECTION_FONT
     for i, (text, font, fill) in enumerate(st.LEGEND):
         cell = ws.cell(r + 1 + i, 1, text)
         cell.font = font
         if fill is not None:
             cell.fill = fill
-    ws.column_dimensions["A"].width = 46
-    ws.column_dimensions["B"].width = 30
-    ws.column_dimensions["C"].width = 30
-    ws.column_dimensions["D"].width = 30
+    for col, width in {"A": 30, "B": 22, "C": 12, "D": 62}.items():
+        ws.column_dimensions[col].width = width
     _print_setup(ws, landscape=False, fit_height=1)
 
 

@@ -130,6 +130,17 @@ def print_setup(ws: Worksheet, landscape: bool = True, fit_height: int = 0) -> N
     ws.oddFooter.center.size = 8
 
 
+#: The cell a sheet that prints nothing gives as its print area: the third row under a sheet's
+#: title and subtitle, which every sheet leaves empty.
+EMPTY_PRINT_CELL = "A3"
+
+
+def print_nothing(ws: Worksheet) -> None:
+    """Give ``ws`` no printed page: its print area is an empty cell, and a spreadsheet prints
+    no empty page (the sheet stays on screen as it is)."""
+    ws.print_area = EMPTY_PRINT_CELL
+
+
 # -- what an input cell holds ---------------------------------------------------------------------
 def input_cell_value(spec: Input, value: object) -> object:
     """An input value as the workbook's input cell holds it (dates as datetimes, counts as int,

@@ -120,7 +120,12 @@ def test_libreoffice_matches_cell_values(recalculated, input_sets, formula_coord
     read = libreoffice_reader(recalculated[name])
     bad = check_against_cell_values(read, input_sets[name], formula_coords)
     assert not bad, f"{len(bad)} mismatches, e.g. {bad[:5]}"
-    assert read("Checks", "B4") == "OK" and read("Cover", "B7") == "OK"
+    first = wbm.COVER_FIRST
+    assert read("Checks", "B4") == "OK" and read("Cover", f"B{first + 4}") == "OK"
+    # the Cover's answer is the live scenario's NPV, IRR and payback as the engine computes them
+    for row, output in enumerate(("npv", "irr", "payback_months"), start=first):
+        assert read("Cover", f"B{row}") == read("out", output), output
+    assert read("Cover", f"C{first}") == input_sets[name]["currency"]
 
 
 def test_short_horizon_leaves_later_months_blank(recalculated, input_sets):

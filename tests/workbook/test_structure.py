@@ -55,9 +55,28 @@ def destination(book, name):
 
 
 def test_sheets_in_order(book):
+    # the answer first (Cover, Dashboard), then the workings in the order the model runs
     assert book.sheetnames == list(wbm.SHEETS) == [
-        "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
-        "Sensitivity", "Risk", "Dashboard", "Checks"]
+        "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios",
+        "IRR", "Sensitivity", "Risk", "Checks"]
+    assert book.active.title == "Cover"
+
+
+def test_the_cover_shows_the_answer_by_formula(book):
+    ws = book["Cover"]
+    rows = {ws.cell(r, 1).value: r for r in range(1, 30)}
+    assert ws.cell(wbm.COVER_FIRST - 1, 1).value == "The answer (live scenario)"
+    expected = {"NPV": ("=out_npv", "=in_currency"), "IRR": ("=out_irr", "per year"),
+                "Payback": ("=out_payback_months", "months"),
+                "Discount rate": ("=in_discount_rate", "per year"),
+                "Master check": ("=check_master", None)}
+    for label, (formula, unit) in expected.items():
+        r = rows[label]
+        assert wbm.COVER_FIRST <= r < wbm.COVER_FIRST + len(expected), label
+        assert ws[f"B{r}"].value == formula and ws[f"C{r}"].value == unit, label
+        assert ws[f"D{r}"].value, f"{label}: what it rests on"
+    assert ws[f"B{rows['NPV']}"].number_format == "#,##0;[Red]-#,##0"
+    assert ws[f"B{rows['IRR']}"].number_format.startswith("0.0%")
 
 
 def test_the_fleet_block_holds_seven_cohorts_of_named_input_cells(book):

@@ -1,0 +1,61 @@
+"""The workbook on paper: what LibreOffice prints of a 60-month site, page by page.
+
+Each page's footer names its sheet ("Inputs — page 3 of 12"), so the PDF's text says which
+sheet printed how many pages; the height of the words on a page is the size its text prints at.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import subprocess
+from collections import Counter
+
+import pytest
+
+from tokenfactory_xl import workbook as wbm
+from tokenfactory_xl.inputs import default_inputs
+from tokenfactory_xl.libreoffice import convert
+from tokenfactory_xl.workbook_cli import template_bytes
+
+pytestmark = pytest.mark.skipif(subprocess.run(["which", "pdftotext"], capture_output=True)
+                                .returncode != 0, reason="poppler's pdftotext is not installed")
+
+
+@pytest.fixture(scope="module")
+def pages(soffice, tmp_path_factory) -> list[tuple[str, float]]:
+    """(sheet, median height of its words in points) of each printed page of the template."""
+    folder = tmp_path_factory.mktemp("print")
+    book = folder / "TFOM.xlsx"
+    book.write_bytes(template_bytes(default_inputs(), risk_draws=200))
+    (pdf,) = convert([book], folder, "pdf")
+    boxes = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True,
+                           text=True, check=True).stdout
+    out = []
+    for page in boxes.split("<page ")[1:]:
+        words = re.findall(r'yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)</word>', page)
+        texts = [w[2] for w in words]
+        sheet = next(texts[i - 1] for i in range(1, len(texts)) if texts[i] == "—"
+                     and texts[i + 1] == "page")
+        out.append((sheet, statistics.median(float(b) - float(a) for a, b, _ in words)))
+    return out
+
+
+def test_a_60_month_site_prints_in_twelve_pages_at_most(pages):
+    assert len(pages) <= 12
+    count = Counter(sheet for sheet, _ in pages)
+    # the answer first, each on one page
+    assert [sheet for sheet, _ in pages[:2]] == ["Cover", "Dashboard"]
+    for sheet in ("Cover", "Dashboard", "Returns", "Scenarios", "Years", "Capacity"):
+        assert count[sheet] == 1, sheet
+    # 120 monthly columns and the IRR searches' grid are read on screen
+    assert count["Timeline"] == count["IRR"] == 0
+    assert set(count) == set(wbm.SHEETS) - {"Timeline", "IRR"}
+
+
+def test_the_inputs_print_readable(pages):
+    # 11-point text at 70 % or more (every column of the sheet, the fleet block beside the
+    # inputs included, printed on one page came out at 3.5 points)
+    heights = [height for sheet, height in pages if sheet == "Inputs"]
+    assert 1 < len(heights) <= 2
+    assert min(heights) >= 7.5
