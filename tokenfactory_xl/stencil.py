@@ -41,6 +41,8 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from . import ooxml
+
 #: The deflate level worksheets are compressed with: the fastest. zlib's level 1 is about four
 #: times faster than its default 6 on these files and makes them about 15 % larger.
 COMPRESSION_LEVEL = 1
@@ -157,14 +159,11 @@ class _SheetStencil:
         self.segments.append(xml[text_start:].decode())
         self.missing = sorted(missing)
 
-        # Speed (a TFOM workbook has ~12,000 cells to fill): every string is kept ASCII, non-ASCII
-        # characters as XML character references, so that joining and encoding stay byte copies;
-        # and the output is a list of three parts per cell, [segment + start tag + formula +
-        # "<v>", value, "</v></c>"], prepared once. Filling a site sets the values of the finite
-        # floats (most cells) with one slice assignment and patches the few other cells.
-        self.segments = [_ascii(segment) for segment in self.segments]
-        self.cells = [(ref, _Cell(_ascii(c.head), _ascii(c.formula), _ascii(c.original)))
-                      for ref, c in self.cells]
+        # Speed (a TFOM workbook has ~12,000 cells to fill): the output is a list of three parts
+        # per cell, [segment + start tag + formula + "<v>", value, "</v></c>"], prepared once.
+        # Filling a site sets the values of the finite floats (most cells) with one slice
+        # assignment and patches the few other cells. Text stays plain UTF-8: some readers
+        # (SheetJS) decode character references in a formula's text result twice.
         self.refs = [ref for ref, _ in self.cells]
         self.index = {ref: i for i, ref in enumerate(self.refs)}
         parts: list[str] = []
@@ -200,7 +199,7 @@ class _SheetStencil:
                 _, cell = self.cells[index]
                 xml = cell.original if value is _ABSENT else _cell_xml(cell, value)
                 parts[at: at + 3] = self.segments[index] + xml, "", ""
-        return "".join(parts.tolist()).encode("ascii")
+        return "".join(parts.tolist()).encode("utf-8")
 
 
 class SheetValues:
@@ -290,11 +289,6 @@ def _finite_float(value: object) -> bool:
     return type(value) is float and value - value == 0.0  # inf - inf is NaN
 
 
-def _ascii(text: str) -> str:
-    """``text`` with every non-ASCII character as an XML character reference (``&#8212;``)."""
-    return text if text.isascii() else text.encode("ascii", "xmlcharrefreplace").decode("ascii")
-
-
 def _cell_xml(cell: _Cell, value: object) -> str:
     """The XML of ``cell`` holding ``value``: the stored value of a formula or an input."""
     if value is None or (value == "" and not cell.is_formula):
@@ -302,7 +296,7 @@ def _cell_xml(cell: _Cell, value: object) -> str:
     if isinstance(value, str):
         if _ILLEGAL_XML.search(value):
             raise StencilError(f"{cell.head[3:]}: text with control characters {value!r}")
-        text = _ascii(escape(value) if _NEEDS_ESCAPE.search(value) else value)
+        text = escape(value) if _NEEDS_ESCAPE.search(value) else value
         if cell.is_formula:
             if value in _EXCEL_ERRORS:
                 return f'{cell.head} t="e">{cell.formula}<v>{value}</v></c>'
@@ -590,13 +584,15 @@ def repack_to(data: bytes | BinaryIO, out: BinaryIO, level: int = _ZIPFILE_LEVEL
     content on the way. ``data`` is the workbook's bytes or a file holding them; the result is
     written member by member.
     """
-    rewrite = rewrite or {}
     source = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
     with zipfile.ZipFile(source) as archive:
+        # the spellings every reader expects (relative targets, xdr: drawings, comments)
+        renames, rewrite = _with_conventions(archive.namelist(), rewrite or {})
+
         def members() -> Iterator[_Member]:
             for info in archive.infolist():
                 if (level == _ZIPFILE_LEVEL and info.compress_type == zipfile.ZIP_DEFLATED
-                        and info.filename not in rewrite
+                        and info.filename not in rewrite and info.filename not in renames
                         and info.filename != "docProps/core.xml"):
                     # Compressed as it would be here: copied without inflating (a portfolio's
                     # table of many thousand sites is never held uncompressed).
@@ -608,6 +604,17 @@ def repack_to(data: bytes | BinaryIO, out: BinaryIO, level: int = _ZIPFILE_LEVEL
                                            body)
                 if info.filename in rewrite:
                     body = rewrite[info.filename](body)
-                yield _compress(info.filename, body, level)
+                yield _compress(renames.get(info.filename, info.filename), body, level)
 
         _write_zip(members(), out)
+
+
+def _with_conventions(names: list[str], rewrite: Mapping[str, Callable[[bytes], bytes]]
+                      ) -> tuple[dict[str, str], dict[str, Callable[[bytes], bytes]]]:
+    """The package conventions of :mod:`ooxml` for these members, after ``rewrite``."""
+    renames, conventional = ooxml.conventions(names)
+    both = dict(rewrite)
+    for name, after in conventional.items():
+        first = both.get(name)
+        both[name] = after if first is None else (lambda xml, f=first, a=after: a(f(xml)))
+    return renames, both

@@ -42,7 +42,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
 
-from . import __version__, build_cache, workbook_risk
+from . import __version__, build_cache, ooxml, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
@@ -1260,13 +1260,19 @@ def workbook_bytes(wb: Workbook) -> bytes:
     with zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         ExcelWriter(wb, archive).write_data()  # openpyxl's save() stamps the current time
     # (stored, not compressed: each member is compressed once, as it is copied below)
+    # (and written in the spellings every reader expects: ooxml.conventions)
     out = io.BytesIO()
     with zipfile.ZipFile(raw) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        renames, rewrite = ooxml.conventions(src.namelist())
         for info in src.infolist():
-            fixed = zipfile.ZipInfo(info.filename, date_time=_ZIP_TIME)
+            fixed = zipfile.ZipInfo(renames.get(info.filename, info.filename),
+                                    date_time=_ZIP_TIME)
             fixed.compress_type = zipfile.ZIP_DEFLATED
             fixed.external_attr = 0o600 << 16
-            dst.writestr(fixed, src.read(info.filename))
+            body = src.read(info.filename)
+            if info.filename in rewrite:
+                body = rewrite[info.filename](body)
+            dst.writestr(fixed, body)
     return out.getvalue()
 
 

@@ -269,8 +269,10 @@ def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
         if kind != "text":
             ws[coord].alignment = st.RIGHT
 
-    _header(ws, SNAP_HEADER, ["Computed for these inputs", "Value · Base / cohort 2", "3",
-                              "4", "5", "6", "7", "8", "Same today"],
+    # every label text no reader takes for a number (a header "3" is read as 3)
+    _header(ws, SNAP_HEADER, ["Computed for these inputs", "Value · Base / cohort 2",
+                              "Optimised / cohort 3", "Downside / cohort 4", "Cohort 5",
+                              "Cohort 6", "Cohort 7", "Cohort 8", "Same today"],
             first_col=_index(SNAP_LABEL))
     for r in _SNAP:
         ws[f"{SNAP_LABEL}{r.row}"] = r.label

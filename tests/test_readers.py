@@ -1,0 +1,192 @@
+"""Other readers of the files the project writes read them with the values the files store.
+
+Finance tools are built on readers that take a workbook's stored values without a spreadsheet
+engine: exceljs and SheetJS in Node, python-calamine and pandas in Python. Each one here reads
+the committed template, a batch's site workbooks and their portfolio (a site named with accents,
+a dash and an emoji; the portfolio holds comments and charts), and must see every cell that
+openpyxl reads from the same file's XML, with the same value: the file's own stored values are
+the reference. The Node readers need ``node`` and the npm packages ``exceljs`` and ``xlsx``
+(``npm install --prefix .node exceljs xlsx``, as CI does); without ``node`` those tests skip.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from tokenfactory_xl import workbook_risk
+from tokenfactory_xl.batch import run_batch
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "templates" / "TFOM.xlsx"
+NODE_SCRIPT = Path(__file__).with_name("readers") / "read_xlsx.js"
+#: Where CI installs the Node readers (gitignored); NODE_PATH may name another folder.
+NODE_MODULES = ROOT / ".node" / "node_modules"
+EMOJI_SITE = "Zürich — Süd 🚀"
+#: Error values a cell may store.
+ERRORS = frozenset({"#NUM!", "#N/A", "#VALUE!", "#DIV/0!", "#NAME?", "#REF!", "#NULL!"})
+
+SITES = (f"site_name,gpus,measured_tps,horizon_months,ownership,rent_per_gpu_hour\n"
+         f"{EMOJI_SITE},256,768000,24,own,\n"
+         f"Lyon B200,512,1536000,60,rent,2.4\n")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """Name → a workbook the project writes: the template, two sites, their portfolio."""
+    folder = tmp_path_factory.mktemp("readers")
+    sites = folder / "sites.csv"
+    sites.write_text(SITES, encoding="utf-8")
+    report = run_batch(sites, folder / "out", risk_draws=100)
+    out = {"template": TEMPLATE, "portfolio": folder / "out" / "portfolio.xlsx"}
+    for path in report.written:
+        out["emoji site" if "🚀" in path.stem else "rented site"] = path
+    assert len(out) == 4
+    return out
+
+
+def stored(path: Path) -> dict[str, dict[str, object]]:
+    """Sheet → coordinate → stored value, as openpyxl reads the file's XML (no engine)."""
+    book = openpyxl.load_workbook(path, data_only=True)
+    return {ws.title: {c.coordinate: c.value for row in ws.iter_rows() for c in row
+                       if c.value is not None} for ws in book.worksheets}
+
+
+def differences(expected: dict[str, dict[str, object]], seen: dict[str, dict[str, object]]
+                ) -> list[str]:
+    """Where a reader's values differ from the stored ones. Dates are compared as the day
+    they fall on; an error value (``#NUM!``) as its text or the Node script's
+    ``{"error": "#NUM!"}``."""
+    bad = []
+    for sheet, cells in expected.items():
+        theirs = seen.get(sheet)
+        if theirs is None:
+            bad.append(f"{sheet}: not read")
+            continue
+        for coord, value in cells.items():
+            got = theirs.get(coord)
+            if isinstance(value, str) and value in ERRORS:
+                ok = got == value or got == {"error": value}
+            elif isinstance(value, (dt.date, dt.datetime)):
+                ok = _day(got) == (value.date() if isinstance(value, dt.datetime) else value)
+            elif isinstance(value, bool):
+                ok = got is value or got == value
+            elif isinstance(value, (int, float)):
+                ok = (isinstance(got, (int, float)) and not isinstance(got, bool)
+                      and math.isclose(float(got), float(value), rel_tol=0, abs_tol=0))
+            else:
+                ok = got == value
+            if not ok:
+                bad.append(f"{sheet}!{coord}: stored {value!r}, read {got!r}")
+    return bad
+
+
+def _day(value: object) -> dt.date | None:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, dict) and "date" in value:  # from the Node script: an ISO time in UTC
+        return dt.datetime.fromisoformat(value["date"].replace("Z", "+00:00")).date()
+    return None
+
+
+# -- python-calamine -----------------------------------------------------------------------------
+def calamine_cells(path: Path) -> dict[str, dict[str, object]]:
+    calamine = pytest.importorskip("python_calamine")
+    from openpyxl.utils import get_column_letter
+
+    book = calamine.CalamineWorkbook.from_path(str(path))
+    out: dict[str, dict[str, object]] = {}
+    for name in book.sheet_names:
+        sheet = book.get_sheet_by_name(name)
+        top, left = sheet.start or (0, 0)
+        cells = out[name] = {}
+        for r, row in enumerate(sheet.to_python(skip_empty_area=False)):
+            for c, value in enumerate(row):
+                if value != "":
+                    cells[f"{get_column_letter(left + c + 1)}{top + r + 1}"] = value
+    return out
+
+
+@pytest.mark.parametrize("name", ["template", "emoji site", "rented site", "portfolio"])
+def test_python_calamine_reads_the_stored_values(files, name):
+    expected = stored(files[name])
+    seen = calamine_cells(files[name])
+    assert list(seen) == list(expected)
+    bad = differences(expected, seen)
+    assert not bad, f"{len(bad)} differences, e.g. {bad[:5]}"
+
+
+# -- pandas ------------------------------------------------------------------------------------
+def test_pandas_reads_the_portfolio_table_by_name(files):
+    pd = pytest.importorskip("pandas")
+    table = pd.read_excel(files["portfolio"], sheet_name="Portfolio", engine="openpyxl")
+    assert sorted(table.iloc[:, 0]) == sorted(["Lyon B200", EMOJI_SITE])
+
+
+def test_pandas_reads_the_risk_sheets_labels_as_text(files):
+    pd = pytest.importorskip("pandas")
+    header = workbook_risk.SNAP_HEADER
+    first = openpyxl.utils.column_index_from_string(workbook_risk.SNAP_LABEL) - 1
+    for engine in ("openpyxl", "calamine"):
+        if engine == "calamine":
+            pytest.importorskip("python_calamine")
+        frame = pd.read_excel(files["emoji site"], sheet_name=workbook_risk.SHEET,
+                              header=header - 1, engine=engine)
+        labels = list(frame.columns[first:first + 2 + len(workbook_risk.SNAP_VALUES)])
+        assert labels[0] == "Computed for these inputs", labels
+        assert all(isinstance(x, str) and not x.strip().isdigit() for x in labels), labels
+
+
+# -- exceljs and SheetJS (Node) ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def node() -> dict[str, str]:
+    """The environment that runs the Node script: skips without node, fails without the
+    packages (CI installs them)."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    env = dict(os.environ)
+    env["NODE_PATH"] = os.pathsep.join(x for x in (env.get("NODE_PATH"), str(NODE_MODULES))
+                                       if x)
+    probe = subprocess.run(["node", "-e", "require('exceljs'); require('xlsx')"],
+                           env=env, capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.fail("the npm packages exceljs and xlsx are missing: run "
+                    "npm install --prefix .node exceljs xlsx (as .ci/run does)")
+    return env
+
+
+def node_cells(node: dict[str, str], path: Path) -> dict[str, dict[str, dict[str, object]]]:
+    run = subprocess.run(["node", str(NODE_SCRIPT), str(path)], env=node, capture_output=True,
+                         text=True, encoding="utf-8", timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("name", ["template", "emoji site", "rented site", "portfolio"])
+def test_exceljs_and_sheetjs_read_the_stored_values(node, files, name):
+    expected = stored(files[name])
+    seen = node_cells(node, files[name])
+    for reader in ("exceljs", "sheetjs"):
+        assert list(seen[reader]) == list(expected), reader
+        bad = differences(expected, seen[reader])
+        assert not bad, f"{reader}: {len(bad)} differences, e.g. {bad[:5]}"
+
+
+def test_text_reaches_the_node_readers_whole(node, files):
+    # the site's name, with an emoji and non-ASCII letters, typed in and as a formula's result
+    seen = node_cells(node, files["emoji site"])
+    for reader in ("exceljs", "sheetjs"):
+        cover = seen[reader]["Cover"]
+        assert cover["B4"] == EMOJI_SITE, reader
+        assert EMOJI_SITE in seen[reader]["Timeline"]["A2"], reader
+        assert "\ufffd" not in json.dumps(seen[reader], ensure_ascii=False), reader
