@@ -160,8 +160,29 @@ def test_site_names_stay_text_in_the_xml(path):
     assert "<f>" not in xml and "HYPERLINK" in xml
 
 
+def test_the_portfolio_opens_on_its_summary(entries, path):
+    # the table stays the first sheet (pandas and Power Query read it by default); the file
+    # opens on the summary: the totals and the charts beside them
+    book = openpyxl.load_workbook(path)
+    assert book.sheetnames == ["Portfolio", "Summary"]
+    assert book.active.title == "Summary" and book.active.sheet_view.tabSelected
+    assert not book["Portfolio"].sheet_view.tabSelected
+    assert list(book["Summary"].tables) == ["Totals"]
+    with zipfile.ZipFile(path) as z:
+        rels = z.read("xl/worksheets/_rels/sheet2.xml.rels").decode()
+        drawing = re.search(r'Target="\.\./drawings/(drawing\d+\.xml)"', rels).group(1)
+        anchors = z.read(f"xl/drawings/{drawing}").decode()
+    assert anchors.count("<xdr:graphicFrame") == 1  # the TFI chart (no risk columns here)
+    # beside the totals' four columns: its anchor is column F (index 5)
+    assert "<xdr:from><xdr:col>5</xdr:col>" in anchors
+    # the totals that add up come first, under the count of the sites
+    totals = pd.read_excel(path, sheet_name="Summary")
+    filled = list(totals["Portfolio total"].notna())
+    assert filled == sorted(filled, reverse=True)
+
+
 def test_totals_are_on_their_own_sheet(entries, path):
-    totals = pd.read_excel(path, sheet_name="Totals")
+    totals = pd.read_excel(path, sheet_name="Summary")
     assert list(totals.columns) == ["Figure", "Portfolio total", "How it is totalled", "Column"]
     got = {c: t for c, t in zip(totals["Column"], totals["Portfolio total"], strict=True)
            if isinstance(c, str)}
@@ -189,7 +210,7 @@ def test_totals_are_on_their_own_sheet(entries, path):
     how = dict(zip(totals["Column"], totals["How it is totalled"], strict=True))
     assert how["irr"] == "blank: does not add up across sites"
     assert how["ebitda_margin"] == "Σ EBITDA ÷ Σ revenue"
-    ws = openpyxl.load_workbook(path)["Totals"]
+    ws = openpyxl.load_workbook(path)["Summary"]
     assert list(ws.tables) == ["Totals"] and ws.tables["Totals"].ref == f"A1:D{len(totals) + 1}"
 
 
@@ -208,13 +229,12 @@ def test_chart_compares_tfi_with_breakeven(entries, path):
         charts = [n for n in z.namelist() if n.startswith("xl/charts/chart")]
         xml = z.read(charts[0]).decode()
     assert len(charts) == 1
-    header = [c.value for c in openpyxl.load_workbook(path).active[1]]
+    header = [c.value for c in openpyxl.load_workbook(path)["Portfolio"][1]]
     letter = openpyxl.utils.get_column_letter
     for text in ("TFI now [fraction]", "Breakeven utilisation [fraction]"):
         col = letter(header.index(text) + 1)
         assert f"'Portfolio'!${col}$2:${col}$4" in xml
     assert "'Portfolio'!$A$2:$A$4" in xml
-    assert openpyxl.load_workbook(path).sheetnames == ["Portfolio", "Totals", "Chart"]
 
 
 def test_same_entries_same_bytes(entries, tmp_path):
@@ -298,3 +318,17 @@ def test_the_charts_carry_the_values_they_show(entries, path):
             values = [float(v) for _, v in points]
             assert any(values == [r[h] for r in rows] for h in header
                        if h.startswith(("TFI now", "Breakeven")))
+
+
+def test_the_portfolio_prints_in_few_pages(soffice, entries, path, tmp_path):
+    # the table four pages wide (a handful of sites: one page tall), the summary on one page
+    import subprocess
+
+    from tokenfactory_xl.libreoffice import convert
+
+    (pdf,) = convert([path], tmp_path / "pdf", "pdf")
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    footers = re.findall(r"(\w+) — page \d+ of (\d+)", text)
+    assert [sheet for sheet, _ in footers] == ["Portfolio"] * pf.TABLE_PAGES_WIDE + ["Summary"]
+    assert {int(n) for _, n in footers} == {pf.TABLE_PAGES_WIDE + 1}

@@ -17,14 +17,17 @@ rented fleet, the rent of an owned one (and the avoided CapEx of a rented fleet,
 calls none). An output that does not exist (no IRR without a sign change, no payback within the
 horizon) is blank too: an empty cell in the workbook, an empty field in the CSV.
 
-The sheet ``Totals`` sums what adds up across sites (GPUs, equivalent GPUs, avoided CapEx,
-tokens, revenue, EBITDA, NPV), gives the portfolio's own ratio where one follows from the sums
-(EBITDA margin = Σ EBITDA ÷ Σ revenue; cost per million tokens weighted by tokens sold; TEF and
-TFI now weighted by theoretical capacity, gpus × theoretical_tps_per_gpu) and leaves the rest
-blank with the reason (IRR, payback, ROI, prices, SLA, breakeven and economic life do not add
-up). Money totals are blank when the sites use different currencies. The sheet ``Chart`` draws
+The workbook opens on its second sheet, ``Summary``: the answer before the table. Its Excel
+Table ``Totals`` sums what adds up across sites (GPUs, equivalent GPUs, avoided CapEx, tokens,
+revenue, EBITDA, NPV), gives the portfolio's own ratio where one follows from the sums (EBITDA
+margin = Σ EBITDA ÷ Σ revenue; cost per million tokens weighted by tokens sold; TEF and TFI now
+weighted by theoretical capacity, gpus × theoretical_tps_per_gpu) and then lists the rest blank
+with the reason (IRR, payback, ROI, prices, SLA, breakeven and economic life do not add up).
+Money totals are blank when the sites use different currencies. Beside the totals a chart draws
 TFI now against breakeven utilisation per site (a site whose TFI bar is shorter than its
-breakeven bar loses money on every GPU-hour today).
+breakeven bar loses money on every GPU-hour today), and with the risk columns a second one each
+site's NPV from P10 to P90. Printed, the table is four A4 pages wide, each repeating the header
+row and the site names; the summary one page wide.
 
 :func:`write_portfolio` and :func:`write_summary_csv` are used by ``tokenfactory-xl batch`` and
 by ``collect``; both write atomically.
@@ -93,7 +96,13 @@ CHART_SITES = 60
 #: The Excel Table of the sites, on the first sheet.
 TABLE_NAME = "Sites"
 SHEET = "Portfolio"
-TOTALS_SHEET = "Totals"
+#: The sheet the portfolio opens on: the totals (an Excel Table named ``Totals``) and the charts.
+SUMMARY_SHEET = "Summary"
+#: Where the summary's charts start: right of the totals' four columns and a gap.
+SUMMARY_CHARTS = "F1"
+#: The table prints this many pages wide (each repeating the header row and the site names):
+#: 67 columns on one page would print at a fifth of their size.
+TABLE_PAGES_WIDE = 4
 
 _OUTPUT_FORMATS = {"fraction": "0.0%", "money": "#,##0", "price": "#,##0.0000",
                    "tokens": "#,##0", "gpus": "#,##0.0", "months": "0.0", "ratio": "0.00"}
@@ -350,7 +359,7 @@ def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
 
 
 def _how_totalled(name: str, total: float | None, one_currency: bool) -> str:
-    """Why the Totals sheet shows ``total`` (or nothing) for output ``name``."""
+    """Why the totals on Summary show ``total`` (or nothing) for output ``name``."""
     if name in _MONEY and not one_currency:
         return "blank: the sites use different currencies"
     if total is None and name not in SUMMED | {"ebitda_margin", "tef_now", "tfi_now",
@@ -418,8 +427,8 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     wb.properties.title = "TFOM portfolio"
     ws = wb.create_sheet(SHEET)
     ws.freeze_panes = "B2"
-    ws.page_setup.orientation = "landscape"
-    # Printed across pages at full size, each page repeating the header and the site names.
+    _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
+    # each page repeats the header and the site names
     ws.print_title_rows = "1:1"
     ws.print_title_cols = "A:A"
     widths = []
@@ -464,7 +473,8 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     _add_table(ws, table)
 
     total = totals(entries)
-    _totals_sheet(wb, total, entries, currency)
+    summary = _summary_sheet(wb, total, entries, currency)
+    wb.active = 1  # the portfolio opens on its answer; the table stays the first sheet
 
     if n:
         chart = BarChart()
@@ -485,14 +495,12 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
         chart.height = max(9.0, 0.6 * shown + 3)
         chart.width = 24
         chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
-        # A sheet of its own: beside a table of 40 columns the chart would be off screen.
-        sheet = wb.create_sheet("Chart")
-        sheet.page_setup.orientation = "landscape"
-        sheet.sheet_properties.pageSetUpPr.fitToPage = True
-        sheet.add_chart(chart, "A1")
+        # beside the totals (a table of four columns), not the sites' table of sixty
+        summary.add_chart(chart, SUMMARY_CHARTS)
         if "npv_p10" in names:
-            sheet.add_chart(_risk_chart(ws, names, shown, n, currency),
-                            f"A{int(chart.height * 2) + 4}")
+            column = "".join(filter(str.isalpha, SUMMARY_CHARTS))
+            summary.add_chart(_risk_chart(ws, names, shown, n, currency),
+                              f"{column}{int(chart.height * 2) + 3}")
 
     def shown(sheet: str, coord: str) -> object:
         """What a cell of the Portfolio sheet holds, for the charts' caches."""
@@ -551,24 +559,41 @@ def _risk_chart(ws, names: list[str], shown: int, n: int, currency: str | None):
     return chart
 
 
-def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
-                  currency: str | None) -> None:
-    """The sheet ``Totals``: one row per figure (label, total, how it is totalled)."""
+def _page_setup(ws, landscape: bool, pages_wide: int) -> None:
+    """A4, ``pages_wide`` pages wide and as many long as it takes, numbered in the footer."""
+    from openpyxl.worksheet.worksheet import Worksheet
+
+    ws.page_setup.orientation = "landscape" if landscape else "portrait"
+    ws.page_setup.paperSize = Worksheet.PAPERSIZE_A4
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToWidth = pages_wide
+    ws.page_setup.fitToHeight = 0
+    ws.page_margins.left = ws.page_margins.right = 0.4
+    ws.oddFooter.center.text = "&A — page &P of &N"
+    ws.oddFooter.center.size = 8
+
+
+def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
+                   currency: str | None):
+    """The sheet ``Summary``: the totals, one row per figure (label, total, how it is
+    totalled), as the Excel Table ``Totals``; the caller draws the charts beside it."""
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.styles import Alignment, Font
     from openpyxl.worksheet.filters import AutoFilter
     from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
-    ws = wb.create_sheet(TOTALS_SHEET)
+    ws = wb.create_sheet(SUMMARY_SHEET)
     ws.freeze_panes = "A2"
-    ws.page_setup.orientation = "portrait"
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ws.page_setup.fitToHeight = 0
+    ws.sheet_view.tabSelected = True  # the tab it opens on (the workbook's active one)
+    _page_setup(ws, landscape=True, pages_wide=1)
+    ws.print_title_rows = "1:1"
     one_currency = currency is not None
     figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
                ("gpus", header("gpus", currency), total.get("gpus"), _number_format("gpus"),
                 "sum over the sites")]
-    for name in output_columns(entries):
+    # the figures that add up first, then those that do not (blank, with the reason)
+    names = sorted(output_columns(entries), key=lambda name: total.get(name) is None)
+    for name in names:
         figures.append((name, header(name, currency), total.get(name), _number_format(name),
                         _how_totalled(name, total.get(name), one_currency)))
     titles = ["Figure", "Portfolio total", "How it is totalled", "Column"]
@@ -604,6 +629,7 @@ def _totals_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
     table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
     table.tableStyleInfo = TableStyleInfo(name="TableStyleLight9", showRowStripes=True)
     _add_table(ws, table)
+    return ws
 
 
 def _add_table(ws, table) -> None:
