@@ -62,6 +62,10 @@ SHEETS: tuple[str, ...] = (
 
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
 IRR_SHEET = "IRR"
+#: Sheets read on screen that print no page: the Timeline's 120 monthly columns would take a
+#: ream (the model's years are printed on Years and Returns), and the IRR searches are working,
+#: not an answer (the IRRs are on Returns and Scenarios).
+UNPRINTED_SHEETS: tuple[str, ...] = ("Timeline", IRR_SHEET)
 
 MONTH0_COL = 4  # column D holds month 0 (the investment)
 FIRST_MONTH_COL = MONTH0_COL + 1
@@ -669,10 +673,7 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.conditional_formatting.add(
         f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['fiscal_index']}",
         FormulaRule(formula=[f"{d}${rows['in_horizon']}=0"], font=grey))
-    # 120 monthly columns would take a ream: on paper the model's years are on Years and
-    # Returns, and the Timeline prints no page.
-    _print_setup(ws, fit_height=1)
-    st.print_nothing(ws)
+    _print_setup(ws, fit_height=1)  # prints no page: UNPRINTED_SHEETS
 
 
 def timeline_cells(sheet: str, cells: tuple[str, ...], horizon: int) -> tuple[str, ...]:
@@ -835,9 +836,7 @@ def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
         for i in range(6):
             ws.column_dimensions[_col(c0 + i)].width = 15
         ws.column_dimensions[_col(c0 + 6)].width = 3
-    # The searches' working, not an answer (the IRRs are on Returns and Scenarios): no page.
-    _print_setup(ws, fit_height=1)
-    st.print_nothing(ws)
+    _print_setup(ws, fit_height=1)  # prints no page: UNPRINTED_SHEETS
     ws.freeze_panes = f"A{IRR_GRID_TOP}"
 
 
@@ -1193,6 +1192,8 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     for ws in wb.worksheets:
         _protect(ws)
         ws.sheet_view.zoomScale = 90
+    for name in UNPRINTED_SHEETS:
+        st.print_nothing(sheets[name])
     colours = {"Cover": "1F3864", "Inputs": "FFC000", "Dashboard": "1F3864", "Checks": "70AD47"}
     for name, colour in colours.items():
         sheets[name].sheet_properties.tabColor = colour

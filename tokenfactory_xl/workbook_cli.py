@@ -71,11 +71,15 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
     """
     from .cli import UserError
     from .libreoffice import LibreOfficeMissing, convert
-    from .workbook import SHEETS
+    from .workbook import SHEETS, UNPRINTED_SHEETS
 
     if sheet not in SHEETS:
         raise UserError(f"--sheet {sheet}: not a sheet of the TFOM workbook; the sheets are "
                         + ", ".join(SHEETS))
+    if sheet in UNPRINTED_SHEETS:
+        printed = [s for s in SHEETS if s not in UNPRINTED_SHEETS]
+        raise UserError(f"--sheet {sheet}: the {sheet} sheet prints no page (it is read on "
+                        "screen); render one of " + ", ".join(printed))
     for tool in ("pdftoppm", "pdftotext"):
         if shutil.which(tool) is None:
             raise UserError(f"{tool} is not installed (apt-get install poppler-utils)")

@@ -96,6 +96,9 @@ def test_render_draws_the_dashboard(soffice, tmp_path):
     wrong = cli("render", "TFOM.xlsx", "-o", "x.png", "--sheet", "Scenario", cwd=tmp_path)
     assert wrong.returncode == 2 and "Scenarios" in wrong.stderr and "Traceback" not in \
         wrong.stderr
+    unprinted = cli("render", "TFOM.xlsx", "-o", "t.png", "--sheet", "Timeline", cwd=tmp_path)
+    assert unprinted.returncode == 2 and "prints no page" in unprinted.stderr
+    assert "Dashboard" in unprinted.stderr and not (tmp_path / "t.png").exists()
 
 
 def test_render_missing_workbook_is_a_message(tmp_path):

@@ -49,6 +49,7 @@ def test_a_60_month_site_prints_in_twelve_pages_at_most(pages):
     for sheet in ("Cover", "Dashboard", "Returns", "Scenarios", "Years", "Capacity"):
         assert count[sheet] == 1, sheet
     # 120 monthly columns and the IRR searches' grid are read on screen
+    assert wbm.UNPRINTED_SHEETS == ("Timeline", "IRR")
     assert count["Timeline"] == count["IRR"] == 0
     assert set(count) == set(wbm.SHEETS) - {"Timeline", "IRR"}
 
