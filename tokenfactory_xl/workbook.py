@@ -962,9 +962,10 @@ _HOW_TO = (
 COVER_HEADLINES: tuple[tuple[str, str, str, str, str], ...] = (
     ("NPV", "out_npv", "money", "in_currency",
      "project cash flows before financing, discounted at the rate below"),
-    ("IRR", "out_irr", "fraction", "per year", "of the same cash flows; none without one root"),
+    ("IRR", "out_irr", "fraction", "per year",
+     "of the same cash flows; none when they never change sign"),
     ("Payback", "out_payback_months", "months", "months",
-     "after month 0, when the cumulative cash flow turns for good; none within the horizon"),
+     "until the cumulative cash flow turns positive for good; none if not within the horizon"),
     ("Discount rate", "in_discount_rate", "fraction", "per year", "an input (Inputs)"),
     ("Master check", "check_master", "text", "",
      "OK when every integrity check on Checks holds"),
