@@ -3,7 +3,8 @@
 Finance tools are built on readers that take a workbook's stored values without a spreadsheet
 engine: exceljs and SheetJS in Node, python-calamine and pandas in Python. Each one here reads
 the committed template, a batch's site workbooks and their portfolio (a site named with accents,
-a dash and an emoji; the portfolio holds comments and charts), and must see every cell that
+a dash and an emoji; the portfolio holds comments and charts) and the cost curve of ``cost``,
+and must see every cell that
 openpyxl reads from the same file's XML, with the same value: the file's own stored values are
 the reference. The Node readers need ``node`` and the npm packages ``exceljs`` and ``xlsx``
 (``npm install --prefix .node exceljs xlsx``, as CI does); without ``node`` those tests skip.
@@ -17,6 +18,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import openpyxl
@@ -31,6 +33,8 @@ NODE_SCRIPT = Path(__file__).with_name("readers") / "read_xlsx.js"
 #: Where CI installs the Node readers (gitignored); NODE_PATH may name another folder.
 NODE_MODULES = ROOT / ".node" / "node_modules"
 EMOJI_SITE = "Zürich — Süd 🚀"
+FILES = ("template", "emoji site", "rented site", "portfolio", "cost curve")
+SWEEP = ROOT / "tests" / "fixtures" / "actuals" / "sglang_llama70b_h200_sweep.jsonl"
 #: Error values a cell may store.
 ERRORS = frozenset({"#NUM!", "#N/A", "#VALUE!", "#DIV/0!", "#NAME?", "#REF!", "#NULL!"})
 
@@ -41,7 +45,8 @@ SITES = (f"site_name,gpus,measured_tps,horizon_months,ownership,rent_per_gpu_hou
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
-    """Name → a workbook the project writes: the template, two sites, their portfolio."""
+    """Name → a workbook the project writes: the template, two sites, their portfolio, and
+    the cost curve of a real benchmark sweep (a chart and a table of its runs)."""
     folder = tmp_path_factory.mktemp("readers")
     sites = folder / "sites.csv"
     sites.write_text(SITES, encoding="utf-8")
@@ -49,7 +54,12 @@ def files(tmp_path_factory) -> dict[str, Path]:
     out = {"template": TEMPLATE, "portfolio": folder / "out" / "portfolio.xlsx"}
     for path in report.written:
         out["emoji site" if "🚀" in path.stem else "rented site"] = path
-    assert len(out) == 4
+    out["cost curve"] = folder / "curve.xlsx"
+    made = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "cost", str(SWEEP),
+                           "--gpu-hour", "2.10", "--gpus", "4", "-o", str(out["cost curve"])],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert len(out) == 5
     return out
 
 
@@ -117,7 +127,7 @@ def calamine_cells(path: Path) -> dict[str, dict[str, object]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["template", "emoji site", "rented site", "portfolio"])
+@pytest.mark.parametrize("name", FILES)
 def test_python_calamine_reads_the_stored_values(files, name):
     expected = stored(files[name])
     seen = calamine_cells(files[name])
@@ -172,7 +182,7 @@ def node_cells(node: dict[str, str], path: Path) -> dict[str, dict[str, dict[str
     return json.loads(run.stdout)
 
 
-@pytest.mark.parametrize("name", ["template", "emoji site", "rented site", "portfolio"])
+@pytest.mark.parametrize("name", FILES)
 def test_exceljs_and_sheetjs_read_the_stored_values(node, files, name):
     expected = stored(files[name])
     seen = node_cells(node, files[name])

@@ -41,6 +41,7 @@ from pathlib import Path
 from . import actuals, model
 from .cli import positive_float, positive_int
 from .files import write_atomically
+from .stencil import repack_to
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,9 @@ def workbook_bytes(points: list[CostPoint], gpu_hour: float, title: str,
     curve.sheet_properties.pageSetUpPr.fitToPage = True
     buffer = io.BytesIO()
     wb.save(buffer)
-    return buffer.getvalue()
+    out = io.BytesIO()  # fixed timestamps, and the spellings every reader expects (ooxml)
+    repack_to(buffer.getvalue(), out)
+    return out.getvalue()
 
 
 def render_png(xlsx: bytes, dpi: int = 90) -> bytes:
