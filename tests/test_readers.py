@@ -200,3 +200,30 @@ def test_text_reaches_the_node_readers_whole(node, files):
         assert cover["B4"] == EMOJI_SITE, reader
         assert EMOJI_SITE in seen[reader]["Timeline"]["A2"], reader
         assert "\ufffd" not in json.dumps(seen[reader], ensure_ascii=False), reader
+
+
+# -- the package itself ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", FILES)
+def test_the_package_is_consistent_and_spelled_as_excel_spells_it(files, name):
+    # every relationship resolves to a part of the zip, every content-type override names one,
+    # targets are relative, drawings use the xdr: prefix, comments sit at xl/commentsN.xml
+    import posixpath
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(files[name]) as z:
+        parts = set(z.namelist())
+        for rels in (n for n in parts if n.endswith(".rels")):
+            folder = posixpath.dirname(posixpath.dirname(rels))
+            for target, mode in re.findall(r'Target="([^"]*)"(?: TargetMode="(\w+)")?',
+                                           z.read(rels).decode()):
+                if mode == "External":
+                    continue
+                assert not target.startswith("/"), (rels, target)
+                assert posixpath.normpath(posixpath.join(folder, target)) in parts, (rels, target)
+        types = z.read("[Content_Types].xml").decode()
+        for part in re.findall(r'PartName="/([^"]*)"', types):
+            assert part in parts, part
+        for drawing in (n for n in parts if re.fullmatch(r"xl/drawings/drawing\d+\.xml", n)):
+            assert z.read(drawing).startswith(b"<xdr:wsDr "), drawing
+        assert not [n for n in parts if n.startswith("xl/comments/")]
