@@ -6,8 +6,9 @@ the committed template, a batch's site workbooks and their portfolio (a site nam
 a dash and an emoji; the portfolio holds comments and charts) and the cost curve of ``cost``,
 and must see every cell that
 openpyxl reads from the same file's XML, with the same value: the file's own stored values are
-the reference. The Node readers need ``node`` and the npm packages ``exceljs`` and ``xlsx``
-(``npm install --prefix .node exceljs xlsx``, as CI does); without ``node`` those tests skip.
+the reference. The Node readers need ``node`` and the npm packages ``exceljs`` and ``xlsx``,
+which the tests install into the gitignored ``.node`` folder the first time (``npm install
+--prefix .node exceljs xlsx``, as CI does); without ``node`` those tests skip.
 """
 
 from __future__ import annotations
@@ -160,19 +161,45 @@ def test_pandas_reads_the_risk_sheets_labels_as_text(files):
 # -- exceljs and SheetJS (Node) ------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def node() -> dict[str, str]:
-    """The environment that runs the Node script: skips without node, fails without the
-    packages (CI installs them)."""
+    """The environment that runs the Node script: skips without node; installs the packages
+    into the gitignored .node folder the first time (npm), and fails if that cannot be done."""
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     env = dict(os.environ)
     env["NODE_PATH"] = os.pathsep.join(x for x in (env.get("NODE_PATH"), str(NODE_MODULES))
                                        if x)
-    probe = subprocess.run(["node", "-e", "require('exceljs'); require('xlsx')"],
-                           env=env, capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.fail("the npm packages exceljs and xlsx are missing: run "
-                    "npm install --prefix .node exceljs xlsx (as .ci/run does)")
+    if not _has_readers(env):
+        _install_readers()
+    if not _has_readers(env):
+        pytest.fail("the npm packages exceljs and xlsx are missing and npm could not install "
+                    "them: run npm install --prefix .node exceljs xlsx (as .ci/run does)")
     return env
+
+
+def _has_readers(env: dict[str, str]) -> bool:
+    probe = subprocess.run(["node", "-e", "require('exceljs'); require('xlsx')"], env=env,
+                           capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+def _install_readers() -> None:
+    """npm install the readers into .node, one test process at a time (a lock file held while
+    npm runs: the others wait for it, then find the packages there)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return
+    folder = NODE_MODULES.parent
+    folder.mkdir(exist_ok=True)
+    with open(folder / ".install-lock", "w") as lock:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no lock; npm installs the same files twice at worst
+            fcntl = None
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (NODE_MODULES / "exceljs").is_dir() or not (NODE_MODULES / "xlsx").is_dir():
+            subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix",
+                            str(folder), "exceljs", "xlsx"], capture_output=True, timeout=600)
 
 
 def node_cells(node: dict[str, str], path: Path) -> dict[str, dict[str, dict[str, object]]]:
