@@ -500,9 +500,9 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E5"
-    # Printed readable: the inputs from their labels to what each allows (the notes are the
-    # cells' prompts on screen; the cohorts of the fleet block are printed on Capacity), a page
-    # wide and as many long as it takes, the header row on every page.
+    # Printed readable: the inputs from their labels to what each allows (the notes column is
+    # read on screen; the cohorts of the fleet block are printed on Capacity), a page wide and
+    # as many long as it takes, the header row on every page.
     _print_setup(ws, fit_height=0)
     ws.print_area = f"A1:H{last}"
     ws.print_title_rows = "4:4"
