@@ -44,6 +44,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "the tornado: NPV at a low and a high value of each driver"),
     ("risk", "tokenfactory_xl.risk_cli",
      "Monte Carlo of the NPV: P10, P50, P90, probability of a loss, median IRR"),
+    ("solve", "tokenfactory_xl.solve_cli",
+     "what must be true: the input value at which NPV, IRR, payback or DSCR meets a target"),
     ("template", "tokenfactory_xl.workbook_cli", "write the TFOM workbook (Excel, no macros)"),
     ("render", "tokenfactory_xl.workbook_cli",
      "draw a workbook's Dashboard as a PNG (LibreOffice)"),
