@@ -4,6 +4,7 @@ that value, put back into the model as ``summary --set`` puts it, meets the targ
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,8 @@ from tokenfactory_xl.errors import InputError
 from tokenfactory_xl.inputs import make_inputs
 from tokenfactory_xl.operating_model import run
 from tokenfactory_xl.solve import parse_target, solve
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(capsys, *argv: str) -> tuple[int, str, str]:
@@ -200,3 +203,41 @@ def test_parse_target_accepts_percentages_of_fractions_only():
     assert parse_target("dscr=1.2").output == "min_dscr"
     with pytest.raises(InputError, match="is a percentage, but npv"):
         parse_target("npv=5%")
+
+
+def test_batch_solve_columns_put_back_give_npv_zero(tmp_path, capsys):
+    import csv
+
+    from tokenfactory_xl.sites import load_sites
+
+    sites = ROOT / "templates" / "sites-example.csv"
+    out = tmp_path / "out"
+    status, _, err = main(capsys, "batch", str(sites), "-o", str(out), "--risk-draws", "0",
+                          "--solve", "tef_target,price_factor", "--summary-csv",
+                          str(tmp_path / "s.csv"), "--quiet")
+    assert status == 0, err
+    rows = list(csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8")))
+    loaded = {row.inputs["site_name"]: row.inputs for row in load_sites(sites).rows}
+    assert len(rows) == len(loaded) >= 3
+    for row in rows:
+        inputs = loaded[row["site_name"]]
+        for name in ("tef_target", "price_factor"):
+            value = float(row[f"{name}_at_npv0"])
+            assert abs(run(inputs.replace({name: value})).summary["npv"]) < 1
+    # the portfolio workbook carries the columns, labelled with the input's label
+    from openpyxl import load_workbook
+
+    ws = load_workbook(out / "portfolio.xlsx", read_only=True)["Portfolio"]
+    header = [c.value for c in next(ws.iter_rows(max_row=1))]
+    assert "TEF target at NPV 0 [fraction]" in header
+    assert "Price factor at NPV 0 [ratio]" in header
+
+
+def test_batch_solve_refuses_a_text_input_before_writing(tmp_path, capsys):
+    sites = ROOT / "templates" / "sites-example.csv"
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["batch", str(sites), "-o", str(tmp_path / "out"), "--solve",
+                  "tef_target,site_name"])
+    assert exit_.value.code == 2
+    assert "site_name: is text of 1 to 80 characters, not a number" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -191,6 +191,7 @@ class _Task:
     inputs: SiteInputs
     target: Path
     risk_draws: int = 0
+    solve: tuple[str, ...] = ()
 
 
 #: Monte Carlo draws per site for the portfolio's risk columns: enough for a P10 and a P90 that
@@ -210,6 +211,12 @@ def _make(task: _Task, result: Result | None = None) -> tuple[int, dict[str, flo
     """Write one site's workbook under a temporary name beside its target; return its index,
     summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
     data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result)
+    if task.solve:
+        from .portfolio import SOLVE_SUFFIX
+        from .solve import batch_solve
+
+        for name, found in batch_solve(task.inputs, task.solve).items():
+            summary[name + SOLVE_SUFFIX] = found
     return task.index, summary, stage(task.target, data)
 
 
@@ -363,7 +370,7 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
               progress: Progress | Callable[[int], Progress] | None = None,
               level: int = COMPRESSION_LEVEL, header_row: int | None = None,
               cohorts: str | os.PathLike | None = None,
-              risk_draws: int = BATCH_RISK_DRAWS) -> BatchReport:
+              risk_draws: int = BATCH_RISK_DRAWS, solve: Sequence[str] = ()) -> BatchReport:
     """Write one workbook per valid site of ``sites_path`` into ``outdir``, then the portfolio.
 
     Parameters
@@ -381,6 +388,9 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     cohorts : a cohorts file for the sites' further cohorts (default: the sites workbook's
         ``cohorts`` sheet, if it has one).
     risk_draws : Monte Carlo draws per site for the portfolio's risk columns (0: none).
+    solve : numeric inputs whose value at which each site's live NPV is 0 the portfolio shows
+        ("what must be true" columns ``<input>_at_npv0``; blank where no value of the input's
+        range gives NPV 0).
 
     Raises
     ------
@@ -395,7 +405,8 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     with _start_workers(jobs, level) as pool:
         return _run(pool, started, sites_path, outdir, sheet=sheet, skip_invalid=skip_invalid,
                     force=force, summary_csv=summary_csv, progress=progress, level=level,
-                    header_row=header_row, cohorts=cohorts, risk_draws=risk_draws)
+                    header_row=header_row, cohorts=cohorts, risk_draws=risk_draws,
+                    solve=tuple(solve))
 
 
 def _start_workers(jobs: int, level: int) -> AbstractContextManager[Workers | None]:
@@ -412,7 +423,7 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
          summary_csv: str | os.PathLike | None,
          progress: Progress | Callable[[int], Progress] | None, level: int,
          header_row: int | None, cohorts: str | os.PathLike | None,
-         risk_draws: int) -> BatchReport:
+         risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
     sites = load_sites(sites_path, sheet, header_row, cohorts)
     rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid, force=force,
                                   summary_csv=summary_csv, sites_file=sites, cohorts=cohorts)
@@ -428,7 +439,7 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
     report = BatchReport(outdir, skipped=skipped, notes=notes)
     workbook_targets = targets[: len(inputs)]
     summaries = _Summaries(len(inputs))
-    results = _generate(inputs, workbook_targets, pool, level, risk_draws)
+    results = _generate(inputs, workbook_targets, pool, level, risk_draws, solve)
     with Outputs() as outputs:
         try:
             for index, summary, temp in results:
@@ -504,9 +515,9 @@ def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | N
 
 
 def _generate(sites: Sequence[SiteInputs], targets: Sequence[Path], pool: Workers | None,
-              level: int, risk_draws: int = 0
+              level: int, risk_draws: int = 0, solve: tuple[str, ...] = ()
               ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
-    parts = ([_Task(i, sites[i], targets[i], risk_draws) for i in part]
+    parts = ([_Task(i, sites[i], targets[i], risk_draws, solve) for i in part]
              for part in passes(len(sites), pool.jobs if pool else 1, SITES_PER_PASS))
     if pool is None:
         _init_pool(level)  # this process writes every workbook
@@ -540,7 +551,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
                 force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
                 progress=lambda n: Progress(n, stream), header_row=args.header_row,
-                cohorts=args.cohorts, risk_draws=args.risk_draws)
+                cohorts=args.cohorts, risk_draws=args.risk_draws, solve=args.solve)
     except TargetsExist as exc:
         raise UserError(str(exc)) from None
     except OutputClash as exc:
@@ -623,7 +634,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the sites' further cohorts (.csv or .xlsx: a site_name column, then "
                         "cohort, online_month, gpus and any cohort column; see `tokenfactory-xl "
                         "inputs`); default: the sites workbook's sheet named cohorts, if any")
+    p.add_argument("--solve", type=_solve_inputs, default=(), metavar="INPUT,…",
+                   help="what must be true: for each of these numeric inputs (comma-separated, "
+                        "e.g. tef_target,price_factor) the value at which the site's live NPV "
+                        "is 0, as a portfolio column <input>_at_npv0 (blank where no value of "
+                        "the input's range gives NPV 0); see `tokenfactory-xl solve`")
     p.set_defaults(func=cmd_batch)
+
+
+def _solve_inputs(text: str) -> tuple[str, ...]:
+    """``--solve tef_target,price_factor``: numeric inputs of the catalogue, each once."""
+    from .solve import solvable
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("give one or more input names, e.g. "
+                                         "--solve tef_target,price_factor")
+    for name in names:
+        if "." in name:
+            raise argparse.ArgumentTypeError(f"{name}: a column is one input of every site; "
+                                             "per-scenario inputs are the live scenario's")
+        try:
+            solvable(name, default_inputs())
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace("--for=", "")) from None
+    return names
 
 
 def _draws(text: str) -> int:

@@ -152,7 +152,7 @@ def solvable(text: str, inputs: SiteInputs) -> Solvable:
     if spec.kind not in NUMERIC_KINDS:
         raise InputError([Problem("--for", text, f"is {spec.allowed}, not a number: a solve "
                                   "moves a numeric input", "choose a numeric input, e.g. "
-                                  "--for tef_target")])
+                                  "tef_target")])
     scenario = scenario or inputs.scenario
     key = f"{name}.{scenario}" if spec.per_scenario and scenario != inputs.scenario else name
     return Solvable(name, key, scenario, SCENARIOS.index(scenario))
