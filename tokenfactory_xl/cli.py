@@ -57,6 +57,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "theoretical TPS per GPU of a catalogue GPU and model (roofline)"),
     ("actuals", "tokenfactory_xl.actuals",
      "measured TPS, TTFT, SLO attainment and TEF from serving output"),
+    ("track", "tokenfactory_xl.track",
+     "plan against actual: append measured TEF to a workbook's Actuals sheet"),
     ("cost", "tokenfactory_xl.cost",
      "throughput per GPU and input/output cost per Mtok from benchmark files"),
     ("collect", "tokenfactory_xl.collect",

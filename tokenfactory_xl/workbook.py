@@ -43,7 +43,7 @@ from openpyxl.worksheet.properties import PageSetupProperties
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
 
-from . import __version__, build_cache, workbook_risk
+from . import __version__, build_cache, workbook_actuals, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
@@ -55,7 +55,7 @@ from .stencil import Stencil
 
 SHEETS: tuple[str, ...] = (
     "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
-    "Sensitivity", "Risk", "Dashboard", "Checks",
+    "Sensitivity", "Risk", "Actuals", "Dashboard", "Checks",
 )
 
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
@@ -1148,6 +1148,7 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     _sensitivity_sheet(b, sheets["Sensitivity"])
     workbook_risk.build(sheets["Risk"], inputs, figures, b.name)
     _sensitivity_tornado(sheets["Sensitivity"], sheets["Risk"])
+    workbook_actuals.build(sheets["Actuals"])
     _checks_sheet(b, sheets["Checks"])
     _cover_sheet(b, sheets["Cover"])
     _dashboard_sheet(b, sheets["Dashboard"])

@@ -57,7 +57,7 @@ def destination(book, name):
 def test_sheets_in_order(book):
     assert book.sheetnames == list(wbm.SHEETS) == [
         "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
-        "Sensitivity", "Risk", "Dashboard", "Checks"]
+        "Sensitivity", "Risk", "Actuals", "Dashboard", "Checks"]
 
 
 def test_the_fleet_block_holds_seven_cohorts_of_named_input_cells(book):
