@@ -235,3 +235,25 @@ def test_libreoffice_opens_the_tracked_workbook_with_the_master_check_ok(tmp_pat
     assert cells.named("check_master") == "OK"
     rows = actuals_rows(Path(shutil.copy(done, tmp_path / "read.xlsx")))
     assert len(rows) == 7 and rows[-1]["model_month"] == 8
+
+
+def test_collect_brings_the_latest_actual_into_the_portfolio(tmp_path):
+    import csv
+
+    tracked = workbook(tmp_path, "tracked.xlsx", site_name="Tracked")
+    plain = workbook(tmp_path, "plain.xlsx", site_name="Plain")
+    assert track(tracked, SGLANG, "--month", "2027-03", "--gpus", 8).returncode == 0
+    assert track(tracked, SUITE, "--month", "2027-02").returncode == 0  # earlier: not latest
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = tool.run("collect", str(tracked), str(plain), "-o", str(out / "portfolio.xlsx"),
+                    "--summary-csv", str(out / "portfolio.csv"))
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["site_name"]: r for r in csv.DictReader((out / "portfolio.csv").open())}
+    last = sglang_runs()[-1]  # March's last run: the latest month, the row written last
+    tef = (last["total_input_tokens"] + last["total_output_tokens"]) / last["duration"] / 8 / 400
+    assert float(rows["Tracked"]["actual_tef"]) == pytest.approx(tef, rel=1e-12)
+    assert float(rows["Tracked"]["actual_tef_variance"]) == pytest.approx(tef - plan_tef(3),
+                                                                        rel=1e-12)
+    assert float(rows["Tracked"]["actual_model_month"]) == 3
+    assert rows["Plain"]["actual_tef"] == "" and rows["Plain"]["actual_tef_variance"] == ""

@@ -137,7 +137,15 @@ RISK_COLUMNS: tuple[ScenarioColumn, ...] = (
     ScenarioColumn("npv_p90", "NPV P90", _NPV.unit, _NPV.kind, ""),
     ScenarioColumn("prob_npv_negative", "Probability NPV < 0", "fraction", "fraction", ""),
 )
-_OUTPUTS = {o.name: o for o in (*OUTPUT_COLUMNS, *RISK_COLUMNS)}
+#: Plan against actual (the workbooks' Actuals sheets, ``collect``): each site's latest
+#: measured TEF, its variance against the plan, and the model month it was measured in.
+ACTUAL_COLUMNS: tuple[ScenarioColumn, ...] = (
+    ScenarioColumn("actual_tef", "Latest actual TEF", "fraction", "fraction", ""),
+    ScenarioColumn("actual_tef_variance", "Latest TEF variance, actual − plan", "fraction",
+                   "fraction", ""),
+    ScenarioColumn("actual_model_month", "Month of the latest actual", "month", "months", ""),
+)
+_OUTPUTS = {o.name: o for o in (*OUTPUT_COLUMNS, *RISK_COLUMNS, *ACTUAL_COLUMNS)}
 
 #: "What must be true" columns (``batch --solve``) end with this: ``tef_target_at_npv0`` is the
 #: site's TEF target at which its live NPV is 0.
@@ -170,6 +178,8 @@ def output_columns(entries: Sequence[Entry]) -> list[str]:
         first = figures(entries[0][1])
         names += [n for n in first if solve_column(n) is not None
                   and all(n in figures(r) for _, r in entries)]
+        if all(ACTUAL_COLUMNS[0].name in figures(r) for _, r in entries):
+            names += [c.name for c in ACTUAL_COLUMNS]
     return names
 
 

@@ -13,7 +13,8 @@ styles the rows written later take) and the chart; a tracked workbook differs fr
 only in this sheet's rows and the chart's ranges, so ``collect``'s audit still passes on it.
 
 This module owns the layout, and reads and writes the rows in a workbook's zip without touching
-any other part: the sheet's XML below its header, and the chart's series.
+any other part: the sheet's XML below its header, and the chart's series. XML is parsed with
+defusedxml (no document type declarations): a workbook sent back by a site is untrusted.
 """
 
 from __future__ import annotations
@@ -24,10 +25,13 @@ import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import PurePosixPath
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape, unescape
 
+import defusedxml.ElementTree as safe_et
+from defusedxml import DefusedXmlException
 from openpyxl.chart import LineChart, Reference
 from openpyxl.chart.series import SeriesLabel
 from openpyxl.utils import get_column_letter
@@ -183,7 +187,7 @@ def _rels(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
     rels = f"{path.parent}/_rels/{path.name}.rels"
     if rels not in archive.namelist():
         return {}
-    root = ElementTree.fromstring(archive.read(rels))
+    root = safe_et.fromstring(archive.read(rels))
     out = {}
     for rel in root.findall("rel:Relationship", _NS):
         if rel.get("TargetMode") == "External":
@@ -196,7 +200,7 @@ def _rels(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
 def find_parts(archive: zipfile.ZipFile) -> Parts:
     """The Actuals sheet's member and its chart members; raises :class:`NotATrackableWorkbook`."""
     try:
-        book = ElementTree.fromstring(archive.read("xl/workbook.xml"))
+        book = safe_et.fromstring(archive.read("xl/workbook.xml"))
     except KeyError:
         raise NotATrackableWorkbook("is not an Excel workbook (no xl/workbook.xml)") from None
     rels = _rels(archive, "xl/workbook.xml")
@@ -219,7 +223,7 @@ def find_parts(archive: zipfile.ZipFile) -> Parts:
 def _shared_strings(archive: zipfile.ZipFile, parts: Parts) -> list[str]:
     if not parts.shared_strings or parts.shared_strings[0] not in archive.namelist():
         return []
-    root = ElementTree.fromstring(archive.read(parts.shared_strings[0]))
+    root = safe_et.fromstring(archive.read(parts.shared_strings[0]))
     return ["".join(t.text or "" for t in si.iter(f"{{{_NS['m']}}}t"))
             for si in root.findall("m:si", _NS)]
 
@@ -234,7 +238,7 @@ def _cells_of(row_xml: bytes, strings: list[str]) -> dict[str, object]:
     if ":row" in text.split(">", 1)[0]:
         prefix = text[1:text.index(":row")]
         text = re.sub(rf"<(/?){prefix}:", r"<\1", text)
-    root = ElementTree.fromstring(re.sub(r"<row\b", f'<row xmlns="{_NS["m"]}"', text, count=1))
+    root = safe_et.fromstring(re.sub(r"<row\b", f'<row xmlns="{_NS["m"]}"', text, count=1))
     out: dict[str, object] = {}
     for c in root.findall("m:c", _NS):
         ref = c.get("r", "")
@@ -434,3 +438,16 @@ def rewrite(data: bytes, rows: Sequence[Row], currency: str) -> bytes:
                 copy.external_attr = info.external_attr
                 target.writestr(copy, body)
     return out.getvalue()
+
+
+def latest_actual(path: str | PathLike[str]) -> Row | None:
+    """The latest row of a workbook's Actuals sheet (the latest month; of one month, the row
+    written last), or ``None`` when it has none or no such sheet."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            rows = read_sheet(archive).rows
+    except (NotATrackableWorkbook, zipfile.BadZipFile, OSError, KeyError, ValueError,
+            ElementTree.ParseError, DefusedXmlException):
+        return None
+    dated = [(r["month"], i) for i, r in enumerate(rows) if isinstance(r.get("month"), dt.date)]
+    return rows[max(dated)[1]] if dated else None
