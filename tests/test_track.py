@@ -257,3 +257,15 @@ def test_collect_brings_the_latest_actual_into_the_portfolio(tmp_path):
                                                                         rel=1e-12)
     assert float(rows["Tracked"]["actual_model_month"]) == 3
     assert rows["Plain"]["actual_tef"] == "" and rows["Plain"]["actual_tef_variance"] == ""
+
+
+def test_refresh_keeps_the_actuals_rows(tmp_path):
+    path = workbook(tmp_path)
+    assert track(path, SGLANG, "--month", "2027-03", "--gpus", 8).returncode == 0
+    proc = tool.run("refresh", str(path), "-o", str(tmp_path / "new.xlsx"), "--draws", "20")
+    assert proc.returncode == 0, proc.stderr
+    assert "kept the 6 rows of the Actuals sheet" in proc.stdout
+    assert actuals_rows(tmp_path / "new.xlsx") == actuals_rows(path)
+    # and tracking the refreshed workbook again adds nothing
+    proc = track(tmp_path / "new.xlsx", SGLANG, "--month", "2027-03", "--gpus", 8)
+    assert "0 rows added" in proc.stdout

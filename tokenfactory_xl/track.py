@@ -312,6 +312,9 @@ def cmd_track(args: argparse.Namespace) -> int:
               f"{row['tef_actual']:.2%} against plan {row['tef_plan']:.2%}, variance "
               f"{row['variance']:+.2%} (worth {row['revenue_worth']:,.0f} that month) — "
               f"{visible(str(row['source']))}")
+        if row["tef_actual"] > 1:  # type: ignore[operator]
+            print("  note: TEF above 100 %: the measurement beats cohort 1's theoretical TPS "
+                  "per GPU; check theoretical_tps_per_gpu and the GPUs measured (--gpus)")
     count = len(done.added)
     print(f"{visible(str(done.workbook))}: {count} row{'s' if count != 1 else ''} added, "
           f"{len(done.rows)} on the Actuals sheet")
