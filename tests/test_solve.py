@@ -241,3 +241,44 @@ def test_batch_solve_refuses_a_text_input_before_writing(tmp_path, capsys):
     assert exit_.value.code == 2
     assert "site_name: is text of 1 to 80 characters, not a number" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_risk_sheet_what_must_be_true_block(tmp_path):
+    from openpyxl import load_workbook
+
+    from tokenfactory_xl import workbook_risk as wr
+    from tokenfactory_xl.risk import TORNADO_DRIVERS
+    from tokenfactory_xl.workbook_cli import template_bytes
+
+    inputs = make_inputs({"gpus": 2048})
+    path = tmp_path / "site.xlsx"
+    path.write_bytes(template_bytes(inputs, 50))
+    ws = load_workbook(path, data_only=True)[wr.SHEET]
+    assert ws[wr.STATUS].value == wr.CURRENT  # the block is under the sheet's stale rule
+    reached = 0
+    for i, name in enumerate(TORNADO_DRIVERS):
+        row = wr.FIRST_MUST + i
+        assert ws[f"B{row}"].value == name
+        assert ws[f"C{row}"].value == pytest.approx(float(inputs.live(name)))
+        if ws[f"F{row}"].value == "NPV 0 here":
+            reached += 1
+            value = ws[f"D{row}"].value
+            assert abs(run(inputs.replace({name: value})).summary["npv"]) < 1
+    assert reached >= 5  # TEF, sell-through, price, decline, CapEx, discount rate …
+
+
+def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
+    from openpyxl import load_workbook
+
+    from tokenfactory_xl import workbook_risk as wr
+
+    sites = ROOT / "templates" / "sites-example.csv"
+    for flag, expect in (([], wr.NOT_COMPUTED), (["--solve", "tef_target"], "tef_target")):
+        out = tmp_path / ("with" if flag else "without")
+        status, _, err = main(capsys, "batch", str(sites), "-o", str(out), "--risk-draws", "20",
+                              "--quiet", *flag)
+        assert status == 0, err
+        book = next(p for p in out.glob("*.xlsx") if p.name != "portfolio.xlsx")
+        ws = load_workbook(book, data_only=True)[wr.SHEET]
+        shown = ws[f"F{wr.FIRST_MUST}"].value if not flag else ws[f"B{wr.FIRST_MUST}"].value
+        assert shown == expect

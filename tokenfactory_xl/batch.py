@@ -117,15 +117,16 @@ class WorkbookFactory:
         (its Risk sheet computed with ``risk_draws`` draws; 0: not computed)."""
         return self.make(inputs, risk_draws)[0]
 
-    def make(self, inputs: SiteInputs, risk_draws: int = 0, result: Result | None = None
-             ) -> tuple[bytes, dict[str, float | None]]:
+    def make(self, inputs: SiteInputs, risk_draws: int = 0, result: Result | None = None,
+             must_be_true: bool = False) -> tuple[bytes, dict[str, float | None]]:
         """The site's workbook and its summary outputs (``None`` where the spec says none),
         with the risk columns when ``risk_draws`` draws were made (the Risk sheet's figures).
         ``result`` is the model's run of ``inputs`` when the caller has it (computed here if
-        ``None``)."""
+        ``None``); ``must_be_true`` fills the Risk sheet's "what must be true" block (a solve
+        per tornado driver, with the draws)."""
         from . import workbook, workbook_risk
 
-        figures = workbook_risk.compute(inputs, risk_draws)
+        figures = workbook_risk.compute(inputs, risk_draws, must_be_true)
         cells = workbook.StencilCells(self.stencil, self._spots)
         workbook.fill_cells(cells, inputs, result, figures)
         values = cells.sheets
@@ -210,7 +211,8 @@ SITES_PER_PASS = 16
 def _make(task: _Task, result: Result | None = None) -> tuple[int, dict[str, float | None], Path]:
     """Write one site's workbook under a temporary name beside its target; return its index,
     summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
-    data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result)
+    data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result,
+                                                must_be_true=bool(task.solve))
     if task.solve:
         from .portfolio import SOLVE_SUFFIX
         from .solve import batch_solve

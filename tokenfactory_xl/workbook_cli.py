@@ -44,12 +44,13 @@ TEMPLATE_LEVEL = 6
 def template_bytes(inputs, risk_draws: int | None = None) -> bytes:
     """The TFOM workbook of ``inputs`` as ``template`` writes it: every formula cell storing its
     value (previewers and ``openpyxl data_only`` read the figures without a spreadsheet engine),
-    the Risk sheet computed with ``risk_draws`` draws (default 10,000)."""
+    the Risk sheet computed with ``risk_draws`` draws (default 10,000), "what must be true"
+    included."""
     from .batch import shared_factory
     from .risk import DEFAULT_DRAWS
 
     return shared_factory(TEMPLATE_LEVEL).make(inputs, DEFAULT_DRAWS if risk_draws is None
-                                                else risk_draws)[0]
+                                                else risk_draws, must_be_true=True)[0]
 
 
 DASHBOARD_MARKER = "Master check"
@@ -150,7 +151,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if lost and in_place:
         raise UserError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
                         "or sheets would be lost in place; write a new file with -o NEW.xlsx")
-    data, summary = shared_factory().make(audit.inputs, args.draws)
+    data, summary = shared_factory().make(audit.inputs, args.draws, must_be_true=True)
     data, tracked = _keep_actuals(source, data, str(audit.inputs["currency"]))
     write_atomically(target, data)
     if tracked:
