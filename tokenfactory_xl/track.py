@@ -322,7 +322,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import positive_float, positive_int
+    from .cli import add_print_output, positive_float, positive_int
 
     p = subparsers.add_parser(
         "track",
@@ -334,8 +334,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "of plan against actual. The same file twice adds nothing; a month outside "
                     "the horizon is refused; the workbook is replaced atomically, nothing but "
                     "the Actuals sheet changed.",
-        epilog="examples:\n  tokenfactory-xl track site.xlsx result.json --month 2027-03 "
-               "--gpus 8\n  tokenfactory-xl track site.xlsx before.prom after.prom --gpus 8",
+        epilog="examples:\n  tokenfactory-xl track TFOM.xlsx result.json --month 2027-03 "
+               "--gpus 2\n  tokenfactory-xl track TFOM.xlsx before.prom after.prom --gpus 2 "
+               "--month 2027-04",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workbook", metavar="WORKBOOK", help="the site's TFOM workbook (.xlsx)")
     p.add_argument("files", nargs="+", metavar="RESULT_FILE",
@@ -348,4 +349,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "such as a suite result's tp; needed where it states none)")
     p.add_argument("--interval", type=positive_float, metavar="SECONDS",
                    help="seconds between two Prometheus scrapes that carry no timestamps")
+    add_print_output(p)
     p.set_defaults(func=cmd_track)
