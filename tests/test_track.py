@@ -269,3 +269,24 @@ def test_refresh_keeps_the_actuals_rows(tmp_path):
     # and tracking the refreshed workbook again adds nothing
     proc = track(tmp_path / "new.xlsx", SGLANG, "--month", "2027-03", "--gpus", 8)
     assert "0 rows added" in proc.stdout
+
+
+def test_two_prometheus_scrapes_dated_by_their_own_times(tmp_path):
+    # constructed scrapes of the actuals fixtures, taken 2026-12-01 10:00 and 10:05 UTC
+    scrapes = [Path(__file__).parent / "fixtures" / "actuals" / f"vllm_metrics_{w}.prom"
+               for w in ("before", "after")]
+
+    def counted(path: Path) -> float:
+        return sum(float(line.split()[-1]) for line in path.read_text().splitlines()
+                   if line.startswith(("vllm:prompt_tokens_total", "vllm:generation_tokens_total")))
+
+    tps = (counted(scrapes[1]) - counted(scrapes[0])) / 300
+    path = workbook(tmp_path, start_date="2026-12-01")
+    assert track(path, *scrapes, "--gpus", 2).returncode == 0
+    (row,) = actuals_rows(path)
+    assert row["model_month"] == 1 and row["format"] == "vLLM Prometheus"
+    assert row["tef_actual"] == pytest.approx(tps / 2 / 400, rel=1e-12)
+    assert row["tef_plan"] == pytest.approx(plan_tef(1), rel=1e-12)
+    once = path.read_bytes()
+    assert "0 rows added" in track(path, *scrapes, "--gpus", 2).stdout
+    assert path.read_bytes() == once
