@@ -290,3 +290,11 @@ def test_two_prometheus_scrapes_dated_by_their_own_times(tmp_path):
     once = path.read_bytes()
     assert "0 rows added" in track(path, *scrapes, "--gpus", 2).stdout
     assert path.read_bytes() == once
+
+
+def test_a_month_after_cohort_1_retires_is_refused(tmp_path):
+    path = workbook(tmp_path, retire_month=2)
+    before = path.read_bytes()
+    proc = track(path, SUITE, "--month", "2027-03")
+    assert proc.returncode == 2 and path.read_bytes() == before
+    assert "measured in 2027-03 (month 3), after cohort 1 retires (retire_month 2)" in proc.stderr
