@@ -57,6 +57,7 @@ from .operating_model import OUTPUT_NAMES, Result, run, run_each
 from .portfolio import (
     RISK_COLUMNS,
     SCENARIO_COLUMNS,
+    SOLVE_SUFFIX,
     site_summary,
     write_portfolio_to,
     write_summary_csv_to,
@@ -118,12 +119,14 @@ class WorkbookFactory:
         return self.make(inputs, risk_draws)[0]
 
     def make(self, inputs: SiteInputs, risk_draws: int = 0, result: Result | None = None,
-             must_be_true: bool = False) -> tuple[bytes, dict[str, float | None]]:
+             must_be_true: bool = False, solve: tuple[str, ...] = ()
+             ) -> tuple[bytes, dict[str, float | None]]:
         """The site's workbook and its summary outputs (``None`` where the spec says none),
         with the risk columns when ``risk_draws`` draws were made (the Risk sheet's figures).
         ``result`` is the model's run of ``inputs`` when the caller has it (computed here if
         ``None``); ``must_be_true`` fills the Risk sheet's "what must be true" block (a solve
-        per tornado driver, with the draws)."""
+        per tornado driver, with the draws); ``solve`` names the inputs whose value at NPV 0
+        the summary gets as ``<input>_at_npv0`` (the block's answers where it has them)."""
         from . import workbook, workbook_risk
 
         figures = workbook_risk.compute(inputs, risk_draws, must_be_true)
@@ -134,6 +137,14 @@ class WorkbookFactory:
         if figures is not None:
             risk_summary = figures.risk.summary()
             extra = {c.name: risk_summary[c.name] for c in RISK_COLUMNS}
+        if solve:
+            from .risk import TORNADO_DRIVERS
+            from .solve import batch_solve
+
+            known = dict(zip(TORNADO_DRIVERS, figures.must, strict=True)) \
+                if figures is not None and figures.must is not None else None
+            extra |= {name + SOLVE_SUFFIX: value
+                      for name, value in batch_solve(inputs, solve, known=known).items()}
         summary: dict[str, float | None] = {}
         parts = self.charts.render(values, int(inputs["horizon_months"]))  # type: ignore[arg-type]
         data = self.stencil.fill(values, parts)
@@ -212,13 +223,8 @@ def _make(task: _Task, result: Result | None = None) -> tuple[int, dict[str, flo
     """Write one site's workbook under a temporary name beside its target; return its index,
     summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
     data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result,
-                                                must_be_true=bool(task.solve))
-    if task.solve:
-        from .portfolio import SOLVE_SUFFIX
-        from .solve import batch_solve
-
-        for name, found in batch_solve(task.inputs, task.solve).items():
-            summary[name + SOLVE_SUFFIX] = found
+                                                must_be_true=bool(task.solve),
+                                                solve=task.solve)
     return task.index, summary, stage(task.target, data)
 
 
