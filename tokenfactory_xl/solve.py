@@ -307,7 +307,9 @@ def _sign_changes(x: np.ndarray, f: np.ndarray, target: float) -> list[tuple[int
     pairs = []
     for a, b in zip(keep[:-1], keep[1:], strict=True):
         da, db = f[a] - target, f[b] - target
-        if da == 0 or (da < 0) != (db < 0) and db != 0:
+        # on the target at a, or on opposite sides (a point on the target at b starts the
+        # next pair)
+        if da == 0 or ((da < 0) != (db < 0) and db != 0):
             pairs.append((int(a), int(b)))
     if len(keep) and f[keep[-1]] == target:
         pairs.append((int(keep[-1]), int(keep[-1])))

@@ -32,7 +32,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .inputs import SiteInputs
@@ -48,7 +48,6 @@ class Tracked:
     added: tuple[dict[str, object], ...]
     already: tuple[tuple[str, str], ...]  # (source, the month it was tracked in)
     rows: tuple[dict[str, object], ...]
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 class TrackError(ValueError):
