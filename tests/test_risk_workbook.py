@@ -113,8 +113,10 @@ def test_an_engine_says_current_then_stale_when_an_input_changes(recalculated_ri
 
 
 def test_refresh_writes_a_new_workbook_that_is_current(recalculated_risk):
-    # the workbook a batch writes for the edited inputs, byte for byte
-    expected = WorkbookFactory().make(make_inputs({**SITE, "gpus": 1024}), DRAWS)[0]
+    # the workbook a batch writes for the edited inputs ("what must be true" included, as
+    # `batch --solve` fills it), byte for byte
+    expected = WorkbookFactory().make(make_inputs({**SITE, "gpus": 1024}), DRAWS,
+                                      must_be_true=True)[0]
     assert recalculated_risk["refreshed as written"].read_bytes() == expected
     assert status(recalculated_risk["refreshed"]) == ("current", "OK")
 

@@ -57,6 +57,7 @@ from .operating_model import OUTPUT_NAMES, Result, run, run_each
 from .portfolio import (
     RISK_COLUMNS,
     SCENARIO_COLUMNS,
+    SOLVE_SUFFIX,
     site_summary,
     write_portfolio_to,
     write_summary_csv_to,
@@ -117,15 +118,18 @@ class WorkbookFactory:
         (its Risk sheet computed with ``risk_draws`` draws; 0: not computed)."""
         return self.make(inputs, risk_draws)[0]
 
-    def make(self, inputs: SiteInputs, risk_draws: int = 0, result: Result | None = None
+    def make(self, inputs: SiteInputs, risk_draws: int = 0, result: Result | None = None,
+             must_be_true: bool = False, solve: tuple[str, ...] = ()
              ) -> tuple[bytes, dict[str, float | None]]:
         """The site's workbook and its summary outputs (``None`` where the spec says none),
         with the risk columns when ``risk_draws`` draws were made (the Risk sheet's figures).
         ``result`` is the model's run of ``inputs`` when the caller has it (computed here if
-        ``None``)."""
+        ``None``); ``must_be_true`` fills the Risk sheet's "what must be true" block (a solve
+        per tornado driver, with the draws); ``solve`` names the inputs whose value at NPV 0
+        the summary gets as ``<input>_at_npv0`` (the block's answers where it has them)."""
         from . import workbook, workbook_risk
 
-        figures = workbook_risk.compute(inputs, risk_draws)
+        figures = workbook_risk.compute(inputs, risk_draws, must_be_true)
         cells = workbook.StencilCells(self.stencil, self._spots)
         workbook.fill_cells(cells, inputs, result, figures)
         values = cells.sheets
@@ -133,6 +137,14 @@ class WorkbookFactory:
         if figures is not None:
             risk_summary = figures.risk.summary()
             extra = {c.name: risk_summary[c.name] for c in RISK_COLUMNS}
+        if solve:
+            from .risk import TORNADO_DRIVERS
+            from .solve import batch_solve
+
+            known = dict(zip(TORNADO_DRIVERS, figures.must, strict=True)) \
+                if figures is not None and figures.must is not None else None
+            extra |= {name + SOLVE_SUFFIX: value
+                      for name, value in batch_solve(inputs, solve, known=known).items()}
         summary: dict[str, float | None] = {}
         parts = self.charts.render(values, int(inputs["horizon_months"]))  # type: ignore[arg-type]
         data = self.stencil.fill(values, parts)
@@ -190,6 +202,7 @@ class _Task:
     inputs: SiteInputs
     target: Path
     risk_draws: int = 0
+    solve: tuple[str, ...] = ()
 
 
 #: Monte Carlo draws per site for the portfolio's risk columns: enough for a P10 and a P90 that
@@ -208,7 +221,9 @@ SITES_PER_PASS = 16
 def _make(task: _Task, result: Result | None = None) -> tuple[int, dict[str, float | None], Path]:
     """Write one site's workbook under a temporary name beside its target; return its index,
     summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
-    data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result)
+    data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result,
+                                                must_be_true=bool(task.solve),
+                                                solve=task.solve)
     return task.index, summary, stage(task.target, data)
 
 
@@ -362,7 +377,7 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
               progress: Progress | Callable[[int], Progress] | None = None,
               level: int = COMPRESSION_LEVEL, header_row: int | None = None,
               cohorts: str | os.PathLike | None = None,
-              risk_draws: int = BATCH_RISK_DRAWS) -> BatchReport:
+              risk_draws: int = BATCH_RISK_DRAWS, solve: Sequence[str] = ()) -> BatchReport:
     """Write one workbook per valid site of ``sites_path`` into ``outdir``, then the portfolio.
 
     Parameters
@@ -380,6 +395,9 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     cohorts : a cohorts file for the sites' further cohorts (default: the sites workbook's
         ``cohorts`` sheet, if it has one).
     risk_draws : Monte Carlo draws per site for the portfolio's risk columns (0: none).
+    solve : numeric inputs whose value at which each site's live NPV is 0 the portfolio shows
+        ("what must be true" columns ``<input>_at_npv0``; blank where no value of the input's
+        range gives NPV 0).
 
     Raises
     ------
@@ -394,7 +412,8 @@ def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     with _start_workers(jobs, level) as pool:
         return _run(pool, started, sites_path, outdir, sheet=sheet, skip_invalid=skip_invalid,
                     force=force, summary_csv=summary_csv, progress=progress, level=level,
-                    header_row=header_row, cohorts=cohorts, risk_draws=risk_draws)
+                    header_row=header_row, cohorts=cohorts, risk_draws=risk_draws,
+                    solve=tuple(solve))
 
 
 def _start_workers(jobs: int, level: int) -> AbstractContextManager[Workers | None]:
@@ -411,7 +430,7 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
          summary_csv: str | os.PathLike | None,
          progress: Progress | Callable[[int], Progress] | None, level: int,
          header_row: int | None, cohorts: str | os.PathLike | None,
-         risk_draws: int) -> BatchReport:
+         risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
     sites = load_sites(sites_path, sheet, header_row, cohorts)
     rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid, force=force,
                                   summary_csv=summary_csv, sites_file=sites, cohorts=cohorts)
@@ -427,7 +446,7 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
     report = BatchReport(outdir, skipped=skipped, notes=notes)
     workbook_targets = targets[: len(inputs)]
     summaries = _Summaries(len(inputs))
-    results = _generate(inputs, workbook_targets, pool, level, risk_draws)
+    results = _generate(inputs, workbook_targets, pool, level, risk_draws, solve)
     with Outputs() as outputs:
         try:
             for index, summary, temp in results:
@@ -503,9 +522,9 @@ def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | N
 
 
 def _generate(sites: Sequence[SiteInputs], targets: Sequence[Path], pool: Workers | None,
-              level: int, risk_draws: int = 0
+              level: int, risk_draws: int = 0, solve: tuple[str, ...] = ()
               ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
-    parts = ([_Task(i, sites[i], targets[i], risk_draws) for i in part]
+    parts = ([_Task(i, sites[i], targets[i], risk_draws, solve) for i in part]
              for part in passes(len(sites), pool.jobs if pool else 1, SITES_PER_PASS))
     if pool is None:
         _init_pool(level)  # this process writes every workbook
@@ -539,7 +558,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
                 force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
                 progress=lambda n: Progress(n, stream), header_row=args.header_row,
-                cohorts=args.cohorts, risk_draws=args.risk_draws)
+                cohorts=args.cohorts, risk_draws=args.risk_draws, solve=args.solve)
     except TargetsExist as exc:
         raise UserError(str(exc)) from None
     except OutputClash as exc:
@@ -622,7 +641,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the sites' further cohorts (.csv or .xlsx: a site_name column, then "
                         "cohort, online_month, gpus and any cohort column; see `tokenfactory-xl "
                         "inputs`); default: the sites workbook's sheet named cohorts, if any")
+    p.add_argument("--solve", type=_solve_inputs, default=(), metavar="INPUT,…",
+                   help="what must be true: for each of these numeric inputs (comma-separated, "
+                        "e.g. tef_target,price_factor) the value at which the site's live NPV "
+                        "is 0, as a portfolio column <input>_at_npv0 (blank where no value of "
+                        "the input's range gives NPV 0); see `tokenfactory-xl solve`")
     p.set_defaults(func=cmd_batch)
+
+
+def _solve_inputs(text: str) -> tuple[str, ...]:
+    """``--solve tef_target,price_factor``: numeric inputs of the catalogue, each once."""
+    from .solve import solvable
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("give one or more input names, e.g. "
+                                         "--solve tef_target,price_factor")
+    for name in names:
+        if "." in name:
+            raise argparse.ArgumentTypeError(f"{name}: a column is one input of every site; "
+                                             "per-scenario inputs are the live scenario's")
+        try:
+            solvable(name, default_inputs())
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace("--for=", "")) from None
+    return names
 
 
 def _draws(text: str) -> int:

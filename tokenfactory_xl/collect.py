@@ -377,7 +377,7 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
     """
     from . import portfolio as pf
 
-    entries = [(a.inputs, a.result) for a in audits if a.included]
+    entries = _with_actuals([(a.path, a.inputs, a.result) for a in audits if a.included])
     listed = [("portfolio", portfolio)]
     with Outputs() as out:
         out.add(portfolio,  # written as it is made, never held whole
@@ -389,6 +389,27 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
         listed.append(("this report", report))
         out.add(report, report_markdown(audits, listed).encode("utf-8"))
         out.commit()
+
+
+def _with_actuals(sites: Sequence[tuple[Path, object, object]]) -> list[tuple[object, object]]:
+    """The portfolio's entries; when any workbook's Actuals sheet holds rows (``track``), every
+    site's latest actual TEF, its variance and month as well (blank for a site without)."""
+    from .operating_model import Result
+    from .portfolio import ACTUAL_COLUMNS, site_summary
+    from .workbook_actuals import latest_actual
+
+    latest = [latest_actual(path) for path, _, _ in sites]
+    if not any(latest):
+        return [(inputs, result) for _, inputs, result in sites]
+    out = []
+    for (_, inputs, result), row in zip(sites, latest, strict=True):
+        summary = site_summary(result)  # type: ignore[arg-type]
+        for column, field_name in zip(ACTUAL_COLUMNS, ("tef_actual", "variance",
+                                                       "model_month"), strict=True):
+            value = None if row is None else row.get(field_name)
+            summary[column.name] = float(value) if isinstance(value, (int, float)) else None
+        out.append((inputs, Result(inputs, inputs.scenario, (), (), {}, summary)))  # type: ignore
+    return out
 
 
 # -- the command line ----------------------------------------------------------------------------

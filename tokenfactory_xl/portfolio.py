@@ -146,15 +146,49 @@ RISK_COLUMNS: tuple[ScenarioColumn, ...] = (
     ScenarioColumn("npv_p90", "NPV P90", _NPV.unit, _NPV.kind, ""),
     ScenarioColumn("prob_npv_negative", "Probability NPV < 0", "fraction", "fraction", ""),
 )
-_OUTPUTS = {o.name: o for o in (*OUTPUT_COLUMNS, *RISK_COLUMNS)}
+#: Plan against actual (the workbooks' Actuals sheets, ``collect``): each site's latest
+#: measured TEF, its variance against the plan, and the model month it was measured in.
+ACTUAL_COLUMNS: tuple[ScenarioColumn, ...] = (
+    ScenarioColumn("actual_tef", "Latest actual TEF", "fraction", "fraction", ""),
+    ScenarioColumn("actual_tef_variance", "Latest TEF variance, actual − plan", "fraction",
+                   "fraction", ""),
+    ScenarioColumn("actual_model_month", "Month of the latest actual", "month", "months", ""),
+)
+_OUTPUTS = {o.name: o for o in (*OUTPUT_COLUMNS, *RISK_COLUMNS, *ACTUAL_COLUMNS)}
+
+#: "What must be true" columns (``batch --solve``) end with this: ``tef_target_at_npv0`` is the
+#: site's TEF target at which its live NPV is 0.
+SOLVE_SUFFIX = "_at_npv0"
+
+
+def solve_column(name: str) -> ScenarioColumn | None:
+    """The "what must be true" column ``<input>_at_npv0``, or ``None`` for another name."""
+    if not name.endswith(SOLVE_SUFFIX) or name[:-len(SOLVE_SUFFIX)] not in BY_NAME:
+        return None
+    spec = BY_NAME[name[:-len(SOLVE_SUFFIX)]]
+    if spec.kind == "fraction":
+        kind = "fraction"
+    elif spec.unit in ("money", "money/GPU", "money/month"):
+        kind = "money"  # whole currency units
+    elif spec.unit.startswith("money"):
+        kind = "price"  # a rate: per Mtok, per kWh, per GPU-hour
+    else:
+        kind = "ratio"
+    return ScenarioColumn(name, f"{spec.label} at NPV 0", spec.unit, kind, "")
 
 
 def output_columns(entries: Sequence[Entry]) -> list[str]:
-    """The output columns of these sites: every output, then the risk columns when the sites
-    carry them."""
+    """The output columns of these sites: every output, then the risk columns and the "what
+    must be true" columns when the sites carry them."""
     names = [o.name for o in OUTPUT_COLUMNS]
     if entries and all(RISK_COLUMNS[0].name in figures(r) for _, r in entries):
         names += [c.name for c in RISK_COLUMNS]
+    if entries:
+        first = figures(entries[0][1])
+        names += [n for n in first if solve_column(n) is not None
+                  and all(n in figures(r) for _, r in entries)]
+        if all(ACTUAL_COLUMNS[0].name in figures(r) for _, r in entries):
+            names += [c.name for c in ACTUAL_COLUMNS]
     return names
 
 
@@ -177,7 +211,7 @@ def site_summary(result: Result) -> dict[str, float | None]:
 
 def _output(name: str):
     """The output named ``name``, or ``None`` for an input column."""
-    return _OUTPUTS.get(name)
+    return _OUTPUTS.get(name) or solve_column(name)
 
 
 def applies(name: str, inputs: SiteInputs) -> bool:

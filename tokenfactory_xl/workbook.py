@@ -42,7 +42,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
 
-from . import __version__, build_cache, ooxml, workbook_risk
+from . import __version__, build_cache, ooxml, workbook_actuals, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
@@ -57,7 +57,7 @@ from .stencil import Stencil
 #: headline figures and charts; the workings follow in the order the model runs.
 SHEETS: tuple[str, ...] = (
     "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios",
-    "IRR", "Sensitivity", "Risk", "Checks",
+    "IRR", "Sensitivity", "Risk", "Actuals", "Checks",
 )
 
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
@@ -1184,6 +1184,7 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     _sensitivity_sheet(b, sheets["Sensitivity"])
     workbook_risk.build(sheets["Risk"], inputs, figures, b.name)
     _sensitivity_tornado(sheets["Sensitivity"], sheets["Risk"])
+    workbook_actuals.build(sheets["Actuals"])
     _checks_sheet(b, sheets["Checks"])
     _cover_sheet(b, sheets["Cover"])
     _dashboard_sheet(b, sheets["Dashboard"])

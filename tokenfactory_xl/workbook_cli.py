@@ -44,12 +44,13 @@ TEMPLATE_LEVEL = 6
 def template_bytes(inputs, risk_draws: int | None = None) -> bytes:
     """The TFOM workbook of ``inputs`` as ``template`` writes it: every formula cell storing its
     value (previewers and ``openpyxl data_only`` read the figures without a spreadsheet engine),
-    the Risk sheet computed with ``risk_draws`` draws (default 10,000)."""
+    the Risk sheet computed with ``risk_draws`` draws (default 10,000), "what must be true"
+    included."""
     from .batch import shared_factory
     from .risk import DEFAULT_DRAWS
 
     return shared_factory(TEMPLATE_LEVEL).make(inputs, DEFAULT_DRAWS if risk_draws is None
-                                                else risk_draws)[0]
+                                                else risk_draws, must_be_true=True)[0]
 
 
 DASHBOARD_MARKER = "Master check"
@@ -154,8 +155,12 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if lost and in_place:
         raise UserError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
                         "or sheets would be lost in place; write a new file with -o NEW.xlsx")
-    data, summary = shared_factory().make(audit.inputs, args.draws)
+    data, summary = shared_factory().make(audit.inputs, args.draws, must_be_true=True)
+    data, tracked = _keep_actuals(source, data, str(audit.inputs["currency"]))
     write_atomically(target, data)
+    if tracked:
+        print(f"kept the {tracked} row{'s' if tracked != 1 else ''} of the Actuals sheet "
+              "(plan against actual) as they were")
     for f in lost:
         print(f"tokenfactory-xl: note: not carried over from {visible(source)}: {f.where}: "
               f"{visible(f.message)}")
@@ -163,6 +168,21 @@ def cmd_refresh(args: argparse.Namespace) -> int:
           f"computed with {args.draws:,} draws for the inputs of {visible(source.name)} (NPV "
           f"P50 {summary['npv_p50']:,.0f})")
     return 0
+
+
+def _keep_actuals(source: Path, data: bytes, currency: str) -> tuple[bytes, int]:
+    """``data`` (a refreshed workbook) with the Actuals rows ``source`` holds, and their count:
+    measurements are history, which a refresh keeps."""
+    import zipfile
+
+    from .workbook_actuals import NotATrackableWorkbook, read_sheet, rewrite
+
+    try:
+        with zipfile.ZipFile(source) as archive:
+            rows = read_sheet(archive).rows
+    except (NotATrackableWorkbook, zipfile.BadZipFile, OSError):
+        return data, 0
+    return (rewrite(data, rows, currency), len(rows)) if rows else (data, 0)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,8 +8,9 @@ refresh (``tokenfactory-xl refresh FILE``). A workbook written without them (``b
 --risk-draws 0``) says they were not computed.
 
 Layout (fixed, the same for every site): the status on row 4; the tornado from row 7 with its
-chart beside it; the Monte Carlo figures and the NPV histogram below; the inputs the figures were
-computed for in columns U to AD.
+chart beside it; the Monte Carlo figures and the NPV histogram below; then "what must be true",
+each tornado driver's value at which the live NPV is 0 (:mod:`tokenfactory_xl.solve`); the
+inputs the figures were computed for in columns U to AD.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from openpyxl.formatting.rule import CellIsRule, FormulaRule
 from openpyxl.worksheet.worksheet import Worksheet
 
 from . import workbook_style as st
-from .catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS
+from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
 from .inputs import SiteInputs
 from .risk import DEFAULT_DRAWS, RISK_OUTPUTS, TORNADO_DRIVERS, Risk, Tornado, risk, tornado
+from .solve import Solution, solve
 
 SHEET = "Risk"
 #: Bins of the NPV histogram.
@@ -47,6 +49,15 @@ FIRST_FIGURE = RISK_TOP + 1
 HIST_HEADER = FIRST_FIGURE + len(RISK_OUTPUTS) + 1
 FIRST_BIN = HIST_HEADER + 1
 LAST_ROW = FIRST_BIN + BINS - 1
+#: "What must be true": each tornado driver's value at which the live NPV is 0, below the
+#: histogram (its section row, header, then one row per driver).
+MUST_TOP = LAST_ROW + 2
+MUST_HEADER = MUST_TOP + 1
+FIRST_MUST = MUST_HEADER + 1
+LAST_MUST = FIRST_MUST + len(TORNADO_DRIVERS) - 1
+#: The columns of a "what must be true" row: label, name, value now, value at NPV 0, the NPV
+#: there, and what the search found.
+MUST_COLUMNS = "ABCDEF"
 
 #: Columns of the copy of the inputs: a label, up to seven values, the flag.
 SNAP_LABEL = "U"
@@ -64,17 +75,39 @@ _RISK_KINDS = {"npv_p10": "money", "npv_p50": "money", "npv_p90": "money",
 
 @dataclass(frozen=True)
 class Figures:
-    """What the sheet shows: the tornado and the risk of one site's inputs."""
+    """What the sheet shows: the tornado and the risk of one site's inputs, and (when
+    computed) what must be true of each tornado driver for the NPV to be 0."""
 
     tornado: Tornado
     risk: Risk
+    must: tuple[Solution, ...] | None = None
 
 
-def compute(inputs: SiteInputs, draws: int = DEFAULT_DRAWS) -> Figures | None:
-    """The sheet's figures for ``inputs`` (``None`` with no draws: not computed)."""
+def compute(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, must_be_true: bool = False
+            ) -> Figures | None:
+    """The sheet's figures for ``inputs`` (``None`` with no draws: not computed), with the
+    "what must be true" block when ``must_be_true`` (a solve per driver: about 0.1 s each)."""
     if draws <= 0:
         return None
-    return Figures(tornado(inputs), risk(inputs, draws))
+    must = tuple(solve(inputs, name, "npv=0") for name in TORNADO_DRIVERS) \
+        if must_be_true else None
+    return Figures(tornado(inputs), risk(inputs, draws), must)
+
+
+def must_note(found: Solution) -> str:
+    """What the search found, in words, for the block's last column."""
+    if found.reached and found.output_beyond is None:
+        return "NPV 0 here"
+    if found.reached:
+        return "nearest whole value to NPV 0"
+    if found.jump:
+        return "NPV jumps across 0 here (no value gives 0 exactly)"
+    if found.value is None:
+        return "no NPV in the allowed range"
+    if any("does not change" in note for note in found.notes):
+        return "does not move the NPV"
+    return (f"none in the allowed range ({fmt_number(found.low)} … {fmt_number(found.high)}); "
+            f"the {found.closest} end comes closest")
 
 
 # -- the copy of the inputs ------------------------------------------------------------------------
@@ -201,6 +234,18 @@ def cell_values(inputs: SiteInputs, figures: Figures | None) -> dict[str, object
         cells = bins[i] if bins else ("", "", "")
         for col, value in zip("ABC", cells, strict=True):
             out[f"{col}{row}"] = value
+    must = None if blank else figures.must  # type: ignore[union-attr]
+    for i, name in enumerate(TORNADO_DRIVERS):
+        row = FIRST_MUST + i
+        found = must[i] if must else None
+        cells = ("", "", "", "", "", NOT_COMPUTED if i == 0 else "") if found is None else (
+            BY_NAME[name].label, name, found.current if found.current is not None else "",
+            found.value if found.value is not None else "none",
+            # a cent either side of 0 is the search's aim: shown as 0, not as a red -0
+            "none" if found.output_at_value is None else round(found.output_at_value, 2) or 0.0,
+            must_note(found))
+        for col, value in zip(MUST_COLUMNS, cells, strict=True):
+            out[f"{col}{row}"] = value
     return out
 
 
@@ -217,7 +262,21 @@ def _kinds() -> dict[str, str]:
     for i in range(BINS):
         row = FIRST_BIN + i
         kinds |= {f"A{row}": "money", f"B{row}": "money", f"C{row}": "integer"}
+    for i, name in enumerate(TORNADO_DRIVERS):
+        row, kind = FIRST_MUST + i, _value_kind(name)
+        kinds |= {f"A{row}": "text", f"B{row}": "text", f"C{row}": kind, f"D{row}": kind,
+                  f"E{row}": "money", f"F{row}": "text"}
     return kinds
+
+
+def _value_kind(name: str) -> str:
+    """How a driver's value shows: a fraction as a percentage, money with its digits."""
+    spec = BY_NAME[name]
+    if spec.kind == "fraction":
+        return "fraction2"
+    if spec.unit in ("money", "money/GPU", "money/month"):
+        return "money"
+    return "price" if spec.unit.startswith("money") else "number"
 
 
 # -- the sheet ------------------------------------------------------------------------------------
@@ -255,6 +314,10 @@ def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
         ws.cell(FIRST_FIGURE + i, 3, f"risk_{out}").font = st.NAME_FONT
         name(f"risk_{out}", ws, f"B{FIRST_FIGURE + i}")
     _header(ws, HIST_HEADER, ["NPV from", "NPV to", "Draws"])
+    _section(ws, MUST_TOP, "What must be true: the value of each driver at which the live NPV "
+             "is 0, every other input as it is (tokenfactory-xl solve --for DRIVER --target "
+             "npv=0)", 9)
+    _header(ws, MUST_HEADER, ["Driver", "Name", "Now", "At NPV 0", "NPV there", "Found"])
 
     for coord, value in cell_values(inputs, figures).items():
         if coord in (STATUS,) or coord.startswith(SNAP_FLAG) and coord[len(SNAP_FLAG):].isdigit():
@@ -291,7 +354,7 @@ def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A6"
     _print_setup(ws, fit_height=1)
-    ws.print_area = f"A1:S{LAST_ROW + 2}"
+    ws.print_area = f"A1:S{LAST_MUST + 1}"
 
 
 def _index(letters: str) -> int:
