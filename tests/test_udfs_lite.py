@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import command
+from tests.tools.once import build_once
 from tokenfactory_xl import lite, udfs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +106,10 @@ def _plain(value):
 @pytest.fixture(scope="session")
 def lite_python(tmp_path_factory) -> str:
     """The python of a fresh virtual environment that holds only numpy and xlwings."""
-    folder = tmp_path_factory.mktemp("lite-venv")
+    return build_once(tmp_path_factory, "lite-venv", _venv)
+
+
+def _venv(folder: Path) -> str:
     venv.EnvBuilder(with_pip=False).create(folder)
     python = str(folder / ("Scripts" if os.name == "nt" else "bin") / "python")
     install = ["install", "--quiet", "--disable-pip-version-check", "numpy", "xlwings"]
