@@ -323,3 +323,43 @@ def test_help_examples_run(tmp_path, soffice):
         proc = subprocess.run([git, "check-ignore", "--stdin"], cwd=tmp_path, text=True,
                               input="\n".join(written), capture_output=True)
         assert written and sorted(proc.stdout.splitlines()) == written
+
+
+# -- "-": standard input and output -------------------------------------------------------------
+def test_dash_o_dash_prints_to_the_standard_output(tmp_path):
+    proc = command.run("summary", "--json", "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert list(json.loads(proc.stdout))[:len(OUTPUT_NAMES)] == list(OUTPUT_NAMES)
+    assert list(tmp_path.iterdir()) == []  # no file named "-"
+
+
+def test_a_workbook_written_to_dash_goes_to_the_standard_output(tmp_path):
+    proc = command.process("template", "-o", "-", "--set", "gpus=2048", cwd=tmp_path,
+                           text=False)
+    assert proc.returncode == 0, proc.stderr
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "T.xlsx").write_bytes(proc.stdout)
+    import openpyxl
+
+    wb = openpyxl.load_workbook(tmp_path / "T.xlsx", read_only=True)
+    name = wb.defined_names["in_gpus"]
+    sheet, cell = next(name.destinations)
+    assert wb[sheet][cell.replace("$", "")].value == 2048
+
+
+def test_the_sites_file_can_come_from_the_standard_input(tmp_path):
+    sites = (ROOT / "templates" / "sites-example.csv").read_text(encoding="utf-8")
+    names = [line.split(",")[0] for line in sites.splitlines()[1:] if line.strip()]
+    proc = command.run("batch", "-", "-o", str(tmp_path / "out"), "--risk-draws", "0",
+                       "--quiet", cwd=tmp_path, input=sites)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.stem for p in (tmp_path / "out").glob("*.xlsx")) == sorted(
+        [*names, "portfolio"])
+    bad = (ROOT / "tests" / "data" / "sites-with-mistakes.csv").read_text(encoding="utf-8")
+    proc = command.run("batch", "-", "-o", str(tmp_path / "bad"), cwd=tmp_path, input=bad)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("tokenfactory-xl: 5 problems in the sites from standard "
+                                  "input, so nothing was written:")
+    empty = command.run("batch", "-", "-o", str(tmp_path / "none"), cwd=tmp_path, input="")
+    assert empty.returncode == 2 and "standard input is empty" in empty.stderr
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "none").exists()

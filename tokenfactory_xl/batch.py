@@ -529,15 +529,15 @@ def _remove_temporaries(targets: Sequence[Path]) -> None:
 
 # -- command line --------------------------------------------------------------------------------
 def cmd_batch(args: argparse.Namespace) -> int:
-    from .cli import UserError
+    from .cli import UserError, is_stdio, read_stdin_as_file
 
     if args.jobs < 1:
         raise UserError(f"--jobs {args.jobs}: needs at least 1 process")
     stream = None if args.quiet else sys.stderr
     try:
-        with stop_on_signals():
+        with stop_on_signals(), read_stdin_as_file(args.sites, "SITES") as sites_path:
             report = run_batch(
-                args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
+                sites_path, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
                 force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
                 progress=lambda n: Progress(n, stream), header_row=args.header_row,
                 cohorts=args.cohorts, risk_draws=args.risk_draws)
@@ -549,7 +549,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UserError("\n".join(lines)) from None
     except InputError as exc:
         count = len(exc.problems)
-        files = visible(args.sites) + (f" and {visible(args.cohorts)}" if args.cohorts else "")
+        files = ("the sites from standard input" if is_stdio(args.sites) else visible(args.sites)
+                 ) + (f" and {visible(args.cohorts)}" if args.cohorts else "")
         lines = [f"{count} problem{'s' if count != 1 else ''} in {files}, so "
                  "nothing was written:"] + [f"  - {visible(p)}" for p in exc.problems]
         raise UserError("\n".join(lines)) from None
@@ -595,7 +596,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  tokenfactory-xl batch templates/sites-example.csv -o out --force --jobs 2 "
                "--summary-csv out/summary.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sites", metavar="SITES", help="the sites file (.csv or .xlsx)")
+    p.add_argument("sites", metavar="SITES",
+                   help="the sites file (.csv or .xlsx); - reads it from standard input")
     p.add_argument("-o", "--output", "--outdir", dest="outdir", required=True, metavar="OUTDIR",
                    help="folder for the workbooks and portfolio.xlsx (created if needed)")
     p.add_argument("--sheet", metavar="NAME",

@@ -9,12 +9,14 @@ prints a message and exits with status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from . import __version__
@@ -328,6 +330,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_inputs)
 
 
+# -- standard input and output ("-") ------------------------------------------------------------
+#: The file name that means standard input (for a file read) or standard output (for a file
+#: written), as in every Unix tool. A file really named ``-`` is ``./-``.
+STDIO = "-"
+
+
+def is_stdio(path: object) -> bool:
+    """Whether ``path`` is ``-``: standard input or output."""
+    return path is not None and os.fspath(path) == STDIO  # type: ignore[arg-type]
+
+
+def write_output(path: str | os.PathLike, data: bytes, what: str) -> None:
+    """Write ``data`` to the file ``path`` (through a temporary file and a rename), or to the
+    standard output when ``path`` is ``-``; ``what`` names the content for the message when
+    standard output is a terminal (a workbook is not text to show)."""
+    from .files import write_atomically
+
+    if not is_stdio(path):
+        write_atomically(path, data)
+        return
+    if sys.stdout.isatty():
+        raise UserError(f"-o -: {what} goes to standard output, which is a terminal; redirect it "
+                        f"(-o - > FILE) or pipe it, or give a file name")
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def read_stdin_as_file(path: str, option: str) -> Iterator[str]:
+    """``path`` itself, or, when it is ``-``, a temporary file holding the standard input
+    (``standard-input.xlsx`` when the bytes are a zip, else ``standard-input.csv``), removed
+    after the block. Reading stdin once and keeping it lets a command read its file twice and
+    check it as it checks any file."""
+    if not is_stdio(path):
+        yield path
+        return
+    if sys.stdin is None or sys.stdin.isatty():
+        raise UserError(f"{option} -: reads standard input, which is a terminal; pipe or "
+                        f"redirect a file into it (… {option} - < FILE), or name the file")
+    buffer = getattr(sys.stdin, "buffer", None)
+    data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+    if not data:
+        raise UserError(f"{option} -: standard input is empty; pipe or redirect a file into it")
+    suffix = ".xlsx" if data[:4] == b"PK\x03\x04" else ".csv"
+    with tempfile.TemporaryDirectory(prefix="tokenfactory-xl-") as folder:
+        target = os.path.join(folder, f"standard-input{suffix}")
+        with open(target, "wb") as handle:
+            handle.write(data)
+        yield target
+
+
 # -- printing into a file -----------------------------------------------------------------------
 def add_print_output(parser: argparse.ArgumentParser, force: bool = True) -> None:
     """``-o/--output FILE`` for a command that prints: the text goes into FILE instead.
@@ -337,7 +391,8 @@ def add_print_output(parser: argparse.ArgumentParser, force: bool = True) -> Non
     """
     parser.add_argument("-o", "--output", dest="print_to", metavar="FILE",
                         help="write what would be printed into FILE (never replaced without "
-                             "--force; nothing is written when the command fails)")
+                             "--force; nothing is written when the command fails); - is the "
+                             "standard output")
     if force:
         parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
     parser.set_defaults(print_to=None)
@@ -351,6 +406,8 @@ def _run_printing_to(args: argparse.Namespace) -> int:
     from .files import write_atomically
 
     path = args.print_to
+    if is_stdio(path):
+        return int(args.func(args) or 0)
     if os.path.isdir(path):
         raise UserError(f"-o {path}: is a folder; give a file name")
     if os.path.exists(path) and not getattr(args, "force", False):
