@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -205,7 +206,10 @@ def test_summary_prints_every_figure_with_its_unit():
     assert re.search(r"USD -?[\d,]+  npv$", lines["npv"])
     assert re.search(r"0\.96% a year\s+71\.72% a year\s+none  irr$", lines["irr"])
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
-    assert "1,024.00 GPUs  equivalent_gpus" in lines["equivalent_gpus"]
+    # whole GPUs without decimals: 1,024 × 0.30 ÷ 0.30 in the Base, 1,024 × 0.65 ÷ 0.30 in
+    # the Optimised = 2,218.67 (TFOM-SPEC §1)
+    assert re.search(r"Equivalent GPUs\s+1,024 GPUs\s+2,218\.67 GPUs\s+1,024 GPUs  "
+                     r"equivalent_gpus$", lines["equivalent_gpus"])
     # Optimised − Base stands in the Optimised column: 37,555,182.20 + 5,313,537.52
     assert re.search(r"NPV: Optimised − Base\s+USD 42,868,720\s+uplift_npv$", lines["uplift_npv"])
     # the figures line up on the right
@@ -363,3 +367,25 @@ def test_the_sites_file_can_come_from_the_standard_input(tmp_path):
     empty = command.run("batch", "-", "-o", str(tmp_path / "none"), cwd=tmp_path, input="")
     assert empty.returncode == 2 and "standard input is empty" in empty.stderr
     assert not (tmp_path / "bad").exists() and not (tmp_path / "none").exists()
+
+
+def test_summary_fits_the_terminal(monkeypatch):
+    wide = command.run("summary", cwd=ROOT, env={**os.environ, "COLUMNS": "200"}).stdout
+    narrow = command.run("summary", cwd=ROOT, env={**os.environ, "COLUMNS": "80"}).stdout
+    assert max(map(len, wide.splitlines())) > 80  # the one-line layout does not fit in 80
+    lines = narrow.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert lines[0] == wide.splitlines()[0]
+    assert lines[1].split() == ["Base*", "Optimised", "Downside"]
+    # each output: its label, unit and name, then the three scenarios' digits
+    at = lines.index("  Equivalent GPUs [GPUs]  (equivalent_gpus)")
+    assert lines[at + 1].split() == ["1,024", "2,218.67", "1,024"]
+    at = lines.index("  Payback [months]  (payback_months)")
+    assert lines[at + 1].split() == ["54.83", "16.27", "none"]
+    at = lines.index("  Blended price [USD per Mtok]  (blended_price)")
+    assert lines[at + 1].split() == ["0.3656"] * 3
+    at = lines.index("  NPV: Optimised − Base [USD]  (uplift_npv)")
+    assert lines[at + 1].split() == ["42,868,720"]
+    # a pipe or a file gets the whole table, whatever the terminal
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    assert command.run("summary", cwd=ROOT, env=env).stdout == wide

@@ -176,29 +176,60 @@ def _plain(value: object) -> str:
     return fmt_number(value) if isinstance(value, (int, float)) else str(value)
 
 
-def format_value(value: float | None, kind: str, currency: str = "", unit: str = "") -> str:
-    """A summary value as the table shows it, with its unit (``None`` → ``none``).
+def format_number(value: float, kind: str) -> str:
+    """A figure's digits as every table shows them: money in whole units, prices to 4 decimals,
+    whole counts (GPUs, tokens) without decimals and others to 2, a fraction as a percentage."""
+    if kind == "fraction":
+        return f"{value:.2%}"
+    if kind == "gpus":
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+    digits = {"money": f"{value:,.0f}", "price": f"{value:,.4f}", "tokens": f"{value:,.0f}",
+              "months": f"{value:,.2f}"}
+    return digits.get(kind) or fmt_number(value)
 
-    ``kind`` picks the digits (an output's display kind), ``unit`` is the output's unit:
-    ``money/Mtok`` with currency ``USD`` gives ``USD 0.3656 per Mtok``, ``months`` gives
-    ``54.83 months``, a ``fraction`` shows as a percentage (``fraction/year``: ``0.96% a year``).
-    """
-    if value is None:
-        return "none"
+
+def unit_text(kind: str, currency: str = "", unit: str = "") -> tuple[str, str]:
+    """What stands before and after a figure's digits: ``("USD", "per Mtok")`` for
+    ``money/Mtok``, ``("", "months")``, ``("", "a year")`` for ``fraction/year``."""
     if kind == "fraction":
         per = unit.partition("/")[2]
-        return f"{value:.2%}" + (f" a {per}" if per else "")
-    digits = {"money": f"{value:,.0f}", "price": f"{value:,.4f}", "tokens": f"{value:,.0f}",
-              "gpus": f"{value:,.2f}", "months": f"{value:,.2f}"}
-    number = digits.get(kind) or fmt_number(value)
+        return "", f"a {per}" if per else ""
     if not unit and kind in ("money", "price"):
         unit = "money"
     if unit.startswith("money"):
         rest = unit[len("money"):].lstrip("/")
-        return f"{currency or 'money'} {number}" + (f" per {rest}" if rest else "")
+        return currency or "money", f"per {rest}" if rest else ""
     if unit in ("", "ratio", "fraction"):
-        return number
-    return f"{number} {unit}"
+        return "", ""
+    return "", unit
+
+
+def format_value(value: float | None, kind: str, currency: str = "", unit: str = "") -> str:
+    """A summary value as the table shows it, with its unit (``None`` → ``none``).
+
+    ``kind`` picks the digits (an output's display kind, :func:`format_number`), ``unit`` is the
+    output's unit: ``money/Mtok`` with currency ``USD`` gives ``USD 0.3656 per Mtok``,
+    ``months`` gives ``54.83 months``, a ``fraction`` shows as a percentage (``fraction/year``:
+    ``0.96% a year``), whole GPUs as ``1,024 GPUs``.
+    """
+    if value is None:
+        return "none"
+    before, after = unit_text(kind, currency, unit)
+    return " ".join(t for t in (before, format_number(value, kind), after) if t)
+
+
+def terminal_width() -> int | None:
+    """The columns a printed table may use: ``COLUMNS`` when set, else the terminal's width;
+    ``None`` (no limit) when the output is a pipe or a file, so that tools reading it get the
+    whole table."""
+    text = os.environ.get("COLUMNS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
 
 
 # -- argparse types for options that are not site inputs (GPU counts, MBU, intervals) ----------
@@ -256,21 +287,52 @@ def cmd_summary(args: argparse.Namespace) -> int:
     print(f"{inputs['site_name']} — {result.scenario} scenario (live), "
           f"{inputs['horizon_months']:.0f} months from {inputs['start_date']:%Y-%m-%d}{fleet}")
     names = list(result.scenarios)
-    rows = [(o.label, [format_value(result.scenarios[n].summary[o.name], o.kind, currency, o.unit)
-                       for n in names], o.name) for o in OUTPUTS]
-    rows.append(("NPV: Optimised − Base", ["", format_value(result.uplift["npv"], "money",
-                                                           currency, "money"), ""], "uplift_npv"))
     marked = [f"{n}*" if n == result.scenario else n for n in names]
-    width = max(len(label) for label, _, _ in rows)
-    right = [max(len(texts[j]) for _, texts, _ in rows + [("", marked, "")])
-             for j in range(len(names))]
-    print(f"  {'':<{width}}  " + "  ".join(f"{n:>{r}}" for n, r in zip(marked, right,
-                                                                         strict=True)))
-    for label, texts, name in rows:
-        cells = "  ".join(f"{t:>{r}}" for t, r in zip(texts, right, strict=True))
-        print(f"  {label:<{width}}  {cells}  {name}")
-    print("  * the live scenario (--scenario); --json gives its figures and every scenario's")
+    rows = [(o.label, o.kind, o.unit, [result.scenarios[n].summary[o.name] for n in names],
+             o.name) for o in OUTPUTS]
+    rows.append(("NPV: Optimised − Base", "money", "money", [None, result.uplift["npv"], None],
+                 "uplift_npv"))
+    wide = _summary_wide(rows, marked, currency)
+    width = terminal_width()
+    lines = wide if width is None or max(map(len, wide)) <= width else \
+        _summary_narrow(rows, marked, currency)
+    for line in lines:
+        print(line)
+    print("  * the live scenario (--scenario); --json gives every scenario's figures")
     return 0
+
+
+#: The row whose empty cells are no figure at all (not a missing one, "none").
+_UPLIFT = "uplift_npv"
+
+
+def _summary_wide(rows: list, marked: list[str], currency: str) -> list[str]:
+    """One line per output: its label, each scenario's figure with its unit, its name."""
+    texts = [[("" if name == _UPLIFT and v is None else format_value(v, kind, currency, unit))
+              for v in values] for _, kind, unit, values, name in rows]
+    width = max(len(label) for label, *_ in rows)
+    right = [max(len(t[j]) for t in texts + [marked]) for j in range(len(marked))]
+    out = [f"  {'':<{width}}  " + "  ".join(f"{n:>{r}}" for n, r in zip(marked, right,
+                                                                        strict=True))]
+    for (label, *_, name), cells in zip(rows, texts, strict=True):
+        line = "  ".join(f"{t:>{r}}" for t, r in zip(cells, right, strict=True))
+        out.append(f"  {label:<{width}}  {line}  {name}")
+    return out
+
+
+def _summary_narrow(rows: list, marked: list[str], currency: str) -> list[str]:
+    """For a narrow terminal: each output's label, unit and name on one line, its figures
+    (digits only) on the next, in the scenarios' columns."""
+    digits = [[("" if name == _UPLIFT and v is None else
+                "none" if v is None else format_number(v, kind)) for v in values]
+              for _, kind, _, values, name in rows]
+    right = max(len(t) for t in [*(c for r in digits for c in r), *marked])
+    out = ["    " + "  ".join(f"{n:>{right}}" for n in marked)]
+    for (label, kind, unit, _, name), cells in zip(rows, digits, strict=True):
+        unit_words = " ".join(t for t in unit_text(kind, currency, unit) if t)
+        out.append(f"  {label}{f' [{unit_words}]' if unit_words else ''}  ({name})")
+        out.append("    " + "  ".join(f"{t:>{right}}" for t in cells).rstrip())
+    return out
 
 
 def cmd_inputs(args: argparse.Namespace) -> int:
