@@ -29,7 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return command.run(*args, cwd=ROOT)
+    """The command as a pipe reads it: the whole table, whatever COLUMNS the tests inherit."""
+    return command.run(*args, cwd=ROOT, env=WHOLE_WIDTH)
+
+
+WHOLE_WIDTH = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
 
 
 def run_entry_point(*args: str) -> subprocess.CompletedProcess:
@@ -370,8 +374,8 @@ def test_the_sites_file_can_come_from_the_standard_input(tmp_path):
 
 
 def test_summary_fits_the_terminal(monkeypatch):
-    wide = command.run("summary", cwd=ROOT, env={**os.environ, "COLUMNS": "200"}).stdout
-    narrow = command.run("summary", cwd=ROOT, env={**os.environ, "COLUMNS": "80"}).stdout
+    wide = command.run("summary", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "200"}).stdout
+    narrow = command.run("summary", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
     assert max(map(len, wide.splitlines())) > 80  # the one-line layout does not fit in 80
     lines = narrow.splitlines()
     assert max(map(len, lines)) <= 80
@@ -387,5 +391,4 @@ def test_summary_fits_the_terminal(monkeypatch):
     at = lines.index("  NPV: Optimised − Base [USD]  (uplift_npv)")
     assert lines[at + 1].split() == ["42,868,720"]
     # a pipe or a file gets the whole table, whatever the terminal
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    assert command.run("summary", cwd=ROOT, env=env).stdout == wide
+    assert command.run("summary", cwd=ROOT, env=WHOLE_WIDTH).stdout == wide

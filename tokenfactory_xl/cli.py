@@ -62,7 +62,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("collect", "tokenfactory_xl.collect",
      "collect filled-in TFOM workbooks into a portfolio, with an audit report"),
     ("lite", "tokenfactory_xl.lite",
-     "write the Excel functions for xlwings Lite (Excel for Mac and the web) as one main.py"),
+     "write the Excel functions for xlwings Lite (Excel on Windows, Mac, the web) as main.py"),
 )
 
 EXIT_USAGE = 2
