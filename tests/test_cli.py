@@ -392,3 +392,17 @@ def test_summary_fits_the_terminal(monkeypatch):
     assert lines[at + 1].split() == ["42,868,720"]
     # a pipe or a file gets the whole table, whatever the terminal
     assert command.run("summary", cwd=ROOT, env=WHOLE_WIDTH).stdout == wide
+
+
+def test_a_mistyped_option_gets_the_commands_usage_and_the_option_meant(tmp_path):
+    proc = command.run("summary", "--out", "x.txt", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("usage: tokenfactory-xl summary [-h]")
+    assert proc.stderr.rstrip().endswith(
+        "tokenfactory-xl summary: error: unrecognised arguments: --out (did you mean "
+        "--output?), x.txt; `tokenfactory-xl summary --help` lists what it takes")
+    proc = command.run("batch", "sites.csv", "-o", "out", "--froce", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("usage: tokenfactory-xl batch [-h] -o OUTDIR")
+    assert "unrecognised option: --froce (did you mean --force?)" in proc.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -537,10 +537,35 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_arguments(parser: argparse.ArgumentParser, command: str | None,
+                       extra: list[str]) -> None:
+    """Stop with the usage of the command the mistake was made in (not the top-level one) and,
+    for a mistyped option, the options it may have meant. Exits with status 2."""
+    import difflib
+
+    chosen = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            chosen = action.choices[command]
+    options = [o for a in chosen._actions for o in a.option_strings]
+    words = []
+    for word in extra:
+        name = word.split("=", 1)[0]
+        near = difflib.get_close_matches(name, options, n=1, cutoff=0.7) \
+            if name.startswith("-") else []
+        guess = f" (did you mean {' or '.join(near)}?)" if near else ""
+        words.append(f"{word}{guess}")
+    kind = "option" if all(w.startswith("-") for w in extra) else "argument"
+    chosen.error(f"unrecognised {kind}{'s' if len(extra) > 1 else ''}: {', '.join(words)}; "
+                 f"`{chosen.prog} --help` lists what it takes")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _unknown_arguments(parser, _command_named(argv), extra)
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
