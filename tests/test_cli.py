@@ -273,22 +273,18 @@ def test_help_loads_no_command_module():
         assert module not in loaded, module
 
 
-#: Files the help examples name as a user's own, stood in for by the repository's fixtures.
-EXAMPLE_FILES = {
-    "result.json": "tests/fixtures/actuals/vllm_bench_serve.json",
-    "before.prom": "tests/fixtures/actuals/vllm_metrics_before.prom",
-    "after.prom": "tests/fixtures/actuals/vllm_metrics_after.prom",
-    "sites.csv": "tests/fixtures/actuals/sites.csv",
-    "sweep.jsonl": "tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl",
-}
+#: What the help examples read from a clone of the repository, copied to where they run.
+SEEDED = ("templates", "tests/fixtures/actuals")
 
 
 def help_examples() -> list[str]:
+    """Every example line of every command's --help: `tokenfactory-xl …`, or a `cp` that makes
+    a file a later example changes."""
     found = []
     for parser in all_parsers().values():
         for line in (parser.epilog or "").splitlines():
             line = line.strip().removeprefix("example:").strip()
-            if line.startswith("tokenfactory-xl "):
+            if line.startswith(("tokenfactory-xl ", "cp ")):
                 found.append(line)
     return found
 
@@ -302,9 +298,8 @@ def written_then_read(argv: list[str], later: list[str]) -> bool:
 
 
 def test_help_examples_run(tmp_path, soffice):
-    for name, source in EXAMPLE_FILES.items():
-        shutil.copy(ROOT / source, tmp_path / name)
-    shutil.copytree(ROOT / "templates", tmp_path / "templates")
+    for folder in SEEDED:
+        shutil.copytree(ROOT / folder, tmp_path / folder)
     examples = help_examples()
     assert len(examples) >= 12
     # An example the README shows as well runs there, as written (tests/test_readme.py), unless
@@ -312,7 +307,19 @@ def test_help_examples_run(tmp_path, soffice):
     readme = set(readme_commands())
     ran = []
     for i, example in enumerate(examples):
-        argv = shlex.split(example)[1:]
+        words = shlex.split(example)
+        if words[0] == "cp":
+            shutil.copyfile(tmp_path / words[1], tmp_path / words[2])
+            continue
+        argv = words[1:]
+        # every file an example reads is in a clone, or made by an example before it
+        for word in argv:
+            if "/" in word or word.endswith((".csv", ".json", ".jsonl", ".prom")):
+                if word.endswith("/") or argv[argv.index(word) - 1] in ("-o", "--output",
+                                                                        "--png",
+                                                                        "--summary-csv"):
+                    continue
+                assert (tmp_path / word).exists(), (example, word)
         if example in readme and not written_then_read(argv, examples[i + 1:]):
             continue
         proc = command.run(*argv, cwd=tmp_path)
@@ -323,9 +330,9 @@ def test_help_examples_run(tmp_path, soffice):
     # Run in a clone, the examples would leave only files .gitignore ignores.
     git = shutil.which("git")
     if git:
-        seeded = {*EXAMPLE_FILES, "templates"}
         written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
-                         if p.is_file() and p.relative_to(tmp_path).parts[0] not in seeded)
+                         if p.is_file() and not any(str(p.relative_to(tmp_path)).startswith(f)
+                                                    for f in SEEDED))
         shutil.copy(ROOT / ".gitignore", tmp_path / ".gitignore")
         subprocess.run([git, "init", "-q"], cwd=tmp_path, check=True)
         proc = subprocess.run([git, "check-ignore", "--stdin"], cwd=tmp_path, text=True,

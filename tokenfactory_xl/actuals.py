@@ -1140,12 +1140,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "theoretical figure: given with --theoretical-tps, or the roofline of a "
                     "catalogue GPU and model. --sites/--site write the measured inputs into "
                     "a sites file.",
-        epilog="examples:\n"
-               "  tokenfactory-xl actuals result.json --theoretical-tps 12000\n"
-               "  tokenfactory-xl actuals before.prom after.prom --gpu H200 "
+        epilog="examples (files of a clone of the repository):\n"
+               "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_bench_serve.json "
+               "--theoretical-tps 12000\n"
+               "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_metrics_before.prom "
+               "tests/fixtures/actuals/vllm_metrics_after.prom --gpu H200 "
                "--model Llama-3.1-70B --precision fp8 --batch 64 --context 4096\n"
-               "  tokenfactory-xl actuals result.json --instances 128 --sites sites.csv "
-               "--site Frankfurt",
+               "  cp tests/fixtures/actuals/sites.csv my-sites.csv\n"
+               "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_bench_serve.json --gpus 2 "
+               "--instances 128 --sites my-sites.csv --site frankfurt",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="benchmark result files, or two Prometheus scrapes (before, after)")
