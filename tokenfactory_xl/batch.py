@@ -260,7 +260,7 @@ class Progress:
                 share = self.done / self.total if self.total else 1.0
                 bar = "#" * int(share * 30)
                 self.stream.write(f"\r  [{bar:<30}] {self.done:,}/{self.total:,} workbooks "
-                                  f"{self.rate(now):,.0f}/s ")
+                                  f"written ({self.speed(now)}) ")
                 if self.done == self.total:
                     self.stream.write("\n")
                 self.stream.flush()
@@ -268,12 +268,22 @@ class Progress:
             while self._next_line * self.total <= self.done and self._next_line <= 1:
                 self._next_line += 0.1
             self.stream.write(f"  {self.done:,}/{self.total:,} workbooks written "
-                              f"({self.rate(now):,.0f}/s)\n")
+                              f"({self.speed(now)})\n")
             self.stream.flush()
 
     def rate(self, now: float | None = None) -> float:
         elapsed = (now or time.perf_counter()) - self.start
         return self.done / elapsed if elapsed > 0 else 0.0
+
+    def speed(self, now: float | None = None) -> str:
+        """The pace so far in words that read right at any speed: "38 a second", "2.5 a
+        second", "1.4 s each" (never "0/s")."""
+        rate = self.rate(now)
+        if rate >= 10:
+            return f"{rate:,.0f} a second"
+        if rate >= 1:
+            return f"{rate:.1f} a second"
+        return f"{1 / rate:,.1f} s each" if rate > 0 else "starting"
 
 
 # -- the batch -----------------------------------------------------------------------------------
