@@ -61,6 +61,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "throughput per GPU and input/output cost per Mtok from benchmark files"),
     ("collect", "tokenfactory_xl.collect",
      "collect filled-in TFOM workbooks into a portfolio, with an audit report"),
+    ("completion", "tokenfactory_xl.completion",
+     "print a shell completion script (bash, zsh, fish): commands, options, --set names"),
     ("lite", "tokenfactory_xl.lite",
      "write the Excel functions for xlwings Lite (Excel on Windows, Mac, the web) as main.py"),
 )
