@@ -413,3 +413,39 @@ def test_a_mistyped_option_gets_the_commands_usage_and_the_option_meant(tmp_path
     assert proc.stderr.startswith("usage: tokenfactory-xl batch [-h] -o OUTDIR")
     assert "unrecognised option: --froce (did you mean --force?)" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+# -- --csv wherever a table is printed ------------------------------------------------------------
+def test_every_command_with_json_offers_csv():
+    for name, parser in all_parsers().items():
+        options = {o for a in parser._actions for o in a.option_strings}
+        if "--json" in options:
+            assert "--csv" in options, name
+    proc = run_cli("summary", "--json", "--csv")
+    assert proc.returncode == 2 and proc.stderr == ("tokenfactory-xl: --json and --csv: give "
+                                                    "one of them\n")
+
+
+def test_csv_holds_what_json_holds():
+    import csv
+
+    figures = json.loads(run_cli("summary", "--json").stdout)
+    rows = list(csv.DictReader(io.StringIO(run_cli("summary", "--csv").stdout)))
+    assert [r["name"] for r in rows] == [*OUTPUT_NAMES, "uplift_npv"]
+    for row in rows[:-1]:
+        for scenario in ("Base", "Optimised", "Downside"):
+            want = figures["scenarios"][scenario][row["name"]]
+            assert row[scenario.lower()] == ("" if want is None else repr(float(want))
+                                             if not isinstance(want, int) else str(want))
+    assert float(rows[-1]["optimised"]) == figures["optimised_minus_base"]["npv"]
+    tornado = json.loads(run_cli("sensitivity", "--json").stdout)
+    drivers = list(csv.DictReader(io.StringIO(run_cli("sensitivity", "--csv").stdout)))
+    assert [(d["name"], float(d["npv_low"]), float(d["npv_high"])) for d in drivers] == [
+        (d["name"], d["npv_low"], d["npv_high"]) for d in tornado["drivers"]]
+    listed = list(csv.DictReader(io.StringIO(run_cli("inputs", "--csv").stdout)))
+    assert [r["name"] for r in listed] == [i.name for i in INPUTS]
+    sweep = "tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl"
+    points = list(csv.DictReader(io.StringIO(run_cli(
+        "cost", sweep, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500",
+        "--csv").stdout)))
+    assert len(points) == 5 and [p["best"] for p in points] == ["False"] * 3 + ["True", "False"]

@@ -53,8 +53,8 @@ def test_zsh_loads_the_bash_script_and_fish_gets_its_own(bash_script):
     assert "bashcompinit" in zsh and zsh.endswith(bash_script)
     fish = command.run("completion", "fish").stdout.splitlines()
     for name, _, text in cli.COMMANDS:
-        assert any(line.startswith(f"complete -c tokenfactory-xl -n __fish_use_subcommand "
-                                   f"-a {name} ") for line in fish), name
+        assert f"complete -c tokenfactory-xl -n __fish_use_subcommand -a {name} -d '{text}'" \
+            in fish, name
     (set_line,) = [line for line in fish if "__fish_seen_subcommand_from summary'" in line
                    and "-l set" in line]
     assert "gpus= " in set_line and "tef_target.Optimised=" in set_line

@@ -1057,8 +1057,9 @@ def _print(summary: dict[str, object]) -> None:
 
 
 def cmd_actuals(args: argparse.Namespace) -> int:
-    from .cli import UserError
+    from .cli import UserError, print_records_csv, table_format
 
+    table_format(args)  # --json and --csv: one of them
     try:
         found = read_files(args.files, args.interval, args.run)
     except FileProblem as exc:
@@ -1099,6 +1100,9 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         changes = write_site_values(args.sites, args.site, values, args.force,  # type: ignore[arg-type]
                                     args.sheet)
         written = {name: new for name, _, new in changes}
+    if table_format(args) == "csv":
+        print_records_csv([_clean(summary) for summary in summaries])
+        return 0
     if args.json:
         payload: object = summaries[0] if len(summaries) == 1 else summaries
         if written is not None:
@@ -1128,7 +1132,7 @@ def _clean(value: object) -> object:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import add_print_output
+    from .cli import add_csv_option, add_print_output
 
     p = subparsers.add_parser(
         "actuals",
@@ -1188,6 +1192,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="replace measured values the site's row already holds, and the -o "
                         "file if it exists")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_csv_option(p, "one row per run")
     add_print_output(p, force=False)
     p.set_defaults(func=cmd_actuals)
 

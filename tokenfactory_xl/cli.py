@@ -275,8 +275,17 @@ def fraction_arg(text: str) -> float:
 def cmd_summary(args: argparse.Namespace) -> int:
     from .operating_model import OUTPUTS, run
 
+    form = table_format(args)
     inputs = inputs_from_args(args)
     result = run(inputs)
+    if form == "csv":
+        names = list(result.scenarios)
+        print_csv(["name", "label", "unit", *(n.lower() for n in names)],
+                  [[o.name, o.label, o.unit, *(result.scenarios[n].summary[o.name]
+                                               for n in names)] for o in OUTPUTS]
+                  + [["uplift_npv", "NPV: Optimised − Base", "money",
+                      *(result.uplift["npv"] if n == "Optimised" else None for n in names)]])
+        return 0
     if args.json:
         document = {**result.summary,
                     "scenarios": {name: sc.summary for name, sc in result.scenarios.items()},
@@ -338,6 +347,15 @@ def _summary_narrow(rows: list, marked: list[str], currency: str) -> list[str]:
 
 
 def cmd_inputs(args: argparse.Namespace) -> int:
+    if table_format(args) == "csv":
+        def default(spec) -> object:
+            return " / ".join(map(_plain, spec.default)) if spec.per_scenario else spec.default
+
+        print_csv(["name", "label", "unit", "group", "default", "per_scenario", "allowed",
+                   "description"],
+                  [[i.name, i.label, i.unit, i.group, default(i), i.per_scenario, i.allowed,
+                    i.description] for i in INPUTS])
+        return 0
     if args.json:
         rows = [{"name": i.name, "label": i.label, "unit": i.unit, "group": i.group,
                  "default": list(i.default) if i.per_scenario else i.default,
@@ -379,6 +397,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="print one JSON object keyed by the output names (none → null): the live "
                         "scenario's figures, every scenario's under \"scenarios\" and Optimised "
                         "− Base under \"optimised_minus_base\"")
+    add_csv_option(p, "one row per output (its name, label and unit, then each scenario's "
+                      "figure)")
     add_print_output(p)
     p.set_defaults(func=cmd_summary)
 
@@ -387,11 +407,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List the input catalogue: the names --set and a sites file take.",
         epilog="example: tokenfactory-xl inputs --json -o inputs.json")
     p.add_argument("--json", action="store_true", help="as a JSON list")
+    add_csv_option(p, "one row per input")
     p.add_argument("--cohorts", action="store_true",
                    help="with --json: an object of the inputs and the cohort columns (the text "
                         "listing always ends with the cohort columns)")
     add_print_output(p)
     p.set_defaults(func=cmd_inputs)
+
+
+# -- tables as CSV -------------------------------------------------------------------------------
+def add_csv_option(parser: argparse.ArgumentParser, rows: str) -> None:
+    """``--csv``: the table the command prints, as CSV (``rows`` says what a row is)."""
+    parser.add_argument("--csv", action="store_true",
+                        help=f"print the table as CSV: a header row of names, then {rows}; "
+                             "numbers with every digit, empty where there is no figure")
+
+
+def table_format(args: argparse.Namespace) -> str:
+    """``"json"``, ``"csv"`` or ``"text"``; both ``--json`` and ``--csv`` is a usage mistake."""
+    if getattr(args, "json", False) and getattr(args, "csv", False):
+        raise UserError("--json and --csv: give one of them")
+    return "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) \
+        else "text"
+
+
+def print_csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A table as CSV on the standard output (``None`` → an empty field)."""
+    import csv
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([["" if v is None else v for v in row] for row in rows])
+
+
+def print_records_csv(records: Sequence[dict]) -> None:
+    """Records of one shape (what ``--json`` prints) as CSV, one row each; a list in a field is
+    joined with ``; ``."""
+    header = list(dict.fromkeys(k for r in records for k in r))
+    print_csv(header, [["; ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                        for v in (r.get(k) for k in header)] for r in records])
 
 
 # -- standard input and output ("-") ------------------------------------------------------------

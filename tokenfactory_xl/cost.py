@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import actuals, model
-from .cli import positive_float, positive_int, write_output
+from .cli import add_csv_option, positive_float, positive_int, write_output
 
 
 @dataclass(frozen=True)
@@ -251,8 +251,9 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from .cli import UserError, is_stdio
+    from .cli import UserError, is_stdio, table_format
 
+    table_format(args)  # --json and --csv: one of them
     if is_stdio(args.output) and is_stdio(args.png):
         raise UserError("-o - and --png -: only one of them can be the standard output")
     for option, path, suffix in (("--output", args.output, ".xlsx"), ("--png", args.png, ".png")):
@@ -307,6 +308,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, points: list[CostPoint], best: CostPoint | None) -> int:
+    from .cli import print_csv
+
+    if args.csv:
+        fields = list(points[0].__dict__) if points else ["label"]
+        print_csv([*fields, "best"], [[*p.__dict__.values(), best is p] for p in points])
+        return 0
     if args.json:
         payload = {"gpu_hour": args.gpu_hour, "points": [p.__dict__ for p in points],
                    "ttft_slo_ms": args.ttft_slo_ms,
@@ -388,4 +395,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="replace the files of --output and --png if they exist (without it, "
                         "an existing file stops the command before anything is written)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_csv_option(p, "one row per run (best: the point --ttft-slo-ms names)")
     p.set_defaults(func=cmd_cost)
