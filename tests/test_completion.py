@@ -53,7 +53,8 @@ def test_zsh_loads_the_bash_script_and_fish_gets_its_own(bash_script):
     assert "bashcompinit" in zsh and zsh.endswith(bash_script)
     fish = command.run("completion", "fish").stdout.splitlines()
     for name, _, text in cli.COMMANDS:
-        assert f"complete -c tokenfactory-xl -n __fish_use_subcommand -a {name} -d '{text}'" \
+        quoted = "'" + text.replace("'", "\\'") + "'"  # fish's quoting
+        assert f"complete -c tokenfactory-xl -n __fish_use_subcommand -a {name} -d {quoted}" \
             in fish, name
     (set_line,) = [line for line in fish if "__fish_seen_subcommand_from summary'" in line
                    and "-l set" in line]
