@@ -470,3 +470,9 @@ def test_pyodides_jsnull_reads_as_an_empty_cell():
     depreciation = 40_000 / (4 * 8_760)
     assert GPU_HOUR_COST(40_000, JsNull(), 4, 1.0, 1.3, 0.08, JsNull()) == approx(
         depreciation + 0.104)
+
+
+def test_months_typed_for_a_life_in_years_get_the_hint():
+    assert message(GPU_HOUR_COST, 40_000, 0, 60, 1, 1.3, 0.08).startswith(
+        "life_years=60: looks like months; allowed: a number from 1 to 10; enter 5 (years: 60 "
+        "months is 5 years)")
