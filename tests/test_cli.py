@@ -449,3 +449,10 @@ def test_csv_holds_what_json_holds():
         "cost", sweep, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500",
         "--csv").stdout)))
     assert len(points) == 5 and [p["best"] for p in points] == ["False"] * 3 + ["True", "False"]
+
+
+def test_inputs_wrap_at_the_terminals_width_and_say_the_same():
+    wide = command.run("inputs", cwd=ROOT, env=WHOLE_WIDTH).stdout
+    narrow = command.run("inputs", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
+    assert max(map(len, narrow.splitlines())) <= 80 < max(map(len, wide.splitlines()))
+    assert narrow.split() == wide.split()  # the same words, only the lines break elsewhere

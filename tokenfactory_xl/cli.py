@@ -367,19 +367,34 @@ def cmd_inputs(args: argparse.Namespace) -> int:
         print(json.dumps({"inputs": rows, "cohort_columns": cohorts} if args.cohorts else rows,
                          indent=2, default=str))
         return 0
+    width = terminal_width()
+
+    def say(text: str, indent: str = "", then: str | None = None) -> None:
+        """One paragraph, wrapped at the terminal's width when there is one (the lines after
+        the first indented by ``then``)."""
+        if width is None:
+            print(indent + text)
+        else:
+            import textwrap
+
+            print(textwrap.fill(text, max(width, 40), initial_indent=indent,
+                                subsequent_indent=indent if then is None else then,
+                                break_on_hyphens=False))
+
     for spec in INPUTS:
         default = (" / ".join(str(d) for d in spec.default) if spec.per_scenario
                    else str(spec.default))
         scen = f"  (per scenario: {' / '.join(SCENARIOS)})" if spec.per_scenario else ""
-        print(f"{spec.name}  [{spec.unit}]  default {default}{scen}")
-        print(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.")
-    print(f"\nCohort columns: a cohorts table (--cohorts FILE, or a sheet named cohorts in a sites "
-          f"workbook) has one row per cohort after the site's own GPUs (cohort 1), at most "
-          f"{MAX_COHORTS - 1} per site; site_name says which site a row belongs to.")
+        say(f"{spec.name}  [{spec.unit}]  default {default}{scen}", "", "    ")
+        say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")
+    print()
+    say(f"Cohort columns: a cohorts table (--cohorts FILE, or a sheet named cohorts in a sites "
+        f"workbook) has one row per cohort after the site's own GPUs (cohort 1), at most "
+        f"{MAX_COHORTS - 1} per site; site_name says which site a row belongs to.")
     for spec in COHORT_SPECS:
         need = "required" if spec.name in COHORT_REQUIRED else "optional"
         print(f"{spec.name}  [{spec.unit}]  {need}")
-        print(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.")
+        say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")
     return 0
 
 
