@@ -456,3 +456,15 @@ def test_inputs_wrap_at_the_terminals_width_and_say_the_same():
     narrow = command.run("inputs", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
     assert max(map(len, narrow.splitlines())) <= 80 < max(map(len, wide.splitlines()))
     assert narrow.split() == wide.split()  # the same words, only the lines break elsewhere
+
+
+def test_sensitivity_fits_the_terminal():
+    narrow = command.run("sensitivity", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
+    lines = narrow.splitlines()
+    assert max(map(len, lines)) <= 80
+    tornado = json.loads(run_cli("sensitivity", "--json").stdout)
+    first = tornado["drivers"][0]
+    at = next(i for i, line in enumerate(lines) if f"({first['name']}):" in line)
+    shown = [float(x.replace(",", "")) for x in lines[at + 1].split()]
+    assert shown == [round(first["npv_low"]), round(first["npv_high"]),
+                     round(abs(first["npv_high"] - first["npv_low"]))]

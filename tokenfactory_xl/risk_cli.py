@@ -19,7 +19,7 @@ def _value(name: str, value: float) -> str:
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from .cli import format_value, inputs_from_args, print_csv, table_format
+    from .cli import format_value, inputs_from_args, print_csv, table_format, terminal_width
     from .risk import tornado
 
     form = table_format(args)
@@ -38,21 +38,43 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     def money(x: float) -> str:
         return format_value(x, "money", currency, "money")
 
-    print(f"{inputs['site_name']} — project NPV of the {inputs.scenario} scenario (live) at a "
-          f"low and a high value of each driver, by swing")
+    width = terminal_width()
+    say(f"{inputs['site_name']} — project NPV of the {inputs.scenario} scenario (live) at a "
+        f"low and a high value of each driver, by swing", width)
     print(f"  NPV as it is: {money(result.npv)}")
     rows = [(f.label, f"{_value(f.name, f.low)} … {_value(f.name, f.high)}", money(f.npv_low),
              money(f.npv_high), money(f.swing), f.name) for f in result.drivers]
     head = ("Driver", "Low … high", "NPV at low", "NPV at high", "Swing", "")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
-    print("  " + "  ".join(h.ljust(widths[i]) if i < 2 else h.rjust(widths[i])
-                           for i, h in enumerate(head[:5])))
+    lines = ["  " + "  ".join(h.ljust(widths[i]) if i < 2 else h.rjust(widths[i])
+                              for i, h in enumerate(head[:5]))]
     for r in rows:
-        print("  " + "  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
-                               for i, c in enumerate(r[:5])) + f"  {r[5]}")
-    print("  ±20 % of each value (price decline ± 5 points), fractions kept in their range; "
-          "capex_per_gpu and life_years move every cohort alike")
+        lines.append("  " + "  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
+                                      for i, c in enumerate(r[:5])) + f"  {r[5]}")
+    if width is not None and max(map(len, lines)) > width:
+        # a narrow terminal: each driver's label, name and range on one line, its NPVs under
+        lines = [f"  Driver (name): low … high; NPV at low, at high, swing [{currency}]"]
+        for f, r in zip(result.drivers, rows, strict=True):
+            lines.append(f"  {f.label} ({f.name}): {r[1]}")
+            lines.append("    " + "  ".join(f"{x:>14,.0f}" for x in (f.npv_low, f.npv_high,
+                                                                       f.swing)))
+    for line in lines:
+        print(line)
+    say("  ±20 % of each value (price decline ± 5 points), fractions kept in their range; "
+        "capex_per_gpu and life_years move every cohort alike", width, "    ")
     return 0
+
+
+def say(text: str, width: int | None, then: str = "") -> None:
+    """A line of text, wrapped at ``width`` when there is one."""
+    if width is None or len(text) <= width:
+        print(text)
+        return
+    import textwrap
+
+    indent = text[:len(text) - len(text.lstrip())]
+    print(textwrap.fill(text.strip(), width, initial_indent=indent, subsequent_indent=then or
+                        indent, break_on_hyphens=False))
 
 
 def cmd_risk(args: argparse.Namespace) -> int:
