@@ -17,7 +17,13 @@ _CACHE_OWNER = "TOKENFACTORY_XL_TEST_CACHE_OWNER"
 def pytest_configure(config: pytest.Config) -> None:
     """One empty build cache for the whole run (workers and the command lines they start
     inherit it): the first build of each kind is kept there, the others read it back, and the
-    user's own cache is neither read nor written."""
+    user's own cache is neither read nor written.
+
+    The commands the tests run print as into a pipe: pytest-xdist starts its workers with
+    ``COLUMNS=80``, which would narrow every table on workers only. A test of the terminal's
+    width sets ``COLUMNS`` itself."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     if os.environ.get(_CACHE_OWNER) is None:
         os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="tokenfactory-xl-cache-")
         os.environ[_CACHE_OWNER] = str(os.getpid())
