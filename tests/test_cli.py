@@ -468,3 +468,19 @@ def test_sensitivity_fits_the_terminal():
     shown = [float(x.replace(",", "")) for x in lines[at + 1].split()]
     assert shown == [round(first["npv_low"]), round(first["npv_high"]),
                      round(abs(first["npv_high"] - first["npv_low"]))]
+
+
+def test_a_benchmark_result_can_come_from_the_standard_input():
+    result = (ROOT / "tests" / "fixtures" / "actuals" / "vllm_bench_serve.json").read_text()
+    piped = command.run("actuals", "-", "--theoretical-tps", "12000", "--json", input=result)
+    named = command.run("actuals", "tests/fixtures/actuals/vllm_bench_serve.json",
+                        "--theoretical-tps", "12000", "--json")
+    assert piped.returncode == 0, piped.stderr
+    got, want = json.loads(piped.stdout), json.loads(named.stdout)
+    assert got["source"] == "standard input" and got["measured_tps"] == 12_800.0
+    assert {k: v for k, v in got.items() if k != "source"} == {
+        k: v for k, v in want.items() if k != "source"}
+    sweep = (ROOT / "tests" / "fixtures" / "actuals" / "sglang_llama70b_h200_sweep.jsonl")
+    proc = command.run("cost", "-", "--gpu-hour", "2.10", "--gpus", "4", "--csv",
+                       input=sweep.read_text())
+    assert proc.returncode == 0 and proc.stdout.count("standard input (run ") == 5

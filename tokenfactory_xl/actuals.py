@@ -501,6 +501,22 @@ def read_benchmark(path: str | os.PathLike, text: str | None = None) -> Measurem
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
+def _read_stdin() -> str:
+    """A result file given as ``-``: the standard input, read whole (at most the size of a
+    result file)."""
+    import sys
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise FileProblem("-", "reads standard input, which is a terminal; pipe or redirect a "
+                               "result file into it (… - < result.json), or name the file")
+    text = sys.stdin.read(MAX_RESULT_BYTES + 1)
+    if len(text) > MAX_RESULT_BYTES:
+        raise FileProblem("standard input", f"holds more than {MAX_RESULT_BYTES / 1e6:,.0f} MB; "
+                                            "a benchmark result is far smaller: give the "
+                                            "summary file, not per-request records")
+    return text.removeprefix("\ufeff")
+
+
 def _read_text(path: str) -> str:
     try:
         size = os.path.getsize(path)
@@ -740,7 +756,10 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
     benchmarks: list[Measurement] = []
     scrapes: list[Scrape] = []
     for path in paths:
-        text = _read_text(str(path))
+        if str(path) == "-":  # standard input (… | tokenfactory-xl actuals -)
+            text, path = _read_stdin(), "standard input"
+        else:
+            text = _read_text(str(path))
         if text.lstrip()[:1] in ("{", "["):
             runs = read_benchmark_runs(path, text)
             if run is not None and len(runs) > 1:
@@ -1155,7 +1174,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "--instances 128 --sites my-sites.csv --site frankfurt",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="benchmark result files, or two Prometheus scrapes (before, after)")
+                   help="benchmark result files, or two Prometheus scrapes (before, after); "
+                        "- reads one from standard input")
     p.add_argument("--theoretical-tps", type=positive_float, metavar="N",
                    help="theoretical tokens/s per GPU to compute the TEF against")
     p.add_argument("--gpu", help="catalogue GPU for the roofline, e.g. H200")

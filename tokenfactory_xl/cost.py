@@ -371,7 +371,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  tokenfactory-xl cost tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl "
                "--gpu-hour 2.10 --gpus 4 --ttft-slo-ms 500 -o curve.xlsx --png curve.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="benchmark result files (- reads one from standard input)")
     p.add_argument("--gpu-hour", type=positive_float, required=True, metavar="DOLLARS",
                    help="price of one GPU-hour, $ (e.g. 2.10)")
     p.add_argument("--gpus", type=positive_int, metavar="N",
