@@ -484,3 +484,13 @@ def test_a_benchmark_result_can_come_from_the_standard_input():
     proc = command.run("cost", "-", "--gpu-hour", "2.10", "--gpus", "4", "--csv",
                        input=sweep.read_text())
     assert proc.returncode == 0 and proc.stdout.count("standard input (run ") == 5
+
+
+def test_a_workbook_piped_into_render(tmp_path, soffice):
+    workbook = command.process("template", "-o", "-", "--set", "horizon_months=24",
+                               cwd=tmp_path, text=False)
+    assert workbook.returncode == 0, workbook.stderr
+    proc = command.process("render", "-", "-o", "-", cwd=tmp_path, input=workbook.stdout,
+                           text=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout[:8] == b"\x89PNG\r\n\x1a\n" and list(tmp_path.iterdir()) == []

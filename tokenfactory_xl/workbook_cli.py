@@ -105,9 +105,16 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    from .cli import read_stdin_as_file
+
+    with read_stdin_as_file(args.workbook, "WORKBOOK") as workbook:
+        return _render(args, workbook)
+
+
+def _render(args: argparse.Namespace, workbook: str) -> int:
     from .cli import UserError, is_stdio, write_output
 
-    source = Path(args.workbook)
+    source = Path(workbook)
     if not source.is_file():
         raise UserError(f"{source}: no such workbook")
     if is_stdio(args.output):
@@ -194,7 +201,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  tokenfactory-xl render TFOM.xlsx -o dashboard.png\n"
                "  tokenfactory-xl render TFOM.xlsx -o scenarios.png --sheet Scenarios",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("workbook", help="the TFOM workbook (.xlsx)")
+    r.add_argument("workbook", help="the TFOM workbook (.xlsx; - reads it from standard input)")
     r.add_argument("-o", "--output", required=True, metavar="FILE.png",
                    help="the picture to write (- for the standard output)")
     r.add_argument("--sheet", default="Dashboard", metavar="NAME",
