@@ -17,7 +17,13 @@ _CACHE_OWNER = "TOKENFACTORY_XL_TEST_CACHE_OWNER"
 def pytest_configure(config: pytest.Config) -> None:
     """One empty build cache for the whole run (workers and the command lines they start
     inherit it): the first build of each kind is kept there, the others read it back, and the
-    user's own cache is neither read nor written."""
+    user's own cache is neither read nor written.
+
+    The commands the tests run print as into a pipe: pytest-xdist starts its workers with
+    ``COLUMNS=80``, which would narrow every table on workers only. A test of the terminal's
+    width sets ``COLUMNS`` itself."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     if os.environ.get(_CACHE_OWNER) is None:
         os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="tokenfactory-xl-cache-")
         os.environ[_CACHE_OWNER] = str(os.getpid())
@@ -45,14 +51,16 @@ def generated(tmp_path_factory):
     """Alpha, Beta and Gamma's workbooks (tests/collect_support.py), written by the real batch
     once for the collect tests: site name → path. Read or copy them, never change them."""
     from tests.collect_support import generate
+    from tests.tools.once import build_once
 
-    return generate(tmp_path_factory.mktemp("batch"))
+    return build_once(tmp_path_factory, "generated", generate)
 
 
-#: Fixtures that take seconds to make, once per session or module: a fresh virtual environment
-#: with numpy and xlwings installed, a batch run, LibreOffice or Gnumeric recalculating every
-#: workbook. The tests that use one run on one worker (``--dist loadgroup``), so it is made
-#: once, not once on each worker.
+#: Fixtures that take seconds to make: a fresh virtual environment with numpy and xlwings
+#: installed, a batch run, LibreOffice or Gnumeric recalculating every workbook. Each is made
+#: once per run whatever the workers (``tests/tools/once.py``); where xdist honours
+#: ``--dist loadgroup``, their tests also run on one worker, which then spares the others the
+#: wait.
 COSTLY_FIXTURES = ("lite_python", "workbooks", "recalculated", "recalculated_risk", "generated")
 
 

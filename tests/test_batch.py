@@ -397,3 +397,24 @@ def test_the_shared_default_workbook_is_read_never_changed():
     assert {ws.title: len(ws._cells) for ws in shared.worksheets} == {
         ws.title: len(ws._cells) for ws in fresh.worksheets}
     assert workbook.default_workbook_bytes() == workbook.workbook_bytes(fresh)
+
+
+def test_the_pace_reads_right_at_any_speed(monkeypatch):
+    import io
+    import types
+
+    clock = iter([0.0, 4.0, 8.0])  # start, then two workbooks 4 s apart
+    monkeypatch.setattr(batch, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    log = io.StringIO()
+    progress = batch.Progress(2, log, interactive=False)
+    progress.advance()
+    progress.advance()
+    # 1 in 4 s, 2 in 8 s: a quarter of a workbook a second, said as 4.0 s each, never "0/s"
+    assert log.getvalue().splitlines() == ["  1/2 workbooks written (4.0 s each)",
+                                           "  2/2 workbooks written (4.0 s each)"]
+    monkeypatch.undo()
+    fast = batch.Progress(100, None)
+    fast.done = 100
+    assert fast.speed(fast.start + 2.5) == "40 a second"      # 100 in 2.5 s
+    fast.done = 5
+    assert fast.speed(fast.start + 2.0) == "2.5 a second"     # 5 in 2 s

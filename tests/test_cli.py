@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -28,7 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return command.run(*args, cwd=ROOT)
+    """The command as a pipe reads it: the whole table, whatever COLUMNS the tests inherit."""
+    return command.run(*args, cwd=ROOT, env=WHOLE_WIDTH)
+
+
+WHOLE_WIDTH = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
 
 
 def run_entry_point(*args: str) -> subprocess.CompletedProcess:
@@ -205,7 +210,10 @@ def test_summary_prints_every_figure_with_its_unit():
     assert re.search(r"USD -?[\d,]+  npv$", lines["npv"])
     assert re.search(r"0\.96% a year\s+71\.72% a year\s+none  irr$", lines["irr"])
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
-    assert "1,024.00 GPUs  equivalent_gpus" in lines["equivalent_gpus"]
+    # whole GPUs without decimals: 1,024 × 0.30 ÷ 0.30 in the Base, 1,024 × 0.65 ÷ 0.30 in
+    # the Optimised = 2,218.67 (TFOM-SPEC §1)
+    assert re.search(r"Equivalent GPUs\s+1,024 GPUs\s+2,218\.67 GPUs\s+1,024 GPUs  "
+                     r"equivalent_gpus$", lines["equivalent_gpus"])
     # Optimised − Base stands in the Optimised column: 37,555,182.20 + 5,313,537.52
     assert re.search(r"NPV: Optimised − Base\s+USD 42,868,720\s+uplift_npv$", lines["uplift_npv"])
     # the figures line up on the right
@@ -265,22 +273,18 @@ def test_help_loads_no_command_module():
         assert module not in loaded, module
 
 
-#: Files the help examples name as a user's own, stood in for by the repository's fixtures.
-EXAMPLE_FILES = {
-    "result.json": "tests/fixtures/actuals/vllm_bench_serve.json",
-    "before.prom": "tests/fixtures/actuals/vllm_metrics_before.prom",
-    "after.prom": "tests/fixtures/actuals/vllm_metrics_after.prom",
-    "sites.csv": "tests/fixtures/actuals/sites.csv",
-    "sweep.jsonl": "tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl",
-}
+#: What the help examples read from a clone of the repository, copied to where they run.
+SEEDED = ("templates", "tests/fixtures/actuals")
 
 
 def help_examples() -> list[str]:
+    """Every example line of every command's --help: `tokenfactory-xl …`, or a `cp` that makes
+    a file a later example changes."""
     found = []
     for parser in all_parsers().values():
         for line in (parser.epilog or "").splitlines():
             line = line.strip().removeprefix("example:").strip()
-            if line.startswith("tokenfactory-xl "):
+            if line.startswith(("tokenfactory-xl ", "cp ")):
                 found.append(line)
     return found
 
@@ -294,9 +298,8 @@ def written_then_read(argv: list[str], later: list[str]) -> bool:
 
 
 def test_help_examples_run(tmp_path, soffice):
-    for name, source in EXAMPLE_FILES.items():
-        shutil.copy(ROOT / source, tmp_path / name)
-    shutil.copytree(ROOT / "templates", tmp_path / "templates")
+    for folder in SEEDED:
+        shutil.copytree(ROOT / folder, tmp_path / folder)
     examples = help_examples()
     assert len(examples) >= 12
     # An example the README shows as well runs there, as written (tests/test_readme.py), unless
@@ -304,7 +307,19 @@ def test_help_examples_run(tmp_path, soffice):
     readme = set(readme_commands())
     ran = []
     for i, example in enumerate(examples):
-        argv = shlex.split(example)[1:]
+        words = shlex.split(example)
+        if words[0] == "cp":
+            shutil.copyfile(tmp_path / words[1], tmp_path / words[2])
+            continue
+        argv = words[1:]
+        # every file an example reads is in a clone, or made by an example before it
+        for word in argv:
+            if "/" in word or word.endswith((".csv", ".json", ".jsonl", ".prom")):
+                if word.endswith("/") or argv[argv.index(word) - 1] in ("-o", "--output",
+                                                                        "--png",
+                                                                        "--summary-csv"):
+                    continue
+                assert (tmp_path / word).exists(), (example, word)
         if example in readme and not written_then_read(argv, examples[i + 1:]):
             continue
         proc = command.run(*argv, cwd=tmp_path)
@@ -315,11 +330,167 @@ def test_help_examples_run(tmp_path, soffice):
     # Run in a clone, the examples would leave only files .gitignore ignores.
     git = shutil.which("git")
     if git:
-        seeded = {*EXAMPLE_FILES, "templates"}
         written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
-                         if p.is_file() and p.relative_to(tmp_path).parts[0] not in seeded)
+                         if p.is_file() and not any(str(p.relative_to(tmp_path)).startswith(f)
+                                                    for f in SEEDED))
         shutil.copy(ROOT / ".gitignore", tmp_path / ".gitignore")
         subprocess.run([git, "init", "-q"], cwd=tmp_path, check=True)
         proc = subprocess.run([git, "check-ignore", "--stdin"], cwd=tmp_path, text=True,
                               input="\n".join(written), capture_output=True)
         assert written and sorted(proc.stdout.splitlines()) == written
+
+
+# -- "-": standard input and output -------------------------------------------------------------
+def test_dash_o_dash_prints_to_the_standard_output(tmp_path):
+    proc = command.run("summary", "--json", "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert list(json.loads(proc.stdout))[:len(OUTPUT_NAMES)] == list(OUTPUT_NAMES)
+    assert list(tmp_path.iterdir()) == []  # no file named "-"
+
+
+def test_a_workbook_written_to_dash_goes_to_the_standard_output(tmp_path):
+    proc = command.process("template", "-o", "-", "--set", "gpus=2048", cwd=tmp_path,
+                           text=False)
+    assert proc.returncode == 0, proc.stderr
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "T.xlsx").write_bytes(proc.stdout)
+    import openpyxl
+
+    wb = openpyxl.load_workbook(tmp_path / "T.xlsx", read_only=True)
+    name = wb.defined_names["in_gpus"]
+    sheet, cell = next(name.destinations)
+    assert wb[sheet][cell.replace("$", "")].value == 2048
+
+
+def test_the_sites_file_can_come_from_the_standard_input(tmp_path):
+    sites = (ROOT / "templates" / "sites-example.csv").read_text(encoding="utf-8")
+    names = [line.split(",")[0] for line in sites.splitlines()[1:] if line.strip()]
+    proc = command.run("batch", "-", "-o", str(tmp_path / "out"), "--risk-draws", "0",
+                       "--quiet", cwd=tmp_path, input=sites)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.stem for p in (tmp_path / "out").glob("*.xlsx")) == sorted(
+        [*names, "portfolio"])
+    bad = (ROOT / "tests" / "data" / "sites-with-mistakes.csv").read_text(encoding="utf-8")
+    proc = command.run("batch", "-", "-o", str(tmp_path / "bad"), cwd=tmp_path, input=bad)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("tokenfactory-xl: 5 problems in the sites from standard "
+                                  "input, so nothing was written:")
+    empty = command.run("batch", "-", "-o", str(tmp_path / "none"), cwd=tmp_path, input="")
+    assert empty.returncode == 2 and "standard input is empty" in empty.stderr
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "none").exists()
+
+
+def test_summary_fits_the_terminal(monkeypatch):
+    wide = command.run("summary", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "200"}).stdout
+    narrow = command.run("summary", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
+    assert max(map(len, wide.splitlines())) > 80  # the one-line layout does not fit in 80
+    lines = narrow.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert lines[0] == wide.splitlines()[0]
+    assert lines[1].split() == ["Base*", "Optimised", "Downside"]
+    # each output: its label, unit and name, then the three scenarios' digits
+    at = lines.index("  Equivalent GPUs [GPUs]  (equivalent_gpus)")
+    assert lines[at + 1].split() == ["1,024", "2,218.67", "1,024"]
+    at = lines.index("  Payback [months]  (payback_months)")
+    assert lines[at + 1].split() == ["54.83", "16.27", "none"]
+    at = lines.index("  Blended price [USD per Mtok]  (blended_price)")
+    assert lines[at + 1].split() == ["0.3656"] * 3
+    at = lines.index("  NPV: Optimised − Base [USD]  (uplift_npv)")
+    assert lines[at + 1].split() == ["42,868,720"]
+    # a pipe or a file gets the whole table, whatever the terminal
+    assert command.run("summary", cwd=ROOT, env=WHOLE_WIDTH).stdout == wide
+
+
+def test_a_mistyped_option_gets_the_commands_usage_and_the_option_meant(tmp_path):
+    proc = command.run("summary", "--out", "x.txt", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("usage: tokenfactory-xl summary [-h]")
+    assert proc.stderr.rstrip().endswith(
+        "tokenfactory-xl summary: error: unrecognised arguments: --out (did you mean "
+        "--output?), x.txt; `tokenfactory-xl summary --help` lists what it takes")
+    proc = command.run("batch", "sites.csv", "-o", "out", "--froce", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("usage: tokenfactory-xl batch [-h] -o OUTDIR")
+    assert "unrecognised option: --froce (did you mean --force?)" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- --csv wherever a table is printed ------------------------------------------------------------
+def test_every_command_with_json_offers_csv():
+    for name, parser in all_parsers().items():
+        options = {o for a in parser._actions for o in a.option_strings}
+        if "--json" in options:
+            assert "--csv" in options, name
+    proc = run_cli("summary", "--json", "--csv")
+    assert proc.returncode == 2 and proc.stderr == ("tokenfactory-xl: --json and --csv: give "
+                                                    "one of them\n")
+
+
+def test_csv_holds_what_json_holds():
+    import csv
+
+    figures = json.loads(run_cli("summary", "--json").stdout)
+    rows = list(csv.DictReader(io.StringIO(run_cli("summary", "--csv").stdout)))
+    assert [r["name"] for r in rows] == [*OUTPUT_NAMES, "uplift_npv"]
+    for row in rows[:-1]:
+        for scenario in ("Base", "Optimised", "Downside"):
+            want = figures["scenarios"][scenario][row["name"]]
+            assert row[scenario.lower()] == ("" if want is None else repr(float(want))
+                                             if not isinstance(want, int) else str(want))
+    assert float(rows[-1]["optimised"]) == figures["optimised_minus_base"]["npv"]
+    tornado = json.loads(run_cli("sensitivity", "--json").stdout)
+    drivers = list(csv.DictReader(io.StringIO(run_cli("sensitivity", "--csv").stdout)))
+    assert [(d["name"], float(d["npv_low"]), float(d["npv_high"])) for d in drivers] == [
+        (d["name"], d["npv_low"], d["npv_high"]) for d in tornado["drivers"]]
+    listed = list(csv.DictReader(io.StringIO(run_cli("inputs", "--csv").stdout)))
+    assert [r["name"] for r in listed] == [i.name for i in INPUTS]
+    sweep = "tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl"
+    points = list(csv.DictReader(io.StringIO(run_cli(
+        "cost", sweep, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500",
+        "--csv").stdout)))
+    assert len(points) == 5 and [p["best"] for p in points] == ["False"] * 3 + ["True", "False"]
+
+
+def test_inputs_wrap_at_the_terminals_width_and_say_the_same():
+    wide = command.run("inputs", cwd=ROOT, env=WHOLE_WIDTH).stdout
+    narrow = command.run("inputs", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
+    assert max(map(len, narrow.splitlines())) <= 80 < max(map(len, wide.splitlines()))
+    assert narrow.split() == wide.split()  # the same words, only the lines break elsewhere
+
+
+def test_sensitivity_fits_the_terminal():
+    narrow = command.run("sensitivity", cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
+    lines = narrow.splitlines()
+    assert max(map(len, lines)) <= 80
+    tornado = json.loads(run_cli("sensitivity", "--json").stdout)
+    first = tornado["drivers"][0]
+    at = next(i for i, line in enumerate(lines) if f"({first['name']}):" in line)
+    shown = [float(x.replace(",", "")) for x in lines[at + 1].split()]
+    assert shown == [round(first["npv_low"]), round(first["npv_high"]),
+                     round(abs(first["npv_high"] - first["npv_low"]))]
+
+
+def test_a_benchmark_result_can_come_from_the_standard_input():
+    result = (ROOT / "tests" / "fixtures" / "actuals" / "vllm_bench_serve.json").read_text()
+    piped = command.run("actuals", "-", "--theoretical-tps", "12000", "--json", input=result)
+    named = command.run("actuals", "tests/fixtures/actuals/vllm_bench_serve.json",
+                        "--theoretical-tps", "12000", "--json")
+    assert piped.returncode == 0, piped.stderr
+    got, want = json.loads(piped.stdout), json.loads(named.stdout)
+    assert got["source"] == "standard input" and got["measured_tps"] == 12_800.0
+    assert {k: v for k, v in got.items() if k != "source"} == {
+        k: v for k, v in want.items() if k != "source"}
+    sweep = (ROOT / "tests" / "fixtures" / "actuals" / "sglang_llama70b_h200_sweep.jsonl")
+    proc = command.run("cost", "-", "--gpu-hour", "2.10", "--gpus", "4", "--csv",
+                       input=sweep.read_text())
+    assert proc.returncode == 0 and proc.stdout.count("standard input (run ") == 5
+
+
+def test_a_workbook_piped_into_render(tmp_path, soffice):
+    workbook = command.process("template", "-o", "-", "--set", "horizon_months=24",
+                               cwd=tmp_path, text=False)
+    assert workbook.returncode == 0, workbook.stderr
+    proc = command.process("render", "-", "-o", "-", cwd=tmp_path, input=workbook.stdout,
+                           text=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout[:8] == b"\x89PNG\r\n\x1a\n" and list(tmp_path.iterdir()) == []

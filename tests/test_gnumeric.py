@@ -29,6 +29,7 @@ from openpyxl.utils.cell import range_boundaries
 
 from tests.tools import command
 from tests.tools.cells import read_cells
+from tests.tools.once import build_once
 from tokenfactory_xl import gnumeric
 from tokenfactory_xl.audit import audit_workbook
 from tokenfactory_xl.catalogue import SCENARIOS
@@ -61,7 +62,10 @@ def ssconvert() -> str:
 @pytest.fixture(scope="session")
 def workbooks(tmp_path_factory) -> dict[str, Path]:
     """The committed template and the batch's workbooks, by a short name."""
-    folder = tmp_path_factory.mktemp("gnumeric-batch")
+    return build_once(tmp_path_factory, "gnumeric-batch", _batch)
+
+
+def _batch(folder: Path) -> dict[str, Path]:
     sites = folder / "sites.csv"
     columns = sorted({key for row in SITES for key in row}, key=lambda k: k != "site_name")
     with sites.open("w", newline="", encoding="utf-8") as handle:
@@ -78,10 +82,12 @@ def workbooks(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def recalculated(ssconvert, workbooks, tmp_path_factory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("gnumeric-recalculated")
-    names = list(workbooks)
-    paths = gnumeric.recalculate([workbooks[n] for n in names], folder)
-    return dict(zip(names, paths, strict=True))
+    def build(folder: Path) -> dict[str, Path]:
+        names = list(workbooks)
+        paths = gnumeric.recalculate([workbooks[n] for n in names], folder)
+        return dict(zip(names, paths, strict=True))
+
+    return build_once(tmp_path_factory, "gnumeric-recalculated", build)
 
 
 def expected_outputs(path: Path) -> dict[str, float | None]:

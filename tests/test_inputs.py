@@ -39,6 +39,19 @@ def test_percentage_typed_without_sign_gets_the_hint():
     assert message == "availability=99.5: looks like a percentage; enter 99.5% or 0.995"
 
 
+def test_months_typed_for_years_get_the_hint():
+    # a depreciation life of 1 to 10 years: 48 is 4 years typed as months, 30 is 2.5 years
+    [message] = problems({"life_years": 48})
+    assert message == ("life_years=48: looks like months; allowed: a number from 1 to 10; "
+                       "enter 4 (years: 48 months is 4 years)")
+    [message] = problems({"life_years": 30})
+    assert message.endswith("enter 2.5 (years: 30 months is 2.5 years)")
+    # 200 months would be 16.7 years, out of range either way: no hint
+    [message] = problems({"life_years": 200})
+    assert message == "life_years=200: is out of range; allowed: a number from 1 to 10"
+    assert make_inputs({"life_years": 10})["life_years"] == 10
+
+
 def test_percent_text_and_fraction_are_accepted():
     assert make_inputs({"availability": "99.5%"})["availability"] == pytest.approx(0.995)
     assert make_inputs({"availability": 0.995})["availability"] == 0.995

@@ -16,18 +16,20 @@ from __future__ import annotations
 import doctest
 import hashlib
 import os
+import pickle
 import re
 import shlex
 import shutil
 import stat
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.tools import command as tool
+from tests.tools.once import build_once, locked
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -35,8 +37,8 @@ BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 PROGRAM = "tokenfactory-xl"
 GIT = shutil.which("git")
 
-#: The examples build on one another (the workbook the first writes, the next renders): they run
-#: in order in one process, whatever the number of test workers (``--dist loadgroup``).
+#: Where xdist honours ``--dist loadgroup``, the examples' tests share one worker; they do not
+#: rely on it (see :class:`Scratch`).
 pytestmark = pytest.mark.xdist_group("readme")
 
 
@@ -79,24 +81,63 @@ def fingerprint(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
-@dataclass
+def steps() -> list[tuple[str, str, str]]:
+    """Every example that runs a command, in the README's order: ``("bash", command, "")`` for a
+    `tokenfactory-xl …` line of a bash block, ``("console", command, output)`` for a `$ command`
+    of a console block."""
+    found: list[tuple[int, tuple[str, str, str]]] = []
+    for match in BLOCK.finditer(README):
+        lang, body = match.group(1), match.group(2)
+        if lang == "bash":
+            for line in body.splitlines():
+                line = line.split(" #", 1)[0].strip()
+                if PROGRAM + " " in line + " " and not line.startswith("#"):
+                    found.append((match.start(), ("bash", line[line.index(PROGRAM):], "")))
+        elif lang == "console":
+            for chunk in re.split(r"^\$ ", body, flags=re.M)[1:]:
+                command, _, output = chunk.partition("\n")
+                found.append((match.start(), ("console", command.strip(), output.rstrip("\n"))))
+    return [step for _, step in found]
+
+
+STEPS = steps()
+
+
+@dataclass(frozen=True)
 class Scratch:
-    """The scratch copy, the files it started with and the examples run in it so far."""
+    """The scratch copy of the repository and the files it started with.
+
+    The examples build on one another (the workbook one writes, the next renders), so each runs
+    once, in the README's order, whatever order the tests run in and on whichever worker:
+    :meth:`result` runs every example before the one asked for that has not run yet, under a
+    lock, and keeps each one's status and output in a file beside the copy, where the test of
+    that example (on any worker) reads it.
+    """
 
     path: Path
     bin: Path
     before: dict[str, str]
-    ran: set[str] = field(default_factory=set)
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100",
                 "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
 
+    def result(self, index: int) -> subprocess.CompletedProcess:
+        """The status and output of the example ``STEPS[index]``, run in order."""
+        record = self.path.parent / "ran.pickle"
+        with locked(self.path.parent / "ran.lock"):
+            ran: dict[int, subprocess.CompletedProcess] = (
+                pickle.loads(record.read_bytes()) if record.exists() else {})
+            for k in range(index + 1):
+                if k not in ran:
+                    kind, command, _ = STEPS[k]
+                    run = run_tool if kind == "bash" else run_shell
+                    ran[k] = run(command, self)
+                    record.write_bytes(pickle.dumps(ran))
+            return ran[index]
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory) -> Scratch:
-    """A copy of the repository's files to run the examples in."""
-    base = tmp_path_factory.mktemp("readme")
+
+def _copy_repository(base: Path) -> Scratch:
     target = base / "repo"
     for name in repository_files():
         (target / name).parent.mkdir(parents=True, exist_ok=True)
@@ -108,17 +149,21 @@ def scratch(tmp_path_factory) -> Scratch:
     return Scratch(target, shim.parent, fingerprint(target))
 
 
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Scratch:
+    """A copy of the repository's files to run the examples in, one per test run."""
+    return build_once(tmp_path_factory, "readme", _copy_repository)
+
+
 def run_tool(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
     """A `tokenfactory-xl …` line of a bash block."""
     argv = shlex.split(command)
     assert argv[0] == PROGRAM, command
-    scratch.ran.add(command)
     return tool.run(*argv[1:], cwd=scratch.path, env=scratch.env())
 
 
 def run_shell(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
     """A `$ command` line of a console block."""
-    scratch.ran.add(command)
     return subprocess.run(["/bin/sh", "-c", command], cwd=scratch.path, env=scratch.env(),
                           capture_output=True, text=True, timeout=600)
 
@@ -142,28 +187,31 @@ def test_python_examples_run_and_print_what_they_show(language, code, scratch, m
     assert runner.failures == 0 and runner.tries > 0
 
 
-@pytest.mark.parametrize("command", commands())
-def test_bash_examples_exit_zero(command, scratch):
-    proc = run_tool(command, scratch)
+BASH = [k for k, (kind, _, _) in enumerate(STEPS) if kind == "bash"]
+CONSOLE = [k for k, (kind, _, _) in enumerate(STEPS) if kind == "console"]
+
+
+@pytest.mark.parametrize("index", BASH, ids=[STEPS[k][1] for k in BASH])
+def test_bash_examples_exit_zero(index, scratch):
+    proc = scratch.result(index)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize(("command", "expected"), transcripts(), ids=[c for c, _ in transcripts()])
-def test_console_transcripts_print_what_they_show(command, expected, scratch):
-    proc = run_shell(command, scratch)
-    assert (proc.stdout + proc.stderr).rstrip("\n") == expected
+@pytest.mark.parametrize("index", CONSOLE, ids=[STEPS[k][1] for k in CONSOLE])
+def test_console_transcripts_print_what_they_show(index, scratch):
+    proc = scratch.result(index)
+    assert (proc.stdout + proc.stderr).rstrip("\n") == STEPS[index][2]
+
+
+def test_every_example_is_a_step():
+    assert [c for kind, c, _ in STEPS if kind == "bash"] == commands()
+    assert [(c, out) for kind, c, out in STEPS if kind == "console"] == transcripts()
 
 
 @pytest.mark.skipif(GIT is None, reason="needs git to read .gitignore as git does")
 def test_examples_write_only_ignored_files_and_nothing_under_tests(scratch):
-    # Run here whatever the tests above did not (when this test runs alone).
-    for command in commands():
-        if command not in scratch.ran:
-            run_tool(command, scratch)
-    for command, _ in transcripts():
-        if command not in scratch.ran:
-            run_shell(command, scratch)
+    scratch.result(len(STEPS) - 1)  # every example has run (when this test runs alone, here)
     after = fingerprint(scratch.path)
     written = sorted(name for name in after if scratch.before.get(name) != after[name])
     assert written, "the examples wrote nothing: were they run?"

@@ -134,7 +134,7 @@ def test_risk_and_sensitivity_commands(capsys):
     assert figures == want
     status, out, err = main(capsys, "risk", "--draws", "400")
     assert status == 0 and "NPV P10" in out and "seed 20261203" in out
-    assert "tef_target: 30.0% · 30.0% · 30.0%" in out
+    assert "tef_target: 30.00% · 30.00% · 30.00%" in out
     status, out, err = main(capsys, "sensitivity", "--json")
     assert status == 0
     document = json.loads(out)

@@ -9,6 +9,7 @@ import openpyxl
 import pytest
 
 from tests.tools import command
+from tests.tools.once import build_once
 from tokenfactory_xl import cli, risk, workbook_risk
 from tokenfactory_xl.batch import WorkbookFactory
 from tokenfactory_xl.inputs import make_inputs
@@ -78,30 +79,33 @@ def recalculated_risk(fresh, soffice, tmp_path_factory) -> dict[str, Path]:
     - ``not computed``: a batch workbook written without draws.
     """
     _, path = fresh
-    folder = tmp_path_factory.mktemp("risk-engine")
-    edited = folder / "edited.xlsx"
-    wb = openpyxl.load_workbook(path)
-    cell(wb, "in_gpus").value = 1024
-    wb.save(edited)
-    fleet = folder / "fleet.xlsx"
-    wb = openpyxl.load_workbook(path)
-    cell(wb, "in_fleet_gpus", 1).value = 64  # a third cohort's GPUs, in the fleet block
-    cell(wb, "in_fleet_cohort", 1).value = "Top-up"
-    cell(wb, "in_fleet_online_month", 1).value = 20
-    wb.save(fleet)
-    before = edited.read_bytes()
-    code = command.run("refresh", str(edited), "--draws", str(DRAWS))
-    assert code.returncode == 0, code.stderr
-    refreshed = folder / "edited-refreshed.xlsx"
-    assert "wrote" in code.stdout and refreshed.exists()
-    assert edited.read_bytes() == before  # the workbook read is never changed
-    without = folder / "without-draws.xlsx"
-    data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
-    assert "npv_p10" not in summary
-    without.write_bytes(data)
-    names = ["fresh", "edited", "fleet", "refreshed", "not computed"]
-    files = recalculate([path, edited, fleet, refreshed, without], folder / "lo")
-    return {**dict(zip(names, files, strict=True)), "refreshed as written": refreshed}
+
+    def build(folder: Path) -> dict[str, Path]:
+        edited = folder / "edited.xlsx"
+        wb = openpyxl.load_workbook(path)
+        cell(wb, "in_gpus").value = 1024
+        wb.save(edited)
+        fleet = folder / "fleet.xlsx"
+        wb = openpyxl.load_workbook(path)
+        cell(wb, "in_fleet_gpus", 1).value = 64  # a third cohort's GPUs, in the fleet block
+        cell(wb, "in_fleet_cohort", 1).value = "Top-up"
+        cell(wb, "in_fleet_online_month", 1).value = 20
+        wb.save(fleet)
+        before = edited.read_bytes()
+        code = command.run("refresh", str(edited), "--draws", str(DRAWS))
+        assert code.returncode == 0, code.stderr
+        refreshed = folder / "edited-refreshed.xlsx"
+        assert "wrote" in code.stdout and refreshed.exists()
+        assert edited.read_bytes() == before  # the workbook read is never changed
+        without = folder / "without-draws.xlsx"
+        data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
+        assert "npv_p10" not in summary
+        without.write_bytes(data)
+        names = ["fresh", "edited", "fleet", "refreshed", "not computed"]
+        files = recalculate([path, edited, fleet, refreshed, without], folder / "lo")
+        return {**dict(zip(names, files, strict=True)), "refreshed as written": refreshed}
+
+    return build_once(tmp_path_factory, "risk-engine", build)
 
 
 def test_an_engine_says_current_then_stale_when_an_input_changes(recalculated_risk):

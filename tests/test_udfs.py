@@ -53,8 +53,8 @@ def test_seed_000_tef_and_equivalent_gpus():
 def test_seed_004_breakeven_and_margins():
     assert BREAKEVEN_UTIL(1.89, 5_600, 0.25) == approx(0.375)
     assert BREAKEVEN_UTIL(1.89, 5_000, 0.25) == approx(0.42)
-    assert MARGIN_AT_UTIL(0.20, 1.89, 5_600, 0.25) == approx(-0.875)
-    assert MARGIN_AT_UTIL(0.40, 1.89, 5_600, 0.25) == approx(0.0625)
+    assert MARGIN_AT_UTIL(1.89, 5_600, 0.25, 0.20) == approx(-0.875)
+    assert MARGIN_AT_UTIL(1.89, 5_600, 0.25, 0.40) == approx(0.0625)
 
 
 def test_seed_004_implied_fleet_price():
@@ -77,15 +77,16 @@ def test_simple_products():
 
 def test_unit_economics_by_hand():
     assert COST_PER_MTOK(1.89, 5_600, 0.375) == approx(0.25)  # the breakeven price at breakeven
-    assert REVENUE_PER_GPU_HOUR(5_600, 0.5, 0.25) == approx(5_600 * 3_600 * 0.5 * 0.25 / 1e6)
-    assert DAILY_TOKEN_VALUE(5_600, 0.5, 0.25) == approx(24 * 2.52)
+    assert REVENUE_PER_GPU_HOUR(5_600, 0.25, 0.5) == approx(5_600 * 3_600 * 0.5 * 0.25 / 1e6)
+    assert DAILY_TOKEN_VALUE(5_600, 0.25, 0.5) == approx(24 * 2.52)
 
 
 def test_gpu_hour_cost_by_hand():
     depreciation = 40_000 / (4 * 8_760)
-    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08) == approx(depreciation + 0.104)
-    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15) == approx(depreciation + 0.254)
-    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15, 4_000) == approx(
+    assert GPU_HOUR_COST(40_000, 0, 4, 1.0, 1.3, 0.08) == approx(depreciation + 0.104)
+    assert GPU_HOUR_COST(40_000, 0, 4, 1.0, 1.3, 0.08, 0.15) == approx(depreciation + 0.254)
+    assert GPU_HOUR_COST(40_000, None, 4, 1.0, 1.3, 0.08) == approx(depreciation + 0.104)
+    assert GPU_HOUR_COST(40_000, 4_000, 4, 1.0, 1.3, 0.08, 0.15) == approx(
         36_000 / 35_040 + 0.254)
 
 
@@ -135,7 +136,7 @@ def test_column_range_spills_as_a_column():
 
 
 def test_row_and_column_broadcast_to_a_grid():
-    grid = MARGIN_AT_UTIL([[0.2], [0.4]], 1.89, 5_600, [[0.25, 0.50]])
+    grid = MARGIN_AT_UTIL(1.89, 5_600, [[0.25, 0.50]], [[0.2], [0.4]])
     assert np.shape(grid) == (2, 2)
     assert grid[0][0] == approx(-0.875) and grid[1][0] == approx(0.0625)
     assert grid[0][1] == approx(1 - 0.1875 / 0.2) and grid[1][1] == approx(1 - 0.1875 / 0.4)
@@ -176,7 +177,7 @@ def test_division_by_zero_marks_only_that_element():
     assert TEF([[210_000], [1]], [[700_000], [0]]) == [[approx(0.3)], ["#DIV/0!"]]
     assert TEF(1, 0) == "#DIV/0!"
     assert EQUIV_GPU(1_000, [[0.3], [0]], 0.65) == [[approx(2_166.67, abs=0.005)], ["#DIV/0!"]]
-    assert MARGIN_AT_UTIL([[0], [0.4]], 1.89, 5_600, 0.25) == [["#DIV/0!"], [approx(0.0625)]]
+    assert MARGIN_AT_UTIL(1.89, 5_600, 0.25, [[0], [0.4]]) == [["#DIV/0!"], [approx(0.0625)]]
     assert BREAKEVEN_UTIL(1.89, [[0, 5_600]], 0.25) == [["#DIV/0!", approx(0.375)]]
     assert COST_PER_MTOK(1.89, 5_600, 0) == "#DIV/0!"
     assert LOAD_FACTOR(1, 0) == "#DIV/0!"
@@ -202,7 +203,7 @@ def message(call, *args) -> str:
 def test_percentage_typed_without_the_percent_sign():
     assert message(TFI, 0.3, 99.5, 0.8) == (
         "sla=99.5: looks like a percentage; enter 99.5% or 0.995")
-    assert "enter 65% or 0.65" in message(MARGIN_AT_UTIL, 65, 1.89, 5_600, 0.25)
+    assert "enter 65% or 0.65" in message(MARGIN_AT_UTIL, 1.89, 5_600, 0.25, 65)
 
 
 def test_percent_text_is_a_fraction():
@@ -242,12 +243,12 @@ def test_p99_must_exceed_p50():
 
 
 def test_salvage_above_capex():
-    assert message(GPU_HOUR_COST, 40_000, 4, 1, 1.3, 0.08, 0, 50_000).startswith(
+    assert message(GPU_HOUR_COST, 40_000, 50_000, 4, 1, 1.3, 0.08, 0).startswith(
         "salvage_per_gpu=50000: is more than capex_per_gpu (40,000)")
 
 
 def test_catalogue_ranges_apply_to_site_quantities():
-    assert message(GPU_HOUR_COST, 40_000, 4, 1, 0.5, 0.08).startswith(
+    assert message(GPU_HOUR_COST, 40_000, 0, 4, 1, 0.5, 0.08).startswith(
         "pue=0.5: is out of range; allowed: a number from 1 to 3")
 
 
@@ -309,12 +310,12 @@ HAND = {
     "TPM": ((250,), 15_000.0),
     "TOKENS_PER_DAY": ((250,), 21_600_000.0),
     "BREAKEVEN_UTIL": ((1.8, 10_000, 0.1), 0.5),          # 1.8 / (10,000 x 3,600 x 0.1 / 1e6)
-    "MARGIN_AT_UTIL": ((0.8, 1.8, 10_000, 0.1), 0.375),   # 1 - 0.5 / 0.8
+    "MARGIN_AT_UTIL": ((1.8, 10_000, 0.1, 0.8), 0.375),   # 1 - 0.5 / 0.8
     "COST_PER_MTOK": ((1.8, 10_000, 0.5), 0.1),
-    "REVENUE_PER_GPU_HOUR": ((10_000, 0.5, 0.1), 1.8),
-    "DAILY_TOKEN_VALUE": ((10_000, 0.5, 0.1), 43.2),
+    "REVENUE_PER_GPU_HOUR": ((10_000, 0.1, 0.5), 1.8),
+    "DAILY_TOKEN_VALUE": ((10_000, 0.1, 0.5), 43.2),
     "IMPLIED_PRICE_PER_MTOK": ((2.4e9, 10, 2), 0.2),      # 2 x 10 x 24 / 2,400
-    "GPU_HOUR_COST": ((35_040, 4, 1, 1.5, 0.1, 0.05, 0), 1.2),  # 1 + 0.15 + 0.05
+    "GPU_HOUR_COST": ((35_040, 0, 4, 1, 1.5, 0.1, 0.05), 1.2),  # 1 + 0.15 + 0.05
     "BLENDED_PRICE": ((0.2, 1.0, 0.5, 0, 0.2, 0.5, 0.5), 0.45),  # 0.6 x 0.75
     "PRICE_AFTER": ((1.0, 0.19, 6), 0.6561),              # 0.81 ** 2
     "ECONOMIC_LIFE_MONTHS": ((4.0, 1.0, 0.75), 3.0),       # 3 x ln(1/4) / ln(1/4)
@@ -437,3 +438,41 @@ def test_the_garbage_collector_is_left_as_it_was():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- error values and Pyodide's jsnull in the cells -------------------------------------------
+def test_an_error_in_a_cell_comes_back_as_that_error_at_its_position():
+    # xlwings hands an error cell over as its text (every argument is read with err_to_str)
+    assert TEF("#N/A", 700_000) == "#N/A"
+    assert TEF([[210_000], ["#REF!"], [None]], 700_000) == [[0.3], ["#REF!"], [None]]
+    # an error in a single cell spreads along the range it is combined with, as in Excel
+    assert BREAKEVEN_UTIL([[1.89], [2.52]], "#VALUE!", 0.25) == [["#VALUE!"], ["#VALUE!"]]
+    # the first argument's error wins where two arguments hold one
+    assert TEF([["#N/A"], [70_000]], [["#DIV/0!"], ["#NUM!"]]) == [["#N/A"], ["#NUM!"]]
+    # an error in an optional argument is not taken for an empty cell (the default)
+    assert GPU_HOUR_COST(40_000, 0, 4, 1.0, 1.3, 0.08, "#N/A") == "#N/A"
+
+
+def test_every_argument_is_read_with_its_errors():
+    # what xlwings registers is checked in tests/test_udfs_registration.py
+    source = inspect.getsource(udfs)
+    assert source.count("@xw.arg(") == source.count("err_to_str=True, doc=") > 80
+
+
+class JsNull:
+    """Stands in for Pyodide's ``pyodide.ffi.JsNull`` (Pyodide 0.28 and later)."""
+
+
+def test_pyodides_jsnull_reads_as_an_empty_cell():
+    assert TEF(JsNull(), 700_000) is None
+    assert TEF([[210_000], [JsNull()]], 700_000) == [[0.3], [None]]
+    # an omitted optional argument that arrives as jsnull takes its default (0: no other opex)
+    depreciation = 40_000 / (4 * 8_760)
+    assert GPU_HOUR_COST(40_000, JsNull(), 4, 1.0, 1.3, 0.08, JsNull()) == approx(
+        depreciation + 0.104)
+
+
+def test_months_typed_for_a_life_in_years_get_the_hint():
+    assert message(GPU_HOUR_COST, 40_000, 0, 60, 1, 1.3, 0.08).startswith(
+        "life_years=60: looks like months; allowed: a number from 1 to 10; enter 5 (years: 60 "
+        "months is 5 years)")

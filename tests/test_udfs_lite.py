@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import command
+from tests.tools.once import build_once
 from tokenfactory_xl import lite, udfs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,16 +40,16 @@ CASES: dict[str, list[tuple]] = {
                          (60_000, 0, 0.25), (60_000, 8_000, 25)],
     "COST_PER_MTOK_INPUT": [(2.1, 60_000, 0.5), ([[2.1, 3.0]], 60_000, 1), (2.1, 0, 0.5)],
     "COST_PER_MTOK_OUTPUT": [(2.1, 8_000, 0.5), (2.1, [[8_000], [4_000]], 0.8), (2.1, 8_000, 0)],
-    "TOKENS_PER_MW": [(10_000, 0.4, 1.0, 1.3), ([[10_000, 20_000]], 0.4, 1.2, 1.25),
-                      (10_000, 0.4, 0, 1.3)],
+    "TOKENS_PER_MW": [(10_000, 1.0, 1.3, 0.4), ([[10_000, 20_000]], 1.2, 1.25, 0.4),
+                      (10_000, 0, 1.3, 0.4)],
     "BREAKEVEN_UTIL": [(1.89, 5600, 0.25), ([[1.89], [2.52], [1.89]], 5600, [[0.25], [0.25], [0]])],
-    "MARGIN_AT_UTIL": [([[0.2], [0.5]], 1.89, 5600, [[0.25, 1.0]]), (0, 1.89, 5600, 0.25)],
+    "MARGIN_AT_UTIL": [(1.89, 5600, [[0.25, 1.0]], [[0.2], [0.5]]), (1.89, 5600, 0.25, 0)],
     "COST_PER_MTOK": [(1.89, 5600, 0.375), (1.89, 5600, 0)],
-    "REVENUE_PER_GPU_HOUR": [(5600, 0.375, 0.25), ([[5600], [None]], 0.5, 1.1)],
-    "DAILY_TOKEN_VALUE": [(5600, 0.375, 0.25)],
+    "REVENUE_PER_GPU_HOUR": [(5600, 0.25, 0.375), ([[5600], [None]], 1.1, 0.5)],
+    "DAILY_TOKEN_VALUE": [(5600, 0.25, 0.375)],
     "IMPLIED_PRICE_PER_MTOK": [(1e9, 100, 2.0), (0, 100, 2.0)],
-    "GPU_HOUR_COST": [(40_000, 4, 1.0, 1.3, 0.08), (40_000, 4, 1.0, 1.3, 0.08, 0.15, 2_500),
-                      (40_000, 4, 1.0, 1.3, 0.08, None, 50_000)],
+    "GPU_HOUR_COST": [(40_000, 0, 4, 1.0, 1.3, 0.08), (40_000, 2_500, 4, 1.0, 1.3, 0.08, 0.15),
+                      (40_000, 50_000, 4, 1.0, 1.3, 0.08, None)],
     "BLENDED_PRICE": [(0.28, 1.10, 0.25), (0.28, 1.10, 0.25, 0.5, 0.07, 0.2, 0.5),
                       (0.28, 1.10, 25)],
     "PRICE_AFTER": [(1.0, 0.10, 12), ([[1.0], [2.0]], 0.25, [[3, 6, 9]])],
@@ -105,7 +106,10 @@ def _plain(value):
 @pytest.fixture(scope="session")
 def lite_python(tmp_path_factory) -> str:
     """The python of a fresh virtual environment that holds only numpy and xlwings."""
-    folder = tmp_path_factory.mktemp("lite-venv")
+    return build_once(tmp_path_factory, "lite-venv", _venv)
+
+
+def _venv(folder: Path) -> str:
     venv.EnvBuilder(with_pip=False).create(folder)
     python = str(folder / ("Scripts" if os.name == "nt" else "bin") / "python")
     install = ["install", "--quiet", "--disable-pip-version-check", "numpy", "xlwings"]
@@ -187,7 +191,43 @@ def test_the_bundle_needs_only_numpy_and_xlwings(probed, bundle):
     assert "openpyxl" not in top and "defusedxml" not in top
     source = (bundle / "main.py").read_text(encoding="utf-8")
     assert not re.search(r"^\s*(from|import)\s+tokenfactory_xl", source, re.M)
-    assert (bundle / "requirements.txt").read_text(encoding="utf-8") == ""
+    assert (bundle / "requirements.txt").read_text(encoding="utf-8").splitlines() == [
+        "numpy", "xlwings>=0.35,<0.38"]
+
+
+def test_the_lite_xlwings_range_ends_where_the_packages_does():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (package,) = [d for d in project["dependencies"] if d.startswith("xlwings")]
+    (lite_range,) = [r for r in lite.LITE_REQUIREMENTS if r.startswith("xlwings")]
+    assert package.split(",")[-1] == lite_range.split(",")[-1] == "<0.38"
+    # 0.35 is where xlwings turns Pyodide's jsnull into None (its own Office.js engine says so)
+    assert lite_range.startswith("xlwings>=0.35,")
+
+
+# Runs main.py twice in one process, as a second paste into the editor does, and calls a
+# function each time; a third time after the finder of the first run is gone.
+TWICE = r"""
+import json, runpy, sys
+first = runpy.run_path("main.py", run_name="main")
+second = runpy.run_path("main.py", run_name="main")
+third = runpy.run_path("main.py", run_name="main")
+finders = [f for f in sys.meta_path if getattr(f, "tokenfactory_xl_bundle", False)]
+print(json.dumps([first["TEF"](210000, 700000), second["TEF"](210000, 700000),
+                  third["MARGIN_AT_UTIL"](1.89, 5600, 0.25, 0.4), len(finders),
+                  sys.modules["tokenfactory_xl.udfs"].TEF is third["TEF"]]))
+"""
+
+
+def test_the_bundle_runs_again_in_the_same_process(bundle, lite_python):
+    proc = subprocess.run([lite_python, "-c", TWICE], cwd=bundle, capture_output=True,
+                          text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert proc.returncode == 0, proc.stderr
+    tef, again, margin, finders, fresh = json.loads(proc.stdout)
+    assert tef == again == 0.3
+    assert margin == pytest.approx(0.0625, rel=1e-12)  # seed 004: 1 − 0.375 ÷ 0.40
+    assert finders == 1 and fresh is True  # one finder: the last run's modules compute
 
 
 def test_the_bundle_holds_udfs_and_what_it_imports():

@@ -33,13 +33,13 @@ TABLE = {
     "TPM": "tps",
     "TOKENS_PER_DAY": "tps",
     "BREAKEVEN_UTIL": "gpu_hour_cost, tps_per_gpu, price_per_mtok",
-    "MARGIN_AT_UTIL": "util, gpu_hour_cost, tps_per_gpu, price_per_mtok",
+    "MARGIN_AT_UTIL": "gpu_hour_cost, tps_per_gpu, price_per_mtok, util",
     "COST_PER_MTOK": "gpu_hour_cost, tps_per_gpu, util",
-    "REVENUE_PER_GPU_HOUR": "tps_per_gpu, util, price_per_mtok",
-    "DAILY_TOKEN_VALUE": "tps_per_gpu, util, price_per_mtok",
+    "REVENUE_PER_GPU_HOUR": "tps_per_gpu, price_per_mtok, util",
+    "DAILY_TOKEN_VALUE": "tps_per_gpu, price_per_mtok, util",
     "IMPLIED_PRICE_PER_MTOK": "tokens_per_day, gpus, revenue_per_gpu_hour",
-    "GPU_HOUR_COST": "capex_per_gpu, life_years, power_kw, pue, price_per_kwh, "
-                     "[opex_per_gpu_hour=0], [salvage_per_gpu=0]",
+    "GPU_HOUR_COST": "capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, "
+                     "price_per_kwh, [opex_per_gpu_hour=0]",
     "BLENDED_PRICE": "price_input, price_output, output_share, [cache_hit_rate=0], "
                      "[price_cached_input=price_input], [batch_share=0], [batch_discount=0.5]",
     "PRICE_AFTER": "price_now, decline_per_quarter, months",
@@ -54,7 +54,7 @@ TABLE = {
     "BLENDED_CAPACITY": "prefill_tps, decode_tps, output_share",
     "COST_PER_MTOK_INPUT": "gpu_hour_cost, prefill_tps, util",
     "COST_PER_MTOK_OUTPUT": "gpu_hour_cost, decode_tps, util",
-    "TOKENS_PER_MW": "tps_per_gpu, util, power_kw, pue",
+    "TOKENS_PER_MW": "tps_per_gpu, power_kw, pue, util",
 }
 #: What a Python default stands for where the table names another argument.
 SAME_AS = {None: "price_input"}
@@ -120,12 +120,6 @@ def test_help_gives_units(classic):
     assert "fraction, e.g. 65%" in docs["sla"] and "0% to 100%" in docs["sla"]
     assert "$ per GPU-hour" in docs["gpu_hour_cost"]
     assert "1 to 3" in docs["pue"]  # the catalogue's range for the PUE
-
-
-def test_every_argument_keeps_its_range_orientation(classic):
-    for f in classic["functions"]:
-        for name, options in f["options"].items():
-            assert options == {"ndim": 2}, (f["name"], name)
 
 
 def test_runs_under_the_classic_decorators(classic):
@@ -213,3 +207,38 @@ def test_officejs_takes_an_empty_single_cell_as_the_optional_default():
 def test_classic_cannot_show_nan_and_puts_an_exception_text_in_the_cell():
     assert re.search(r"np\.isnan\(x\):\s*return \"\"", source("_xlwindows.py"))
     assert 'vba.writeln(fname + " = Err.Description")' in source("udfs.py")
+
+
+def test_every_argument_keeps_its_range_orientation_and_reads_error_values_as_text(classic):
+    for f in classic["functions"]:
+        assert set(f["options"]) == {a["name"] for a in f["args"]}
+        for arg in f["args"]:
+            assert f["options"][arg["name"]] == {"ndim": 2, "err_to_str": True}, (f["name"], arg)
+
+
+def _officejs_engine():
+    """xlwings' own Office.js engine (xlwings Lite and Server read custom-function arguments
+    with it), loaded from its file without importing xlwings.pro, which needs a licence key:
+    the Excel functions never import it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("xlwings.pro._xlofficejs",
+                                                  XLWINGS / "pro" / "_xlofficejs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Engine
+
+
+def test_an_error_cell_reaches_the_function_as_its_code_and_comes_back_as_that_error():
+    engine = _officejs_engine()
+    # what Office.js sends for a range holding 210,000, #N/A and an empty cell
+    cells = [[210_000.0], [{"type": "Error", "basicValue": "#N/A", "errorType": "NotAvailable"}],
+             [""]]
+    read = engine.clean_value_data(cells, None, None, None, True)  # err_to_str, as registered
+    assert read == [[210_000.0], ["#N/A"], [None]]
+    assert udfs.TEF(read, 700_000) == [[0.3], ["#N/A"], [None]]
+    # without err_to_str the error would read as an empty cell, and the result be blank
+    assert engine.clean_value_data(cells, None, None, None, False)[1] == [None]
+    # and "#N/A" goes back to Excel as the error value itself
+    officejs = source("pro/_xlofficejs.py")
+    assert '"#N/A": "NotAvailable"' in officejs

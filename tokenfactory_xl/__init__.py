@@ -20,7 +20,9 @@ Data flows one way, inputs → model → outputs:
 - :mod:`~tokenfactory_xl.cli` — the ``tokenfactory-xl`` command line.
 """
 
-__version__ = "0.1.0"
+#: The version of the package and of the model it computes (version 3 of the TFOM), shown on the
+#: workbook's Cover as ``tfom_version`` and in the README.
+__version__ = "3.0.0"
 
 from .errors import InputError, Problem  # noqa: E402
 from .inputs import SiteInputs, make_inputs  # noqa: E402

@@ -501,6 +501,22 @@ def read_benchmark(path: str | os.PathLike, text: str | None = None) -> Measurem
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
+def _read_stdin() -> str:
+    """A result file given as ``-``: the standard input, read whole (at most the size of a
+    result file)."""
+    import sys
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise FileProblem("-", "reads standard input, which is a terminal; pipe or redirect a "
+                               "result file into it (… - < result.json), or name the file")
+    text = sys.stdin.read(MAX_RESULT_BYTES + 1)
+    if len(text) > MAX_RESULT_BYTES:
+        raise FileProblem("standard input", f"holds more than {MAX_RESULT_BYTES / 1e6:,.0f} MB; "
+                                            "a benchmark result is far smaller: give the "
+                                            "summary file, not per-request records")
+    return text.removeprefix("\ufeff")
+
+
 def _read_text(path: str) -> str:
     try:
         size = os.path.getsize(path)
@@ -740,7 +756,10 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
     benchmarks: list[Measurement] = []
     scrapes: list[Scrape] = []
     for path in paths:
-        text = _read_text(str(path))
+        if str(path) == "-":  # standard input (… | tokenfactory-xl actuals -)
+            text, path = _read_stdin(), "standard input"
+        else:
+            text = _read_text(str(path))
         if text.lstrip()[:1] in ("{", "["):
             runs = read_benchmark_runs(path, text)
             if run is not None and len(runs) > 1:
@@ -1057,8 +1076,9 @@ def _print(summary: dict[str, object]) -> None:
 
 
 def cmd_actuals(args: argparse.Namespace) -> int:
-    from .cli import UserError
+    from .cli import UserError, print_records_csv, table_format
 
+    table_format(args)  # --json and --csv: one of them
     try:
         found = read_files(args.files, args.interval, args.run)
     except FileProblem as exc:
@@ -1099,6 +1119,9 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         changes = write_site_values(args.sites, args.site, values, args.force,  # type: ignore[arg-type]
                                     args.sheet)
         written = {name: new for name, _, new in changes}
+    if table_format(args) == "csv":
+        print_records_csv([_clean(summary) for summary in summaries])
+        return 0
     if args.json:
         payload: object = summaries[0] if len(summaries) == 1 else summaries
         if written is not None:
@@ -1128,7 +1151,7 @@ def _clean(value: object) -> object:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import add_print_output
+    from .cli import add_csv_option, add_print_output
 
     p = subparsers.add_parser(
         "actuals",
@@ -1140,15 +1163,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "theoretical figure: given with --theoretical-tps, or the roofline of a "
                     "catalogue GPU and model. --sites/--site write the measured inputs into "
                     "a sites file.",
-        epilog="examples:\n"
-               "  tokenfactory-xl actuals result.json --theoretical-tps 12000\n"
-               "  tokenfactory-xl actuals before.prom after.prom --gpu H200 "
+        epilog="examples (files of a clone of the repository):\n"
+               "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_bench_serve.json "
+               "--theoretical-tps 12000\n"
+               "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_metrics_before.prom "
+               "tests/fixtures/actuals/vllm_metrics_after.prom --gpu H200 "
                "--model Llama-3.1-70B --precision fp8 --batch 64 --context 4096\n"
-               "  tokenfactory-xl actuals result.json --instances 128 --sites sites.csv "
-               "--site Frankfurt",
+               "  cp tests/fixtures/actuals/sites.csv my-sites.csv\n"
+               "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_bench_serve.json --gpus 2 "
+               "--instances 128 --sites my-sites.csv --site frankfurt",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="benchmark result files, or two Prometheus scrapes (before, after)")
+                   help="benchmark result files, or two Prometheus scrapes (before, after); "
+                        "- reads one from standard input")
     p.add_argument("--theoretical-tps", type=positive_float, metavar="N",
                    help="theoretical tokens/s per GPU to compute the TEF against")
     p.add_argument("--gpu", help="catalogue GPU for the roofline, e.g. H200")
@@ -1185,6 +1212,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="replace measured values the site's row already holds, and the -o "
                         "file if it exists")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_csv_option(p, "one row per run")
     add_print_output(p, force=False)
     p.set_defaults(func=cmd_actuals)
 

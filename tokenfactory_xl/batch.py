@@ -274,7 +274,7 @@ class Progress:
                 share = self.done / self.total if self.total else 1.0
                 bar = "#" * int(share * 30)
                 self.stream.write(f"\r  [{bar:<30}] {self.done:,}/{self.total:,} workbooks "
-                                  f"{self.rate(now):,.0f}/s ")
+                                  f"written ({self.speed(now)}) ")
                 if self.done == self.total:
                     self.stream.write("\n")
                 self.stream.flush()
@@ -282,12 +282,22 @@ class Progress:
             while self._next_line * self.total <= self.done and self._next_line <= 1:
                 self._next_line += 0.1
             self.stream.write(f"  {self.done:,}/{self.total:,} workbooks written "
-                              f"({self.rate(now):,.0f}/s)\n")
+                              f"({self.speed(now)})\n")
             self.stream.flush()
 
     def rate(self, now: float | None = None) -> float:
         elapsed = (now or time.perf_counter()) - self.start
         return self.done / elapsed if elapsed > 0 else 0.0
+
+    def speed(self, now: float | None = None) -> str:
+        """The pace so far in words that read right at any speed: "38 a second", "2.5 a
+        second", "1.4 s each" (never "0/s")."""
+        rate = self.rate(now)
+        if rate >= 10:
+            return f"{rate:,.0f} a second"
+        if rate >= 1:
+            return f"{rate:.1f} a second"
+        return f"{1 / rate:,.1f} s each" if rate > 0 else "starting"
 
 
 # -- the batch -----------------------------------------------------------------------------------
@@ -547,15 +557,15 @@ def _remove_temporaries(targets: Sequence[Path]) -> None:
 
 # -- command line --------------------------------------------------------------------------------
 def cmd_batch(args: argparse.Namespace) -> int:
-    from .cli import UserError
+    from .cli import UserError, is_stdio, read_stdin_as_file
 
     if args.jobs < 1:
         raise UserError(f"--jobs {args.jobs}: needs at least 1 process")
     stream = None if args.quiet else sys.stderr
     try:
-        with stop_on_signals():
+        with stop_on_signals(), read_stdin_as_file(args.sites, "SITES") as sites_path:
             report = run_batch(
-                args.sites, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
+                sites_path, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
                 force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
                 progress=lambda n: Progress(n, stream), header_row=args.header_row,
                 cohorts=args.cohorts, risk_draws=args.risk_draws, solve=args.solve)
@@ -567,7 +577,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UserError("\n".join(lines)) from None
     except InputError as exc:
         count = len(exc.problems)
-        files = visible(args.sites) + (f" and {visible(args.cohorts)}" if args.cohorts else "")
+        files = ("the sites from standard input" if is_stdio(args.sites) else visible(args.sites)
+                 ) + (f" and {visible(args.cohorts)}" if args.cohorts else "")
         lines = [f"{count} problem{'s' if count != 1 else ''} in {files}, so "
                  "nothing was written:"] + [f"  - {visible(p)}" for p in exc.problems]
         raise UserError("\n".join(lines)) from None
@@ -613,7 +624,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  tokenfactory-xl batch templates/sites-example.csv -o out --force --jobs 2 "
                "--summary-csv out/summary.csv",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sites", metavar="SITES", help="the sites file (.csv or .xlsx)")
+    p.add_argument("sites", metavar="SITES",
+                   help="the sites file (.csv or .xlsx); - reads it from standard input")
     p.add_argument("-o", "--output", "--outdir", dest="outdir", required=True, metavar="OUTDIR",
                    help="folder for the workbooks and portfolio.xlsx (created if needed)")
     p.add_argument("--sheet", metavar="NAME",

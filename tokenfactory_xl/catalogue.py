@@ -169,6 +169,17 @@ class Input:
         ):
             shown, fraction = fmt_number(number), fmt_number(number / 100)
             raise BadValue("looks like a percentage", f"enter {shown}% or {fraction}")
+        if (
+            self.unit == "years"
+            and self.high is not None
+            and number > self.high
+            and (self.low is None or number / 12 >= self.low)
+            and number / 12 <= self.high
+        ):
+            # 48 typed for a life of 4 years: a number of months where years belong
+            years = fmt_number(round(number / 12, 4))
+            raise BadValue(f"looks like months; allowed: {self.allowed}",
+                           f"enter {years} (years: {fmt_number(number)} months is {years} years)")
         if self.kind == "integer" and not number.is_integer():
             raise BadValue(f"must be {self.allowed}", f"enter a whole number, e.g. {round(number)}")
         too_low = self.low is not None and (

@@ -9,12 +9,14 @@ prints a message and exits with status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from . import __version__
@@ -63,8 +65,10 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
      "throughput per GPU and input/output cost per Mtok from benchmark files"),
     ("collect", "tokenfactory_xl.collect",
      "collect filled-in TFOM workbooks into a portfolio, with an audit report"),
+    ("completion", "tokenfactory_xl.completion",
+     "print a shell completion script (bash, zsh, fish): commands, options, --set names"),
     ("lite", "tokenfactory_xl.lite",
-     "write the Excel functions for xlwings Lite (Excel for Mac and the web) as one main.py"),
+     "write the Excel functions for xlwings Lite (Excel on Windows, Mac, the web) as main.py"),
 )
 
 EXIT_USAGE = 2
@@ -178,29 +182,60 @@ def _plain(value: object) -> str:
     return fmt_number(value) if isinstance(value, (int, float)) else str(value)
 
 
-def format_value(value: float | None, kind: str, currency: str = "", unit: str = "") -> str:
-    """A summary value as the table shows it, with its unit (``None`` → ``none``).
+def format_number(value: float, kind: str) -> str:
+    """A figure's digits as every table shows them: money in whole units, prices to 4 decimals,
+    whole counts (GPUs, tokens) without decimals and others to 2, a fraction as a percentage."""
+    if kind == "fraction":
+        return f"{value:.2%}"
+    if kind == "gpus":
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+    digits = {"money": f"{value:,.0f}", "price": f"{value:,.4f}", "tokens": f"{value:,.0f}",
+              "months": f"{value:,.2f}"}
+    return digits.get(kind) or fmt_number(value)
 
-    ``kind`` picks the digits (an output's display kind), ``unit`` is the output's unit:
-    ``money/Mtok`` with currency ``USD`` gives ``USD 0.3656 per Mtok``, ``months`` gives
-    ``54.83 months``, a ``fraction`` shows as a percentage (``fraction/year``: ``0.96% a year``).
-    """
-    if value is None:
-        return "none"
+
+def unit_text(kind: str, currency: str = "", unit: str = "") -> tuple[str, str]:
+    """What stands before and after a figure's digits: ``("USD", "per Mtok")`` for
+    ``money/Mtok``, ``("", "months")``, ``("", "a year")`` for ``fraction/year``."""
     if kind == "fraction":
         per = unit.partition("/")[2]
-        return f"{value:.2%}" + (f" a {per}" if per else "")
-    digits = {"money": f"{value:,.0f}", "price": f"{value:,.4f}", "tokens": f"{value:,.0f}",
-              "gpus": f"{value:,.2f}", "months": f"{value:,.2f}"}
-    number = digits.get(kind) or fmt_number(value)
+        return "", f"a {per}" if per else ""
     if not unit and kind in ("money", "price"):
         unit = "money"
     if unit.startswith("money"):
         rest = unit[len("money"):].lstrip("/")
-        return f"{currency or 'money'} {number}" + (f" per {rest}" if rest else "")
+        return currency or "money", f"per {rest}" if rest else ""
     if unit in ("", "ratio", "fraction"):
-        return number
-    return f"{number} {unit}"
+        return "", ""
+    return "", unit
+
+
+def format_value(value: float | None, kind: str, currency: str = "", unit: str = "") -> str:
+    """A summary value as the table shows it, with its unit (``None`` → ``none``).
+
+    ``kind`` picks the digits (an output's display kind, :func:`format_number`), ``unit`` is the
+    output's unit: ``money/Mtok`` with currency ``USD`` gives ``USD 0.3656 per Mtok``,
+    ``months`` gives ``54.83 months``, a ``fraction`` shows as a percentage (``fraction/year``:
+    ``0.96% a year``), whole GPUs as ``1,024 GPUs``.
+    """
+    if value is None:
+        return "none"
+    before, after = unit_text(kind, currency, unit)
+    return " ".join(t for t in (before, format_number(value, kind), after) if t)
+
+
+def terminal_width() -> int | None:
+    """The columns a printed table may use: ``COLUMNS`` when set, else the terminal's width;
+    ``None`` (no limit) when the output is a pipe or a file, so that tools reading it get the
+    whole table."""
+    text = os.environ.get("COLUMNS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
 
 
 # -- argparse types for options that are not site inputs (GPU counts, MBU, intervals) ----------
@@ -244,8 +279,17 @@ def fraction_arg(text: str) -> float:
 def cmd_summary(args: argparse.Namespace) -> int:
     from .operating_model import OUTPUTS, run
 
+    form = table_format(args)
     inputs = inputs_from_args(args)
     result = run(inputs)
+    if form == "csv":
+        names = list(result.scenarios)
+        print_csv(["name", "label", "unit", *(n.lower() for n in names)],
+                  [[o.name, o.label, o.unit, *(result.scenarios[n].summary[o.name]
+                                               for n in names)] for o in OUTPUTS]
+                  + [["uplift_npv", "NPV: Optimised − Base", "money",
+                      *(result.uplift["npv"] if n == "Optimised" else None for n in names)]])
+        return 0
     if args.json:
         document = {**result.summary,
                     "scenarios": {name: sc.summary for name, sc in result.scenarios.items()},
@@ -258,24 +302,64 @@ def cmd_summary(args: argparse.Namespace) -> int:
     print(f"{inputs['site_name']} — {result.scenario} scenario (live), "
           f"{inputs['horizon_months']:.0f} months from {inputs['start_date']:%Y-%m-%d}{fleet}")
     names = list(result.scenarios)
-    rows = [(o.label, [format_value(result.scenarios[n].summary[o.name], o.kind, currency, o.unit)
-                       for n in names], o.name) for o in OUTPUTS]
-    rows.append(("NPV: Optimised − Base", ["", format_value(result.uplift["npv"], "money",
-                                                           currency, "money"), ""], "uplift_npv"))
     marked = [f"{n}*" if n == result.scenario else n for n in names]
-    width = max(len(label) for label, _, _ in rows)
-    right = [max(len(texts[j]) for _, texts, _ in rows + [("", marked, "")])
-             for j in range(len(names))]
-    print(f"  {'':<{width}}  " + "  ".join(f"{n:>{r}}" for n, r in zip(marked, right,
-                                                                         strict=True)))
-    for label, texts, name in rows:
-        cells = "  ".join(f"{t:>{r}}" for t, r in zip(texts, right, strict=True))
-        print(f"  {label:<{width}}  {cells}  {name}")
-    print("  * the live scenario (--scenario); --json gives its figures and every scenario's")
+    rows = [(o.label, o.kind, o.unit, [result.scenarios[n].summary[o.name] for n in names],
+             o.name) for o in OUTPUTS]
+    rows.append(("NPV: Optimised − Base", "money", "money", [None, result.uplift["npv"], None],
+                 "uplift_npv"))
+    wide = _summary_wide(rows, marked, currency)
+    width = terminal_width()
+    lines = wide if width is None or max(map(len, wide)) <= width else \
+        _summary_narrow(rows, marked, currency)
+    for line in lines:
+        print(line)
+    print("  * the live scenario (--scenario); --json gives every scenario's figures")
     return 0
 
 
+#: The row whose empty cells are no figure at all (not a missing one, "none").
+_UPLIFT = "uplift_npv"
+
+
+def _summary_wide(rows: list, marked: list[str], currency: str) -> list[str]:
+    """One line per output: its label, each scenario's figure with its unit, its name."""
+    texts = [[("" if name == _UPLIFT and v is None else format_value(v, kind, currency, unit))
+              for v in values] for _, kind, unit, values, name in rows]
+    width = max(len(label) for label, *_ in rows)
+    right = [max(len(t[j]) for t in texts + [marked]) for j in range(len(marked))]
+    out = [f"  {'':<{width}}  " + "  ".join(f"{n:>{r}}" for n, r in zip(marked, right,
+                                                                        strict=True))]
+    for (label, *_, name), cells in zip(rows, texts, strict=True):
+        line = "  ".join(f"{t:>{r}}" for t, r in zip(cells, right, strict=True))
+        out.append(f"  {label:<{width}}  {line}  {name}")
+    return out
+
+
+def _summary_narrow(rows: list, marked: list[str], currency: str) -> list[str]:
+    """For a narrow terminal: each output's label, unit and name on one line, its figures
+    (digits only) on the next, in the scenarios' columns."""
+    digits = [[("" if name == _UPLIFT and v is None else
+                "none" if v is None else format_number(v, kind)) for v in values]
+              for _, kind, _, values, name in rows]
+    right = max(len(t) for t in [*(c for r in digits for c in r), *marked])
+    out = ["    " + "  ".join(f"{n:>{right}}" for n in marked)]
+    for (label, kind, unit, _, name), cells in zip(rows, digits, strict=True):
+        unit_words = " ".join(t for t in unit_text(kind, currency, unit) if t)
+        out.append(f"  {label}{f' [{unit_words}]' if unit_words else ''}  ({name})")
+        out.append("    " + "  ".join(f"{t:>{right}}" for t in cells).rstrip())
+    return out
+
+
 def cmd_inputs(args: argparse.Namespace) -> int:
+    if table_format(args) == "csv":
+        def default(spec) -> object:
+            return " / ".join(map(_plain, spec.default)) if spec.per_scenario else spec.default
+
+        print_csv(["name", "label", "unit", "group", "default", "per_scenario", "allowed",
+                   "description"],
+                  [[i.name, i.label, i.unit, i.group, default(i), i.per_scenario, i.allowed,
+                    i.description] for i in INPUTS])
+        return 0
     if args.json:
         rows = [{"name": i.name, "label": i.label, "unit": i.unit, "group": i.group,
                  "default": list(i.default) if i.per_scenario else i.default,
@@ -287,19 +371,34 @@ def cmd_inputs(args: argparse.Namespace) -> int:
         print(json.dumps({"inputs": rows, "cohort_columns": cohorts} if args.cohorts else rows,
                          indent=2, default=str))
         return 0
+    width = terminal_width()
+
+    def say(text: str, indent: str = "", then: str | None = None) -> None:
+        """One paragraph, wrapped at the terminal's width when there is one (the lines after
+        the first indented by ``then``)."""
+        if width is None:
+            print(indent + text)
+        else:
+            import textwrap
+
+            print(textwrap.fill(text, max(width, 40), initial_indent=indent,
+                                subsequent_indent=indent if then is None else then,
+                                break_on_hyphens=False))
+
     for spec in INPUTS:
         default = (" / ".join(str(d) for d in spec.default) if spec.per_scenario
                    else str(spec.default))
         scen = f"  (per scenario: {' / '.join(SCENARIOS)})" if spec.per_scenario else ""
-        print(f"{spec.name}  [{spec.unit}]  default {default}{scen}")
-        print(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.")
-    print(f"\nCohort columns: a cohorts table (--cohorts FILE, or a sheet named cohorts in a sites "
-          f"workbook) has one row per cohort after the site's own GPUs (cohort 1), at most "
-          f"{MAX_COHORTS - 1} per site; site_name says which site a row belongs to.")
+        say(f"{spec.name}  [{spec.unit}]  default {default}{scen}", "", "    ")
+        say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")
+    print()
+    say(f"Cohort columns: a cohorts table (--cohorts FILE, or a sheet named cohorts in a sites "
+        f"workbook) has one row per cohort after the site's own GPUs (cohort 1), at most "
+        f"{MAX_COHORTS - 1} per site; site_name says which site a row belongs to.")
     for spec in COHORT_SPECS:
         need = "required" if spec.name in COHORT_REQUIRED else "optional"
         print(f"{spec.name}  [{spec.unit}]  {need}")
-        print(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.")
+        say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")
     return 0
 
 
@@ -317,6 +416,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="print one JSON object keyed by the output names (none → null): the live "
                         "scenario's figures, every scenario's under \"scenarios\" and Optimised "
                         "− Base under \"optimised_minus_base\"")
+    add_csv_option(p, "one row per output (its name, label and unit, then each scenario's "
+                      "figure)")
     add_print_output(p)
     p.set_defaults(func=cmd_summary)
 
@@ -325,11 +426,97 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List the input catalogue: the names --set and a sites file take.",
         epilog="example: tokenfactory-xl inputs --json -o inputs.json")
     p.add_argument("--json", action="store_true", help="as a JSON list")
+    add_csv_option(p, "one row per input")
     p.add_argument("--cohorts", action="store_true",
                    help="with --json: an object of the inputs and the cohort columns (the text "
                         "listing always ends with the cohort columns)")
     add_print_output(p)
     p.set_defaults(func=cmd_inputs)
+
+
+# -- tables as CSV -------------------------------------------------------------------------------
+def add_csv_option(parser: argparse.ArgumentParser, rows: str) -> None:
+    """``--csv``: the table the command prints, as CSV (``rows`` says what a row is)."""
+    parser.add_argument("--csv", action="store_true",
+                        help=f"print the table as CSV: a header row of names, then {rows}; "
+                             "numbers with every digit, empty where there is no figure")
+
+
+def table_format(args: argparse.Namespace) -> str:
+    """``"json"``, ``"csv"`` or ``"text"``; both ``--json`` and ``--csv`` is a usage mistake."""
+    if getattr(args, "json", False) and getattr(args, "csv", False):
+        raise UserError("--json and --csv: give one of them")
+    return "json" if getattr(args, "json", False) else "csv" if getattr(args, "csv", False) \
+        else "text"
+
+
+def print_csv(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A table as CSV on the standard output (``None`` → an empty field)."""
+    import csv
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows([["" if v is None else v for v in row] for row in rows])
+
+
+def print_records_csv(records: Sequence[dict]) -> None:
+    """Records of one shape (what ``--json`` prints) as CSV, one row each; a list in a field is
+    joined with ``; ``."""
+    header = list(dict.fromkeys(k for r in records for k in r))
+    print_csv(header, [["; ".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                        for v in (r.get(k) for k in header)] for r in records])
+
+
+# -- standard input and output ("-") ------------------------------------------------------------
+#: The file name that means standard input (for a file read) or standard output (for a file
+#: written), as in every Unix tool. A file really named ``-`` is ``./-``.
+STDIO = "-"
+
+
+def is_stdio(path: object) -> bool:
+    """Whether ``path`` is ``-``: standard input or output."""
+    return path is not None and os.fspath(path) == STDIO  # type: ignore[arg-type]
+
+
+def write_output(path: str | os.PathLike, data: bytes, what: str) -> None:
+    """Write ``data`` to the file ``path`` (through a temporary file and a rename), or to the
+    standard output when ``path`` is ``-``; ``what`` names the content for the message when
+    standard output is a terminal (a workbook is not text to show)."""
+    from .files import write_atomically
+
+    if not is_stdio(path):
+        write_atomically(path, data)
+        return
+    if sys.stdout.isatty():
+        raise UserError(f"-o -: {what} goes to standard output, which is a terminal; redirect it "
+                        f"(-o - > FILE) or pipe it, or give a file name")
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def read_stdin_as_file(path: str, option: str) -> Iterator[str]:
+    """``path`` itself, or, when it is ``-``, a temporary file holding the standard input
+    (``standard-input.xlsx`` when the bytes are a zip, else ``standard-input.csv``), removed
+    after the block. Reading stdin once and keeping it lets a command read its file twice and
+    check it as it checks any file."""
+    if not is_stdio(path):
+        yield path
+        return
+    if sys.stdin is None or sys.stdin.isatty():
+        raise UserError(f"{option} -: reads standard input, which is a terminal; pipe or "
+                        f"redirect a file into it (… {option} - < FILE), or name the file")
+    buffer = getattr(sys.stdin, "buffer", None)
+    data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+    if not data:
+        raise UserError(f"{option} -: standard input is empty; pipe or redirect a file into it")
+    suffix = ".xlsx" if data[:4] == b"PK\x03\x04" else ".csv"
+    with tempfile.TemporaryDirectory(prefix="tokenfactory-xl-") as folder:
+        target = os.path.join(folder, f"standard-input{suffix}")
+        with open(target, "wb") as handle:
+            handle.write(data)
+        yield target
 
 
 # -- printing into a file -----------------------------------------------------------------------
@@ -341,7 +528,8 @@ def add_print_output(parser: argparse.ArgumentParser, force: bool = True) -> Non
     """
     parser.add_argument("-o", "--output", dest="print_to", metavar="FILE",
                         help="write what would be printed into FILE (never replaced without "
-                             "--force; nothing is written when the command fails)")
+                             "--force; nothing is written when the command fails); - is the "
+                             "standard output")
     if force:
         parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
     parser.set_defaults(print_to=None)
@@ -355,6 +543,8 @@ def _run_printing_to(args: argparse.Namespace) -> int:
     from .files import write_atomically
 
     path = args.print_to
+    if is_stdio(path):
+        return int(args.func(args) or 0)
     if os.path.isdir(path):
         raise UserError(f"-o {path}: is a folder; give a file name")
     if os.path.exists(path) and not getattr(args, "force", False):
@@ -422,10 +612,35 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_arguments(parser: argparse.ArgumentParser, command: str | None,
+                       extra: list[str]) -> None:
+    """Stop with the usage of the command the mistake was made in (not the top-level one) and,
+    for a mistyped option, the options it may have meant. Exits with status 2."""
+    import difflib
+
+    chosen = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            chosen = action.choices[command]
+    options = [o for a in chosen._actions for o in a.option_strings]
+    words = []
+    for word in extra:
+        name = word.split("=", 1)[0]
+        near = difflib.get_close_matches(name, options, n=1, cutoff=0.7) \
+            if name.startswith("-") else []
+        guess = f" (did you mean {' or '.join(near)}?)" if near else ""
+        words.append(f"{word}{guess}")
+    kind = "option" if all(w.startswith("-") for w in extra) else "argument"
+    chosen.error(f"unrecognised {kind}{'s' if len(extra) > 1 else ''}: {', '.join(words)}; "
+                 f"`{chosen.prog} --help` lists what it takes")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _unknown_arguments(parser, _command_named(argv), extra)
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE

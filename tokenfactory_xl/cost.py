@@ -29,18 +29,20 @@ gives it, else the median, and the output says which).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import actuals, model
-from .cli import positive_float, positive_int
-from .files import write_atomically
+from .cli import add_csv_option, positive_float, positive_int, write_output
 from .stencil import repack_to
 
 
@@ -252,13 +254,21 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from .cli import UserError
+    from .cli import UserError, is_stdio, table_format
 
+    table_format(args)  # --json and --csv: one of them
+    if is_stdio(args.output) and is_stdio(args.png):
+        raise UserError("-o - and --png -: only one of them can be the standard output")
     for option, path, suffix in (("--output", args.output, ".xlsx"), ("--png", args.png, ".png")):
-        if path and Path(path).suffix.lower() != suffix:
+        if not path or is_stdio(path):
+            continue
+        if Path(path).suffix.lower() != suffix:
             raise UserError(f"{option} {path}: the file must end in {suffix}")
-        if path and not Path(path).resolve().parent.is_dir():
+        if not Path(path).resolve().parent.is_dir():
             raise UserError(f"{option} {path}: its folder does not exist; create it first")
+        if os.path.lexists(path) and not args.force:
+            raise UserError(f"{option} {path}: exists; nothing was written (add --force to "
+                            "replace it)")
     if args.png and (actuals_soffice() is None or shutil.which("pdftoppm") is None):
         raise UserError("--png renders the chart with LibreOffice and pdftoppm, which are not "
                         "both installed; install them (apt-get install libreoffice-calc-nogui "
@@ -291,9 +301,22 @@ def cmd_cost(args: argparse.Namespace) -> int:
                 raise UserError(f"--png {args.png}: the chart could not be rendered "
                                 f"({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
         if args.output:
-            write_atomically(args.output, data)
+            write_output(args.output, data, "the workbook")
         if picture is not None:
-            write_atomically(args.png, picture)
+            write_output(args.png, picture, "the PNG")
+    if is_stdio(args.output) or is_stdio(args.png):  # the file is the standard output
+        with contextlib.redirect_stdout(sys.stderr):
+            return _report(args, points, best)
+    return _report(args, points, best)
+
+
+def _report(args: argparse.Namespace, points: list[CostPoint], best: CostPoint | None) -> int:
+    from .cli import print_csv
+
+    if args.csv:
+        fields = list(points[0].__dict__) if points else ["label"]
+        print_csv([*fields, "best"], [[*p.__dict__.values(), best is p] for p in points])
+        return 0
     if args.json:
         payload = {"gpu_hour": args.gpu_hour, "points": [p.__dict__ for p in points],
                    "ttft_slo_ms": args.ttft_slo_ms,
@@ -324,7 +347,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         else:
             print(f"no run meets TTFT ≤ {args.ttft_slo_ms:,.0f} ms")
     for path in (args.output, args.png):
-        if path:
+        if path and path != "-":
             print(f"wrote {path}")
     return 0
 
@@ -345,11 +368,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "tokens at a GPU-hour price. A sweep gives the throughput-per-GPU vs "
                     "tokens/s-per-user curve as an Excel chart (--output) and a PNG (--png), "
                     "and --ttft-slo-ms names the best point meeting a TTFT objective.",
-        epilog="examples:\n  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4\n"
-               "  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4 --ttft-slo-ms 500 "
-               "-o curve.xlsx --png curve.png",
+        epilog="examples (a file of a clone of the repository):\n"
+               "  tokenfactory-xl cost tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl "
+               "--gpu-hour 2.10 --gpus 4\n"
+               "  tokenfactory-xl cost tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl "
+               "--gpu-hour 2.10 --gpus 4 --ttft-slo-ms 500 -o curve.xlsx --png curve.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="benchmark result files (- reads one from standard input)")
     p.add_argument("--gpu-hour", type=positive_float, required=True, metavar="DOLLARS",
                    help="price of one GPU-hour, $ (e.g. 2.10)")
     p.add_argument("--gpus", type=positive_int, metavar="N",
@@ -364,8 +390,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ttft-slo-ms", type=positive_float, metavar="MS",
                    help="TTFT objective: name the run with the most tokens per GPU meeting it")
     p.add_argument("-o", "--output", metavar="FILE.xlsx",
-                   help="write the points and the Excel chart of the curve")
+                   help="write the points and the Excel chart of the curve (- for the standard "
+                        "output; the table then goes to the standard error)")
     p.add_argument("--png", metavar="FILE.png",
-                   help="write the chart as a PNG (rendered with LibreOffice)")
+                   help="write the chart as a PNG (rendered with LibreOffice; - for the "
+                        "standard output)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the files of --output and --png if they exist (without it, "
+                        "an existing file stops the command before anything is written)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_csv_option(p, "one row per run (best: the point --ttft-slo-ms names)")
     p.set_defaults(func=cmd_cost)

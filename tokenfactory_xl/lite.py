@@ -1,4 +1,4 @@
-"""The Excel functions for xlwings Lite (Excel for Mac and the web): one self-contained main.py.
+"""The Excel functions for xlwings Lite (Excel on Windows, the Mac and the web): one main.py.
 
 xlwings Lite runs Python inside Excel (Pyodide, in the browser). Its editor has two tabs:
 ``main.py``, whose decorated functions become Excel functions, and ``requirements.txt``, whose
@@ -8,7 +8,13 @@ entries micropip installs from PyPI. tokenfactory-xl is not on PyPI, so the func
 imports), with the package's data files, loads them as the package ``tokenfactory_xl`` and
 exposes every function of ``udfs.__all__``. The formulas are therefore the package's own,
 copied as text when the bundle is written, never retyped. Besides the standard library the
-bundle needs only numpy and xlwings, which xlwings Lite ships: ``requirements.txt`` stays empty.
+bundle needs only numpy and xlwings. xlwings Lite installs what the editor's
+``requirements.txt`` tab lists and nothing else, so the bundle's ``requirements.txt`` names both:
+numpy, and an xlwings range whose Office.js decorators work on today's Pyodide (from 0.35, an
+empty cell or an omitted argument arrives as ``None``, not Pyodide's ``jsnull``).
+
+``main.py`` may run again in the same Python process (pasted again, perhaps a newer version):
+the second run replaces the first one's modules, so its own sources are the ones that compute.
 
 The same bundle, committed as ``install/xlwings-lite/``, is what a user without Python
 downloads; a test keeps it equal to what this module writes.
@@ -31,6 +37,10 @@ ROOT_MODULE = "udfs"
 ALLOWED_IMPORTS: frozenset[str] = frozenset({"numpy", "xlwings"})
 MAIN = "main.py"
 REQUIREMENTS = "requirements.txt"
+#: What the bundle's requirements.txt lists, for micropip to install in xlwings Lite: numpy, and
+#: xlwings from the first version that turns Pyodide's ``jsnull`` into ``None`` (0.35) up to the
+#: package's own upper bound (pyproject.toml; a test keeps the two equal).
+LITE_REQUIREMENTS: tuple[str, ...] = ("numpy", "xlwings>=0.35,<0.38")
 
 
 class BundleError(Exception):
@@ -106,9 +116,10 @@ def _literal(text: str) -> str:
 # -- the files -----------------------------------------------------------------------------------
 _HEAD = '''"""Token Factory functions for xlwings Lite (Excel for Mac, on the web and on Windows).
 
-Paste this whole file into the xlwings Lite editor's main.py tab (replacing what is there) and
-leave its requirements.txt tab empty: numpy and xlwings are all this file needs, and xlwings
-Lite ships both. Then type, for example, =TEF(210000, 700000) into a cell.
+Paste this whole file into the xlwings Lite editor's main.py tab (replacing what is there), and
+into its requirements.txt tab the lines of the requirements.txt beside this file
+({requirements}): numpy and xlwings are all this file needs. Then type, for example,
+=TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
 Written by `tokenfactory-xl lite` from tokenfactory_xl {version}; do not edit it by hand: write
 it again with that command. It holds the source of the package's modules {modules} and its
@@ -180,6 +191,9 @@ class _Reader:
 class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
     """Imports the bundled modules of tokenfactory_xl from the sources above."""
 
+    #: marks the finders and modules of any run of this file, this one's or an earlier paste's
+    tokenfactory_xl_bundle = True
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname != _PACKAGE and fullname not in _SOURCES:
             return None
@@ -214,12 +228,21 @@ class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
             "/__init__.py>" if fullname == _PACKAGE else ".py>")
 
 
-if _PACKAGE in _sys.modules and not isinstance(
-        getattr(_sys.modules[_PACKAGE], "__loader__", None), _Bundle):
+
+def _from_a_bundle(thing):
+    return getattr(thing, "tokenfactory_xl_bundle", False) is True
+
+
+if _PACKAGE in _sys.modules and not _from_a_bundle(
+        getattr(_sys.modules[_PACKAGE], "__loader__", None)):
     raise ImportError("another tokenfactory_xl is already imported; this file is for "
                       "xlwings Lite, where the package itself is not installed")
-if not any(isinstance(finder, _Bundle) for finder in _sys.meta_path):
-    _sys.meta_path.insert(0, _Bundle())
+# Run again in the same process (pasted again, perhaps a newer version): the earlier run's
+# finder and modules make way, so the sources above are the ones imported.
+_sys.meta_path[:] = [finder for finder in _sys.meta_path if not _from_a_bundle(finder)]
+for _name in [n for n in _sys.modules if n == _PACKAGE or n.startswith(_PACKAGE + ".")]:
+    del _sys.modules[_name]
+_sys.meta_path.insert(0, _Bundle())
 
 _udfs = _importlib.import_module(_PACKAGE + ".udfs")
 globals().update({name: getattr(_udfs, name) for name in _udfs.__all__})
@@ -233,7 +256,7 @@ def main_py() -> str:
 
     names = modules()
     parts = [_HEAD.format(version=__version__, modules=", ".join(names),
-                          count=len(udfs.__all__))]
+                          count=len(udfs.__all__), requirements=", ".join(LITE_REQUIREMENTS))]
     parts.append("\n# The package's modules, as text: dependencies first.\n_SOURCES = {\n")
     for name in names:
         parts.append(f"    {PACKAGE + '.' + name!r}: {_literal(_source(name))},\n")
@@ -246,12 +269,9 @@ def main_py() -> str:
 
 
 def requirements_txt() -> str:
-    """The text of the bundle's ``requirements.txt``: empty, as the editor's tab stays.
-
-    main.py needs only numpy and xlwings, which xlwings Lite ships; an empty file (not even a
-    comment) leaves the add-in nothing to parse or install.
-    """
-    return ""
+    """The text of the bundle's ``requirements.txt``: what the editor's tab of that name must
+    list (:data:`LITE_REQUIREMENTS`), one requirement a line."""
+    return "".join(f"{line}\n" for line in LITE_REQUIREMENTS)
 
 
 def write_bundle(outdir: str | Path, force: bool = False) -> list[Path]:
@@ -279,8 +299,8 @@ def write_bundle(outdir: str | Path, force: bool = False) -> list[Path]:
 # -- the command ---------------------------------------------------------------------------------
 def cmd_lite(args: argparse.Namespace) -> int:
     written = write_bundle(args.output, force=args.force)
-    print(f"wrote {written[0]} and {written[1]}: paste {MAIN} into the xlwings Lite editor's "
-          f"{MAIN} tab and leave its {REQUIREMENTS} tab empty")
+    print(f"wrote {written[0]} and {written[1]}: paste each into the xlwings Lite editor's tab "
+          f"of the same name")
     return 0
 
 
@@ -288,10 +308,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``tokenfactory-xl lite``."""
     p = subparsers.add_parser(
         "lite",
-        description="Write the Excel functions for xlwings Lite (Excel for Mac and on the web) "
-                    "as one self-contained main.py, with an empty requirements.txt: paste "
-                    "main.py into the xlwings Lite editor. It holds the package's own modules "
-                    "and needs only numpy and xlwings, which xlwings Lite ships.",
+        description="Write the Excel functions for xlwings Lite (Excel on Windows, on the Mac "
+                    "and on the web) as one self-contained main.py and the requirements.txt it "
+                    "needs (numpy and xlwings): paste each into the xlwings Lite editor's tab of "
+                    "the same name. main.py holds the package's own modules.",
         epilog="example: tokenfactory-xl lite -o xlwings-lite")
     p.add_argument("-o", "--output", default="xlwings-lite", metavar="DIR",
                    help="the folder to write main.py and requirements.txt into (default "

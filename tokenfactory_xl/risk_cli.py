@@ -10,19 +10,26 @@ from .catalogue import BY_NAME
 
 
 def _value(name: str, value: float) -> str:
-    """A driver's value as the user types it: fractions as percentages."""
-    kind = BY_NAME[name].kind
-    if kind == "fraction":
-        return f"{value:.1%}"
-    return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    """A driver's value as ``summary`` and ``inputs`` show it: a fraction as a percentage with
+    two decimals (``30.00%``), any other number as the catalogue writes it (``32,000``,
+    ``0.064``)."""
+    from .cli import format_number
+
+    return format_number(value, "fraction" if BY_NAME[name].kind == "fraction" else "")
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
-    from .cli import format_value, inputs_from_args
+    from .cli import format_value, inputs_from_args, print_csv, table_format, terminal_width
     from .risk import tornado
 
+    form = table_format(args)
     inputs = inputs_from_args(args)
     result = tornado(inputs)
+    if form == "csv":
+        print_csv(["name", "label", "low", "high", "npv_low", "npv_high", "swing"],
+                  [[f.name, f.label, f.low, f.high, f.npv_low, f.npv_high, f.swing]
+                   for f in result.drivers])
+        return 0
     if args.json:
         print(json.dumps(result.as_json(), indent=2, allow_nan=False))
         return 0
@@ -31,31 +38,57 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     def money(x: float) -> str:
         return format_value(x, "money", currency, "money")
 
-    print(f"{inputs['site_name']} — project NPV of the {inputs.scenario} scenario (live) at a "
-          f"low and a high value of each driver, by swing")
+    width = terminal_width()
+    say(f"{inputs['site_name']} — project NPV of the {inputs.scenario} scenario (live) at a "
+        f"low and a high value of each driver, by swing", width)
     print(f"  NPV as it is: {money(result.npv)}")
     rows = [(f.label, f"{_value(f.name, f.low)} … {_value(f.name, f.high)}", money(f.npv_low),
              money(f.npv_high), money(f.swing), f.name) for f in result.drivers]
     head = ("Driver", "Low … high", "NPV at low", "NPV at high", "Swing", "")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
-    print("  " + "  ".join(h.ljust(widths[i]) if i < 2 else h.rjust(widths[i])
-                           for i, h in enumerate(head[:5])))
+    lines = ["  " + "  ".join(h.ljust(widths[i]) if i < 2 else h.rjust(widths[i])
+                              for i, h in enumerate(head[:5]))]
     for r in rows:
-        print("  " + "  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
-                               for i, c in enumerate(r[:5])) + f"  {r[5]}")
-    print("  ±20 % of each value (price decline ± 5 points), fractions kept in their range; "
-          "capex_per_gpu and life_years move every cohort alike")
+        lines.append("  " + "  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
+                                      for i, c in enumerate(r[:5])) + f"  {r[5]}")
+    if width is not None and max(map(len, lines)) > width:
+        # a narrow terminal: each driver's label, name and range on one line, its NPVs under
+        lines = [f"  Driver (name): low … high; NPV at low, at high, swing [{currency}]"]
+        for f, r in zip(result.drivers, rows, strict=True):
+            lines.append(f"  {f.label} ({f.name}): {r[1]}")
+            lines.append("    " + "  ".join(f"{x:>14,.0f}" for x in (f.npv_low, f.npv_high,
+                                                                       f.swing)))
+    for line in lines:
+        print(line)
+    say("  ±20 % of each value (price decline ± 5 points), fractions kept in their range; "
+        "capex_per_gpu and life_years move every cohort alike", width, "    ")
     return 0
 
 
+def say(text: str, width: int | None, then: str = "") -> None:
+    """A line of text, wrapped at ``width`` when there is one."""
+    if width is None or len(text) <= width:
+        print(text)
+        return
+    import textwrap
+
+    indent = text[:len(text) - len(text.lstrip())]
+    print(textwrap.fill(text.strip(), width, initial_indent=indent, subsequent_indent=then or
+                        indent, break_on_hyphens=False))
+
+
 def cmd_risk(args: argparse.Namespace) -> int:
-    from .cli import UserError, format_value, inputs_from_args
+    from .cli import UserError, format_value, inputs_from_args, print_csv, table_format
     from .risk import RISK_DRIVERS, risk, triangle
 
     if args.draws < 1:
         raise UserError(f"--draws {args.draws}: needs at least 1 draw")
+    form = table_format(args)
     inputs = inputs_from_args(args)
     result = risk(inputs, args.draws)
+    if form == "csv":
+        print_csv(["name", "value"], list(result.as_json().items()))
+        return 0
     if args.json:
         print(json.dumps(result.as_json(), indent=2, allow_nan=False))
         return 0
@@ -65,7 +98,8 @@ def cmd_risk(args: argparse.Namespace) -> int:
     figures = [("NPV P10", format_value(result.npv_p10, "money", currency, "money"), "npv_p10"),
                ("NPV P50", format_value(result.npv_p50, "money", currency, "money"), "npv_p50"),
                ("NPV P90", format_value(result.npv_p90, "money", currency, "money"), "npv_p90"),
-               ("Probability NPV < 0", f"{result.prob_npv_negative:.1%}", "prob_npv_negative"),
+               ("Probability NPV < 0", format_value(result.prob_npv_negative, "fraction"),
+                "prob_npv_negative"),
                ("IRR P50", format_value(result.irr_p50, "fraction", currency, "fraction"),
                 "irr_p50")]
     width = max(len(f[0]) for f in figures)
@@ -80,7 +114,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import add_input_options, add_print_output, positive_int
+    from .cli import add_csv_option, add_input_options, add_print_output, positive_int
     from .risk import DEFAULT_DRAWS
 
     p = subparsers.add_parser(
@@ -97,6 +131,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help='print {"npv": …, "drivers": [{"name", "low", "high", "npv_low", '
                         '"npv_high"}, …]}, sorted by swing')
+    add_csv_option(p, "one row per driver, sorted by swing")
     add_print_output(p)
     p.set_defaults(func=cmd_sensitivity)
 
@@ -117,5 +152,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true",
                    help='print {"draws", "seed", "npv_p10", "npv_p50", "npv_p90", '
                         '"prob_npv_negative", "irr_p50"} (none → null)')
+    add_csv_option(p, "one row per figure (name, value)")
     add_print_output(p)
     p.set_defaults(func=cmd_risk)

@@ -64,7 +64,7 @@ def _list() -> None:
 
 
 def cmd_theoretical(args: argparse.Namespace) -> int:
-    from .cli import UserError
+    from .cli import UserError, print_records_csv, table_format
 
     if args.list:
         _list()
@@ -74,6 +74,9 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
     if missing:
         raise UserError(f"theoretical needs {', '.join(missing)} (or --list for the names)")
     out = figures(args)
+    if table_format(args) == "csv":
+        print_records_csv([out])
+        return 0
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -102,7 +105,7 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import add_print_output
+    from .cli import add_csv_option, add_print_output
 
     p = subparsers.add_parser(
         "theoretical",
@@ -133,5 +136,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
                    help="model-FLOPs utilisation (default 1.0: the pure bound)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_csv_option(p, "one row of the figures")
     add_print_output(p)
     p.set_defaults(func=cmd_theoretical)

@@ -333,9 +333,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "of plan against actual. The same file twice adds nothing; a month outside "
                     "the horizon is refused; the workbook is replaced atomically, nothing but "
                     "the Actuals sheet changed.",
-        epilog="examples:\n  tokenfactory-xl track TFOM.xlsx result.json --month 2027-03 "
-               "--gpus 2\n  tokenfactory-xl track TFOM.xlsx before.prom after.prom --gpus 2 "
-               "--month 2027-04",
+        epilog="examples:\n  tokenfactory-xl track TFOM.xlsx "
+               "tests/fixtures/actuals/vllm_bench_serve.json --month 2027-03 --gpus 2\n"
+               "  tokenfactory-xl track TFOM.xlsx tests/fixtures/actuals/vllm_metrics_before.prom "
+               "tests/fixtures/actuals/vllm_metrics_after.prom --gpus 2 --month 2027-04",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workbook", metavar="WORKBOOK", help="the site's TFOM workbook (.xlsx)")
     p.add_argument("files", nargs="+", metavar="RESULT_FILE",

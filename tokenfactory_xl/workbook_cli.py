@@ -20,9 +20,12 @@ from .files import write_atomically
 
 
 def cmd_template(args: argparse.Namespace) -> int:
-    from .cli import UserError, inputs_from_args
+    from .cli import UserError, inputs_from_args, is_stdio, write_output
 
     inputs = inputs_from_args(args)
+    if is_stdio(args.output):
+        write_output(args.output, template_bytes(inputs), "the workbook")
+        return 0
     path = Path(args.output)
     if path.suffix.lower() != ".xlsx":
         raise UserError(f"{path}: the workbook must be an .xlsx file (e.g. -o TFOM.xlsx)")
@@ -107,11 +110,23 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from .cli import UserError
+    from .cli import read_stdin_as_file
 
-    source = Path(args.workbook)
+    with read_stdin_as_file(args.workbook, "WORKBOOK") as workbook:
+        return _render(args, workbook)
+
+
+def _render(args: argparse.Namespace, workbook: str) -> int:
+    from .cli import UserError, is_stdio, write_output
+
+    source = Path(workbook)
     if not source.is_file():
         raise UserError(f"{source}: no such workbook")
+    if is_stdio(args.output):
+        with tempfile.TemporaryDirectory(prefix="tfxl-render-") as tmp:
+            picture = render_sheet(source, Path(tmp, "page.png"), args.sheet, args.resolution)
+            write_output(args.output, picture.read_bytes(), "the PNG")
+        return 0
     out = Path(args.output)
     if out.suffix.lower() != ".png":
         raise UserError(f"{out}: the picture must be a .png file (e.g. -o dashboard.png)")
@@ -197,7 +212,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="example: tokenfactory-xl template -o site-2048.xlsx --set gpus=2048 "
                "--scenario Optimised")
     p.add_argument("-o", "--output", required=True, metavar="FILE.xlsx",
-                   help="the workbook to write")
+                   help="the workbook to write (- for the standard output: … -o - > FILE.xlsx)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     add_input_options(p)
     p.set_defaults(func=cmd_template)
@@ -210,9 +225,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  tokenfactory-xl render TFOM.xlsx -o dashboard.png\n"
                "  tokenfactory-xl render TFOM.xlsx -o scenarios.png --sheet Scenarios",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("workbook", help="the TFOM workbook (.xlsx)")
+    r.add_argument("workbook", help="the TFOM workbook (.xlsx; - reads it from standard input)")
     r.add_argument("-o", "--output", required=True, metavar="FILE.png",
-                   help="the picture to write")
+                   help="the picture to write (- for the standard output)")
     r.add_argument("--sheet", default="Dashboard", metavar="NAME",
                    help="the sheet to draw (default Dashboard; e.g. Scenarios)")
     r.add_argument("--resolution", type=int, default=80, metavar="DPI",

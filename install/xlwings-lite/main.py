@@ -1,10 +1,11 @@
 """Token Factory functions for xlwings Lite (Excel for Mac, on the web and on Windows).
 
-Paste this whole file into the xlwings Lite editor's main.py tab (replacing what is there) and
-leave its requirements.txt tab empty: numpy and xlwings are all this file needs, and xlwings
-Lite ships both. Then type, for example, =TEF(210000, 700000) into a cell.
+Paste this whole file into the xlwings Lite editor's main.py tab (replacing what is there), and
+into its requirements.txt tab the lines of the requirements.txt beside this file
+(numpy, xlwings>=0.35,<0.38): numpy and xlwings are all this file needs. Then type, for example,
+=TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
-Written by `tokenfactory-xl lite` from tokenfactory_xl 0.1.0; do not edit it by hand: write
+Written by `tokenfactory-xl lite` from tokenfactory_xl 3.0.0; do not edit it by hand: write
 it again with that command. It holds the source of the package's modules model, errors, specs, roofline, catalogue, udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
@@ -20,7 +21,7 @@ import linecache as _linecache
 import sys as _sys
 
 _PACKAGE = "tokenfactory_xl"
-_VERSION = "0.1.0"
+_VERSION = "3.0.0"
 
 # The package's modules, as text: dependencies first.
 _SOURCES = {
@@ -1823,6 +1824,17 @@ class Input:
         ):
             shown, fraction = fmt_number(number), fmt_number(number / 100)
             raise BadValue("looks like a percentage", f"enter {shown}% or {fraction}")
+        if (
+            self.unit == "years"
+            and self.high is not None
+            and number > self.high
+            and (self.low is None or number / 12 >= self.low)
+            and number / 12 <= self.high
+        ):
+            # 48 typed for a life of 4 years: a number of months where years belong
+            years = fmt_number(round(number / 12, 4))
+            raise BadValue(f"looks like months; allowed: {self.allowed}",
+                           f"enter {years} (years: {fmt_number(number)} months is {years} years)")
         if self.kind == "integer" and not number.is_integer():
             raise BadValue(f"must be {self.allowed}", f"enter a whole number, e.g. {round(number)}")
         too_low = self.low is not None and (
@@ -2107,6 +2119,9 @@ Conventions every function follows (the specs functions ``THEORETICAL_TPS``, ``M
    returns a plain number for an all-single-cell call, a list of lists (rows of cells) for ranges,
    which Excel 365 spills. An empty cell in a required argument gives an empty result at that
    position; an empty cell (or an omitted argument) in an optional argument takes its default.
+   Every argument is also declared ``err_to_str=True``: a cell holding an error value (``#N/A``
+   …) gives that error at its position, as Excel's own functions propagate it (without it,
+   xlwings hands an error cell over as an empty one). Pyodide's ``jsnull`` reads as empty.
 5. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
    sizes do not fit, p99 ≤ p50 …) stop the whole call with one short message that names the
    argument, the value, what is allowed and the fix. The number rules are the input catalogue's
@@ -2159,6 +2174,13 @@ CATEGORY = "Token Factory"
 
 #: Excel's own error codes, as the strings Office.js turns into real error values.
 DIV0, NUM, NA = "#DIV/0!", "#NUM!", "#N/A"
+
+#: Every error value a cell can hold, as xlwings hands it over with ``err_to_str`` (every
+#: argument is read that way): an argument's error comes back as the result's error at its
+#: position, as Excel's own functions propagate it, instead of reading as an empty cell.
+EXCEL_ERRORS = frozenset({"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A",
+                          "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!",
+                          "#CONNECT!", "#BUSY!", "#UNKNOWN!", "#DATA!", "#PYTHON!"})
 
 #: Excel cuts function and argument descriptions at this many characters.
 EXCEL_HELP_LIMIT = 255
@@ -2349,6 +2371,18 @@ class _Values:
     #: cell's position among them: what a catalogue look-up reads once per distinct name
     labels: list[object] | None = None
     codes: np.ndarray | None = None
+    #: the error value of each cell that holds one (``None`` elsewhere), or ``None`` for none
+    errors: np.ndarray | None = None
+
+
+def _is_jsnull(value: object) -> bool:
+    """Pyodide's ``jsnull``: how an empty cell or an omitted argument reaches a function under
+    xlwings Lite with an xlwings older than 0.35 on Pyodide 0.28 or later. It reads as empty."""
+    return type(value).__name__ == "JsNull"
+
+
+def _is_error(value: object) -> bool:
+    return type(value) is str and value in EXCEL_ERRORS
 
 
 def _where(index: tuple[int, ...], shape: tuple[int, ...], name: str) -> str:
@@ -2392,8 +2426,14 @@ def _read(param: Param, raw: object) -> _Values:
         return _check_numbers(param, cells, numbers, np.isnan(numbers))
     numbers = np.empty(cells.shape, dtype=float)
     empty = np.zeros(cells.shape, dtype=bool)
+    errors = None
     for index, cell in np.ndenumerate(cells):
-        if isinstance(cell, float) and np.isnan(cell):
+        if _is_error(cell):
+            if errors is None:
+                errors = np.full(cells.shape, None, dtype=object)
+            errors[index], numbers[index] = cell, np.nan
+            continue
+        if (isinstance(cell, float) and np.isnan(cell)) or _is_jsnull(cell):
             parsed = None
         else:
             try:
@@ -2404,7 +2444,7 @@ def _read(param: Param, raw: object) -> _Values:
             empty[index], numbers[index] = True, np.nan
         else:
             numbers[index] = float(parsed)  # type: ignore[arg-type]
-    return _Values(numbers, empty, cells.size == 1)
+    return _Values(numbers, empty, cells.size == 1, errors=errors)
 
 
 def _flat_rows(raw: object) -> tuple[list[object], tuple[int, int]] | None:
@@ -2596,7 +2636,7 @@ def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[ob
                 fill, fill_empty = default, np.zeros((), dtype=bool)
             filled = np.where(values.empty, fill, values.values)
             read[name] = _Values(filled, values.empty & fill_empty,
-                                 values.single and filled.size == 1)
+                                 values.single and filled.size == 1, errors=values.errors)
         try:
             shape = np.broadcast_shapes(*(v.values.shape for v in read.values()))
         except ValueError:
@@ -2612,10 +2652,30 @@ def _call(formula: Callable[..., object], names: tuple[str, ...], raws: tuple[ob
                 empty |= values.empty
         result = formula(*(read.values() if checked else (v.values for v in read.values())))
         single = all(v.single for v in read.values())
-        return _answer(np.broadcast_to(np.asarray(result, dtype=float), shape), empty, single,
-                       undefined)
+        answer = _answer(np.broadcast_to(np.asarray(result, dtype=float), shape), empty, single,
+                         undefined)
+        return _with_errors(answer, read.values(), shape, single)
     except ArgumentError as error:
         return _reply_to(error)
+
+
+def _with_errors(answer: object, values: Iterator[_Values] | object, shape: tuple[int, ...],
+                 single: bool) -> object:
+    """``answer`` with each position where an argument holds an error value given that error
+    (the first argument's, in the order of the arguments), as Excel's functions propagate it."""
+    errors = None
+    for argument in values:  # type: ignore[union-attr]
+        if argument.errors is None:
+            continue
+        theirs = np.broadcast_to(argument.errors, shape)
+        errors = theirs if errors is None else np.where(np.equal(errors, None), theirs, errors)
+    if errors is None:
+        return answer
+    if single:
+        return errors.ravel()[0]
+    rows = np.asarray(answer, dtype=object).reshape(shape) if shape else np.asarray(answer)
+    rows = np.where(np.equal(errors, None), rows, errors)
+    return rows.tolist()
 
 
 def _p99_above_p50(read: dict[str, _Values]) -> None:
@@ -2654,8 +2714,8 @@ def _doc(name: str) -> str:
 # call into the model. Order and names are those of issue 3's table.
 
 @xw.func(category=CATEGORY)
-@xw.arg("actual_tps", ndim=2, doc=_doc("actual_tps"))
-@xw.arg("theoretical_tps", ndim=2, doc=_doc("theoretical_tps"))
+@xw.arg("actual_tps", ndim=2, err_to_str=True, doc=_doc("actual_tps"))
+@xw.arg("theoretical_tps", ndim=2, err_to_str=True, doc=_doc("theoretical_tps"))
 @_excel_help
 def TEF(actual_tps, theoretical_tps):
     """Token Efficiency Factor: actual / theoretical tokens per second, a fraction (210,000 of
@@ -2664,9 +2724,9 @@ def TEF(actual_tps, theoretical_tps):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tef", ndim=2, doc=_doc("tef"))
-@xw.arg("sla", ndim=2, doc=_doc("sla"))
-@xw.arg("sell_through", ndim=2, doc=_doc("sell_through"))
+@xw.arg("tef", ndim=2, err_to_str=True, doc=_doc("tef"))
+@xw.arg("sla", ndim=2, err_to_str=True, doc=_doc("sla"))
+@xw.arg("sell_through", ndim=2, err_to_str=True, doc=_doc("sell_through"))
 @_excel_help
 def TFI(tef, sla, sell_through):
     """Token Factory Index: TEF x SLA x sell-through, the share of theoretical capacity that
@@ -2675,9 +2735,9 @@ def TFI(tef, sla, sell_through):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpus", ndim=2, doc=_doc("gpus"))
-@xw.arg("tef_now", ndim=2, doc=_doc("tef_now"))
-@xw.arg("tef_target", ndim=2, doc=_doc("tef_target"))
+@xw.arg("gpus", ndim=2, err_to_str=True, doc=_doc("gpus"))
+@xw.arg("tef_now", ndim=2, err_to_str=True, doc=_doc("tef_now"))
+@xw.arg("tef_target", ndim=2, err_to_str=True, doc=_doc("tef_target"))
 @_excel_help
 def EQUIV_GPU(gpus, tef_now, tef_target):
     """GPUs that would make the same tokens at today's TEF: GPUs x TEF target / TEF now (1,000
@@ -2687,10 +2747,10 @@ def EQUIV_GPU(gpus, tef_now, tef_target):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpus", ndim=2, doc=_doc("gpus"))
-@xw.arg("tef_now", ndim=2, doc=_doc("tef_now"))
-@xw.arg("tef_target", ndim=2, doc=_doc("tef_target"))
-@xw.arg("capex_per_gpu", ndim=2, doc=_doc("capex_per_gpu"))
+@xw.arg("gpus", ndim=2, err_to_str=True, doc=_doc("gpus"))
+@xw.arg("tef_now", ndim=2, err_to_str=True, doc=_doc("tef_now"))
+@xw.arg("tef_target", ndim=2, err_to_str=True, doc=_doc("tef_target"))
+@xw.arg("capex_per_gpu", ndim=2, err_to_str=True, doc=_doc("capex_per_gpu"))
 @_excel_help
 def AVOIDED_CAPEX(gpus, tef_now, tef_target, capex_per_gpu):
     """GPU CapEx a TEF uplift saves, in $: (equivalent GPUs - GPUs) x CapEx per GPU. #DIV/0!
@@ -2700,8 +2760,8 @@ def AVOIDED_CAPEX(gpus, tef_now, tef_target, capex_per_gpu):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tokens_paid", ndim=2, doc=_doc("tokens_paid"))
-@xw.arg("tokens_theoretical", ndim=2, doc=_doc("tokens_theoretical"))
+@xw.arg("tokens_paid", ndim=2, err_to_str=True, doc=_doc("tokens_paid"))
+@xw.arg("tokens_theoretical", ndim=2, err_to_str=True, doc=_doc("tokens_theoretical"))
 @_excel_help
 def LOAD_FACTOR(tokens_paid, tokens_theoretical):
     """Load factor, the airline measure for tokens: tokens paid / theoretical tokens, a fraction
@@ -2711,7 +2771,7 @@ def LOAD_FACTOR(tokens_paid, tokens_theoretical):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tps", ndim=2, doc=_doc("tps"))
+@xw.arg("tps", ndim=2, err_to_str=True, doc=_doc("tps"))
 @_excel_help
 def TPM(tps):
     """Tokens per minute from tokens per second: TPS x 60."""
@@ -2719,7 +2779,7 @@ def TPM(tps):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tps", ndim=2, doc=_doc("tps"))
+@xw.arg("tps", ndim=2, err_to_str=True, doc=_doc("tps"))
 @_excel_help
 def TOKENS_PER_DAY(tps):
     """Tokens per day from tokens per second: TPS x 86,400."""
@@ -2727,9 +2787,9 @@ def TOKENS_PER_DAY(tps):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
-@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
-@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@xw.arg("gpu_hour_cost", ndim=2, err_to_str=True, doc=_doc("gpu_hour_cost"))
+@xw.arg("tps_per_gpu", ndim=2, err_to_str=True, doc=_doc("tps_per_gpu"))
+@xw.arg("price_per_mtok", ndim=2, err_to_str=True, doc=_doc("price_per_mtok"))
 @_excel_help
 def BREAKEVEN_UTIL(gpu_hour_cost, tps_per_gpu, price_per_mtok):
     """Utilisation at which revenue pays the GPU-hour, a fraction: cost / (TPS x 3,600 x price /
@@ -2739,22 +2799,23 @@ def BREAKEVEN_UTIL(gpu_hour_cost, tps_per_gpu, price_per_mtok):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("util", ndim=2, doc=_doc("util"))
-@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
-@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
-@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@xw.arg("gpu_hour_cost", ndim=2, err_to_str=True, doc=_doc("gpu_hour_cost"))
+@xw.arg("tps_per_gpu", ndim=2, err_to_str=True, doc=_doc("tps_per_gpu"))
+@xw.arg("price_per_mtok", ndim=2, err_to_str=True, doc=_doc("price_per_mtok"))
+@xw.arg("util", ndim=2, err_to_str=True, doc=_doc("util"))
 @_excel_help
-def MARGIN_AT_UTIL(util, gpu_hour_cost, tps_per_gpu, price_per_mtok):
+def MARGIN_AT_UTIL(gpu_hour_cost, tps_per_gpu, price_per_mtok, util):
     """Operating margin at a utilisation, a fraction: 1 - breakeven utilisation / utilisation.
     #DIV/0! where utilisation, TPS or price is 0."""
-    return _call(model.margin_at_util, ("util", "gpu_hour_cost", "tps_per_gpu", "price_per_mtok"),
-                 (util, gpu_hour_cost, tps_per_gpu, price_per_mtok))
+    return _call(lambda c, t, p, u: model.margin_at_util(u, c, t, p),
+                 ("gpu_hour_cost", "tps_per_gpu", "price_per_mtok", "util"),
+                 (gpu_hour_cost, tps_per_gpu, price_per_mtok, util))
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
-@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
-@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("gpu_hour_cost", ndim=2, err_to_str=True, doc=_doc("gpu_hour_cost"))
+@xw.arg("tps_per_gpu", ndim=2, err_to_str=True, doc=_doc("tps_per_gpu"))
+@xw.arg("util", ndim=2, err_to_str=True, doc=_doc("util"))
 @_excel_help
 def COST_PER_MTOK(gpu_hour_cost, tps_per_gpu, util):
     """Cost of a million sold tokens at a utilisation, in $ per million tokens (also the
@@ -2764,32 +2825,32 @@ def COST_PER_MTOK(gpu_hour_cost, tps_per_gpu, util):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
-@xw.arg("util", ndim=2, doc=_doc("util"))
-@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@xw.arg("tps_per_gpu", ndim=2, err_to_str=True, doc=_doc("tps_per_gpu"))
+@xw.arg("price_per_mtok", ndim=2, err_to_str=True, doc=_doc("price_per_mtok"))
+@xw.arg("util", ndim=2, err_to_str=True, doc=_doc("util"))
 @_excel_help
-def REVENUE_PER_GPU_HOUR(tps_per_gpu, util, price_per_mtok):
+def REVENUE_PER_GPU_HOUR(tps_per_gpu, price_per_mtok, util):
     """Revenue of one GPU-hour, in $ per GPU-hour: TPS x 3,600 x utilisation x price / 10^6."""
-    return _call(model.revenue_per_gpu_hour, ("tps_per_gpu", "util", "price_per_mtok"),
-                 (tps_per_gpu, util, price_per_mtok))
+    return _call(lambda t, p, u: model.revenue_per_gpu_hour(t, u, p),
+                 ("tps_per_gpu", "price_per_mtok", "util"), (tps_per_gpu, price_per_mtok, util))
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
-@xw.arg("util", ndim=2, doc=_doc("util"))
-@xw.arg("price_per_mtok", ndim=2, doc=_doc("price_per_mtok"))
+@xw.arg("tps_per_gpu", ndim=2, err_to_str=True, doc=_doc("tps_per_gpu"))
+@xw.arg("price_per_mtok", ndim=2, err_to_str=True, doc=_doc("price_per_mtok"))
+@xw.arg("util", ndim=2, err_to_str=True, doc=_doc("util"))
 @_excel_help
-def DAILY_TOKEN_VALUE(tps_per_gpu, util, price_per_mtok):
+def DAILY_TOKEN_VALUE(tps_per_gpu, price_per_mtok, util):
     """Revenue one GPU earns in a day, in $ per GPU per day: TPS x 86,400 x utilisation x price /
     10^6."""
-    return _call(model.daily_token_value, ("tps_per_gpu", "util", "price_per_mtok"),
-                 (tps_per_gpu, util, price_per_mtok))
+    return _call(lambda t, p, u: model.daily_token_value(t, u, p),
+                 ("tps_per_gpu", "price_per_mtok", "util"), (tps_per_gpu, price_per_mtok, util))
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tokens_per_day", ndim=2, doc=_doc("tokens_per_day"))
-@xw.arg("gpus", ndim=2, doc=_doc("gpus"))
-@xw.arg("revenue_per_gpu_hour", ndim=2, doc=_doc("revenue_per_gpu_hour"))
+@xw.arg("tokens_per_day", ndim=2, err_to_str=True, doc=_doc("tokens_per_day"))
+@xw.arg("gpus", ndim=2, err_to_str=True, doc=_doc("gpus"))
+@xw.arg("revenue_per_gpu_hour", ndim=2, err_to_str=True, doc=_doc("revenue_per_gpu_hour"))
 @_excel_help
 def IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour):
     """Fleet-average revenue per million tokens, in $ per million tokens: an average, not a
@@ -2799,34 +2860,35 @@ def IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("capex_per_gpu", ndim=2, doc=_doc("capex_per_gpu"))
-@xw.arg("life_years", ndim=2, doc=_doc("life_years"))
-@xw.arg("power_kw", ndim=2, doc=_doc("power_kw"))
-@xw.arg("pue", ndim=2, doc=_doc("pue"))
-@xw.arg("price_per_kwh", ndim=2, doc=_doc("price_per_kwh"))
-@xw.arg("opex_per_gpu_hour", ndim=2, doc=_doc("opex_per_gpu_hour"))
-@xw.arg("salvage_per_gpu", ndim=2, doc=_doc("salvage_per_gpu"))
+@xw.arg("capex_per_gpu", ndim=2, err_to_str=True, doc=_doc("capex_per_gpu"))
+@xw.arg("salvage_per_gpu", ndim=2, err_to_str=True, doc=_doc("salvage_per_gpu"))
+@xw.arg("life_years", ndim=2, err_to_str=True, doc=_doc("life_years"))
+@xw.arg("power_kw", ndim=2, err_to_str=True, doc=_doc("power_kw"))
+@xw.arg("pue", ndim=2, err_to_str=True, doc=_doc("pue"))
+@xw.arg("price_per_kwh", ndim=2, err_to_str=True, doc=_doc("price_per_kwh"))
+@xw.arg("opex_per_gpu_hour", ndim=2, err_to_str=True, doc=_doc("opex_per_gpu_hour"))
 @_excel_help
-def GPU_HOUR_COST(capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour=0,
-                  salvage_per_gpu=0):
+def GPU_HOUR_COST(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh,
+                  opex_per_gpu_hour=0):
     """Owned cost of one GPU-hour, in $ per GPU-hour: (CapEx - salvage) / (life x 8,760) + kW x
-    PUE x $ per kWh + other opex."""
-    return _call(model.gpu_hour_cost,
-                 ("capex_per_gpu", "life_years", "power_kw", "pue", "price_per_kwh",
-                  "opex_per_gpu_hour", "salvage_per_gpu"),
-                 (capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour,
-                  salvage_per_gpu),
+    PUE x $ per kWh + other opex. Cost, salvage, life first, as in Excel's SLN."""
+    return _call(lambda capex, salvage, life, kw, pue, kwh, opex: model.gpu_hour_cost(
+                     capex, life, kw, pue, kwh, opex, salvage),
+                 ("capex_per_gpu", "salvage_per_gpu", "life_years", "power_kw", "pue",
+                  "price_per_kwh", "opex_per_gpu_hour"),
+                 (capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh,
+                  opex_per_gpu_hour),
                  check=_salvage_within_capex)
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("price_input", ndim=2, doc=_doc("price_input"))
-@xw.arg("price_output", ndim=2, doc=_doc("price_output"))
-@xw.arg("output_share", ndim=2, doc=_doc("output_share"))
-@xw.arg("cache_hit_rate", ndim=2, doc=_doc("cache_hit_rate"))
-@xw.arg("price_cached_input", ndim=2, doc=_doc("price_cached_input"))
-@xw.arg("batch_share", ndim=2, doc=_doc("batch_share"))
-@xw.arg("batch_discount", ndim=2, doc=_doc("batch_discount"))
+@xw.arg("price_input", ndim=2, err_to_str=True, doc=_doc("price_input"))
+@xw.arg("price_output", ndim=2, err_to_str=True, doc=_doc("price_output"))
+@xw.arg("output_share", ndim=2, err_to_str=True, doc=_doc("output_share"))
+@xw.arg("cache_hit_rate", ndim=2, err_to_str=True, doc=_doc("cache_hit_rate"))
+@xw.arg("price_cached_input", ndim=2, err_to_str=True, doc=_doc("price_cached_input"))
+@xw.arg("batch_share", ndim=2, err_to_str=True, doc=_doc("batch_share"))
+@xw.arg("batch_discount", ndim=2, err_to_str=True, doc=_doc("batch_discount"))
 @_excel_help
 def BLENDED_PRICE(price_input, price_output, output_share, cache_hit_rate=0,
                   price_cached_input=None, batch_share=0, batch_discount=0.5):
@@ -2840,9 +2902,9 @@ def BLENDED_PRICE(price_input, price_output, output_share, cache_hit_rate=0,
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("price_now", ndim=2, doc=_doc("price_now"))
-@xw.arg("decline_per_quarter", ndim=2, doc=_doc("decline_per_quarter"))
-@xw.arg("months", ndim=2, doc=_doc("months"))
+@xw.arg("price_now", ndim=2, err_to_str=True, doc=_doc("price_now"))
+@xw.arg("decline_per_quarter", ndim=2, err_to_str=True, doc=_doc("decline_per_quarter"))
+@xw.arg("months", ndim=2, err_to_str=True, doc=_doc("months"))
 @_excel_help
 def PRICE_AFTER(price_now, decline_per_quarter, months):
     """Price after a number of months, in $ per million tokens: price now x (1 - decline per
@@ -2852,9 +2914,9 @@ def PRICE_AFTER(price_now, decline_per_quarter, months):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("revenue_per_gpu_hour", ndim=2, doc=_doc("revenue_per_gpu_hour"))
-@xw.arg("cash_cost_per_gpu_hour", ndim=2, doc=_doc("cash_cost_per_gpu_hour"))
-@xw.arg("decline_per_quarter", ndim=2, doc=_doc("decline_per_quarter"))
+@xw.arg("revenue_per_gpu_hour", ndim=2, err_to_str=True, doc=_doc("revenue_per_gpu_hour"))
+@xw.arg("cash_cost_per_gpu_hour", ndim=2, err_to_str=True, doc=_doc("cash_cost_per_gpu_hour"))
+@xw.arg("decline_per_quarter", ndim=2, err_to_str=True, doc=_doc("decline_per_quarter"))
 @_excel_help
 def ECONOMIC_LIFE_MONTHS(revenue_per_gpu_hour, cash_cost_per_gpu_hour, decline_per_quarter):
     """Months until falling prices bring revenue per GPU-hour down to its cash cost; 0 if already
@@ -2866,9 +2928,9 @@ def ECONOMIC_LIFE_MONTHS(revenue_per_gpu_hour, cash_cost_per_gpu_hour, decline_p
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("ttft_p50", ndim=2, doc=_doc("ttft_p50"))
-@xw.arg("ttft_p99", ndim=2, doc=_doc("ttft_p99"))
-@xw.arg("ttft_slo", ndim=2, doc=_doc("ttft_slo"))
+@xw.arg("ttft_p50", ndim=2, err_to_str=True, doc=_doc("ttft_p50"))
+@xw.arg("ttft_p99", ndim=2, err_to_str=True, doc=_doc("ttft_p99"))
+@xw.arg("ttft_slo", ndim=2, err_to_str=True, doc=_doc("ttft_slo"))
 @_excel_help
 def SLO_ATTAINMENT(ttft_p50, ttft_p99, ttft_slo):
     """Share of requests whose time to first token meets the objective, a fraction, modelling
@@ -2878,7 +2940,7 @@ def SLO_ATTAINMENT(ttft_p50, ttft_p99, ttft_slo):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("cash_flows", ndim=2, doc=_doc("cash_flows"))
+@xw.arg("cash_flows", ndim=2, err_to_str=True, doc=_doc("cash_flows"))
 @_excel_help
 def PAYBACK_MONTHS(cash_flows):
     """Months until the cumulative cash flow turns non-negative, interpolated within the month.
@@ -2911,9 +2973,9 @@ def _series(raw: object) -> np.ndarray:
 
 # -- input and output tokens: prefill vs decode (TFOM-SPEC section 2) ---------------------------
 @xw.func(category=CATEGORY)
-@xw.arg("prefill_tps", ndim=2, doc=_doc("prefill_tps"))
-@xw.arg("decode_tps", ndim=2, doc=_doc("decode_tps"))
-@xw.arg("output_share", ndim=2, doc=_doc("output_share"))
+@xw.arg("prefill_tps", ndim=2, err_to_str=True, doc=_doc("prefill_tps"))
+@xw.arg("decode_tps", ndim=2, err_to_str=True, doc=_doc("decode_tps"))
+@xw.arg("output_share", ndim=2, err_to_str=True, doc=_doc("output_share"))
 @_excel_help
 def BLENDED_CAPACITY(prefill_tps, decode_tps, output_share):
     """Tokens per second one GPU makes of a mix of input and output tokens: 1 / ((1 - output
@@ -2923,9 +2985,9 @@ def BLENDED_CAPACITY(prefill_tps, decode_tps, output_share):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
-@xw.arg("prefill_tps", ndim=2, doc=_doc("prefill_tps"))
-@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("gpu_hour_cost", ndim=2, err_to_str=True, doc=_doc("gpu_hour_cost"))
+@xw.arg("prefill_tps", ndim=2, err_to_str=True, doc=_doc("prefill_tps"))
+@xw.arg("util", ndim=2, err_to_str=True, doc=_doc("util"))
 @_excel_help
 def COST_PER_MTOK_INPUT(gpu_hour_cost, prefill_tps, util):
     """Cost of a million input (prompt) tokens, in $ per million tokens: GPU-hour cost x 10^6 /
@@ -2935,9 +2997,9 @@ def COST_PER_MTOK_INPUT(gpu_hour_cost, prefill_tps, util):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpu_hour_cost", ndim=2, doc=_doc("gpu_hour_cost"))
-@xw.arg("decode_tps", ndim=2, doc=_doc("decode_tps"))
-@xw.arg("util", ndim=2, doc=_doc("util"))
+@xw.arg("gpu_hour_cost", ndim=2, err_to_str=True, doc=_doc("gpu_hour_cost"))
+@xw.arg("decode_tps", ndim=2, err_to_str=True, doc=_doc("decode_tps"))
+@xw.arg("util", ndim=2, err_to_str=True, doc=_doc("util"))
 @_excel_help
 def COST_PER_MTOK_OUTPUT(gpu_hour_cost, decode_tps, util):
     """Cost of a million output tokens, in $ per million tokens: GPU-hour cost x 10^6 / (3,600 x
@@ -2947,16 +3009,16 @@ def COST_PER_MTOK_OUTPUT(gpu_hour_cost, decode_tps, util):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("tps_per_gpu", ndim=2, doc=_doc("tps_per_gpu"))
-@xw.arg("util", ndim=2, doc=_doc("util"))
-@xw.arg("power_kw", ndim=2, doc=_doc("power_kw"))
-@xw.arg("pue", ndim=2, doc=_doc("pue"))
+@xw.arg("tps_per_gpu", ndim=2, err_to_str=True, doc=_doc("tps_per_gpu"))
+@xw.arg("power_kw", ndim=2, err_to_str=True, doc=_doc("power_kw"))
+@xw.arg("pue", ndim=2, err_to_str=True, doc=_doc("pue"))
+@xw.arg("util", ndim=2, err_to_str=True, doc=_doc("util"))
 @_excel_help
-def TOKENS_PER_MW(tps_per_gpu, util, power_kw, pue):
+def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
     """Tokens per second a megawatt of facility power yields: TPS per GPU x utilisation x 1,000
     / (kW per GPU x PUE)."""
-    return _call(model.tokens_per_mw, ("tps_per_gpu", "util", "power_kw", "pue"),
-                 (tps_per_gpu, util, power_kw, pue))
+    return _call(lambda t, kw, pue, u: model.tokens_per_mw(t, u, kw, pue),
+                 ("tps_per_gpu", "power_kw", "pue", "util"), (tps_per_gpu, power_kw, pue, util))
 
 
 # -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
@@ -3075,14 +3137,14 @@ _ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
-@xw.arg("model", ndim=2, doc=_doc("model"))
-@xw.arg("precision", ndim=2, doc=_doc("precision"))
-@xw.arg("batch", ndim=2, doc=_doc("batch"))
-@xw.arg("context_tokens", ndim=2, doc=_doc("context_tokens"))
-@xw.arg("gpus_per_replica", ndim=2, doc=_doc("gpus_per_replica"))
-@xw.arg("mbu", ndim=2, doc=_doc("mbu"))
-@xw.arg("mfu", ndim=2, doc=_doc("mfu"))
+@xw.arg("gpu", ndim=2, err_to_str=True, doc=_doc("gpu"))
+@xw.arg("model", ndim=2, err_to_str=True, doc=_doc("model"))
+@xw.arg("precision", ndim=2, err_to_str=True, doc=_doc("precision"))
+@xw.arg("batch", ndim=2, err_to_str=True, doc=_doc("batch"))
+@xw.arg("context_tokens", ndim=2, err_to_str=True, doc=_doc("context_tokens"))
+@xw.arg("gpus_per_replica", ndim=2, err_to_str=True, doc=_doc("gpus_per_replica"))
+@xw.arg("mbu", ndim=2, err_to_str=True, doc=_doc("mbu"))
+@xw.arg("mfu", ndim=2, err_to_str=True, doc=_doc("mfu"))
 @_excel_help
 def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_replica=1, mbu=1,
                     mfu=1):
@@ -3098,11 +3160,11 @@ def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_repli
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
-@xw.arg("model", ndim=2, doc=_doc("model"))
-@xw.arg("precision", ndim=2, doc=_doc("precision"))
-@xw.arg("context_tokens", ndim=2, doc=_doc("context_tokens"))
-@xw.arg("gpus_per_replica", ndim=2, doc=_doc("gpus_per_replica"))
+@xw.arg("gpu", ndim=2, err_to_str=True, doc=_doc("gpu"))
+@xw.arg("model", ndim=2, err_to_str=True, doc=_doc("model"))
+@xw.arg("precision", ndim=2, err_to_str=True, doc=_doc("precision"))
+@xw.arg("context_tokens", ndim=2, err_to_str=True, doc=_doc("context_tokens"))
+@xw.arg("gpus_per_replica", ndim=2, err_to_str=True, doc=_doc("gpus_per_replica"))
 @_excel_help
 def MAX_BATCH(gpu, model, precision, context_tokens, gpus_per_replica=1):
     """Largest batch of sequences whose KV cache fits beside the weights: (memory x GPUs per
@@ -3147,8 +3209,8 @@ def _spec_lookup(names: tuple[str, str], raws: tuple[object, object],
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("gpu", ndim=2, doc=_doc("gpu"))
-@xw.arg("field", ndim=2, doc=_doc("field"))
+@xw.arg("gpu", ndim=2, err_to_str=True, doc=_doc("gpu"))
+@xw.arg("field", ndim=2, err_to_str=True, doc=_doc("field"))
 @_excel_help
 def GPU_SPEC(gpu, field):
     """One figure of a catalogue GPU, dense and per GPU: GPU_SPEC("H200", "bandwidth_tbps") is
@@ -3158,8 +3220,8 @@ def GPU_SPEC(gpu, field):
 
 
 @xw.func(category=CATEGORY)
-@xw.arg("model", ndim=2, doc=_doc("model"))
-@xw.arg("field", ndim=2, doc=_doc("field"))
+@xw.arg("model", ndim=2, err_to_str=True, doc=_doc("model"))
+@xw.arg("field", ndim=2, err_to_str=True, doc=_doc("field"))
 @_excel_help
 def MODEL_SPEC(model, field):
     """One figure of a catalogue model: MODEL_SPEC("DeepSeek-V3", "active_params") is 37 billion;
@@ -3266,6 +3328,9 @@ class _Reader:
 class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
     """Imports the bundled modules of tokenfactory_xl from the sources above."""
 
+    #: marks the finders and modules of any run of this file, this one's or an earlier paste's
+    tokenfactory_xl_bundle = True
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname != _PACKAGE and fullname not in _SOURCES:
             return None
@@ -3300,12 +3365,21 @@ class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
             "/__init__.py>" if fullname == _PACKAGE else ".py>")
 
 
-if _PACKAGE in _sys.modules and not isinstance(
-        getattr(_sys.modules[_PACKAGE], "__loader__", None), _Bundle):
+
+def _from_a_bundle(thing):
+    return getattr(thing, "tokenfactory_xl_bundle", False) is True
+
+
+if _PACKAGE in _sys.modules and not _from_a_bundle(
+        getattr(_sys.modules[_PACKAGE], "__loader__", None)):
     raise ImportError("another tokenfactory_xl is already imported; this file is for "
                       "xlwings Lite, where the package itself is not installed")
-if not any(isinstance(finder, _Bundle) for finder in _sys.meta_path):
-    _sys.meta_path.insert(0, _Bundle())
+# Run again in the same process (pasted again, perhaps a newer version): the earlier run's
+# finder and modules make way, so the sources above are the ones imported.
+_sys.meta_path[:] = [finder for finder in _sys.meta_path if not _from_a_bundle(finder)]
+for _name in [n for n in _sys.modules if n == _PACKAGE or n.startswith(_PACKAGE + ".")]:
+    del _sys.modules[_name]
+_sys.meta_path.insert(0, _Bundle())
 
 _udfs = _importlib.import_module(_PACKAGE + ".udfs")
 globals().update({name: getattr(_udfs, name) for name in _udfs.__all__})

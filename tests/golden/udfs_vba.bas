@@ -92,13 +92,13 @@ failed:
     COST_PER_MTOK_OUTPUT = Err.Description
 End Function
 
-Function DAILY_TOKEN_VALUE(tps_per_gpu, util, price_per_mtok)
+Function DAILY_TOKEN_VALUE(tps_per_gpu, price_per_mtok, util)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
-        DAILY_TOKEN_VALUE = XLPy.CallUDF("tokenfactory_xl.udfs", "DAILY_TOKEN_VALUE", Array(tps_per_gpu, util, price_per_mtok), ThisWorkbook, Application.Caller)
+        DAILY_TOKEN_VALUE = XLPy.CallUDF("tokenfactory_xl.udfs", "DAILY_TOKEN_VALUE", Array(tps_per_gpu, price_per_mtok, util), ThisWorkbook, Application.Caller)
         Exit Function
     #Else
-        DAILY_TOKEN_VALUE = XLPy.CallUDF("tokenfactory_xl.udfs", "DAILY_TOKEN_VALUE", Array(tps_per_gpu, util, price_per_mtok))
+        DAILY_TOKEN_VALUE = XLPy.CallUDF("tokenfactory_xl.udfs", "DAILY_TOKEN_VALUE", Array(tps_per_gpu, price_per_mtok, util))
         Exit Function
     #End If
 failed:
@@ -131,13 +131,13 @@ failed:
     EQUIV_GPU = Err.Description
 End Function
 
-Function GPU_HOUR_COST(capex_per_gpu, life_years, power_kw, pue, price_per_kwh, Optional opex_per_gpu_hour, Optional salvage_per_gpu)
+Function GPU_HOUR_COST(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, Optional opex_per_gpu_hour)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
-        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour, salvage_per_gpu), ThisWorkbook, Application.Caller)
+        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour), ThisWorkbook, Application.Caller)
         Exit Function
     #Else
-        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour, salvage_per_gpu))
+        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour))
         Exit Function
     #End If
 failed:
@@ -183,13 +183,13 @@ failed:
     LOAD_FACTOR = Err.Description
 End Function
 
-Function MARGIN_AT_UTIL(util, gpu_hour_cost, tps_per_gpu, price_per_mtok)
+Function MARGIN_AT_UTIL(gpu_hour_cost, tps_per_gpu, price_per_mtok, util)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
-        MARGIN_AT_UTIL = XLPy.CallUDF("tokenfactory_xl.udfs", "MARGIN_AT_UTIL", Array(util, gpu_hour_cost, tps_per_gpu, price_per_mtok), ThisWorkbook, Application.Caller)
+        MARGIN_AT_UTIL = XLPy.CallUDF("tokenfactory_xl.udfs", "MARGIN_AT_UTIL", Array(gpu_hour_cost, tps_per_gpu, price_per_mtok, util), ThisWorkbook, Application.Caller)
         Exit Function
     #Else
-        MARGIN_AT_UTIL = XLPy.CallUDF("tokenfactory_xl.udfs", "MARGIN_AT_UTIL", Array(util, gpu_hour_cost, tps_per_gpu, price_per_mtok))
+        MARGIN_AT_UTIL = XLPy.CallUDF("tokenfactory_xl.udfs", "MARGIN_AT_UTIL", Array(gpu_hour_cost, tps_per_gpu, price_per_mtok, util))
         Exit Function
     #End If
 failed:
@@ -248,13 +248,13 @@ failed:
     PRICE_AFTER = Err.Description
 End Function
 
-Function REVENUE_PER_GPU_HOUR(tps_per_gpu, util, price_per_mtok)
+Function REVENUE_PER_GPU_HOUR(tps_per_gpu, price_per_mtok, util)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
-        REVENUE_PER_GPU_HOUR = XLPy.CallUDF("tokenfactory_xl.udfs", "REVENUE_PER_GPU_HOUR", Array(tps_per_gpu, util, price_per_mtok), ThisWorkbook, Application.Caller)
+        REVENUE_PER_GPU_HOUR = XLPy.CallUDF("tokenfactory_xl.udfs", "REVENUE_PER_GPU_HOUR", Array(tps_per_gpu, price_per_mtok, util), ThisWorkbook, Application.Caller)
         Exit Function
     #Else
-        REVENUE_PER_GPU_HOUR = XLPy.CallUDF("tokenfactory_xl.udfs", "REVENUE_PER_GPU_HOUR", Array(tps_per_gpu, util, price_per_mtok))
+        REVENUE_PER_GPU_HOUR = XLPy.CallUDF("tokenfactory_xl.udfs", "REVENUE_PER_GPU_HOUR", Array(tps_per_gpu, price_per_mtok, util))
         Exit Function
     #End If
 failed:
@@ -326,13 +326,13 @@ failed:
     TOKENS_PER_DAY = Err.Description
 End Function
 
-Function TOKENS_PER_MW(tps_per_gpu, util, power_kw, pue)
+Function TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
-        TOKENS_PER_MW = XLPy.CallUDF("tokenfactory_xl.udfs", "TOKENS_PER_MW", Array(tps_per_gpu, util, power_kw, pue), ThisWorkbook, Application.Caller)
+        TOKENS_PER_MW = XLPy.CallUDF("tokenfactory_xl.udfs", "TOKENS_PER_MW", Array(tps_per_gpu, power_kw, pue, util), ThisWorkbook, Application.Caller)
         Exit Function
     #Else
-        TOKENS_PER_MW = XLPy.CallUDF("tokenfactory_xl.udfs", "TOKENS_PER_MW", Array(tps_per_gpu, util, power_kw, pue))
+        TOKENS_PER_MW = XLPy.CallUDF("tokenfactory_xl.udfs", "TOKENS_PER_MW", Array(tps_per_gpu, power_kw, pue, util))
         Exit Function
     #End If
 failed:

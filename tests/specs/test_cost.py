@@ -93,6 +93,31 @@ def test_the_sweep_workbook_has_its_points_and_chart(tmp_path):
     assert len(wb["Curve"]._charts) == 1
 
 
+def test_an_existing_file_is_replaced_only_with_force(tmp_path):
+    out = tmp_path / "curve.xlsx"
+    out.write_bytes(b"a workbook of the user's")
+    again = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "-o", str(out))
+    assert again.returncode == 2 and again.stdout == ""
+    assert again.stderr == (f"tokenfactory-xl: --output {out}: exists; nothing was written (add "
+                            "--force to replace it)\n")
+    assert out.read_bytes() == b"a workbook of the user's"
+    forced = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "-o", str(out), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert openpyxl.load_workbook(out).sheetnames == ["Curve", "Points"]
+
+
+def test_the_workbook_goes_to_the_standard_output_and_the_table_to_the_standard_error(
+        tmp_path):
+    proc = command.process("cost", SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "-o", "-",
+                           cwd=tmp_path, text=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout[:4] == b"PK\x03\x04" and list(tmp_path.iterdir()) == []
+    (tmp_path / "curve.xlsx").write_bytes(proc.stdout)
+    wb = openpyxl.load_workbook(tmp_path / "curve.xlsx")
+    assert len(list(wb["Points"].iter_rows(min_row=2))) == 5  # the five runs of the sweep
+    assert proc.stderr.decode().startswith("cost at $2.10 per GPU-hour")
+
+
 @pytest.mark.skipif(libreoffice.find_soffice() is None, reason="LibreOffice not installed")
 def test_the_png_is_rendered(tmp_path):
     png = tmp_path / "curve.png"

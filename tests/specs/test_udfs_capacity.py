@@ -144,7 +144,7 @@ def test_prefill_decode_split_of_spec_section_2():
     # GPU-time share of input tokens: 1.875e-5 / 8.125e-5
     assert model.input_time_share(40_000, 4_000, 0.25) == pytest.approx(1.875 / 8.125)
     # 10,000 tokens/s at 50 % on 1 kW × PUE 1.25: 800 GPUs a MW × 5,000 = 4,000,000
-    assert TOKENS_PER_MW(10_000, 0.5, 1.0, 1.25) == pytest.approx(4e6)
+    assert TOKENS_PER_MW(10_000, 1.0, 1.25, 0.5) == pytest.approx(4e6)
     assert BLENDED_CAPACITY([[40_000], [20_000]], 4_000, 0.25) == [
         [pytest.approx(1 / 8.125e-5)], [pytest.approx(1 / (0.75 / 20_000 + 0.25 / 4_000))]]
     assert message(COST_PER_MTOK_OUTPUT, 2.10, 4_000, 65) == (

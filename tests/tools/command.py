@@ -88,11 +88,14 @@ def run(*args: str | os.PathLike, cwd: str | os.PathLike = ROOT,
 
 
 def process(*args: str | os.PathLike, cwd: str | os.PathLike = ROOT,
-            env: Mapping[str, str] | None = None, timeout: float = 120
+            env: Mapping[str, str] | None = None, timeout: float = 120,
+            input: str | bytes | None = None, text: bool = True
             ) -> subprocess.CompletedProcess:
     """``python -m tokenfactory_xl *args`` as a process of its own, in ``cwd`` with ``env``
     (this process's when ``None``) and this checkout's package, ended after ``timeout`` seconds
-    (a run that would hang fails its test instead of the suite)."""
+    (a run that would hang fails its test instead of the suite); ``input`` on its standard
+    input, its output as text (or bytes, with ``text=False``)."""
     env = {**(os.environ if env is None else env), "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "tokenfactory_xl", *map(os.fspath, args)],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+                          cwd=cwd, env=env, capture_output=True, text=text, timeout=timeout,
+                          input=input)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools.once import build_once
 from tokenfactory_xl import workbook as wb_module
 from tokenfactory_xl.inputs import make_inputs
 
@@ -65,13 +66,15 @@ def input_sets():
 @pytest.fixture(scope="session")
 def built(tmp_path_factory, input_sets) -> dict[str, Path]:
     """Name → a workbook built with that input set."""
-    folder = tmp_path_factory.mktemp("built")
-    out = {}
-    for name, inputs in input_sets.items():
-        path = folder / f"{name}.xlsx"
-        wb_module.save_workbook(wb_module.build_workbook(inputs, RISK_DRAWS), path)
-        out[name] = path
-    return out
+    def build(folder: Path) -> dict[str, Path]:
+        out = {}
+        for name, inputs in input_sets.items():
+            path = folder / f"{name}.xlsx"
+            wb_module.save_workbook(wb_module.build_workbook(inputs, RISK_DRAWS), path)
+            out[name] = path
+        return out
+
+    return build_once(tmp_path_factory, "workbook-built", build)
 
 
 @pytest.fixture(scope="session")
@@ -79,10 +82,12 @@ def recalculated(soffice, tmp_path_factory, built) -> dict[str, Path]:
     """Name → the workbook as LibreOffice recalculated and saved it (one soffice call)."""
     from tokenfactory_xl.libreoffice import recalculate
 
-    folder = tmp_path_factory.mktemp("recalculated")
-    names = list(built)
-    paths = recalculate([built[n] for n in names], folder)
-    return dict(zip(names, paths, strict=True))
+    def build(folder: Path) -> dict[str, Path]:
+        names = list(built)
+        paths = recalculate([built[n] for n in names], folder)
+        return dict(zip(names, paths, strict=True))
+
+    return build_once(tmp_path_factory, "workbook-recalculated", build)
 
 
 def excel_serial(value: dt.date) -> int:
