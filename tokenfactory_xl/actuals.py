@@ -84,11 +84,20 @@ from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
                                     "cache_hit_rate")
 
+FORMAT_GENAI_PERF = "NVIDIA GenAI-Perf"
+FORMAT_LLMPERF = "LLMPerf summary"
+FORMAT_TRTLLM_BENCH = "trtllm-bench log"
+FORMAT_MLPERF = "MLPerf loadgen summary"
+FORMAT_PERF_CSV = "GenAI-Perf/AIPerf CSV"
 FORMATS = ("vLLM bench serve", "SGLang bench_serving", "NVIDIA AIPerf", "vLLM Prometheus",
-           "benchmark suite result")
-_EXPECTED = ("a vllm bench serve --save-result JSON, an SGLang bench_serving JSON(L) result, "
-             "an AIPerf profile_export_aiperf.json, a nightly suite's per-configuration result "
-             "(tput_per_gpu), or a Prometheus text scrape of a vLLM server's /metrics")
+           "benchmark suite result", FORMAT_GENAI_PERF, FORMAT_LLMPERF, FORMAT_TRTLLM_BENCH,
+           FORMAT_MLPERF, FORMAT_PERF_CSV)
+_EXPECTED = ("one of the formats read: vllm bench serve --save-result JSON; SGLang "
+             "bench_serving JSON(L); AIPerf profile_export_aiperf.json or its CSV; GenAI-Perf "
+             "profile_export_genai_perf.json or its CSV; an LLMPerf summary JSON; a "
+             "trtllm-bench throughput log; an MLPerf loadgen mlperf_log_summary.txt; a nightly "
+             "suite's per-configuration result (InferenceX, tput_per_gpu); or a Prometheus "
+             "text scrape of a vLLM server's /metrics")
 
 
 class FileProblem(ValueError):
@@ -121,6 +130,12 @@ class Measurement:
     hardware, precision, model_name : what the file says was measured, when it says
     run : which run of a file of several (``"2 of 5"``), else None
     prompt_tokens : mean input tokens per request [tokens], when the file gives it
+    output_per_request : mean output tokens per request [tokens], when the file gives it
+    prefill_tps : measured prefill (prompt) tokens per second while prefilling [tokens/s],
+        when the file gives it (AIPerf's active prefill throughput)
+    speculative : the speculative-decoding technique the file names (``mtp``), or None
+    ttft_tail_ms, ttft_tail_stat : a file without p50/p99 TTFT: its highest TTFT percentile
+        [ms] and which one (``p95``)
     notes : remarks the reader made (which unit was assumed, …)
     """
 
@@ -144,14 +159,21 @@ class Measurement:
     model_name: str | None = None
     run: str | None = None
     prompt_tokens: float | None = None
+    output_per_request: float | None = None
+    prefill_tps: float | None = None
+    speculative: str | None = None
+    ttft_tail_ms: float | None = None
+    ttft_tail_stat: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def output_share(self) -> float | None:
         """Output tokens ÷ all tokens [fraction]."""
         if self.input_tokens is None or self.output_tokens is None:
-            if self.output_tps is not None and self.tps > 0:
+            if self.output_tps is not None and self.tps > 0 and self.output_tps < self.tps:
                 return self.output_tps / self.tps
+            if self.prompt_tokens is not None and self.output_per_request:
+                return self.output_per_request / (self.prompt_tokens + self.output_per_request)
             return None
         total = self.input_tokens + self.output_tokens
         return self.output_tokens / total if total > 0 else None
@@ -227,7 +249,7 @@ def _per_user(obj: dict, path, what: str) -> float | None:
 def _concurrency(obj: dict, path, what: str) -> float | None:
     """The concurrency a run was driven at; for a run driven by request rate instead, the
     average requests in flight by Little's law: completed ÷ duration × mean latency."""
-    for key in ("max_concurrency", "conc", "concurrency"):
+    for key in ("max_concurrency", "conc", "concurrency", "users"):
         value = obj.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and \
                 math.isfinite(value) and value > 0:
@@ -311,23 +333,29 @@ def read_sglang_bench(obj: dict, path: str) -> Measurement:
 
 
 def read_suite_result(obj: dict, path: str) -> Measurement:
-    """One configuration of a public nightly inference benchmark suite (InferenceMAX's
-    ``agg_*.json`` rows, flat or with the figures under ``"metrics"``).
+    """One configuration of a public nightly inference benchmark suite (InferenceX's, formerly
+    InferenceMAX's, ``agg_*.json`` rows written by its ``utils/process_result.py``, flat or
+    with the figures under ``"metrics"``; agentic rows alike).
 
     Those files give throughput **per GPU** (``tput_per_gpu``, ``output_tput_per_gpu``), the
-    tensor-parallel GPUs of the instance (``tp``), latencies in seconds with the ``_ms`` dropped
-    (``median_ttft``, ``p99_ttft``), interactivity (``median_intvty``, tokens/s per user), the
-    concurrency (``conc``), hardware (``hw``) and precision. The instance's throughput is
-    tokens/s per GPU × ``tp``.
+    tensor-parallel GPUs of the instance (``tp``; a disaggregated row, ``disagg`` true, counts
+    its prefill and decode GPUs, ``num_prefill_gpu`` + ``num_decode_gpu``), latencies in
+    seconds with the ``_ms`` dropped (``median_ttft``, ``p99_ttft``), interactivity
+    (``median_intvty``, tokens/s per user), the concurrency (``conc``; agentic rows ``users``),
+    hardware (``hw``), precision and ``spec_decoding``. The instance's throughput is tokens/s
+    per GPU × GPUs. An agentic row has no median or p99 TTFT: its highest percentile is shown
+    instead, named; its cache-hit rate is the server's GPU prefix-cache hit rate where given.
     """
     what = "benchmark suite result"
     figures = obj["metrics"] if isinstance(obj.get("metrics"), dict) else obj
     per_gpu = _num(figures, "tput_per_gpu", path, what)
     gpus = None
-    notes: tuple[str, ...] = ()
+    notes: list[str] = []
     prefill_gpus = _num(obj, "num_prefill_gpu", path, what, required=False)
     decode_gpus = _num(obj, "num_decode_gpu", path, what, required=False)
-    if prefill_gpus and decode_gpus:  # a disaggregated (multi-node) configuration
+    # disagg false: one instance on tp GPUs, whatever prefill/decode counts the row repeats
+    colocated = obj.get("disagg") is False or str(obj.get("disagg")).lower() == "false"
+    if not colocated and prefill_gpus and decode_gpus:
         gpus = prefill_gpus + decode_gpus
     for key in ("num_gpus", "total_gpus", "tp", "decode_tp"):
         value = _num(obj, key, path, what, required=False)
@@ -335,20 +363,56 @@ def read_suite_result(obj: dict, path: str) -> Measurement:
             gpus = value
             break
     if gpus is None:
-        notes = ("no GPU count (tp): the instance figures are for one GPU",)
+        notes.append("no GPU count (tp) in the file: the instance figures are one GPU's; "
+                     "give --gpus N")
     out_per_gpu = _num(figures, "output_tput_per_gpu", path, what, required=False)
     p50, n50 = _ttft(figures, "median", path, what)
     p99, n99 = _ttft(figures, "p99", path, what)
+    tail = tail_stat = None
+    if p50 is None and p99 is None:
+        for stat in ("p95", "p90", "p75"):
+            value = _num(figures, f"{stat}_ttft", path, what, required=False)
+            if value is not None:
+                tail, tail_stat = value * 1000, stat
+                mean = _num(figures, "mean_ttft", path, what, required=False)
+                notes.append(f"no p50/p99 TTFT in the file: its {stat} TTFT, {tail:,.1f} ms, "
+                             "is shown instead (seconds in the file)" + (
+                                 f"; mean {mean * 1000:,.1f} ms" if mean is not None else ""))
+                break
+    cache = None
+    for key in ("server_gpu_cache_hit_rate", "cache_hit_rate"):
+        value = _num(figures, key, path, what, required=False)
+        if value is not None:
+            cache = value / 100 if value > 1 else value
+            if value > 1:
+                notes.append(f"{key} {value:g} read as a percentage")
+            break
+    theoretical_hit = _num(figures, "theoretical_cache_hit_rate", path, what, required=False)
+    if cache is None and theoretical_hit is not None:
+        notes.append(f"the file's theoretical cache-hit rate ({theoretical_hit:g}) is what the "
+                     "trace could reuse, not a measured hit rate: not used")
+    spec = _text_of(obj, "spec_decoding")
+    duration = _num(figures, "duration_seconds", path, what, required=False)
+    inp = _num(figures, "total_prompt_tokens", path, what, required=False)
+    out = _num(figures, "total_generation_tokens", path, what, required=False)
     assert per_gpu is not None
     return Measurement(
-        source=path, format=FORMATS[4], duration_s=None, input_tokens=None, output_tokens=None,
-        tps=per_gpu * (gpus or 1), output_tps=None if out_per_gpu is None
-        else out_per_gpu * (gpus or 1), ttft_p50_ms=p50, ttft_p99_ms=p99, gpus=gpus,
+        source=path, format=FORMATS[4], duration_s=duration, input_tokens=inp,
+        output_tokens=out, tps=per_gpu * (gpus or 1),
+        output_tps=None if out_per_gpu is None else out_per_gpu * (gpus or 1),
+        ttft_p50_ms=p50, ttft_p99_ms=p99, cache_hit_rate=cache, gpus=gpus,
+        requests=_num(figures, "total_requests_completed", path, what, required=False),
         concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(figures, path, what),
         hardware=_text_of(obj, "hw", "hardware", "device"),
         precision=_text_of(obj, "precision"), model_name=_text_of(obj, "model"),
-        prompt_tokens=_num(obj, "isl", path, what, required=False) or None,
-        notes=notes + n50 + n99)
+        prompt_tokens=_num(obj, "isl", path, what, required=False)
+        or _num(figures, "mean_input_tokens", path, what, required=False) or None,
+        output_per_request=_num(obj, "osl", path, what, required=False)
+        or _num(figures, "mean_output_tokens_actual", path, what, required=False) or None,
+        speculative=None if spec in (None, "none") else spec,
+        ttft_tail_ms=tail, ttft_tail_stat=tail_stat,
+        notes=tuple(notes) + n50 + n99 + ((f"speculative decoding: {spec}",)
+                                           if spec not in (None, "none") else ()))
 
 
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sec": 1.0, "s": 1.0}
@@ -418,6 +482,15 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
         raise FileProblem(path, f"AIPerf export has no {missing!r} metric (nor the mean sequence "
                                 f"length and request_count); expected \"{missing}\": "
                                 "{\"unit\": …, \"avg\": …}")
+    config = obj.get("input_config") if isinstance(obj.get("input_config"), dict) else {}
+    loadgen = config.get("loadgen") if isinstance(config.get("loadgen"), dict) else {}
+    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
+    names = endpoint.get("model_names")
+    name = names[0] if isinstance(names, list) and names and isinstance(names[0], str) else None
+    concurrency = loadgen.get("concurrency")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, (int, float)) or \
+            not concurrency > 0:
+        concurrency = None
     return Measurement(
         source=path, format=FORMATS[2], duration_s=duration, input_tokens=inp,
         output_tokens=out, tps=_tps(inp, out, duration, path, "AIPerf export"),
@@ -427,11 +500,21 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
         requests=requests, prompt_tokens=_mean(inp, requests),
         request_goodput=_aiperf_metric(obj, "goodput", "avg", path, required=False),
         tps_per_user=_aiperf_metric(obj, "output_token_throughput_per_user", "avg", path,
-                                    required=False), notes=tuple(notes))
+                                    required=False),
+        concurrency=float(concurrency) if concurrency is not None else None,
+        model_name=name[:80] if name else None,
+        prefill_tps=_aiperf_metric(obj, "active_prefill_throughput", "avg", path,
+                                   required=False), notes=tuple(notes))
 
 
 def _benchmark_kind(obj: dict) -> str | None:
     """Which tool wrote a result object, from its field names (never the file's name)."""
+    from . import read_genai_perf, read_llmperf
+
+    if read_genai_perf.looks_like(obj):
+        return FORMAT_GENAI_PERF
+    if read_llmperf.looks_like(obj):
+        return FORMAT_LLMPERF
     if "tput_per_gpu" in obj or (isinstance(obj.get("metrics"), dict)
                                  and "tput_per_gpu" in obj["metrics"]):
         return FORMATS[4]
@@ -476,10 +559,17 @@ def read_benchmark_runs(path: str | os.PathLike, text: str | None = None) -> lis
             raise FileProblem(where, f"holds a JSON {type(obj).__name__}, expected an object: "
                                      f"{_EXPECTED}")
         kind = _benchmark_kind(obj)
+        if kind in (FORMAT_GENAI_PERF, FORMAT_LLMPERF):
+            from . import read_genai_perf, read_llmperf
+
+            reader = read_genai_perf if kind == FORMAT_GENAI_PERF else read_llmperf
+            runs.append(reader.read(obj, where))
+            continue
         if kind is None:
             raise FileProblem(where, "is JSON but none of the known result formats (no "
                                      "total_token_throughput, time_to_first_token, "
-                                     f"mean_e2e_latency_ms or tput_per_gpu); expected {_EXPECTED}")
+                                     "mean_e2e_latency_ms, results_ttft_s_quantiles_p50 or "
+                                     f"tput_per_gpu); expected {_EXPECTED}")
         found = _READERS[kind](obj, where)
         if len(objects) > 1:
             found = replace(found, run=f"{number} of {len(objects)}")
@@ -543,6 +633,23 @@ def _json_objects(text: str, path: str) -> list | None:
                 raise FileProblem(path, f"is not valid JSON ({where}); expected "
                                         f"{_EXPECTED}") from None
         return objects
+
+
+def _is_text_result(text: str) -> bool:
+    """A log or CSV a text reader recognises (a trtllm-bench log starts with ``[``)."""
+    from . import read_mlperf, read_perf_csv, read_trtllm_bench
+
+    return any(r.looks_like(text) for r in (read_perf_csv, read_trtllm_bench, read_mlperf))
+
+
+def _read_text_result(path: str, text: str) -> Measurement:
+    """A result that is not JSON: a CSV export, a trtllm-bench log or an MLPerf summary."""
+    from . import read_mlperf, read_perf_csv, read_trtllm_bench
+
+    for reader in (read_perf_csv, read_trtllm_bench, read_mlperf):
+        if reader.looks_like(text):
+            return reader.read(text, path)
+    raise FileProblem(path, f"is not a format this command reads; expected {_EXPECTED}")
 
 
 # -- Prometheus scrapes --------------------------------------------------------------------------
@@ -741,7 +848,7 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
     scrapes: list[Scrape] = []
     for path in paths:
         text = _read_text(str(path))
-        if text.lstrip()[:1] in ("{", "["):
+        if text.lstrip()[:1] in ("{", "[") and not _is_text_result(text):
             runs = read_benchmark_runs(path, text)
             if run is not None and len(runs) > 1:
                 if run > len(runs):
@@ -752,7 +859,7 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
         elif looks_like_prometheus(text):
             scrapes.append(read_scrape(path, text))
         else:
-            raise FileProblem(path, f"is not a format this command reads; expected {_EXPECTED}")
+            benchmarks.append(_read_text_result(str(path), text))
     if scrapes and len(scrapes) != 2:
         raise FileProblem(scrapes[0].path, f"is one of {len(scrapes)} Prometheus scrapes; "
                                            "expected exactly two (before and after)")
@@ -818,11 +925,18 @@ def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: st
                        prefill)
 
 
+#: The note of a measurement whose GPU count neither the file nor the user gave.
+NO_GPU_COUNT = ("the file does not say how many GPUs ran it: no per-GPU figure (and no TEF); "
+                "give --gpus N, the GPUs of the measured instance")
+
+
 def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None,
-              gpus: int = 1, instances: int = 1) -> dict[str, object]:
-    """The figures the command prints (and ``--json`` writes), TEF included."""
-    per_gpu = found.tps / gpus
-    tef = per_gpu / theoretical.tps_per_gpu if theoretical else None
+              gpus: int | None = 1, instances: int = 1) -> dict[str, object]:
+    """The figures the command prints (and ``--json`` writes), TEF included. ``gpus`` None
+    (the count is unknown): no per-GPU figure and no TEF, and a note naming ``--gpus``."""
+    per_gpu = found.tps / gpus if gpus else None
+    tef = per_gpu / theoretical.tps_per_gpu if theoretical and per_gpu is not None else None
+    notes = list(found.notes) + ([] if gpus else [NO_GPU_COUNT])
     out: dict[str, object] = {
         "source": found.source, "format": found.format,
         "duration_s": found.duration_s, "requests": found.requests,
@@ -830,14 +944,18 @@ def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None
         "measured_tps": found.tps * instances, "instance_tps": found.tps,
         "instances": instances, "gpus_per_instance": gpus,
         "measured_tps_per_gpu": per_gpu, "output_tps": found.output_tps,
+        "output_tps_per_gpu": (found.output_tps / gpus
+                               if gpus and found.output_tps is not None else None),
         "ttft_p50_ms": found.ttft_p50_ms, "ttft_p99_ms": found.ttft_p99_ms,
+        "ttft_tail_ms": found.ttft_tail_ms, "ttft_tail_stat": found.ttft_tail_stat,
         "ttft_slo_ms": slo_ms, "slo_attainment": slo_attainment(found, slo_ms),
         "cache_hit_rate": found.cache_hit_rate, "request_goodput": found.request_goodput,
         "theoretical_tps_per_gpu": theoretical.tps_per_gpu if theoretical else None,
         "theoretical_basis": theoretical.basis if theoretical else None,
         "tef": tef, "concurrency": found.concurrency, "tps_per_user": found.tps_per_user,
+        "prefill_tps": found.prefill_tps, "speculative": found.speculative,
         "hardware": found.hardware, "precision": found.precision, "model": found.model_name,
-        "run": found.run, "notes": list(found.notes),
+        "run": found.run, "notes": notes,
     }
     if theoretical and theoretical.decode_tps_per_gpu is not None:
         out["roofline_decode_tps_per_gpu"] = theoretical.decode_tps_per_gpu
@@ -1009,11 +1127,14 @@ def _fmt(value: object, unit: str = "", digits: int = 1) -> str:
 
 def _print(summary: dict[str, object]) -> None:
     head = f"{summary['source']} ({summary['format']}"
-    described = ", ".join(str(summary[k]) for k in ("hardware", "precision") if summary.get(k))
+    described = ", ".join(str(summary[k]) for k in ("model", "hardware", "precision")
+                          if summary.get(k))
     if described:
         head += f", {described}"
     if summary.get("concurrency"):
         head += f", concurrency {summary['concurrency']:,.0f}"
+    if summary.get("speculative"):
+        head += f", speculative decoding {summary['speculative']}"
     if summary["duration_s"]:
         head += f", {summary['duration_s']:,.1f} s"
     if summary["requests"]:
@@ -1027,6 +1148,8 @@ def _print(summary: dict[str, object]) -> None:
         ("output TPS", _fmt(summary["output_tps"], " tokens/s")),
         ("TTFT p50 / p99", f"{_fmt(summary['ttft_p50_ms'])} / "
                            f"{_fmt(summary['ttft_p99_ms'], ' ms')}"),
+        *([(f"TTFT {summary['ttft_tail_stat']} (no p50/p99 in the file)",
+            _fmt(summary["ttft_tail_ms"], " ms"))] if summary.get("ttft_tail_stat") else []),
         (f"SLO attainment (TTFT ≤ {summary['ttft_slo_ms']:,.0f} ms)",
          _fmt(None if summary["slo_attainment"] is None
               else 100 * summary["slo_attainment"], " %", 2)),  # type: ignore[operator]
@@ -1037,8 +1160,9 @@ def _print(summary: dict[str, object]) -> None:
         rows.append(("output tokens/s per user", _fmt(summary["tps_per_user"], " tokens/s")))
     if summary["request_goodput"] is not None:
         rows.append(("request goodput", _fmt(summary["request_goodput"], " req/s", 2)))
-    if summary["theoretical_tps_per_gpu"] is not None or summary["gpus_per_instance"] != 1:
-        rows.append(("measured TPS per GPU", _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
+    if summary["gpus_per_instance"]:
+        rows.append((f"measured TPS per GPU (÷ {summary['gpus_per_instance']:g} GPUs)",
+                     _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
     if summary["theoretical_tps_per_gpu"] is not None:
         rows.append(("theoretical TPS per GPU", _fmt(summary["theoretical_tps_per_gpu"],
                                                      " tokens/s")))
@@ -1081,12 +1205,17 @@ def cmd_actuals(args: argparse.Namespace) -> int:
     slo = args.slo_ms if args.slo_ms is not None else float(BY_NAME["ttft_slo_ms"].default)
     summaries = []
     for measurement in found:
-        # GPUs of the instance: --gpus, else what the file says (a suite's tp), else 1
-        gpus = int(args.gpus or measurement.gpus or 1)
+        # GPUs of the instance: --gpus, else what the file says (a suite's tp, trtllm-bench's
+        # TP × PP); unknown: no per-GPU figure, never a silent 1
+        known = args.gpus or measurement.gpus
+        gpus = int(known) if known else None
         theoretical = None
         if args.theoretical_tps is not None:
             theoretical = Theoretical(args.theoretical_tps, "given (--theoretical-tps)")
         elif args.gpu is not None:
+            if gpus is None:
+                raise UserError(f"{measurement.source}: the file does not say how many GPUs ran "
+                                "it; the roofline needs --gpus N (the GPUs of the instance)")
             theoretical = theoretical_for(measurement, args.gpu, args.model, args.precision,
                                           args.batch, args.context, gpus, args.mbu,
                                           args.mfu)

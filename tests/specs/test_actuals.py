@@ -211,7 +211,8 @@ def test_tef_against_the_roofline(capsys):
 
 
 def test_printed_summary():
-    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000", "--run", "2")
+    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000", "--run", "2",
+               "--gpus", "1")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "(run 2 of 2) (SGLang bench_serving, concurrency 32, 60.0 s, 500 requests)" in out
@@ -221,9 +222,22 @@ def test_printed_summary():
     assert "TEF" in out and "0.700" in out
 
 
+def test_no_gpu_count_gives_no_per_gpu_figure_and_names_the_option():
+    # the file says nothing of its GPUs: taking 1 would overstate per-GPU throughput
+    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000", "--run", "2",
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["measured_tps_per_gpu"] is None and got["tef"] is None
+    assert got["gpus_per_instance"] is None and got["instance_tps"] == 7000.0
+    assert any("give --gpus N" in note for note in got["notes"])
+    proc = run(fixture("sglang_bench_serving.jsonl"), "--run", "2", "--gpus", "4", "--json")
+    assert json.loads(proc.stdout)["measured_tps_per_gpu"] == 1750.0
+
+
 def test_a_batch_that_does_not_fit_is_refused():
     proc = run(fixture("vllm_bench_serve.json"), "--gpu", "L40S", "--model", "Llama-3.1-70B",
-               "--precision", "fp8", "--batch", "8", "--context", "4096")
+               "--precision", "fp8", "--batch", "8", "--context", "4096", "--gpus", "1")
     assert proc.returncode == 2 and "does not fit in memory" in proc.stderr
 
 
@@ -231,7 +245,7 @@ def test_roofline_options_come_together():
     proc = run(fixture("vllm_bench_serve.json"), "--gpu", "H200", "--model", "Llama-3.1-70B")
     assert proc.returncode == 2 and "--precision, --batch, --context" in proc.stderr
     proc = run(fixture("vllm_bench_serve.json"), "--gpu", "H300", "--model", "Llama-3.1-70B",
-               "--precision", "fp8", "--batch", "8", "--context", "4096")
+               "--precision", "fp8", "--batch", "8", "--context", "4096", "--gpus", "1")
     assert proc.returncode == 2 and "gpu=H300: is not in the gpu catalogue" in proc.stderr
     assert "did you mean H200" in proc.stderr
 

@@ -220,6 +220,10 @@ def test_a_disaggregated_suite_row_counts_prefill_and_decode_gpus():
            "metrics": {"tput_per_gpu": 1000.0, "median_ttft": 0.5}}
     m = actuals.read_benchmark("disagg.json", json.dumps(row))
     assert m.gpus == 24 and m.tps == 24_000.0
+    # a colocated row (disagg false) runs on its tp GPUs, whatever counts it repeats
+    row = {**row, "disagg": False, "tp": 8, "num_prefill_gpu": 8, "num_decode_gpu": 8}
+    m = actuals.read_benchmark("colocated.json", json.dumps(row))
+    assert m.gpus == 8 and m.tps == 8_000.0
 
 
 def test_an_older_vllm_file_is_told_from_sglang_by_its_own_fields():
