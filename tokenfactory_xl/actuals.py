@@ -275,7 +275,9 @@ def _text_of(obj: dict, *keys: str) -> str | None:
     for key in keys:
         value = obj.get(key)
         if isinstance(value, str) and value.strip():
-            return value.strip()[:80]
+            # a Hugging Face cache path names its model: …/models--openai--gpt-oss-120b/…
+            cached = re.search(r"models--([^/\\]+?)--([^/\\]+)", value)
+            return (f"{cached[1]}/{cached[2]}" if cached else value.strip())[:80]
     return None
 
 

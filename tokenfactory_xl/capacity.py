@@ -472,3 +472,28 @@ def check_table(path: str) -> list[dict[str, object]]:
                                   f"has no column {', '.join(missing)}",
                                   f"its header names {', '.join(TABLE_COLUMNS)}")])
     return [check_row(r, f"{path} row {i}") for i, r in enumerate(rows, start=2)]
+
+
+def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
+                          prompt_tokens: float) -> tuple[float, float]:
+    """GPU-seconds one prompt token and one output token take at a run's batch (attainable):
+    (prefill, decode) [GPU-s/token].
+
+    Decode: a step of ``batch`` sequences of ``context`` tokens (:func:`step`) on every GPU of
+    the replica, ÷ the tokens it yields. Prefill: the prompt token's arithmetic at the
+    achievable MFUs (dense, routed experts, attention at half the prompt) — compute bound, its
+    weight reads shared by a whole prefill chunk. Their ratio splits a run's GPU time between
+    input and output tokens without its TTFT, which holds queueing.
+    """
+    s, m, g = setup, setup.model, setup.gpu
+    decode = step(s, batch, context, "attainable").step_s * s.gpus / (batch * s.speculative)
+    attention, rest = s._dense_parts(total=False)
+    kv_b = s._bytes[2]
+    prefill = (2 * (attention + rest) / (activation_tflops(g, s.dense_precision) * TERA
+                                          * _c("dense_mfu"))
+               + 2 * m.routed_active_params / (activation_tflops(g, s.precision) * TERA
+                                               * _c("moe_mfu"))
+               + float(roofline.attention_flops_for(m, prompt_tokens / 2))
+               / ((g.fp8_tflops if kv_b <= 1 else g.bf16_tflops) * TERA
+                  * _c("attention_mfu")))
+    return prefill, decode

@@ -9,10 +9,14 @@ input and of a million output tokens at ``--gpu-hour`` dollars per GPU-hour.
 
 **Input vs output.** Prefill reads a prompt token far faster than decode writes an output token
 (TFOM-SPEC §2), so an output token costs more. A run measures the blend T of both, with output
-share o; splitting it needs the ratio r of the prefill to the decode rate. The command measures
-r from the run itself: a user's prompt of P tokens arrives in TTFT, and each output token takes
-1 ÷ (tokens/s per user), so r = P × time per output token ÷ TTFT (median TTFT; its queueing
-makes r, and the input cost, err on the high side). ``--prefill-decode-ratio`` replaces it.
+share o; splitting it needs the ratio r of the prefill to the decode rate: how the GPUs' time
+divides between prefill and decode. Never from the TTFT, which holds the time a request waited
+in the queue (at high concurrency most of it: an input token would come out dearer than an
+output token). In order: ``--prefill-decode-ratio`` as given; the file's measured prefill
+throughput (AIPerf's active prefill rate: tokens per second while prefilling), with T_d from
+the blend; else, given ``--gpu``/``--model``/``--precision``, the attainable model of
+TFOM-SPEC §5.1 at the run's batch (its concurrency) and context
+(:func:`tokenfactory_xl.capacity.gpu_seconds_per_token`). The output says which.
 Then T_d = T × ((1 − o) ÷ r + o) and T_p = r × T_d
 (:func:`tokenfactory_xl.model.decode_tps_from_blend`), and the costs are §2's
 C × 10⁶ ÷ (3,600 × T_p) and C × 10⁶ ÷ (3,600 × T_d) at the measured load (the GPUs were paid
@@ -38,7 +42,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import actuals, model
+from . import actuals, capacity, model, roofline
 from .cli import positive_float, positive_int
 from .files import write_atomically
 
@@ -81,17 +85,34 @@ class CostProblem(ValueError):
     """A run whose costs cannot be split: says what is missing and the fix."""
 
 
-def measured_ratio(found: actuals.Measurement) -> float | None:
-    """r = mean prompt tokens × time per output token ÷ median TTFT, from one run; None when
-    the file lacks any of them."""
-    if not (found.prompt_tokens and found.tps_per_user and found.ttft_p50_ms):
+def measured_prefill_ratio(found: actuals.Measurement, gpus: int) -> float | None:
+    """r = T_p ÷ T_d from the file's measured prefill throughput: T_p = prefill tokens/s ÷
+    GPUs, T_d from the blend 1/T = (1 − o)/T_p + o/T_d; None when the file has no prefill rate
+    or it does not fit the blend (the prefill alone would take longer than the run)."""
+    share = found.output_share
+    if not found.prefill_tps or share is None or not share > 0:
         return None
-    seconds_per_output_token = 1 / found.tps_per_user
-    return found.prompt_tokens * seconds_per_output_token / (found.ttft_p50_ms / 1000)
+    t, t_p = found.tps / gpus, found.prefill_tps / gpus
+    room = 1 / t - (1 - share) / t_p
+    if not room > 0:
+        return None
+    return t_p / (share / room)
+
+
+def model_ratio(found: actuals.Measurement, setup: capacity.Setup) -> float | None:
+    """r = T_p ÷ T_d from the attainable model of TFOM-SPEC §5.1 at the run's batch (its
+    concurrency) and context (mean prompt + half the mean output); None without them."""
+    if not (found.concurrency and found.prompt_tokens):
+        return None
+    output = found.output_per_request or 0.0
+    prefill, decode = capacity.gpu_seconds_per_token(
+        setup, max(round(found.concurrency), 1), found.prompt_tokens + output / 2,
+        found.prompt_tokens)
+    return decode / prefill
 
 
 def cost_point(found: actuals.Measurement, gpu_hour: float, gpus: int,
-               ratio: float | None = None) -> CostPoint:
+               ratio: float | None = None, setup: capacity.Setup | None = None) -> CostPoint:
     """The throughput per GPU and the input/output cost split of one run (module docstring)."""
     label = found.source
     share = found.output_share
@@ -100,12 +121,19 @@ def cost_point(found: actuals.Measurement, gpu_hour: float, gpus: int,
                           "split needs the output share")
     basis = "given (--prefill-decode-ratio)"
     if ratio is None:
-        ratio = measured_ratio(found)
-        basis = "measured: mean prompt × time per output token ÷ median TTFT"
-        if ratio is None:
-            raise CostProblem(f"{label}: lacks the mean prompt length, the time per output token "
-                              "or the median TTFT to measure the prefill:decode speed ratio; "
-                              "give --prefill-decode-ratio (e.g. 20)")
+        ratio = measured_prefill_ratio(found, gpus)
+        basis = "GPU time: the file's measured prefill throughput"
+    if ratio is None and setup is not None:
+        ratio = model_ratio(found, setup)
+        basis = (f"GPU time: the attainable model (spec 5.1) at the run's batch "
+                 f"{found.concurrency:,.0f}" if found.concurrency else "")
+    if ratio is None:
+        raise CostProblem(f"{label}: the split needs the GPU time on prefill and on decode, "
+                          "and the file has no measured prefill throughput"
+                          + ("" if setup is None else " nor the concurrency and prompt length "
+                             "the model needs") + "; give --gpu, --model and --precision (the "
+                          "model of spec 5.1 at the run's batch) or --prefill-decode-ratio "
+                          "(e.g. 20); the TTFT is not used: it holds queueing")
     per_gpu = found.tps / gpus
     decode = float(model.decode_tps_from_blend(per_gpu, share, ratio))
     prefill = ratio * decode
@@ -268,11 +296,25 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if any(r.format == actuals.FORMATS[3] for r in runs):
         raise UserError("cost reads benchmark result files, not Prometheus scrapes; use "
                         "actuals for scrapes")
+    setup = None
+    if args.gpu or args.model or args.precision:
+        missing = [o for o, v in (("--gpu", args.gpu), ("--model", args.model),
+                                  ("--precision", args.precision)) if not v]
+        if missing:
+            raise UserError(f"the model's split needs {', '.join(missing)} too")
     points = []
     for found in runs:
-        gpus = int(args.gpus or found.gpus or 1)
+        known = args.gpus or found.gpus
+        if not known:
+            raise UserError(f"{found.source}: the file does not say how many GPUs ran it; a "
+                            "cost per token needs --gpus N (the GPUs of the measured instance)")
+        gpus = int(known)
+        if args.gpu:
+            setup = capacity.Setup.of(args.gpu, args.model, args.precision, gpus,
+                                      args.parallel, args.kv_precision)
         try:
-            points.append(cost_point(found, args.gpu_hour, gpus, args.prefill_decode_ratio))
+            points.append(cost_point(found, args.gpu_hour, gpus, args.prefill_decode_ratio,
+                                     setup))
         except CostProblem as exc:
             raise UserError(str(exc)) from None
     best = best_point(points, args.ttft_slo_ms) if args.ttft_slo_ms else None
@@ -309,9 +351,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
         print(f"  {label:<40} {_fmt(p.concurrency, ',.0f'):>6} {p.tps_per_gpu:>10,.1f} "
               f"{_fmt(p.tps_per_user, ',.1f'):>10} {p.cost_per_mtok_input:>10.4f} "
               f"{p.cost_per_mtok_output:>10.4f} {ttft:>12}{mark}")
-    ratios = {p.ratio_basis for p in points}
-    print(f"  input/output split: prefill:decode speed ratio {', '.join(ratios)} "
-          f"({', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in points)})")
+    ratios = dict.fromkeys(p.ratio_basis.split(" at the run's batch")[0] for p in points)
+    print(f"  input/output split by {'; '.join(ratios)}: prefill ÷ decode tokens per "
+          f"GPU-second {', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in points)} "
+          "(never the TTFT: it holds queueing)")
     if args.ttft_slo_ms:
         if best:
             print(f"best point meeting TTFT ≤ {args.ttft_slo_ms:,.0f} ms ({best.ttft_stat}): "
@@ -351,13 +394,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="price of one GPU-hour, $ (e.g. 2.10)")
     p.add_argument("--gpus", type=positive_int, metavar="N",
                    help="GPUs behind each measured instance (default: the file's GPU count, "
-                        "such as a suite result's tp, else 1)")
+                        "such as a suite result's tp; a file without one needs it)")
+    p.add_argument("--gpu", help="catalogue GPU of the run, for the model's prefill/decode "
+                                 "split when the file has no measured prefill throughput")
+    p.add_argument("--model", help="catalogue model of the run (with --gpu)")
+    p.add_argument("--precision", choices=tuple(roofline.PRECISIONS), type=str.lower,
+                   help="weight precision of the run (with --gpu)")
+    p.add_argument("--kv-precision", choices=tuple(roofline.PRECISIONS), type=str.lower,
+                   help="KV-cache precision of the run (default: the method's)")
+    p.add_argument("--parallel", choices=capacity.PARALLEL, type=str.lower, default="tp",
+                   help="parallel layout of the run's replica (default tp)")
     p.add_argument("--run", type=positive_int, metavar="N",
                    help="of a file holding several runs, use only run N (default: every run)")
     p.add_argument("--prefill-decode-ratio", type=positive_float, metavar="R",
                    help="prefill ÷ decode tokens per GPU-second for the input/output split "
-                        "(default: measured from each run's prompt length, TTFT and time per "
-                        "output token)")
+                        "(default: the file's measured prefill throughput, else the model of "
+                        "--gpu/--model/--precision at the run's batch; never the TTFT)")
     p.add_argument("--ttft-slo-ms", type=positive_float, metavar="MS",
                    help="TTFT objective: name the run with the most tokens per GPU meeting it")
     p.add_argument("-o", "--output", metavar="FILE.xlsx",
