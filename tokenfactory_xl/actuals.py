@@ -73,7 +73,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import model, roofline, specs
+from . import capacity, model, roofline, specs
 from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
@@ -899,27 +899,42 @@ class Theoretical:
     prefill_tps_per_gpu: float | None = None
 
 
+#: The theoretical figures TEF can be taken against (TFOM-SPEC section 5.1; the first is the
+#: default); ``roofline`` is the version-2 bound of section 5 with its MBU and MFU.
+FIGURES = ("attainable", "bound", "roofline")
+
+
 def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: str,
-                    batch: float, context: float, gpus: int, mbu: float, mfu: float
+                    batch: float, context: float, gpus: int, mbu: float = 1.0,
+                    mfu: float = 1.0, figure: str = "attainable", parallel: str = "tp"
                     ) -> Theoretical:
-    """The roofline ceiling for the measured token mix: decode and prefill bounds blended by
-    the measured output share (:func:`tokenfactory_xl.roofline.blended_tps`)."""
-    decode = float(roofline.theoretical_tps(gpu, model_name, precision, batch, context, gpus,
-                                            mbu, mfu))
+    """The theoretical figure for the measured token mix: decode and prefill per GPU blended
+    by the measured output share (:func:`tokenfactory_xl.roofline.blended_tps`). ``figure``
+    is ``attainable`` (TEF's default denominator), ``bound`` (:mod:`tokenfactory_xl.capacity`)
+    or ``roofline`` (version 2, with ``mbu`` and ``mfu``)."""
     g, m = specs.gpu(gpu), specs.model(model_name)
-    if math.isnan(decode):
-        fit = roofline.max_batch_for(g, m, precision, context, gpus)
-        raise InputError([Problem("--batch", batch, f"does not fit in memory: at most "
-                                  f"{fit:,.0f} sequences of {context:,.0f} tokens on "
-                                  f"{gpus} × {g.name} ({precision})",
-                                  "lower --batch or --context, or raise --gpus")])
     # prefill attention at the measured mean prompt length; none known: 0 (a higher bound)
-    prompt = (found.input_tokens / found.requests
-              if found.input_tokens is not None and found.requests else 0.0)
-    prefill = float(roofline.prefill_tps_for(g, m, precision, mfu, prompt))
+    prompt = found.prompt_tokens or 0.0
+    if figure == "roofline":
+        decode = float(roofline.theoretical_tps(gpu, model_name, precision, batch, context,
+                                                gpus, mbu, mfu))
+        if math.isnan(decode):
+            fit = roofline.max_batch_for(g, m, precision, context, gpus)
+            raise InputError([Problem("--batch", batch, f"does not fit in memory: at most "
+                                      f"{fit:,.0f} sequences of {context:,.0f} tokens on "
+                                      f"{gpus} × {g.name} ({precision})",
+                                      "lower --batch or --context, or raise --gpus")])
+        prefill = float(roofline.prefill_tps_for(g, m, precision, mfu, prompt))
+        basis = (f"roofline: {m.name} on {gpus} × {g.name}, {precision}, batch {batch:g}, "
+                 f"context {context:g}, MBU {mbu:g}, MFU {mfu:g}")
+    else:
+        setup = capacity.Setup.of(g, m, precision, gpus, parallel)
+        decode = capacity.decode_tps_per_gpu(setup, batch, context, figure)
+        prefill = capacity.prefill_tps_per_gpu(setup, prompt, figure)
+        basis = (f"{figure} (spec 5.1): {m.name} on {gpus} × {g.name}, {setup.parallel}, "
+                 f"{precision} weights, {setup.dense_precision} dense, {setup.kv_precision} "
+                 f"KV, batch {batch:g}, context {context:g}")
     share = found.output_share
-    basis = (f"roofline: {m.name} on {gpus} × {g.name}, {precision}, batch {batch:g}, "
-             f"context {context:g}, MBU {mbu:g}, MFU {mfu:g}")
     if share is None:
         return Theoretical(decode, basis + " (decode)", decode, prefill)
     blended = float(roofline.blended_tps(prefill, decode, share))
@@ -1198,6 +1213,9 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         missing = [n for n, o in zip(("--gpu", "--model", "--precision", "--batch",
                                       "--context"), roofline_opts, strict=True) if o is None]
         raise UserError(f"the roofline needs {', '.join(missing)} too")
+    if args.figure != "roofline" and (args.mbu != 1 or args.mfu != 1):
+        raise UserError(f"--mbu and --mfu apply to --figure roofline only; the {args.figure} "
+                        "figure takes its efficiencies from the method's catalogue")
     if args.sites and not args.site:
         raise UserError("--sites needs --site NAME (the site_name of the row to update)")
     if args.site and not args.sites:
@@ -1217,10 +1235,11 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         elif args.gpu is not None:
             if gpus is None:
                 raise UserError(f"{measurement.source}: the file does not say how many GPUs ran "
-                                "it; the roofline needs --gpus N (the GPUs of the instance)")
+                                "it; the theoretical figure needs --gpus N (the GPUs of the "
+                                "instance)")
             theoretical = theoretical_for(measurement, args.gpu, args.model, args.precision,
                                           args.batch, args.context, gpus, args.mbu,
-                                          args.mfu)
+                                          args.mfu, args.figure, args.parallel)
         summaries.append(summarise(measurement, slo, theoretical, gpus, args.instances))
     written = None
     if args.sites:
@@ -1296,10 +1315,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--run", type=positive_int, metavar="N",
                    help="of a file holding several runs (JSON lines, a list of "
                         "configurations), read only run N (from 1); default: every run")
+    p.add_argument("--figure", choices=FIGURES, default=FIGURES[0], type=str.lower,
+                   help="the theoretical figure of --gpu/--model/…: attainable (default: what "
+                        "the best engines reach, TEF's denominator), bound (physics only) or "
+                        "roofline (spec 5, with --mbu/--mfu)")
+    p.add_argument("--parallel", choices=capacity.PARALLEL, type=str.lower, default="tp",
+                   help="parallel layout of the instance's replica (default tp)")
     p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
-                   help="memory-bandwidth utilisation for the roofline (default 1.0)")
+                   help="memory-bandwidth utilisation for --figure roofline (default 1.0)")
     p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
-                   help="model-FLOPs utilisation for the roofline (default 1.0)")
+                   help="model-FLOPs utilisation for --figure roofline (default 1.0)")
     p.add_argument("--slo-ms", type=positive_float, metavar="MS",
                    help=f"TTFT objective for the SLO attainment (default "
                         f"{BY_NAME['ttft_slo_ms'].default:,} ms, the ttft_slo_ms default)")

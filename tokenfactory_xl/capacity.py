@@ -474,6 +474,24 @@ def check_table(path: str) -> list[dict[str, object]]:
     return [check_row(r, f"{path} row {i}") for i, r in enumerate(rows, start=2)]
 
 
+def prefill_tps_per_gpu(setup: Setup, prompt_tokens: float, mode: str = "attainable") -> float:
+    """Prompt tokens per second per GPU [tokens/s]: one ÷ the GPU-seconds of a prompt token's
+    arithmetic (dense part, routed experts, attention at half the prompt) at the peaks of the
+    setup's precisions, × the achievable MFUs when attainable (compute bound: a prefill chunk
+    shares its weight reads among its tokens)."""
+    mode = _mode(mode)
+    s, m, g = setup, setup.model, setup.gpu
+    attention, rest = s._dense_parts(total=False)
+    attainable = mode == "attainable"
+    parts = ((2 * (attention + rest), activation_tflops(g, s.dense_precision), "dense_mfu"),
+             (2 * m.routed_active_params, activation_tflops(g, s.precision), "moe_mfu"),
+             (float(roofline.attention_flops_for(m, prompt_tokens / 2)),
+              g.fp8_tflops if s._bytes[2] <= 1 else g.bf16_tflops, "attention_mfu"))
+    seconds = sum(flops / (peak * TERA * (_c(mfu) if attainable else 1.0))
+                  for flops, peak, mfu in parts)
+    return 1 / seconds
+
+
 def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
                           prompt_tokens: float) -> tuple[float, float]:
     """GPU-seconds one prompt token and one output token take at a run's batch (attainable):
@@ -485,15 +503,6 @@ def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
     weight reads shared by a whole prefill chunk. Their ratio splits a run's GPU time between
     input and output tokens without its TTFT, which holds queueing.
     """
-    s, m, g = setup, setup.model, setup.gpu
-    decode = step(s, batch, context, "attainable").step_s * s.gpus / (batch * s.speculative)
-    attention, rest = s._dense_parts(total=False)
-    kv_b = s._bytes[2]
-    prefill = (2 * (attention + rest) / (activation_tflops(g, s.dense_precision) * TERA
-                                          * _c("dense_mfu"))
-               + 2 * m.routed_active_params / (activation_tflops(g, s.precision) * TERA
-                                               * _c("moe_mfu"))
-               + float(roofline.attention_flops_for(m, prompt_tokens / 2))
-               / ((g.fp8_tflops if kv_b <= 1 else g.bf16_tflops) * TERA
-                  * _c("attention_mfu")))
-    return prefill, decode
+    decode = step(setup, batch, context, "attainable").step_s * setup.gpus / (
+        batch * setup.speculative)
+    return 1 / prefill_tps_per_gpu(setup, prompt_tokens), decode

@@ -15,7 +15,7 @@ import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_prefill, hand_tps
 from tests.tools import command
-from tokenfactory_xl import actuals, cli
+from tokenfactory_xl import actuals, cli, specs
 from tokenfactory_xl.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +196,8 @@ def test_tef_against_a_given_theoretical_figure(capsys):
 def test_tef_against_the_roofline(capsys):
     got = as_json(capsys, fixture("vllm_metrics_before.prom"), fixture("vllm_metrics_after.prom"),
                   "--gpu", "h200", "--model", "llama-3.1-70b", "--precision", "fp8",
-                  "--batch", "32", "--context", "4096", "--gpus", "2", "--slo-ms", "1500")
+                  "--batch", "32", "--context", "4096", "--gpus", "2", "--slo-ms", "1500",
+                  "--figure", "roofline")
     gpu, model = GPUS[1], MODELS[1]
     decode = hand_tps(gpu, model, "fp8", 32, 4096, 2)
     # two scrapes count no requests: no mean prompt length, attention left out of prefill
@@ -208,6 +209,25 @@ def test_tef_against_the_roofline(capsys):
     assert got["tef"] == pytest.approx(5000 / 2 / blended)
     assert got["slo_attainment"] == pytest.approx(hand_slo(375, got["ttft_p99_ms"], 1500))
     assert got["cache_hit_rate"] == 0.4
+
+
+def test_tef_against_the_attainable_figure_by_default(capsys):
+    got = as_json(capsys, fixture("vllm_metrics_before.prom"), fixture("vllm_metrics_after.prom"),
+                  "--gpu", "h200", "--model", "llama-3.1-70b", "--precision", "fp8",
+                  "--batch", "32", "--context", "4096", "--gpus", "2")
+    # prefill by hand: 2 × (70,553,706,496 − 1,050,673,152 embedding) FLOPs per prompt token
+    # at the FP8 peak of 1,979 TFLOPS × the dense MFU (no mean prompt: attention left out)
+    mfu = specs.method_constant("dense_mfu")
+    prefill = 1979e12 * mfu / (2 * (70_553_706_496 - 128_256 * 8192))
+    assert got["roofline_prefill_tps_per_gpu"] == pytest.approx(prefill)
+    # below the version-2 roofline's decode bound, and blended at 20 % output tokens
+    decode = got["roofline_decode_tps_per_gpu"]
+    assert decode < hand_tps(GPUS[1], MODELS[1], "fp8", 32, 4096, 2)
+    share = 300_000 / 1_500_000
+    assert got["theoretical_tps_per_gpu"] == pytest.approx(
+        1 / ((1 - share) / prefill + share / decode))
+    assert got["theoretical_basis"].startswith("attainable (spec 5.1)")
+    assert got["tef"] == pytest.approx(2500 / got["theoretical_tps_per_gpu"])
 
 
 def test_printed_summary():
