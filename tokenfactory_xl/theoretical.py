@@ -137,8 +137,20 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
         return 0
     fit = "fits" if out["fits"] else "does NOT fit: the figures below cannot be reached"
     print(f"{out['model']} on {out['gpus_per_replica']} × {out['gpu']}, {out['precision']} "
-          f"(KV cache {out['kv_precision']}), batch {out['batch']:,}, context "
-          f"{out['context_tokens']:,} tokens, MBU {out['mbu']:g}, MFU {out['mfu']:g}")
+          f"weights, batch {out['batch']:,}, context {out['context_tokens']:,} tokens")
+    setup = (f"{out['parallel']}, {out['dense_precision']} dense, {out['v3_kv_precision']} KV"
+             + (f", {out['speculative_tokens_per_step']:g} tokens/step"
+                if out["speculative_tokens_per_step"] != 1 else ""))
+    v3 = [
+        ("attainable TPS per GPU", (
+            f"{out['attainable_tps_per_gpu']:,.1f} tokens/s (per user "
+            f"{out['attainable_tps_per_user']:,.1f}; step {out['attainable_step_ms']:,.3f} ms, "
+            f"{out['attainable_overhead_ms']:,.3f} ms of it layer and collective overhead)")
+            if out["attainable_tps_per_gpu"] is not None
+            else f"none: {out['attainable_problem']}"),
+        ("bound TPS per GPU", f"{out['bound_tps_per_gpu']:,.1f} tokens/s ({setup})"
+         if out["bound_tps_per_gpu"] is not None else f"none: {out['bound_problem']}"),
+    ]
     rows = [
         ("weights in memory", f"{out['weights_gb']:,.1f} GB"),
         ("weights read per step", f"{out['weights_read_gb_per_step']:,.2f} GB" + (
@@ -153,20 +165,14 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
         ("prefill TPS per GPU", f"{out['prefill_tps_per_gpu']:,.1f} tokens/s (prompts of "
                                 f"{out['context_tokens']:,} tokens)"),
     ]
-    setup = (f"{out['parallel']}, {out['dense_precision']} dense, {out['v3_kv_precision']} KV"
-             + (f", {out['speculative_tokens_per_step']:g} tokens/step"
-                if out["speculative_tokens_per_step"] != 1 else ""))
-    rows.append(("bound TPS per GPU", f"{out['bound_tps_per_gpu']:,.1f} tokens/s ({setup})"
-                 if out["bound_tps_per_gpu"] is not None else f"none: {out['bound_problem']}"))
-    rows.append(("attainable TPS per GPU", (
-        f"{out['attainable_tps_per_gpu']:,.1f} tokens/s (per user "
-        f"{out['attainable_tps_per_user']:,.1f}; step {out['attainable_step_ms']:,.3f} ms of "
-        f"which {out['attainable_overhead_ms']:,.3f} ms layer and collective overhead)")
-        if out["attainable_tps_per_gpu"] is not None
-        else f"none: {out['attainable_problem']}"))
-    width = max(len(label) for label, _ in rows)
-    for label, shown in rows:
+    width = max(len(label) for label, _ in v3 + rows)
+    for label, shown in v3:
         print(f"  {label:<{width}}  {shown}")
+    print(f"  version-2 roofline (spec 5; KV cache {out['kv_precision']}, MBU {out['mbu']:g}, "
+          f"MFU {out['mfu']:g}):")
+    inner = max(len(label) for label, _ in rows)
+    for label, shown in rows:
+        print(f"    {label:<{inner}}  {shown}")
     print("  the attainable figure is TEF's default denominator; the bound is physics only")
     return 0
 
