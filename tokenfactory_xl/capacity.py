@@ -307,24 +307,23 @@ def _memory_problem(s: Setup, need_gb: float, have_gb: float, what: str) -> Inpu
 
 def max_batch(setup: Setup, context: float, mode: str = "attainable") -> int:
     """Most sequences of ``context`` tokens the replica decodes together [sequences]: the KV
-    cache that fits beside the weights (less the memory reserve, attainable), capped at the
-    engine batch size (attainable). Raises InputError saying by how much the weights alone or
-    one sequence do not fit."""
+    cache that fits in the memory the weights leave (less the memory reserve, a share of that
+    free memory, attainable), capped at the engine batch size (attainable). Raises InputError
+    saying by how much the weights alone or one sequence do not fit."""
     mode = _mode(mode)
     s = setup
-    usable = s.gpu.hbm_gb * ((1 - _c("memory_reserve")) if mode == "attainable" else 1.0)
     weights = s.resident_gb()
-    if weights >= usable:
-        raise _memory_problem(s, weights, usable, "the weights alone" + (
-            " (with the memory reserve)" if mode == "attainable" else ""))
-    per_gpu = s.kv_gb_per_sequence(context) / s._kv_split
-    if s.parallel == "dep":
-        fits = math.floor((usable - weights) / s.kv_gb_per_sequence(context)) * s.gpus
-    else:
-        fits = math.floor((usable - weights) / per_gpu)
+    if weights >= s.gpu.hbm_gb:
+        raise _memory_problem(s, weights, s.gpu.hbm_gb, "the weights alone")
+    for_kv = (1 - _c("memory_reserve")) if mode == "attainable" else 1.0
+    free = (s.gpu.hbm_gb - weights) * for_kv
+    # each GPU holds its own sequences under dep, a share of every sequence otherwise
+    per_gpu = s.kv_gb_per_sequence(context) / (1 if s.parallel == "dep" else s._kv_split)
+    fits = math.floor(free / per_gpu) * (s.gpus if s.parallel == "dep" else 1)
     if fits < 1:
-        raise _memory_problem(s, weights + per_gpu, usable,
-                              f"the weights and one sequence of {context:,.0f} tokens")
+        raise _memory_problem(s, weights + per_gpu / for_kv, s.gpu.hbm_gb,
+                              f"the weights and one sequence of {context:,.0f} tokens" + (
+                                  " (with the memory reserve)" if for_kv < 1 else ""))
     if mode == "attainable":
         fits = min(fits, int(_c("batch_cap")))
     return int(fits)

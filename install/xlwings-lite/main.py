@@ -2026,24 +2026,23 @@ def _memory_problem(s: Setup, need_gb: float, have_gb: float, what: str) -> Inpu
 
 def max_batch(setup: Setup, context: float, mode: str = "attainable") -> int:
     """Most sequences of ``context`` tokens the replica decodes together [sequences]: the KV
-    cache that fits beside the weights (less the memory reserve, attainable), capped at the
-    engine batch size (attainable). Raises InputError saying by how much the weights alone or
-    one sequence do not fit."""
+    cache that fits in the memory the weights leave (less the memory reserve, a share of that
+    free memory, attainable), capped at the engine batch size (attainable). Raises InputError
+    saying by how much the weights alone or one sequence do not fit."""
     mode = _mode(mode)
     s = setup
-    usable = s.gpu.hbm_gb * ((1 - _c("memory_reserve")) if mode == "attainable" else 1.0)
     weights = s.resident_gb()
-    if weights >= usable:
-        raise _memory_problem(s, weights, usable, "the weights alone" + (
-            " (with the memory reserve)" if mode == "attainable" else ""))
-    per_gpu = s.kv_gb_per_sequence(context) / s._kv_split
-    if s.parallel == "dep":
-        fits = math.floor((usable - weights) / s.kv_gb_per_sequence(context)) * s.gpus
-    else:
-        fits = math.floor((usable - weights) / per_gpu)
+    if weights >= s.gpu.hbm_gb:
+        raise _memory_problem(s, weights, s.gpu.hbm_gb, "the weights alone")
+    for_kv = (1 - _c("memory_reserve")) if mode == "attainable" else 1.0
+    free = (s.gpu.hbm_gb - weights) * for_kv
+    # each GPU holds its own sequences under dep, a share of every sequence otherwise
+    per_gpu = s.kv_gb_per_sequence(context) / (1 if s.parallel == "dep" else s._kv_split)
+    fits = math.floor(free / per_gpu) * (s.gpus if s.parallel == "dep" else 1)
     if fits < 1:
-        raise _memory_problem(s, weights + per_gpu, usable,
-                              f"the weights and one sequence of {context:,.0f} tokens")
+        raise _memory_problem(s, weights + per_gpu / for_kv, s.gpu.hbm_gb,
+                              f"the weights and one sequence of {context:,.0f} tokens" + (
+                                  " (with the memory reserve)" if for_kv < 1 else ""))
     if mode == "attainable":
         fits = min(fits, int(_c("batch_cap")))
     return int(fits)
@@ -2193,6 +2192,24 @@ def check_table(path: str) -> list[dict[str, object]]:
     return [check_row(r, f"{path} row {i}") for i, r in enumerate(rows, start=2)]
 
 
+def prefill_tps_per_gpu(setup: Setup, prompt_tokens: float, mode: str = "attainable") -> float:
+    """Prompt tokens per second per GPU [tokens/s]: one ÷ the GPU-seconds of a prompt token's
+    arithmetic (dense part, routed experts, attention at half the prompt) at the peaks of the
+    setup's precisions, × the achievable MFUs when attainable (compute bound: a prefill chunk
+    shares its weight reads among its tokens)."""
+    mode = _mode(mode)
+    s, m, g = setup, setup.model, setup.gpu
+    attention, rest = s._dense_parts(total=False)
+    attainable = mode == "attainable"
+    parts = ((2 * (attention + rest), activation_tflops(g, s.dense_precision), "dense_mfu"),
+             (2 * m.routed_active_params, activation_tflops(g, s.precision), "moe_mfu"),
+             (float(roofline.attention_flops_for(m, prompt_tokens / 2)),
+              g.fp8_tflops if s._bytes[2] <= 1 else g.bf16_tflops, "attention_mfu"))
+    seconds = sum(flops / (peak * TERA * (_c(mfu) if attainable else 1.0))
+                  for flops, peak, mfu in parts)
+    return 1 / seconds
+
+
 def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
                           prompt_tokens: float) -> tuple[float, float]:
     """GPU-seconds one prompt token and one output token take at a run's batch (attainable):
@@ -2204,18 +2221,9 @@ def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
     weight reads shared by a whole prefill chunk. Their ratio splits a run's GPU time between
     input and output tokens without its TTFT, which holds queueing.
     """
-    s, m, g = setup, setup.model, setup.gpu
-    decode = step(s, batch, context, "attainable").step_s * s.gpus / (batch * s.speculative)
-    attention, rest = s._dense_parts(total=False)
-    kv_b = s._bytes[2]
-    prefill = (2 * (attention + rest) / (activation_tflops(g, s.dense_precision) * TERA
-                                          * _c("dense_mfu"))
-               + 2 * m.routed_active_params / (activation_tflops(g, s.precision) * TERA
-                                               * _c("moe_mfu"))
-               + float(roofline.attention_flops_for(m, prompt_tokens / 2))
-               / ((g.fp8_tflops if kv_b <= 1 else g.bf16_tflops) * TERA
-                  * _c("attention_mfu")))
-    return prefill, decode
+    decode = step(setup, batch, context, "attainable").step_s * setup.gpus / (
+        batch * setup.speculative)
+    return 1 / prefill_tps_per_gpu(setup, prompt_tokens), decode
 ''',
     'tokenfactory_xl.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
 
@@ -3833,7 +3841,7 @@ kv_bandwidth_share,0.70,fraction,attainable,"share of the datasheet bandwidth at
 dense_mfu,0.70,fraction,attainable,"achievable share of the dense tensor peak for the matrix multiplies of attention projections, dense and shared-expert layers and the LM head","large FP8/BF16 GEMMs of LLM shapes reach about 70 % of the dense peak on Hopper and Blackwell (cuBLAS); MLPerf Inference v4.1 closed, Llama-2-70B Offline on 8 x H200 (NVIDIA): 31,302.7 tokens/s, 55 % of the FP8 peak over the whole model including attention (measurements.csv row T17)"
 moe_mfu,0.30,fraction,attainable,"achievable share of the tensor peak for the grouped GEMMs of routed experts","a step gives each routed expert only B x k / E tokens (about 64 at batch 1,024 for 128 experts, top 8), so grouped expert GEMMs run on small, unevenly filled tiles; with 0.30 TensorRT-LLM's published MoE results (measurements.csv T5, T7, T11) sit at 0.5-1.0 of the attainable figure"
 attention_mfu,0.50,fraction,attainable,"achievable share of the tensor peak for attention scores and the weighted sum","decode and prefill attention kernels (FlashAttention-3 on H100: 0.5-0.75 of the BF16 peak in its paper, arXiv:2407.08608); 0.50 for the mix of short decode queries and prefill chunks"
-memory_reserve,0.10,fraction,attainable,"share of each GPU's memory kept for activations, CUDA graphs and the runtime (not for the KV cache)","vLLM's gpu_memory_utilization default 0.9 and TensorRT-LLM's KV-cache free_gpu_memory_fraction default 0.9: both engines keep 10 % of the memory out of the KV cache"
+memory_reserve,0.10,fraction,attainable,"share of the memory the weights leave free that is kept for activations, CUDA graphs and the runtime (not for the KV cache)","TensorRT-LLM's KvCacheConfig free_gpu_memory_fraction default 0.9: the KV cache takes 90 % of the memory free after the model is loaded (vLLM's gpu_memory_utilization 0.9 keeps 10 % of the whole memory)"
 batch_cap,1024,sequences,attainable,"most sequences one serving instance (replica) decodes together","engines cap the running batch: TensorRT-LLM's max_batch_size default 2,048, vLLM's max_num_seqs 256 to 1,024 by version and GPU; 1,024 sequences per replica, the same cap for attention data-parallel replicas"
 layer_overhead_s,2e-6,s,attainable,"fixed time per layer per step (kernel launches and synchronisation inside a CUDA graph)","NVIDIA NIM's Llama-3-8B at batch 1 on one H100 (row A3) leaves at most 5.6 us per layer between the bandwidth bound and the measured inter-token latency; 2 us is launch plus synchronisation of about ten kernels in a captured graph"
 collective_latency_s,10e-6,s,attainable,"latency of one tensor-parallel all-reduce or expert-parallel exchange between 2 GPUs","small-message NVLink all-reduce latency: TensorRT-LLM's one-shot custom all-reduce and NCCL's low-latency protocols take 5-20 us per collective on H100/H200 NVSwitch systems (NVIDIA technical blog: 3x faster AllReduce with NVSwitch and TensorRT-LLM MultiShot, 2024)"

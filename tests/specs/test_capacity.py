@@ -105,10 +105,17 @@ def test_memory_limits_say_by_how_much():
     s = capacity.Setup.of("H100 SXM", "Llama-3.1-405B", "fp8")
     with pytest.raises(InputError) as caught:
         capacity.max_batch(s, 4096)
-    # 405.85 GB of FP8 weights beside 80 GB × 0.9 usable
+    # 405.85 GB of FP8 weights on an 80 GB GPU
     text = str(caught.value)
     assert "does not fit in memory" in text and "405.9 GB per GPU" in text
-    assert f"{405.853388800 - 72:,.1f} GB more than the 72.0 GB" in text
+    assert f"{405.853388800 - 80:,.1f} GB more than the 80.0 GB" in text
+    # Llama-3.1-70B fits on one H200 (70.6 GB of 141), but not a 1M-token sequence beside it
+    one = capacity.Setup.of("H200", "Llama-3.1-70B", "fp8")
+    with pytest.raises(InputError, match="the weights and one sequence of 1,000,000 tokens"):
+        capacity.max_batch(one, 1_000_000)
+    # the KV cache takes 90 % of the memory the weights leave (TensorRT-LLM's default)
+    free = (141 - 70.553706496) * (1 - C["memory_reserve"])
+    assert capacity.max_batch(one, 8192) == math.floor(free / (8192 * 2 * 80 * 8 * 128 / 1e9))
     fits = capacity.Setup.of("H200", "Llama-3.1-70B", "fp8", 8)
     assert capacity.max_batch(fits, 4096) == C["batch_cap"]          # capped by the engine
     assert capacity.max_batch(fits, 4096, "bound") > C["batch_cap"]  # the bound is not
@@ -193,3 +200,11 @@ def test_max_output_throughput_includes_prefill():
     for isl, osl in ((128, 2048), (1024, 1024)):
         value, batch = capacity.max_output_tps_per_gpu(s, isl, osl)
         assert 1 <= batch <= C["batch_cap"] and math.isfinite(value)
+
+
+def test_the_readme_lists_every_constant_as_the_catalogue_has_it():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for c in specs.method_constants().values():
+        raw = next(r for r in csv.DictReader((ROOT / "tokenfactory_xl" / "data" / "method.csv")
+                                              .open(encoding="utf-8")) if r["name"] == c.name)
+        assert f"| `{c.name}` | {raw['value']} {c.unit} | {c.what} | {c.source} |" in readme
