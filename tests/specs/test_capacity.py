@@ -187,6 +187,11 @@ def test_a_bad_table_is_one_clear_line(tmp_path):
     proc = command.run("theoretical", "--check", str(bad), cwd=ROOT)
     assert proc.returncode == 2 and "metric=tokens" in proc.stderr
     assert "decode tokens/s per user" in proc.stderr and "Traceback" not in proc.stderr
+    bad.write_text("id,metric,measured,gpu,model,precision,gpus\nX,decode tokens/s per user,1,"
+                   "H2000,Llama-3.1-8B,fp8,1\n", encoding="utf-8")
+    proc = command.run("theoretical", "--check", str(bad), cwd=ROOT)
+    assert proc.returncode == 2 and f"{bad} row 2: gpu=H2000" in proc.stderr
+    assert "did you mean H200" in proc.stderr
     bad.write_text("id,metric\n", encoding="utf-8")
     proc = command.run("theoretical", "--check", str(bad), cwd=ROOT)
     assert proc.returncode == 2 and "has no rows" in proc.stderr
