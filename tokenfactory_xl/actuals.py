@@ -136,6 +136,8 @@ class Measurement:
     speculative : the speculative-decoding technique the file names (``mtp``), or None
     ttft_tail_ms, ttft_tail_stat : a file without p50/p99 TTFT: its highest TTFT percentile
         [ms] and which one (``p95``)
+    per_gpu_only : the file gives throughput per GPU and no GPU count: ``tps`` and
+        ``output_tps`` are one GPU's, and the instance's are unknown
     notes : remarks the reader made (which unit was assumed, …)
     """
 
@@ -164,6 +166,7 @@ class Measurement:
     speculative: str | None = None
     ttft_tail_ms: float | None = None
     ttft_tail_stat: str | None = None
+    per_gpu_only: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -238,8 +241,9 @@ def _per_user(obj: dict, path, what: str) -> float | None:
         value = _num(obj, key, path, what, required=False)
         if value:
             return value
+    # a key without "_ms" is in seconds, as the suites write it (agentic rows: mean ITL only)
     for key, scale in (("median_tpot_ms", 1000.0), ("median_tpot", 1.0),
-                       ("median_itl_ms", 1000.0)):
+                       ("median_itl_ms", 1000.0), ("median_itl", 1.0), ("mean_itl", 1.0)):
         value = _num(obj, key, path, what, required=False)
         if value:
             return scale / value
@@ -365,8 +369,8 @@ def read_suite_result(obj: dict, path: str) -> Measurement:
             gpus = value
             break
     if gpus is None:
-        notes.append("no GPU count (tp) in the file: the instance figures are one GPU's; "
-                     "give --gpus N")
+        notes.append("no GPU count (tp) in the file: it gives per-GPU figures only; give "
+                     "--gpus N for the instance's")
     out_per_gpu = _num(figures, "output_tput_per_gpu", path, what, required=False)
     p50, n50 = _ttft(figures, "median", path, what)
     p99, n99 = _ttft(figures, "p99", path, what)
@@ -412,7 +416,7 @@ def read_suite_result(obj: dict, path: str) -> Measurement:
         output_per_request=_num(obj, "osl", path, what, required=False)
         or _num(figures, "mean_output_tokens_actual", path, what, required=False) or None,
         speculative=None if spec in (None, "none") else spec,
-        ttft_tail_ms=tail, ttft_tail_stat=tail_stat,
+        ttft_tail_ms=tail, ttft_tail_stat=tail_stat, per_gpu_only=gpus is None,
         notes=tuple(notes) + n50 + n99 + ((f"speculative decoding: {spec}",)
                                            if spec not in (None, "none") else ()))
 
@@ -951,18 +955,24 @@ def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None
               gpus: int | None = 1, instances: int = 1) -> dict[str, object]:
     """The figures the command prints (and ``--json`` writes), TEF included. ``gpus`` None
     (the count is unknown): no per-GPU figure and no TEF, and a note naming ``--gpus``."""
-    per_gpu = found.tps / gpus if gpus else None
+    instance, output = found.tps, found.output_tps
+    if found.per_gpu_only:  # the file's figures are one GPU's already
+        per_gpu, output_per_gpu = found.tps, found.output_tps
+        instance = found.tps * gpus if gpus else None
+        output = found.output_tps * gpus if gpus and found.output_tps is not None else None
+    else:
+        per_gpu = found.tps / gpus if gpus else None
+        output_per_gpu = output / gpus if gpus and output is not None else None
     tef = per_gpu / theoretical.tps_per_gpu if theoretical and per_gpu is not None else None
-    notes = list(found.notes) + ([] if gpus else [NO_GPU_COUNT])
+    notes = list(found.notes) + ([] if gpus or found.per_gpu_only else [NO_GPU_COUNT])
     out: dict[str, object] = {
         "source": found.source, "format": found.format,
         "duration_s": found.duration_s, "requests": found.requests,
         "input_tokens": found.input_tokens, "output_tokens": found.output_tokens,
-        "measured_tps": found.tps * instances, "instance_tps": found.tps,
-        "instances": instances, "gpus_per_instance": gpus,
-        "measured_tps_per_gpu": per_gpu, "output_tps": found.output_tps,
-        "output_tps_per_gpu": (found.output_tps / gpus
-                               if gpus and found.output_tps is not None else None),
+        "measured_tps": instance * instances if instance is not None else None,
+        "instance_tps": instance, "instances": instances, "gpus_per_instance": gpus,
+        "measured_tps_per_gpu": per_gpu, "output_tps": output,
+        "output_tps_per_gpu": output_per_gpu,
         "ttft_p50_ms": found.ttft_p50_ms, "ttft_p99_ms": found.ttft_p99_ms,
         "ttft_tail_ms": found.ttft_tail_ms, "ttft_tail_stat": found.ttft_tail_stat,
         "ttft_slo_ms": slo_ms, "slo_attainment": slo_attainment(found, slo_ms),
@@ -1177,8 +1187,9 @@ def _print(summary: dict[str, object]) -> None:
         rows.append(("output tokens/s per user", _fmt(summary["tps_per_user"], " tokens/s")))
     if summary["request_goodput"] is not None:
         rows.append(("request goodput", _fmt(summary["request_goodput"], " req/s", 2)))
-    if summary["gpus_per_instance"]:
-        rows.append((f"measured TPS per GPU (÷ {summary['gpus_per_instance']:g} GPUs)",
+    if summary["measured_tps_per_gpu"] is not None:
+        rows.append(((f"measured TPS per GPU (÷ {summary['gpus_per_instance']:g} GPUs)"
+                      if summary["gpus_per_instance"] else "measured TPS per GPU (the file's)"),
                      _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
     if summary["theoretical_tps_per_gpu"] is not None:
         rows.append(("theoretical TPS per GPU", _fmt(summary["theoretical_tps_per_gpu"],

@@ -134,7 +134,7 @@ def cost_point(found: actuals.Measurement, gpu_hour: float, gpus: int,
                              "the model needs") + "; give --gpu, --model and --precision (the "
                           "model of spec 5.1 at the run's batch) or --prefill-decode-ratio "
                           "(e.g. 20); the TTFT is not used: it holds queueing")
-    per_gpu = found.tps / gpus
+    per_gpu = found.tps if found.per_gpu_only else found.tps / gpus
     decode = float(model.decode_tps_from_blend(per_gpu, share, ratio))
     prefill = ratio * decode
     ttft, stat = ((found.ttft_p99_ms, "p99") if found.ttft_p99_ms is not None
@@ -305,10 +305,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
     points = []
     for found in runs:
         known = args.gpus or found.gpus
-        if not known:
-            raise UserError(f"{found.source}: the file does not say how many GPUs ran it; a "
-                            "cost per token needs --gpus N (the GPUs of the measured instance)")
-        gpus = int(known)
+        if not known and (args.gpu or not found.per_gpu_only):
+            raise UserError(f"{found.source}: the file does not say how many GPUs ran it; "
+                            + ("the model's split" if found.per_gpu_only else
+                               "a cost per token") + " needs --gpus N (the GPUs of the measured "
+                            "instance)")
+        gpus = int(known or 1)  # a per-GPU-only file's figures are divided by nothing
         if args.gpu:
             setup = capacity.Setup.of(args.gpu, args.model, args.precision, gpus,
                                       args.parallel, args.kv_precision)
