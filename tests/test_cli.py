@@ -272,6 +272,7 @@ EXAMPLE_FILES = {
     "after.prom": "tests/fixtures/actuals/vllm_metrics_after.prom",
     "sites.csv": "tests/fixtures/actuals/sites.csv",
     "sweep.jsonl": "tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl",
+    "measurements.csv": "tests/fixtures/real/measurements.csv",
 }
 
 

@@ -48,11 +48,19 @@ Formats, and the source file each reader follows:
   ``{ echo "# scraped_at $(date +%s)"; curl -s $SERVER/metrics; } > before.prom``);
   ``--interval SECONDS`` overrides both (then the first file given is the earlier).
 
+- **Other tools**, one reader module each (as pvlib's ``iotools``): GenAI-Perf's JSON export
+  (:mod:`tokenfactory_xl.read_genai_perf`), the GenAI-Perf and AIPerf CSV exports
+  (:mod:`tokenfactory_xl.read_perf_csv`), LLMPerf summaries (:mod:`tokenfactory_xl.read_llmperf`),
+  ``trtllm-bench throughput`` logs (:mod:`tokenfactory_xl.read_trtllm_bench`) and MLPerf
+  loadgen summaries (:mod:`tokenfactory_xl.read_mlperf`); each module names the fields it reads.
+
 The format is recognised from the fields, never from the file's name. A file of several runs
 (JSON lines, a JSON list) gives one measurement per run. A TTFT field whose name carries no unit
 is read as seconds (milliseconds when above a minute) and a note says which was assumed.
 
-Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A benchmark
+Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A figure per
+GPU needs the GPU count, from the file (a suite row's ``tp``, trtllm-bench's TP × PP) or
+``--gpus``; without it there is none, and a note names the option. A benchmark
 measures one serving instance; a site's ``measured_tps`` is the whole cluster's, so
 ``--instances N`` multiplies by the number of such instances when writing a sites file.
 """
@@ -1303,7 +1311,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "a sites file.",
         epilog="examples:\n"
                "  tokenfactory-xl actuals result.json --theoretical-tps 12000\n"
-               "  tokenfactory-xl actuals before.prom after.prom --gpu H200 "
+               "  tokenfactory-xl actuals before.prom after.prom --gpus 2 --gpu H200 "
                "--model Llama-3.1-70B --precision fp8 --batch 64 --context 4096\n"
                "  tokenfactory-xl actuals result.json --instances 128 --sites sites.csv "
                "--site Frankfurt",

@@ -387,8 +387,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "tokens at a GPU-hour price. A sweep gives the throughput-per-GPU vs "
                     "tokens/s-per-user curve as an Excel chart (--output) and a PNG (--png), "
                     "and --ttft-slo-ms names the best point meeting a TTFT objective.",
-        epilog="examples:\n  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4\n"
-               "  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4 --ttft-slo-ms 500 "
+        epilog="examples:\n  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4 "
+               "--prefill-decode-ratio 20\n"
+               "  tokenfactory-xl cost sweep.jsonl --gpu-hour 2.10 --gpus 4 --gpu H200 "
+               "--model Llama-3.1-70B --precision bf16 --ttft-slo-ms 500 "
                "-o curve.xlsx --png curve.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE", help="benchmark result files")

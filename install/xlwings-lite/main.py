@@ -1767,7 +1767,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -2151,10 +2151,16 @@ def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
         raise InputError([Problem("metric", metric, "is not a metric the check computes",
                                   f"use one of: {'; '.join(METRICS)}", where)])
     measured = _cell(row, "measured", where)
-    s = Setup.of(row.get("gpu", ""), row.get("model", ""), (row.get("precision") or "").lower(),
-                 int(_cell(row, "gpus", where, whole=True)), parallel_of(row.get("parallel", "")),
-                 (row.get("kv_precision") or "").lower() or None, None,
-                 row.get("speculative") or "none")
+    try:
+        s = Setup.of(row.get("gpu", ""), row.get("model", ""),
+                     (row.get("precision") or "").lower(),
+                     int(_cell(row, "gpus", where, whole=True)),
+                     parallel_of(row.get("parallel", "")),
+                     (row.get("kv_precision") or "").lower() or None, None,
+                     row.get("speculative") or "none")
+    except InputError as error:  # say which row
+        raise InputError([replace(p, where=p.where or where) for p in error.problems]
+                         ) from None
     figures = {}
     for mode in MODES:
         if metric.startswith("decode"):
