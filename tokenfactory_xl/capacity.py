@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -425,31 +426,58 @@ def _cell(row: dict[str, str], name: str, where: str, whole: bool = False) -> fl
     return value
 
 
+def _count(row: dict[str, str], where: str) -> int:
+    """The replica's GPUs: the ``gpus`` cell, else the number in ``parallel`` (``TP8``)."""
+    if (row.get("gpus") or "").strip():
+        return int(_cell(row, "gpus", where, whole=True))
+    found = re.search(r"\d+", row.get("parallel") or "")
+    if not found:
+        raise InputError([Problem("gpus", "", "is empty and parallel names no GPU count",
+                                  "fill in the replica's GPUs", where)])
+    return int(found.group())
+
+
+def _figure(s: Setup, row: dict[str, str], metric: str, mode: str, where: str
+            ) -> tuple[float, str]:
+    if metric.startswith("decode"):
+        users = _cell(row, "concurrency", where, True)
+        if (row.get("context") or "").strip():
+            context = _cell(row, "context", where, True)
+        else:  # the table's definition: input + half the output
+            context = _cell(row, "isl", where, True) + _cell(row, "osl", where, True) / 2
+        batch = min(users, max_batch(s, context, mode))
+        note = (f"{mode}: {batch:,.0f} of the {users:,.0f} users decode together, the rest "
+                "wait" if batch < users else "")
+        return decode_tps_per_user(s, batch, context, mode), note
+    return max_output_tps_per_gpu(s, _cell(row, "isl", where, True),
+                                  _cell(row, "osl", where, True), mode)[0], ""
+
+
 def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
-    """The bound, the attainable figure, measured ÷ each and a verdict for one table row."""
+    """The bound, the attainable figure, measured ÷ each and a verdict for one table row.
+
+    A per-user row whose users outnumber the batch that fits (or the engine's cap, attainable)
+    is computed at that batch: the other users wait. Raises InputError naming the row when it
+    cannot be computed.
+    """
     metric = (row.get("metric") or "").strip()
     if metric not in METRICS:
         raise InputError([Problem("metric", metric, "is not a metric the check computes",
                                   f"use one of: {'; '.join(METRICS)}", where)])
     measured = _cell(row, "measured", where)
+    figures, notes = {}, []
     try:
         s = Setup.of(row.get("gpu", ""), row.get("model", ""),
-                     (row.get("precision") or "").lower(),
-                     int(_cell(row, "gpus", where, whole=True)),
+                     (row.get("precision") or "").lower(), _count(row, where),
                      parallel_of(row.get("parallel", "")),
                      (row.get("kv_precision") or "").lower() or None, None,
                      row.get("speculative") or "none")
+        for mode in MODES:
+            figures[mode], note = _figure(s, row, metric, mode, where)
+            notes += [note] if note else []
     except InputError as error:  # say which row
         raise InputError([replace(p, where=p.where or where) for p in error.problems]
                          ) from None
-    figures = {}
-    for mode in MODES:
-        if metric.startswith("decode"):
-            figures[mode] = decode_tps_per_user(s, _cell(row, "concurrency", where, True),
-                                                _cell(row, "context", where, True), mode)
-        else:
-            figures[mode] = max_output_tps_per_gpu(s, _cell(row, "isl", where, True),
-                                                   _cell(row, "osl", where, True), mode)[0]
     return {"id": row.get("id", ""), "metric": metric, "gpu": s.gpu.name, "model": s.model.name,
             "setup": f"{s.gpus} × {s.gpu.name}, {s.parallel}, {s.precision} weights, "
                      f"{s.dense_precision} dense, {s.kv_precision} KV"
@@ -458,7 +486,32 @@ def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
             "attainable": figures["attainable"],
             "measured_over_bound": measured / figures["bound"],
             "measured_over_attainable": measured / figures["attainable"],
-            "verdict": verdict(measured, figures["bound"], figures["attainable"])}
+            "verdict": verdict(measured, figures["bound"], figures["attainable"]),
+            "notes": notes}
+
+
+def check_rows(rows: list[dict[str, str]], path: str
+               ) -> tuple[list[dict[str, object]], list[str]]:
+    """:func:`check_row` of every row; a row that cannot be computed is kept with no figures,
+    its problem as its verdict, and the problem is also returned (one line per row)."""
+    out, problems = [], []
+    for number, row in enumerate(rows, start=2):
+        where = f"{path} row {number}"
+        try:
+            out.append(check_row(row, where))
+        except InputError as error:
+            text = "; ".join(str(p) for p in error.problems)
+            problems.append(text)
+            out.append({"id": row.get("id", ""), "metric": row.get("metric", ""),
+                        "measured": None, "bound": None, "attainable": None,
+                        "measured_over_bound": None, "measured_over_attainable": None,
+                        "verdict": f"not computed: {text}", "notes": []})
+            measured = (row.get("measured") or "").replace(",", "").strip()
+            try:
+                out[-1]["measured"] = float(measured)
+            except ValueError:
+                pass
+    return out, problems
 
 
 def check_table(path: str) -> list[dict[str, object]]:
@@ -476,7 +529,11 @@ def check_table(path: str) -> list[dict[str, object]]:
         raise InputError([Problem("--check", path, "has no rows" if not rows else
                                   f"has no column {', '.join(missing)}",
                                   f"its header names {', '.join(TABLE_COLUMNS)}")])
-    return [check_row(r, f"{path} row {i}") for i, r in enumerate(rows, start=2)]
+    out, problems = check_rows(rows, path)
+    if len(problems) == len(rows):  # nothing to show: the first problem is the message
+        raise InputError([Problem("--check", path, "has no row that can be computed: "
+                                  + problems[0])])
+    return out
 
 
 def prefill_tps_per_gpu(setup: Setup, prompt_tokens: float, mode: str = "attainable") -> float:

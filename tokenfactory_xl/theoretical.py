@@ -196,9 +196,14 @@ def _check(args: argparse.Namespace) -> int:
     print(f"{'id':<5} {'metric':<28} {'measured':>10} {'bound':>10} {'attainable':>10} "
           f"{'÷bound':>7} {'÷attain':>7}  verdict")
     for r in rows:
+        if r["bound"] is None:
+            print(f"{r['id']:<5} {r['metric']:<28} {'':>10} {'':>10} {'':>10} {'':>7} {'':>7}  "
+                  f"{r['verdict']}")
+            continue
         print(f"{r['id']:<5} {r['metric']:<28} {r['measured']:>10,.1f} {r['bound']:>10,.1f} "
               f"{r['attainable']:>10,.1f} {r['measured_over_bound']:>7.2f} "
-              f"{r['measured_over_attainable']:>7.2f}  {r['verdict']}")
+              f"{r['measured_over_attainable']:>7.2f}  {r['verdict']}"
+              + "".join(f"; {n}" for n in r["notes"]))
     return 0
 
 

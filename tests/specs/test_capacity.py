@@ -197,6 +197,26 @@ def test_a_bad_table_is_one_clear_line(tmp_path):
     assert proc.returncode == 2 and "has no rows" in proc.stderr
 
 
+def test_a_row_that_cannot_be_computed_keeps_the_others(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text(
+        "id,metric,measured,gpu,model,precision,gpus,parallel,concurrency,context,isl,osl\n"
+        "X,decode tokens/s per user,1,H100 PCIe,Llama-3.1-8B,fp8,1,TP1,1,1000,,\n"
+        "Y,decode tokens/s per user,20,H200,Llama-3.1-8B,fp8,,TP1,4096,,1000,200\n",
+        encoding="utf-8")
+    proc = command.run("theoretical", "--check", str(table), "--json", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    x, y = json.loads(proc.stdout)
+    assert x["bound"] is None and x["verdict"].startswith("not computed: ")
+    assert "gpu='H100 PCIe': is not in the gpu catalogue" in x["verdict"]
+    # Y: no gpus cell (TP1 says one), no context (1,000 + 200 ÷ 2), and 4,096 users: the
+    # attainable batch is the engine's cap, the others wait
+    s = capacity.Setup.of("H200", "Llama-3.1-8B", "fp8")
+    assert y["attainable"] == pytest.approx(capacity.decode_tps_per_user(s, C["batch_cap"],
+                                                                         1100))
+    assert any("1,024 of the 4,096 users" in n for n in y["notes"])
+
+
 def test_max_output_throughput_includes_prefill():
     s = capacity.Setup.of("H200", "Llama-3.1-70B", "fp8")
     short, _ = capacity.max_output_tps_per_gpu(s, 128, 2048)
