@@ -48,9 +48,16 @@ def read(obj: dict, path: str) -> Measurement:
     osl = _stat(obj, "output_sequence_length", "avg", path, required=False)
     itl = _stat(obj, "inter_token_latency", "p50", path, required=False)
     config = obj.get("input_config") if isinstance(obj.get("input_config"), dict) else {}
-    models = config.get("model")
+    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
+    models = next((m for m in (config.get("model"), config.get("model_names"),
+                               endpoint.get("model_names")) if m), None)
     name = models[0] if isinstance(models, list) and models else models
-    concurrency = config.get("concurrency")
+    # 2024 exports keep the concurrency at the top of input_config, later ones under the
+    # perf_analyzer stimulus
+    analyzer = config.get("perf_analyzer") if isinstance(config.get("perf_analyzer"), dict) \
+        else {}
+    stimulus = analyzer.get("stimulus") if isinstance(analyzer.get("stimulus"), dict) else {}
+    concurrency = config.get("concurrency", stimulus.get("concurrency"))
     assert rps is not None and out_tps is not None and isl is not None
     notes = ("input tokens/s = request_throughput × mean input_sequence_length (the file "
              "gives no token totals)",)
@@ -62,5 +69,6 @@ def read(obj: dict, path: str) -> Measurement:
         concurrency=float(concurrency) if isinstance(concurrency, (int, float))
         and not isinstance(concurrency, bool) and concurrency > 0 else None,
         tps_per_user=1000 / itl if itl else None,
-        model_name=str(name)[:80] if name else None, prompt_tokens=isl,
+        model_name=str(name)[:80] if isinstance(name, str) and name else None,
+        prompt_tokens=isl,
         output_per_request=osl, notes=notes)
