@@ -58,10 +58,12 @@ class CostPoint:
     tps_per_gpu : all tokens per second per GPU [tokens/s]
     tps_per_user : output tokens per second one user sees [tokens/s], when known
     output_share : output tokens ÷ all tokens [fraction]
-    prefill_decode_ratio : r, prefill ÷ decode tokens per GPU-second
-    ratio_basis : where r came from
-    prefill_tps_per_gpu, decode_tps_per_gpu : T_p and T_d [tokens/s]
-    cost_per_mtok, cost_per_mtok_input, cost_per_mtok_output : [$ per million tokens]
+    prefill_decode_ratio : r, prefill ÷ decode tokens per GPU-second; None when nothing gives
+        it (then no input/output split either)
+    ratio_basis : where r came from, or what would give it
+    prefill_tps_per_gpu, decode_tps_per_gpu : T_p and T_d [tokens/s], or None
+    cost_per_mtok, cost_per_mtok_input, cost_per_mtok_output : [$ per million tokens]; the
+        split ones None without r
     ttft_ms : the TTFT the objective is checked against [ms], and ``ttft_stat`` (p99 or p50)
     """
 
@@ -70,19 +72,25 @@ class CostPoint:
     tps_per_gpu: float
     tps_per_user: float | None
     output_share: float
-    prefill_decode_ratio: float
+    prefill_decode_ratio: float | None
     ratio_basis: str
-    prefill_tps_per_gpu: float
-    decode_tps_per_gpu: float
+    prefill_tps_per_gpu: float | None
+    decode_tps_per_gpu: float | None
     cost_per_mtok: float
-    cost_per_mtok_input: float
-    cost_per_mtok_output: float
+    cost_per_mtok_input: float | None
+    cost_per_mtok_output: float | None
     ttft_ms: float | None
     ttft_stat: str | None
 
 
 class CostProblem(ValueError):
     """A run whose costs cannot be split: says what is missing and the fix."""
+
+
+#: What a run without a split basis says instead of one.
+NO_SPLIT = ("no input/output split: the file has no measured prefill throughput; give --gpu, "
+            "--model and --precision (the model of spec 5.1 at the run's batch) or "
+            "--prefill-decode-ratio (the TTFT is not used: it holds queueing)")
 
 
 def measured_prefill_ratio(found: actuals.Measurement, gpus: int) -> float | None:
@@ -127,19 +135,22 @@ def cost_point(found: actuals.Measurement, gpu_hour: float, gpus: int,
         ratio = model_ratio(found, setup)
         basis = (f"GPU time: the attainable model (spec 5.1) at the run's batch "
                  f"{found.concurrency:,.0f}" if found.concurrency else "")
-    if ratio is None:
-        raise CostProblem(f"{label}: the split needs the GPU time on prefill and on decode, "
-                          "and the file has no measured prefill throughput"
-                          + ("" if setup is None else " nor the concurrency and prompt length "
-                             "the model needs") + "; give --gpu, --model and --precision (the "
-                          "model of spec 5.1 at the run's batch) or --prefill-decode-ratio "
-                          "(e.g. 20); the TTFT is not used: it holds queueing")
     per_gpu = found.tps if found.per_gpu_only else found.tps / gpus
-    decode = float(model.decode_tps_from_blend(per_gpu, share, ratio))
-    prefill = ratio * decode
     ttft, stat = ((found.ttft_p99_ms, "p99") if found.ttft_p99_ms is not None
                   else (found.ttft_p50_ms, "p50") if found.ttft_p50_ms is not None
                   else (None, None))
+    if ratio is None:  # the cost of a token, but no split: nothing measured or modelled gives it
+        return CostPoint(
+            label=label, concurrency=found.concurrency, tps_per_gpu=per_gpu,
+            tps_per_user=found.tps_per_user, output_share=share, prefill_decode_ratio=None,
+            ratio_basis=NO_SPLIT + ("" if setup is None else
+                                    " (the model needs the run's concurrency and prompt "
+                                    "length, which the file does not give)"),
+            prefill_tps_per_gpu=None, decode_tps_per_gpu=None,
+            cost_per_mtok=float(model.cost_per_mtok(gpu_hour, per_gpu, 1.0)),
+            cost_per_mtok_input=None, cost_per_mtok_output=None, ttft_ms=ttft, ttft_stat=stat)
+    decode = float(model.decode_tps_from_blend(per_gpu, share, ratio))
+    prefill = ratio * decode
     return CostPoint(
         label=label, concurrency=found.concurrency, tps_per_gpu=per_gpu,
         tps_per_user=found.tps_per_user, output_share=share, prefill_decode_ratio=ratio,
@@ -351,18 +362,26 @@ def cmd_cost(args: argparse.Namespace) -> int:
         ttft = f"{_fmt(p.ttft_ms, ',.0f')} {p.ttft_stat}" if p.ttft_stat else "n/a"
         mark = "  ← best" if best is p else ""
         print(f"  {label:<40} {_fmt(p.concurrency, ',.0f'):>6} {p.tps_per_gpu:>10,.1f} "
-              f"{_fmt(p.tps_per_user, ',.1f'):>10} {p.cost_per_mtok_input:>10.4f} "
-              f"{p.cost_per_mtok_output:>10.4f} {ttft:>12}{mark}")
-    ratios = dict.fromkeys(p.ratio_basis.split(" at the run's batch")[0] for p in points)
-    print(f"  input/output split by {'; '.join(ratios)}: prefill ÷ decode tokens per "
-          f"GPU-second {', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in points)} "
-          "(never the TTFT: it holds queueing)")
+              f"{_fmt(p.tps_per_user, ',.1f'):>10} {_fmt(p.cost_per_mtok_input, '.4f'):>10} "
+              f"{_fmt(p.cost_per_mtok_output, '.4f'):>10} {ttft:>12}{mark}")
+    split = [p for p in points if p.prefill_decode_ratio is not None]
+    if split:
+        ratios = dict.fromkeys(p.ratio_basis.split(" at the run's batch")[0] for p in split)
+        print(f"  input/output split by {'; '.join(ratios)}: prefill ÷ decode tokens per "
+              f"GPU-second {', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in split)} "
+              "(never the TTFT: it holds queueing)")
+    for basis in dict.fromkeys(p.ratio_basis for p in points
+                               if p.prefill_decode_ratio is None):
+        print(f"  {basis}; the $/Mtok of all tokens is "
+              f"{', '.join(f'{p.cost_per_mtok:.4f}' for p in points if p.ratio_basis == basis)}")
     if args.ttft_slo_ms:
         if best:
             print(f"best point meeting TTFT ≤ {args.ttft_slo_ms:,.0f} ms ({best.ttft_stat}): "
-                  f"{best.label}, {best.tps_per_gpu:,.1f} tokens/s per GPU, "
-                  f"${best.cost_per_mtok_input:.4f} per input and "
-                  f"${best.cost_per_mtok_output:.4f} per output Mtok")
+                  f"{best.label}, {best.tps_per_gpu:,.1f} tokens/s per GPU, " + (
+                      f"${best.cost_per_mtok_input:.4f} per input and "
+                      f"${best.cost_per_mtok_output:.4f} per output Mtok"
+                      if best.cost_per_mtok_input is not None else
+                      f"${best.cost_per_mtok:.4f} per Mtok (no input/output split)"))
         else:
             print(f"no run meets TTFT ≤ {args.ttft_slo_ms:,.0f} ms")
     for path in (args.output, args.png):

@@ -141,13 +141,20 @@ def test_bad_input_is_one_clear_line(args, says):
     assert says in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_a_run_without_what_the_split_needs_asks_for_the_ratio(tmp_path):
+def test_a_run_without_what_the_split_needs_says_what_would_give_it(tmp_path):
     bare = tmp_path / "r.json"
     bare.write_text(json.dumps({"endpoint_type": "vllm", "duration": 10.0, "completed": 5,
                                 "total_input_tokens": 100, "total_output_tokens": 50}))
-    proc = run(str(bare), "--gpu-hour", "2", "--gpus", "1")
-    assert proc.returncode == 2 and "--prefill-decode-ratio" in proc.stderr
-    assert "the TTFT is not used" in proc.stderr
+    proc = run(str(bare), "--gpu-hour", "2", "--gpus", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [p] = json.loads(proc.stdout)["points"]
+    # 150 tokens in 10 s on one GPU: $2 buys 3,600 × 15 tokens an hour
+    assert p["cost_per_mtok"] == pytest.approx(2e6 / (3600 * 15))
+    assert p["cost_per_mtok_input"] is None and p["prefill_decode_ratio"] is None
+    assert "--prefill-decode-ratio" in p["ratio_basis"]
+    assert "the TTFT is not used" in p["ratio_basis"]
+    text = run(str(bare), "--gpu-hour", "2", "--gpus", "1").stdout
+    assert "no input/output split" in text and "n/a" in text
     proc = run(str(bare), "--gpu-hour", "2")
     assert proc.returncode == 2 and "needs --gpus N" in proc.stderr
     ok = run(str(bare), "--gpu-hour", "2", "--prefill-decode-ratio", "20", "--json", "--gpus",
