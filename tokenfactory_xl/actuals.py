@@ -78,132 +78,43 @@ import os
 import re
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import capacity, model, roofline, specs
+from . import (
+    capacity,
+    model,
+    read_genai_perf,
+    read_llmperf,
+    read_mlperf,
+    read_perf_csv,
+    read_trtllm_bench,
+    roofline,
+    specs,
+)
 from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
 from .files import write_atomically
+from .measurement import (
+    _EXPECTED,
+    FORMAT_GENAI_PERF,
+    FORMAT_LLMPERF,
+    FORMAT_MLPERF,
+    FORMAT_PERF_CSV,
+    FORMAT_TRTLLM_BENCH,
+    FORMATS,
+    FileProblem,
+    Measurement,
+    _num,
+)
 from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
                                     "cache_hit_rate")
 
-FORMAT_GENAI_PERF = "NVIDIA GenAI-Perf"
-FORMAT_LLMPERF = "LLMPerf summary"
-FORMAT_TRTLLM_BENCH = "trtllm-bench log"
-FORMAT_MLPERF = "MLPerf loadgen summary"
-FORMAT_PERF_CSV = "GenAI-Perf/AIPerf CSV"
-FORMATS = ("vLLM bench serve", "SGLang bench_serving", "NVIDIA AIPerf", "vLLM Prometheus",
-           "benchmark suite result", FORMAT_GENAI_PERF, FORMAT_LLMPERF, FORMAT_TRTLLM_BENCH,
-           FORMAT_MLPERF, FORMAT_PERF_CSV)
-_EXPECTED = ("one of the formats read: vllm bench serve --save-result JSON; SGLang "
-             "bench_serving JSON(L); AIPerf profile_export_aiperf.json or its CSV; GenAI-Perf "
-             "profile_export_genai_perf.json or its CSV; an LLMPerf summary JSON; a "
-             "trtllm-bench throughput log; an MLPerf loadgen mlperf_log_summary.txt; a nightly "
-             "suite's per-configuration result (InferenceX, tput_per_gpu); or a Prometheus "
-             "text scrape of a vLLM server's /metrics")
-
-
-class FileProblem(ValueError):
-    """A file that cannot be read as what it claims or seems to be; names file and expectation."""
-
-    def __init__(self, path: str | os.PathLike, message: str):
-        super().__init__(f"{path}: {message}")
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What one benchmark run (or one pair of scrapes) measured.
-
-    Attributes
-    ----------
-    source : the file(s) read
-    format : one of :data:`FORMATS`
-    duration_s : length of the run or of the interval between scrapes [s]
-    input_tokens, output_tokens : tokens read and written in it [tokens]
-    tps : input + output tokens per second [tokens/s]
-    output_tps : output tokens per second [tokens/s]
-    ttft_p50_ms, ttft_p99_ms : time to first token, median and 99th percentile [ms]
-    cache_hit_rate : share of input tokens served from the prefix cache [fraction] or None
-    requests : requests completed, when known
-    request_goodput : requests per second meeting the benchmark's SLOs, when measured
-    gpus : GPUs the measured instance ran on, when the file says (a suite result's ``tp``)
-    concurrency : requests in flight the run was driven at, when the file says
-    tps_per_user : output tokens per second one user sees (interactivity, 1 ÷ time per
-        output token) [tokens/s], when the file gives it or its time per output token
-    hardware, precision, model_name : what the file says was measured, when it says
-    run : which run of a file of several (``"2 of 5"``), else None
-    prompt_tokens : mean input tokens per request [tokens], when the file gives it
-    output_per_request : mean output tokens per request [tokens], when the file gives it
-    prefill_tps : measured prefill (prompt) tokens per second while prefilling [tokens/s],
-        when the file gives it (AIPerf's active prefill throughput)
-    speculative : the speculative-decoding technique the file names (``mtp``), or None
-    ttft_tail_ms, ttft_tail_stat : a file without p50/p99 TTFT: its highest TTFT percentile
-        [ms] and which one (``p95``)
-    per_gpu_only : the file gives throughput per GPU and no GPU count: ``tps`` and
-        ``output_tps`` are one GPU's, and the instance's are unknown
-    notes : remarks the reader made (which unit was assumed, …)
-    """
-
-    source: str
-    format: str
-    duration_s: float | None
-    input_tokens: float | None
-    output_tokens: float | None
-    tps: float
-    output_tps: float | None
-    ttft_p50_ms: float | None
-    ttft_p99_ms: float | None
-    cache_hit_rate: float | None = None
-    requests: float | None = None
-    request_goodput: float | None = None
-    gpus: float | None = None
-    concurrency: float | None = None
-    tps_per_user: float | None = None
-    hardware: str | None = None
-    precision: str | None = None
-    model_name: str | None = None
-    run: str | None = None
-    prompt_tokens: float | None = None
-    output_per_request: float | None = None
-    prefill_tps: float | None = None
-    speculative: str | None = None
-    ttft_tail_ms: float | None = None
-    ttft_tail_stat: str | None = None
-    per_gpu_only: bool = False
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def output_share(self) -> float | None:
-        """Output tokens ÷ all tokens [fraction]."""
-        if self.input_tokens is None or self.output_tokens is None:
-            if self.output_tps is not None and self.tps > 0 and self.output_tps < self.tps:
-                return self.output_tps / self.tps
-            if self.prompt_tokens is not None and self.output_per_request:
-                return self.output_per_request / (self.prompt_tokens + self.output_per_request)
-            return None
-        total = self.input_tokens + self.output_tokens
-        return self.output_tokens / total if total > 0 else None
-
-
 # -- reading files -------------------------------------------------------------------------------
-def _num(obj: dict, key: str, path, what: str, required: bool = True) -> float | None:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise FileProblem(path, f"{what} has no {key!r}; expected a number there")
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise FileProblem(path, f"{what}: {key!r} is {value!r}, expected a number")
-    if not math.isfinite(value) or value < 0:
-        raise FileProblem(path, f"{what}: {key!r} is {value!r}, expected a number of at least 0")
-    return float(value)
-
-
 def _tps(input_tokens: float | None, output_tokens: float | None, duration: float | None,
          path, what: str) -> float:
     if input_tokens is None or output_tokens is None or not duration:
@@ -523,8 +434,6 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
 
 def _benchmark_kind(obj: dict) -> str | None:
     """Which tool wrote a result object, from its field names (never the file's name)."""
-    from . import read_genai_perf, read_llmperf
-
     if read_genai_perf.looks_like(obj):
         return FORMAT_GENAI_PERF
     if read_llmperf.looks_like(obj):
@@ -574,8 +483,6 @@ def read_benchmark_runs(path: str | os.PathLike, text: str | None = None) -> lis
                                      f"{_EXPECTED}")
         kind = _benchmark_kind(obj)
         if kind in (FORMAT_GENAI_PERF, FORMAT_LLMPERF):
-            from . import read_genai_perf, read_llmperf
-
             reader = read_genai_perf if kind == FORMAT_GENAI_PERF else read_llmperf
             runs.append(reader.read(obj, where))
             continue
@@ -651,15 +558,11 @@ def _json_objects(text: str, path: str) -> list | None:
 
 def _is_text_result(text: str) -> bool:
     """A log or CSV a text reader recognises (a trtllm-bench log starts with ``[``)."""
-    from . import read_mlperf, read_perf_csv, read_trtllm_bench
-
     return any(r.looks_like(text) for r in (read_perf_csv, read_trtllm_bench, read_mlperf))
 
 
 def _read_text_result(path: str, text: str) -> Measurement:
     """A result that is not JSON: a CSV export, a trtllm-bench log or an MLPerf summary."""
-    from . import read_mlperf, read_perf_csv, read_trtllm_bench
-
     for reader in (read_perf_csv, read_trtllm_bench, read_mlperf):
         if reader.looks_like(text):
             return reader.read(text, path)
@@ -1365,6 +1268,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 __all__ = ["Measurement", "Scrape", "Theoretical", "FileProblem", "read_files",
+           "FORMAT_GENAI_PERF", "FORMAT_LLMPERF", "FORMAT_MLPERF", "FORMAT_PERF_CSV",
+           "FORMAT_TRTLLM_BENCH",
            "read_benchmark", "read_benchmark_runs", "read_suite_result", "read_scrape",
            "from_scrapes", "histogram_quantile",
            "slo_attainment", "summarise", "theoretical_for", "write_site_values",

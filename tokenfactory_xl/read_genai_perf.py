@@ -12,7 +12,7 @@ not in the file.
 
 from __future__ import annotations
 
-from .actuals import FORMAT_GENAI_PERF, FileProblem, Measurement, _num
+from .measurement import FORMAT_GENAI_PERF, FileProblem, Measurement, _num
 
 WHAT = "GenAI-Perf export"
 

@@ -12,7 +12,7 @@ input length. The GPU count is not in the file (often a provider's API: no hardw
 
 from __future__ import annotations
 
-from .actuals import FORMAT_LLMPERF, Measurement, _num
+from .measurement import FORMAT_LLMPERF, Measurement, _num
 
 WHAT = "LLMPerf summary"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-from .actuals import FORMAT_MLPERF, FileProblem, Measurement
+from .measurement import FORMAT_MLPERF, FileProblem, Measurement
 
 _LINE = re.compile(r"^\s*([^:\n]+?)\s*:\s*(\S[^\n]*?)\s*$", re.MULTILINE)
 

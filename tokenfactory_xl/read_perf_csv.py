@@ -18,7 +18,7 @@ import csv
 import io
 import math
 
-from .actuals import FORMAT_PERF_CSV, FileProblem, Measurement
+from .measurement import FORMAT_PERF_CSV, FileProblem, Measurement
 
 
 def looks_like(text: str) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-from .actuals import FORMAT_TRTLLM_BENCH, FileProblem, Measurement
+from .measurement import FORMAT_TRTLLM_BENCH, FileProblem, Measurement
 
 _FIELD = re.compile(r"^\s*([A-Za-z][^:\n]*?)\s*:\s*(\S[^\n]*?)\s*$", re.MULTILINE)
 _TTFT = re.compile(r"^\s*\[TTFT\]\s*P(50|99)\s*:\s*([0-9.eE+-]+)", re.MULTILINE)
