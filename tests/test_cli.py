@@ -274,7 +274,7 @@ def test_help_loads_no_command_module():
 
 
 #: What the help examples read from a clone of the repository, copied to where they run.
-SEEDED = ("templates", "tests/fixtures/actuals")
+SEEDED = ("templates", "tests/fixtures/actuals", "tests/fixtures/real")
 
 
 def help_examples() -> list[str]:

@@ -47,7 +47,7 @@ TABLE = {
     "SLO_ATTAINMENT": "ttft_p50, ttft_p99, ttft_slo",
     "PAYBACK_MONTHS": "cash_flows",
     "THEORETICAL_TPS": "gpu, model, precision, batch, context_tokens, [gpus_per_replica=1], "
-                       "[mbu=1], [mfu=1]",
+                       "[mbu=1], [mfu=1], [mode=attainable]",
     "MAX_BATCH": "gpu, model, precision, context_tokens, [gpus_per_replica=1]",
     "GPU_SPEC": "gpu, field",
     "MODEL_SPEC": "model, field",

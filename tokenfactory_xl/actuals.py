@@ -48,11 +48,19 @@ Formats, and the source file each reader follows:
   ``{ echo "# scraped_at $(date +%s)"; curl -s $SERVER/metrics; } > before.prom``);
   ``--interval SECONDS`` overrides both (then the first file given is the earlier).
 
+- **Other tools**, one reader module each (as pvlib's ``iotools``): GenAI-Perf's JSON export
+  (:mod:`tokenfactory_xl.read_genai_perf`), the GenAI-Perf and AIPerf CSV exports
+  (:mod:`tokenfactory_xl.read_perf_csv`), LLMPerf summaries (:mod:`tokenfactory_xl.read_llmperf`),
+  ``trtllm-bench throughput`` logs (:mod:`tokenfactory_xl.read_trtllm_bench`) and MLPerf
+  loadgen summaries (:mod:`tokenfactory_xl.read_mlperf`); each module names the fields it reads.
+
 The format is recognised from the fields, never from the file's name. A file of several runs
 (JSON lines, a JSON list) gives one measurement per run. A TTFT field whose name carries no unit
 is read as seconds (milliseconds when above a minute) and a note says which was assumed.
 
-Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A benchmark
+Measured TPS counts input and output tokens alike, as the TFOM's tokens sold do. A figure per
+GPU needs the GPU count, from the file (a suite row's ``tp``, trtllm-bench's TP × PP) or
+``--gpus``; without it there is none, and a note names the option. A benchmark
 measures one serving instance; a site's ``measured_tps`` is the whole cluster's, so
 ``--instances N`` multiplies by the number of such instances when writing a sites file.
 """
@@ -70,107 +78,43 @@ import os
 import re
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import model, roofline, specs
+from . import (
+    capacity,
+    model,
+    read_genai_perf,
+    read_llmperf,
+    read_mlperf,
+    read_perf_csv,
+    read_trtllm_bench,
+    roofline,
+    specs,
+)
 from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
 from .files import write_atomically
+from .measurement import (
+    _EXPECTED,
+    FORMAT_GENAI_PERF,
+    FORMAT_LLMPERF,
+    FORMAT_MLPERF,
+    FORMAT_PERF_CSV,
+    FORMAT_TRTLLM_BENCH,
+    FORMATS,
+    FileProblem,
+    Measurement,
+    _num,
+)
 from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
                                     "cache_hit_rate")
 
-FORMATS = ("vLLM bench serve", "SGLang bench_serving", "NVIDIA AIPerf", "vLLM Prometheus",
-           "benchmark suite result")
-_EXPECTED = ("a vllm bench serve --save-result JSON, an SGLang bench_serving JSON(L) result, "
-             "an AIPerf profile_export_aiperf.json, a nightly suite's per-configuration result "
-             "(tput_per_gpu), or a Prometheus text scrape of a vLLM server's /metrics")
-
-
-class FileProblem(ValueError):
-    """A file that cannot be read as what it claims or seems to be; names file and expectation."""
-
-    def __init__(self, path: str | os.PathLike, message: str):
-        super().__init__(f"{path}: {message}")
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What one benchmark run (or one pair of scrapes) measured.
-
-    Attributes
-    ----------
-    source : the file(s) read
-    format : one of :data:`FORMATS`
-    duration_s : length of the run or of the interval between scrapes [s]
-    input_tokens, output_tokens : tokens read and written in it [tokens]
-    tps : input + output tokens per second [tokens/s]
-    output_tps : output tokens per second [tokens/s]
-    ttft_p50_ms, ttft_p99_ms : time to first token, median and 99th percentile [ms]
-    cache_hit_rate : share of input tokens served from the prefix cache [fraction] or None
-    requests : requests completed, when known
-    request_goodput : requests per second meeting the benchmark's SLOs, when measured
-    gpus : GPUs the measured instance ran on, when the file says (a suite result's ``tp``)
-    concurrency : requests in flight the run was driven at, when the file says
-    tps_per_user : output tokens per second one user sees (interactivity, 1 ÷ time per
-        output token) [tokens/s], when the file gives it or its time per output token
-    hardware, precision, model_name : what the file says was measured, when it says
-    run : which run of a file of several (``"2 of 5"``), else None
-    prompt_tokens : mean input tokens per request [tokens], when the file gives it
-    notes : remarks the reader made (which unit was assumed, …)
-    """
-
-    source: str
-    format: str
-    duration_s: float | None
-    input_tokens: float | None
-    output_tokens: float | None
-    tps: float
-    output_tps: float | None
-    ttft_p50_ms: float | None
-    ttft_p99_ms: float | None
-    cache_hit_rate: float | None = None
-    requests: float | None = None
-    request_goodput: float | None = None
-    gpus: float | None = None
-    concurrency: float | None = None
-    tps_per_user: float | None = None
-    hardware: str | None = None
-    precision: str | None = None
-    model_name: str | None = None
-    run: str | None = None
-    prompt_tokens: float | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def output_share(self) -> float | None:
-        """Output tokens ÷ all tokens [fraction]."""
-        if self.input_tokens is None or self.output_tokens is None:
-            if self.output_tps is not None and self.tps > 0:
-                return self.output_tps / self.tps
-            return None
-        total = self.input_tokens + self.output_tokens
-        return self.output_tokens / total if total > 0 else None
-
-
 # -- reading files -------------------------------------------------------------------------------
-def _num(obj: dict, key: str, path, what: str, required: bool = True) -> float | None:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise FileProblem(path, f"{what} has no {key!r}; expected a number there")
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise FileProblem(path, f"{what}: {key!r} is {value!r}, expected a number")
-    if not math.isfinite(value) or value < 0:
-        raise FileProblem(path, f"{what}: {key!r} is {value!r}, expected a number of at least 0")
-    return float(value)
-
-
 def _tps(input_tokens: float | None, output_tokens: float | None, duration: float | None,
          path, what: str) -> float:
     if input_tokens is None or output_tokens is None or not duration:
@@ -216,8 +160,9 @@ def _per_user(obj: dict, path, what: str) -> float | None:
         value = _num(obj, key, path, what, required=False)
         if value:
             return value
+    # a key without "_ms" is in seconds, as the suites write it (agentic rows: mean ITL only)
     for key, scale in (("median_tpot_ms", 1000.0), ("median_tpot", 1.0),
-                       ("median_itl_ms", 1000.0)):
+                       ("median_itl_ms", 1000.0), ("median_itl", 1.0), ("mean_itl", 1.0)):
         value = _num(obj, key, path, what, required=False)
         if value:
             return scale / value
@@ -227,7 +172,7 @@ def _per_user(obj: dict, path, what: str) -> float | None:
 def _concurrency(obj: dict, path, what: str) -> float | None:
     """The concurrency a run was driven at; for a run driven by request rate instead, the
     average requests in flight by Little's law: completed ÷ duration × mean latency."""
-    for key in ("max_concurrency", "conc", "concurrency"):
+    for key in ("max_concurrency", "conc", "concurrency", "users"):
         value = obj.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and \
                 math.isfinite(value) and value > 0:
@@ -253,7 +198,9 @@ def _text_of(obj: dict, *keys: str) -> str | None:
     for key in keys:
         value = obj.get(key)
         if isinstance(value, str) and value.strip():
-            return value.strip()[:80]
+            # a Hugging Face cache path names its model: …/models--openai--gpt-oss-120b/…
+            cached = re.search(r"models--([^/\\]+?)--([^/\\]+)", value)
+            return (f"{cached[1]}/{cached[2]}" if cached else value.strip())[:80]
     return None
 
 
@@ -311,23 +258,29 @@ def read_sglang_bench(obj: dict, path: str) -> Measurement:
 
 
 def read_suite_result(obj: dict, path: str) -> Measurement:
-    """One configuration of a public nightly inference benchmark suite (InferenceMAX's
-    ``agg_*.json`` rows, flat or with the figures under ``"metrics"``).
+    """One configuration of a public nightly inference benchmark suite (InferenceX's, formerly
+    InferenceMAX's, ``agg_*.json`` rows written by its ``utils/process_result.py``, flat or
+    with the figures under ``"metrics"``; agentic rows alike).
 
     Those files give throughput **per GPU** (``tput_per_gpu``, ``output_tput_per_gpu``), the
-    tensor-parallel GPUs of the instance (``tp``), latencies in seconds with the ``_ms`` dropped
-    (``median_ttft``, ``p99_ttft``), interactivity (``median_intvty``, tokens/s per user), the
-    concurrency (``conc``), hardware (``hw``) and precision. The instance's throughput is
-    tokens/s per GPU × ``tp``.
+    tensor-parallel GPUs of the instance (``tp``; a disaggregated row, ``disagg`` true, counts
+    its prefill and decode GPUs, ``num_prefill_gpu`` + ``num_decode_gpu``), latencies in
+    seconds with the ``_ms`` dropped (``median_ttft``, ``p99_ttft``), interactivity
+    (``median_intvty``, tokens/s per user), the concurrency (``conc``; agentic rows ``users``),
+    hardware (``hw``), precision and ``spec_decoding``. The instance's throughput is tokens/s
+    per GPU × GPUs. An agentic row has no median or p99 TTFT: its highest percentile is shown
+    instead, named; its cache-hit rate is the server's GPU prefix-cache hit rate where given.
     """
     what = "benchmark suite result"
     figures = obj["metrics"] if isinstance(obj.get("metrics"), dict) else obj
     per_gpu = _num(figures, "tput_per_gpu", path, what)
     gpus = None
-    notes: tuple[str, ...] = ()
+    notes: list[str] = []
     prefill_gpus = _num(obj, "num_prefill_gpu", path, what, required=False)
     decode_gpus = _num(obj, "num_decode_gpu", path, what, required=False)
-    if prefill_gpus and decode_gpus:  # a disaggregated (multi-node) configuration
+    # disagg false: one instance on tp GPUs, whatever prefill/decode counts the row repeats
+    colocated = obj.get("disagg") is False or str(obj.get("disagg")).lower() == "false"
+    if not colocated and prefill_gpus and decode_gpus:
         gpus = prefill_gpus + decode_gpus
     for key in ("num_gpus", "total_gpus", "tp", "decode_tp"):
         value = _num(obj, key, path, what, required=False)
@@ -335,20 +288,56 @@ def read_suite_result(obj: dict, path: str) -> Measurement:
             gpus = value
             break
     if gpus is None:
-        notes = ("no GPU count (tp): the instance figures are for one GPU",)
+        notes.append("no GPU count (tp) in the file: it gives per-GPU figures only; give "
+                     "--gpus N for the instance's")
     out_per_gpu = _num(figures, "output_tput_per_gpu", path, what, required=False)
     p50, n50 = _ttft(figures, "median", path, what)
     p99, n99 = _ttft(figures, "p99", path, what)
+    tail = tail_stat = None
+    if p50 is None and p99 is None:
+        for stat in ("p95", "p90", "p75"):
+            value = _num(figures, f"{stat}_ttft", path, what, required=False)
+            if value is not None:
+                tail, tail_stat = value * 1000, stat
+                mean = _num(figures, "mean_ttft", path, what, required=False)
+                notes.append(f"no p50/p99 TTFT in the file: its {stat} TTFT, {tail:,.1f} ms, "
+                             "is shown instead (seconds in the file)" + (
+                                 f"; mean {mean * 1000:,.1f} ms" if mean is not None else ""))
+                break
+    cache = None
+    for key in ("server_gpu_cache_hit_rate", "cache_hit_rate"):
+        value = _num(figures, key, path, what, required=False)
+        if value is not None:
+            cache = value / 100 if value > 1 else value
+            if value > 1:
+                notes.append(f"{key} {value:g} read as a percentage")
+            break
+    theoretical_hit = _num(figures, "theoretical_cache_hit_rate", path, what, required=False)
+    if cache is None and theoretical_hit is not None:
+        notes.append(f"the file's theoretical cache-hit rate ({theoretical_hit:g}) is what the "
+                     "trace could reuse, not a measured hit rate: not used")
+    spec = _text_of(obj, "spec_decoding")
+    duration = _num(figures, "duration_seconds", path, what, required=False)
+    inp = _num(figures, "total_prompt_tokens", path, what, required=False)
+    out = _num(figures, "total_generation_tokens", path, what, required=False)
     assert per_gpu is not None
     return Measurement(
-        source=path, format=FORMATS[4], duration_s=None, input_tokens=None, output_tokens=None,
-        tps=per_gpu * (gpus or 1), output_tps=None if out_per_gpu is None
-        else out_per_gpu * (gpus or 1), ttft_p50_ms=p50, ttft_p99_ms=p99, gpus=gpus,
+        source=path, format=FORMATS[4], duration_s=duration, input_tokens=inp,
+        output_tokens=out, tps=per_gpu * (gpus or 1),
+        output_tps=None if out_per_gpu is None else out_per_gpu * (gpus or 1),
+        ttft_p50_ms=p50, ttft_p99_ms=p99, cache_hit_rate=cache, gpus=gpus,
+        requests=_num(figures, "total_requests_completed", path, what, required=False),
         concurrency=_concurrency(obj, path, what), tps_per_user=_per_user(figures, path, what),
         hardware=_text_of(obj, "hw", "hardware", "device"),
         precision=_text_of(obj, "precision"), model_name=_text_of(obj, "model"),
-        prompt_tokens=_num(obj, "isl", path, what, required=False) or None,
-        notes=notes + n50 + n99)
+        prompt_tokens=_num(obj, "isl", path, what, required=False)
+        or _num(figures, "mean_input_tokens", path, what, required=False) or None,
+        output_per_request=_num(obj, "osl", path, what, required=False)
+        or _num(figures, "mean_output_tokens_actual", path, what, required=False) or None,
+        speculative=None if spec in (None, "none") else spec,
+        ttft_tail_ms=tail, ttft_tail_stat=tail_stat, per_gpu_only=gpus is None,
+        notes=tuple(notes) + n50 + n99 + ((f"speculative decoding: {spec}",)
+                                           if spec not in (None, "none") else ()))
 
 
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "sec": 1.0, "s": 1.0}
@@ -418,6 +407,15 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
         raise FileProblem(path, f"AIPerf export has no {missing!r} metric (nor the mean sequence "
                                 f"length and request_count); expected \"{missing}\": "
                                 "{\"unit\": …, \"avg\": …}")
+    config = obj.get("input_config") if isinstance(obj.get("input_config"), dict) else {}
+    loadgen = config.get("loadgen") if isinstance(config.get("loadgen"), dict) else {}
+    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
+    names = endpoint.get("model_names")
+    name = names[0] if isinstance(names, list) and names and isinstance(names[0], str) else None
+    concurrency = loadgen.get("concurrency")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, (int, float)) or \
+            not concurrency > 0:
+        concurrency = None
     return Measurement(
         source=path, format=FORMATS[2], duration_s=duration, input_tokens=inp,
         output_tokens=out, tps=_tps(inp, out, duration, path, "AIPerf export"),
@@ -427,11 +425,19 @@ def read_aiperf(obj: dict, path: str) -> Measurement:
         requests=requests, prompt_tokens=_mean(inp, requests),
         request_goodput=_aiperf_metric(obj, "goodput", "avg", path, required=False),
         tps_per_user=_aiperf_metric(obj, "output_token_throughput_per_user", "avg", path,
-                                    required=False), notes=tuple(notes))
+                                    required=False),
+        concurrency=float(concurrency) if concurrency is not None else None,
+        model_name=name[:80] if name else None,
+        prefill_tps=_aiperf_metric(obj, "active_prefill_throughput", "avg", path,
+                                   required=False), notes=tuple(notes))
 
 
 def _benchmark_kind(obj: dict) -> str | None:
     """Which tool wrote a result object, from its field names (never the file's name)."""
+    if read_genai_perf.looks_like(obj):
+        return FORMAT_GENAI_PERF
+    if read_llmperf.looks_like(obj):
+        return FORMAT_LLMPERF
     if "tput_per_gpu" in obj or (isinstance(obj.get("metrics"), dict)
                                  and "tput_per_gpu" in obj["metrics"]):
         return FORMATS[4]
@@ -476,10 +482,15 @@ def read_benchmark_runs(path: str | os.PathLike, text: str | None = None) -> lis
             raise FileProblem(where, f"holds a JSON {type(obj).__name__}, expected an object: "
                                      f"{_EXPECTED}")
         kind = _benchmark_kind(obj)
+        if kind in (FORMAT_GENAI_PERF, FORMAT_LLMPERF):
+            reader = read_genai_perf if kind == FORMAT_GENAI_PERF else read_llmperf
+            runs.append(reader.read(obj, where))
+            continue
         if kind is None:
             raise FileProblem(where, "is JSON but none of the known result formats (no "
                                      "total_token_throughput, time_to_first_token, "
-                                     f"mean_e2e_latency_ms or tput_per_gpu); expected {_EXPECTED}")
+                                     "mean_e2e_latency_ms, results_ttft_s_quantiles_p50 or "
+                                     f"tput_per_gpu); expected {_EXPECTED}")
         found = _READERS[kind](obj, where)
         if len(objects) > 1:
             found = replace(found, run=f"{number} of {len(objects)}")
@@ -559,6 +570,19 @@ def _json_objects(text: str, path: str) -> list | None:
                 raise FileProblem(path, f"is not valid JSON ({where}); expected "
                                         f"{_EXPECTED}") from None
         return objects
+
+
+def _is_text_result(text: str) -> bool:
+    """A log or CSV a text reader recognises (a trtllm-bench log starts with ``[``)."""
+    return any(r.looks_like(text) for r in (read_perf_csv, read_trtllm_bench, read_mlperf))
+
+
+def _read_text_result(path: str, text: str) -> Measurement:
+    """A result that is not JSON: a CSV export, a trtllm-bench log or an MLPerf summary."""
+    for reader in (read_perf_csv, read_trtllm_bench, read_mlperf):
+        if reader.looks_like(text):
+            return reader.read(text, path)
+    raise FileProblem(path, f"is not a format this command reads; expected {_EXPECTED}")
 
 
 # -- Prometheus scrapes --------------------------------------------------------------------------
@@ -760,7 +784,7 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
             text, path = _read_stdin(), "standard input"
         else:
             text = _read_text(str(path))
-        if text.lstrip()[:1] in ("{", "["):
+        if text.lstrip()[:1] in ("{", "[") and not _is_text_result(text):
             runs = read_benchmark_runs(path, text)
             if run is not None and len(runs) > 1:
                 if run > len(runs):
@@ -771,7 +795,7 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
         elif looks_like_prometheus(text):
             scrapes.append(read_scrape(path, text))
         else:
-            raise FileProblem(path, f"is not a format this command reads; expected {_EXPECTED}")
+            benchmarks.append(_read_text_result(str(path), text))
     if scrapes and len(scrapes) != 2:
         raise FileProblem(scrapes[0].path, f"is one of {len(scrapes)} Prometheus scrapes; "
                                            "expected exactly two (before and after)")
@@ -809,27 +833,42 @@ class Theoretical:
     prefill_tps_per_gpu: float | None = None
 
 
+#: The theoretical figures TEF can be taken against (TFOM-SPEC section 5.1; the first is the
+#: default); ``roofline`` is the version-2 bound of section 5 with its MBU and MFU.
+FIGURES = ("attainable", "bound", "roofline")
+
+
 def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: str,
-                    batch: float, context: float, gpus: int, mbu: float, mfu: float
+                    batch: float, context: float, gpus: int, mbu: float = 1.0,
+                    mfu: float = 1.0, figure: str = "attainable", parallel: str = "tp"
                     ) -> Theoretical:
-    """The roofline ceiling for the measured token mix: decode and prefill bounds blended by
-    the measured output share (:func:`tokenfactory_xl.roofline.blended_tps`)."""
-    decode = float(roofline.theoretical_tps(gpu, model_name, precision, batch, context, gpus,
-                                            mbu, mfu))
+    """The theoretical figure for the measured token mix: decode and prefill per GPU blended
+    by the measured output share (:func:`tokenfactory_xl.roofline.blended_tps`). ``figure``
+    is ``attainable`` (TEF's default denominator), ``bound`` (:mod:`tokenfactory_xl.capacity`)
+    or ``roofline`` (version 2, with ``mbu`` and ``mfu``)."""
     g, m = specs.gpu(gpu), specs.model(model_name)
-    if math.isnan(decode):
-        fit = roofline.max_batch_for(g, m, precision, context, gpus)
-        raise InputError([Problem("--batch", batch, f"does not fit in memory: at most "
-                                  f"{fit:,.0f} sequences of {context:,.0f} tokens on "
-                                  f"{gpus} × {g.name} ({precision})",
-                                  "lower --batch or --context, or raise --gpus")])
     # prefill attention at the measured mean prompt length; none known: 0 (a higher bound)
-    prompt = (found.input_tokens / found.requests
-              if found.input_tokens is not None and found.requests else 0.0)
-    prefill = float(roofline.prefill_tps_for(g, m, precision, mfu, prompt))
+    prompt = found.prompt_tokens or 0.0
+    if figure == "roofline":
+        decode = float(roofline.theoretical_tps(gpu, model_name, precision, batch, context,
+                                                gpus, mbu, mfu))
+        if math.isnan(decode):
+            fit = roofline.max_batch_for(g, m, precision, context, gpus)
+            raise InputError([Problem("--batch", batch, f"does not fit in memory: at most "
+                                      f"{fit:,.0f} sequences of {context:,.0f} tokens on "
+                                      f"{gpus} × {g.name} ({precision})",
+                                      "lower --batch or --context, or raise --gpus")])
+        prefill = float(roofline.prefill_tps_for(g, m, precision, mfu, prompt))
+        basis = (f"roofline: {m.name} on {gpus} × {g.name}, {precision}, batch {batch:g}, "
+                 f"context {context:g}, MBU {mbu:g}, MFU {mfu:g}")
+    else:
+        setup = capacity.Setup.of(g, m, precision, gpus, parallel)
+        decode = capacity.decode_tps_per_gpu(setup, batch, context, figure)
+        prefill = capacity.prefill_tps_per_gpu(setup, prompt, figure)
+        basis = (f"{figure} (spec 5.1): {m.name} on {gpus} × {g.name}, {setup.parallel}, "
+                 f"{precision} weights, {setup.dense_precision} dense, {setup.kv_precision} "
+                 f"KV, batch {batch:g}, context {context:g}")
     share = found.output_share
-    basis = (f"roofline: {m.name} on {gpus} × {g.name}, {precision}, batch {batch:g}, "
-             f"context {context:g}, MBU {mbu:g}, MFU {mfu:g}")
     if share is None:
         return Theoretical(decode, basis + " (decode)", decode, prefill)
     blended = float(roofline.blended_tps(prefill, decode, share))
@@ -837,26 +876,43 @@ def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: st
                        prefill)
 
 
+#: The note of a measurement whose GPU count neither the file nor the user gave.
+NO_GPU_COUNT = ("the file does not say how many GPUs ran it: no per-GPU figure (and no TEF); "
+                "give --gpus N, the GPUs of the measured instance")
+
+
 def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None,
-              gpus: int = 1, instances: int = 1) -> dict[str, object]:
-    """The figures the command prints (and ``--json`` writes), TEF included."""
-    per_gpu = found.tps / gpus
-    tef = per_gpu / theoretical.tps_per_gpu if theoretical else None
+              gpus: int | None = 1, instances: int = 1) -> dict[str, object]:
+    """The figures the command prints (and ``--json`` writes), TEF included. ``gpus`` None
+    (the count is unknown): no per-GPU figure and no TEF, and a note naming ``--gpus``."""
+    instance, output = found.tps, found.output_tps
+    if found.per_gpu_only:  # the file's figures are one GPU's already
+        per_gpu, output_per_gpu = found.tps, found.output_tps
+        instance = found.tps * gpus if gpus else None
+        output = found.output_tps * gpus if gpus and found.output_tps is not None else None
+    else:
+        per_gpu = found.tps / gpus if gpus else None
+        output_per_gpu = output / gpus if gpus and output is not None else None
+    tef = per_gpu / theoretical.tps_per_gpu if theoretical and per_gpu is not None else None
+    notes = list(found.notes) + ([] if gpus or found.per_gpu_only else [NO_GPU_COUNT])
     out: dict[str, object] = {
         "source": found.source, "format": found.format,
         "duration_s": found.duration_s, "requests": found.requests,
         "input_tokens": found.input_tokens, "output_tokens": found.output_tokens,
-        "measured_tps": found.tps * instances, "instance_tps": found.tps,
-        "instances": instances, "gpus_per_instance": gpus,
-        "measured_tps_per_gpu": per_gpu, "output_tps": found.output_tps,
+        "measured_tps": instance * instances if instance is not None else None,
+        "instance_tps": instance, "instances": instances, "gpus_per_instance": gpus,
+        "measured_tps_per_gpu": per_gpu, "output_tps": output,
+        "output_tps_per_gpu": output_per_gpu,
         "ttft_p50_ms": found.ttft_p50_ms, "ttft_p99_ms": found.ttft_p99_ms,
+        "ttft_tail_ms": found.ttft_tail_ms, "ttft_tail_stat": found.ttft_tail_stat,
         "ttft_slo_ms": slo_ms, "slo_attainment": slo_attainment(found, slo_ms),
         "cache_hit_rate": found.cache_hit_rate, "request_goodput": found.request_goodput,
         "theoretical_tps_per_gpu": theoretical.tps_per_gpu if theoretical else None,
         "theoretical_basis": theoretical.basis if theoretical else None,
         "tef": tef, "concurrency": found.concurrency, "tps_per_user": found.tps_per_user,
+        "prefill_tps": found.prefill_tps, "speculative": found.speculative,
         "hardware": found.hardware, "precision": found.precision, "model": found.model_name,
-        "run": found.run, "notes": list(found.notes),
+        "run": found.run, "notes": notes,
     }
     if theoretical and theoretical.decode_tps_per_gpu is not None:
         out["roofline_decode_tps_per_gpu"] = theoretical.decode_tps_per_gpu
@@ -1028,11 +1084,14 @@ def _fmt(value: object, unit: str = "", digits: int = 1) -> str:
 
 def _print(summary: dict[str, object]) -> None:
     head = f"{summary['source']} ({summary['format']}"
-    described = ", ".join(str(summary[k]) for k in ("hardware", "precision") if summary.get(k))
+    described = ", ".join(str(summary[k]) for k in ("model", "hardware", "precision")
+                          if summary.get(k))
     if described:
         head += f", {described}"
     if summary.get("concurrency"):
         head += f", concurrency {summary['concurrency']:,.0f}"
+    if summary.get("speculative"):
+        head += f", speculative decoding {summary['speculative']}"
     if summary["duration_s"]:
         head += f", {summary['duration_s']:,.1f} s"
     if summary["requests"]:
@@ -1046,6 +1105,8 @@ def _print(summary: dict[str, object]) -> None:
         ("output TPS", _fmt(summary["output_tps"], " tokens/s")),
         ("TTFT p50 / p99", f"{_fmt(summary['ttft_p50_ms'])} / "
                            f"{_fmt(summary['ttft_p99_ms'], ' ms')}"),
+        *([(f"TTFT {summary['ttft_tail_stat']} (no p50/p99 in the file)",
+            _fmt(summary["ttft_tail_ms"], " ms"))] if summary.get("ttft_tail_stat") else []),
         (f"SLO attainment (TTFT ≤ {summary['ttft_slo_ms']:,.0f} ms)",
          _fmt(None if summary["slo_attainment"] is None
               else 100 * summary["slo_attainment"], " %", 2)),  # type: ignore[operator]
@@ -1056,8 +1117,10 @@ def _print(summary: dict[str, object]) -> None:
         rows.append(("output tokens/s per user", _fmt(summary["tps_per_user"], " tokens/s")))
     if summary["request_goodput"] is not None:
         rows.append(("request goodput", _fmt(summary["request_goodput"], " req/s", 2)))
-    if summary["theoretical_tps_per_gpu"] is not None or summary["gpus_per_instance"] != 1:
-        rows.append(("measured TPS per GPU", _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
+    if summary["measured_tps_per_gpu"] is not None:
+        rows.append(((f"measured TPS per GPU (÷ {summary['gpus_per_instance']:g} GPUs)"
+                      if summary["gpus_per_instance"] else "measured TPS per GPU (the file's)"),
+                     _fmt(summary["measured_tps_per_gpu"], " tokens/s")))
     if summary["theoretical_tps_per_gpu"] is not None:
         rows.append(("theoretical TPS per GPU", _fmt(summary["theoretical_tps_per_gpu"],
                                                      " tokens/s")))
@@ -1092,6 +1155,9 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         missing = [n for n, o in zip(("--gpu", "--model", "--precision", "--batch",
                                       "--context"), roofline_opts, strict=True) if o is None]
         raise UserError(f"the roofline needs {', '.join(missing)} too")
+    if args.figure != "roofline" and (args.mbu != 1 or args.mfu != 1):
+        raise UserError(f"--mbu and --mfu apply to --figure roofline only; the {args.figure} "
+                        "figure takes its efficiencies from the method's catalogue")
     if args.sites and not args.site:
         raise UserError("--sites needs --site NAME (the site_name of the row to update)")
     if args.site and not args.sites:
@@ -1101,15 +1167,21 @@ def cmd_actuals(args: argparse.Namespace) -> int:
     slo = args.slo_ms if args.slo_ms is not None else float(BY_NAME["ttft_slo_ms"].default)
     summaries = []
     for measurement in found:
-        # GPUs of the instance: --gpus, else what the file says (a suite's tp), else 1
-        gpus = int(args.gpus or measurement.gpus or 1)
+        # GPUs of the instance: --gpus, else what the file says (a suite's tp, trtllm-bench's
+        # TP × PP); unknown: no per-GPU figure, never a silent 1
+        known = args.gpus or measurement.gpus
+        gpus = int(known) if known else None
         theoretical = None
         if args.theoretical_tps is not None:
             theoretical = Theoretical(args.theoretical_tps, "given (--theoretical-tps)")
         elif args.gpu is not None:
+            if gpus is None:
+                raise UserError(f"{measurement.source}: the file does not say how many GPUs ran "
+                                "it; the theoretical figure needs --gpus N (the GPUs of the "
+                                "instance)")
             theoretical = theoretical_for(measurement, args.gpu, args.model, args.precision,
                                           args.batch, args.context, gpus, args.mbu,
-                                          args.mfu)
+                                          args.mfu, args.figure, args.parallel)
         summaries.append(summarise(measurement, slo, theoretical, gpus, args.instances))
     written = None
     if args.sites:
@@ -1167,7 +1239,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_bench_serve.json "
                "--theoretical-tps 12000\n"
                "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_metrics_before.prom "
-               "tests/fixtures/actuals/vllm_metrics_after.prom --gpu H200 "
+               "tests/fixtures/actuals/vllm_metrics_after.prom --gpus 2 --gpu H200 "
                "--model Llama-3.1-70B --precision fp8 --batch 64 --context 4096\n"
                "  cp tests/fixtures/actuals/sites.csv my-sites.csv\n"
                "  tokenfactory-xl actuals tests/fixtures/actuals/vllm_bench_serve.json --gpus 2 "
@@ -1192,10 +1264,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--run", type=positive_int, metavar="N",
                    help="of a file holding several runs (JSON lines, a list of "
                         "configurations), read only run N (from 1); default: every run")
+    p.add_argument("--figure", choices=FIGURES, default=FIGURES[0], type=str.lower,
+                   help="the theoretical figure of --gpu/--model/…: attainable (default: what "
+                        "the best engines reach, TEF's denominator), bound (physics only) or "
+                        "roofline (spec 5, with --mbu/--mfu)")
+    p.add_argument("--parallel", choices=capacity.PARALLEL, type=str.lower, default="tp",
+                   help="parallel layout of the instance's replica (default tp)")
     p.add_argument("--mbu", type=fraction_arg, default=roofline.DEFAULT_MBU,
-                   help="memory-bandwidth utilisation for the roofline (default 1.0)")
+                   help="memory-bandwidth utilisation for --figure roofline (default 1.0)")
     p.add_argument("--mfu", type=fraction_arg, default=roofline.DEFAULT_MFU,
-                   help="model-FLOPs utilisation for the roofline (default 1.0)")
+                   help="model-FLOPs utilisation for --figure roofline (default 1.0)")
     p.add_argument("--slo-ms", type=positive_float, metavar="MS",
                    help=f"TTFT objective for the SLO attainment (default "
                         f"{BY_NAME['ttft_slo_ms'].default:,} ms, the ttft_slo_ms default)")
@@ -1218,6 +1296,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 __all__ = ["Measurement", "Scrape", "Theoretical", "FileProblem", "read_files",
+           "FORMAT_GENAI_PERF", "FORMAT_LLMPERF", "FORMAT_MLPERF", "FORMAT_PERF_CSV",
+           "FORMAT_TRTLLM_BENCH",
            "read_benchmark", "read_benchmark_runs", "read_suite_result", "read_scrape",
            "from_scrapes", "histogram_quantile",
            "slo_attainment", "summarise", "theoretical_for", "write_site_values",

@@ -56,7 +56,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("batch", "tokenfactory_xl.batch",
      "write one TFOM workbook per site of a sites file, and a portfolio"),
     ("theoretical", "tokenfactory_xl.theoretical",
-     "theoretical TPS per GPU of a catalogue GPU and model (roofline)"),
+     "TPS per GPU of a catalogue GPU and model: the bound and the attainable figure"),
     ("actuals", "tokenfactory_xl.actuals",
      "measured TPS, TTFT, SLO attainment and TEF from serving output"),
     ("track", "tokenfactory_xl.track",

@@ -9,10 +9,14 @@ input and of a million output tokens at ``--gpu-hour`` dollars per GPU-hour.
 
 **Input vs output.** Prefill reads a prompt token far faster than decode writes an output token
 (TFOM-SPEC §2), so an output token costs more. A run measures the blend T of both, with output
-share o; splitting it needs the ratio r of the prefill to the decode rate. The command measures
-r from the run itself: a user's prompt of P tokens arrives in TTFT, and each output token takes
-1 ÷ (tokens/s per user), so r = P × time per output token ÷ TTFT (median TTFT; its queueing
-makes r, and the input cost, err on the high side). ``--prefill-decode-ratio`` replaces it.
+share o; splitting it needs the ratio r of the prefill to the decode rate: how the GPUs' time
+divides between prefill and decode. Never from the TTFT, which holds the time a request waited
+in the queue (at high concurrency most of it: an input token would come out dearer than an
+output token). In order: ``--prefill-decode-ratio`` as given; the file's measured prefill
+throughput (AIPerf's active prefill rate: tokens per second while prefilling), with T_d from
+the blend; else, given ``--gpu``/``--model``/``--precision``, the attainable model of
+TFOM-SPEC §5.1 at the run's batch (its concurrency) and context
+(:func:`tokenfactory_xl.capacity.gpu_seconds_per_token`). The output says which.
 Then T_d = T × ((1 − o) ÷ r + o) and T_p = r × T_d
 (:func:`tokenfactory_xl.model.decode_tps_from_blend`), and the costs are §2's
 C × 10⁶ ÷ (3,600 × T_p) and C × 10⁶ ÷ (3,600 × T_d) at the measured load (the GPUs were paid
@@ -41,7 +45,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import actuals, model
+from . import actuals, capacity, model, roofline
 from .cli import add_csv_option, positive_float, positive_int, write_output
 from .stencil import repack_to
 
@@ -57,10 +61,12 @@ class CostPoint:
     tps_per_gpu : all tokens per second per GPU [tokens/s]
     tps_per_user : output tokens per second one user sees [tokens/s], when known
     output_share : output tokens ÷ all tokens [fraction]
-    prefill_decode_ratio : r, prefill ÷ decode tokens per GPU-second
-    ratio_basis : where r came from
-    prefill_tps_per_gpu, decode_tps_per_gpu : T_p and T_d [tokens/s]
-    cost_per_mtok, cost_per_mtok_input, cost_per_mtok_output : [$ per million tokens]
+    prefill_decode_ratio : r, prefill ÷ decode tokens per GPU-second; None when nothing gives
+        it (then no input/output split either)
+    ratio_basis : where r came from, or what would give it
+    prefill_tps_per_gpu, decode_tps_per_gpu : T_p and T_d [tokens/s], or None
+    cost_per_mtok, cost_per_mtok_input, cost_per_mtok_output : [$ per million tokens]; the
+        split ones None without r
     ttft_ms : the TTFT the objective is checked against [ms], and ``ttft_stat`` (p99 or p50)
     """
 
@@ -69,13 +75,13 @@ class CostPoint:
     tps_per_gpu: float
     tps_per_user: float | None
     output_share: float
-    prefill_decode_ratio: float
+    prefill_decode_ratio: float | None
     ratio_basis: str
-    prefill_tps_per_gpu: float
-    decode_tps_per_gpu: float
+    prefill_tps_per_gpu: float | None
+    decode_tps_per_gpu: float | None
     cost_per_mtok: float
-    cost_per_mtok_input: float
-    cost_per_mtok_output: float
+    cost_per_mtok_input: float | None
+    cost_per_mtok_output: float | None
     ttft_ms: float | None
     ttft_stat: str | None
 
@@ -84,17 +90,40 @@ class CostProblem(ValueError):
     """A run whose costs cannot be split: says what is missing and the fix."""
 
 
-def measured_ratio(found: actuals.Measurement) -> float | None:
-    """r = mean prompt tokens × time per output token ÷ median TTFT, from one run; None when
-    the file lacks any of them."""
-    if not (found.prompt_tokens and found.tps_per_user and found.ttft_p50_ms):
+#: What a run without a split basis says instead of one.
+NO_SPLIT = ("no input/output split: the file has no measured prefill throughput; give --gpu, "
+            "--model and --precision (the model of spec 5.1 at the run's batch) or "
+            "--prefill-decode-ratio (the TTFT is not used: it holds queueing)")
+
+
+def measured_prefill_ratio(found: actuals.Measurement, gpus: int) -> float | None:
+    """r = T_p ÷ T_d from the file's measured prefill throughput: T_p = prefill tokens/s ÷
+    GPUs, T_d from the blend 1/T = (1 − o)/T_p + o/T_d; None when the file has no prefill rate
+    or it does not fit the blend (the prefill alone would take longer than the run)."""
+    share = found.output_share
+    if not found.prefill_tps or share is None or not share > 0:
         return None
-    seconds_per_output_token = 1 / found.tps_per_user
-    return found.prompt_tokens * seconds_per_output_token / (found.ttft_p50_ms / 1000)
+    t, t_p = found.tps / gpus, found.prefill_tps / gpus
+    room = 1 / t - (1 - share) / t_p
+    if not room > 0:
+        return None
+    return t_p / (share / room)
+
+
+def model_ratio(found: actuals.Measurement, setup: capacity.Setup) -> float | None:
+    """r = T_p ÷ T_d from the attainable model of TFOM-SPEC §5.1 at the run's batch (its
+    concurrency) and context (mean prompt + half the mean output); None without them."""
+    if not (found.concurrency and found.prompt_tokens):
+        return None
+    output = found.output_per_request or 0.0
+    prefill, decode = capacity.gpu_seconds_per_token(
+        setup, max(round(found.concurrency), 1), found.prompt_tokens + output / 2,
+        found.prompt_tokens)
+    return decode / prefill
 
 
 def cost_point(found: actuals.Measurement, gpu_hour: float, gpus: int,
-               ratio: float | None = None) -> CostPoint:
+               ratio: float | None = None, setup: capacity.Setup | None = None) -> CostPoint:
     """The throughput per GPU and the input/output cost split of one run (module docstring)."""
     label = found.source
     share = found.output_share
@@ -103,18 +132,28 @@ def cost_point(found: actuals.Measurement, gpu_hour: float, gpus: int,
                           "split needs the output share")
     basis = "given (--prefill-decode-ratio)"
     if ratio is None:
-        ratio = measured_ratio(found)
-        basis = "measured: mean prompt × time per output token ÷ median TTFT"
-        if ratio is None:
-            raise CostProblem(f"{label}: lacks the mean prompt length, the time per output token "
-                              "or the median TTFT to measure the prefill:decode speed ratio; "
-                              "give --prefill-decode-ratio (e.g. 20)")
-    per_gpu = found.tps / gpus
-    decode = float(model.decode_tps_from_blend(per_gpu, share, ratio))
-    prefill = ratio * decode
+        ratio = measured_prefill_ratio(found, gpus)
+        basis = "GPU time: the file's measured prefill throughput"
+    if ratio is None and setup is not None:
+        ratio = model_ratio(found, setup)
+        basis = (f"GPU time: the attainable model (spec 5.1) at the run's batch "
+                 f"{found.concurrency:,.0f}" if found.concurrency else "")
+    per_gpu = found.tps if found.per_gpu_only else found.tps / gpus
     ttft, stat = ((found.ttft_p99_ms, "p99") if found.ttft_p99_ms is not None
                   else (found.ttft_p50_ms, "p50") if found.ttft_p50_ms is not None
                   else (None, None))
+    if ratio is None:  # the cost of a token, but no split: nothing measured or modelled gives it
+        return CostPoint(
+            label=label, concurrency=found.concurrency, tps_per_gpu=per_gpu,
+            tps_per_user=found.tps_per_user, output_share=share, prefill_decode_ratio=None,
+            ratio_basis=NO_SPLIT + ("" if setup is None else
+                                    " (the model needs the run's concurrency and prompt "
+                                    "length, which the file does not give)"),
+            prefill_tps_per_gpu=None, decode_tps_per_gpu=None,
+            cost_per_mtok=float(model.cost_per_mtok(gpu_hour, per_gpu, 1.0)),
+            cost_per_mtok_input=None, cost_per_mtok_output=None, ttft_ms=ttft, ttft_stat=stat)
+    decode = float(model.decode_tps_from_blend(per_gpu, share, ratio))
+    prefill = ratio * decode
     return CostPoint(
         label=label, concurrency=found.concurrency, tps_per_gpu=per_gpu,
         tps_per_user=found.tps_per_user, output_share=share, prefill_decode_ratio=ratio,
@@ -281,11 +320,27 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if any(r.format == actuals.FORMATS[3] for r in runs):
         raise UserError("cost reads benchmark result files, not Prometheus scrapes; use "
                         "actuals for scrapes")
+    setup = None
+    if args.gpu or args.model or args.precision:
+        missing = [o for o, v in (("--gpu", args.gpu), ("--model", args.model),
+                                  ("--precision", args.precision)) if not v]
+        if missing:
+            raise UserError(f"the model's split needs {', '.join(missing)} too")
     points = []
     for found in runs:
-        gpus = int(args.gpus or found.gpus or 1)
+        known = args.gpus or found.gpus
+        if not known and (args.gpu or not found.per_gpu_only):
+            raise UserError(f"{found.source}: the file does not say how many GPUs ran it; "
+                            + ("the model's split" if found.per_gpu_only else
+                               "a cost per token") + " needs --gpus N (the GPUs of the measured "
+                            "instance)")
+        gpus = int(known or 1)  # a per-GPU-only file's figures are divided by nothing
+        if args.gpu:
+            setup = capacity.Setup.of(args.gpu, args.model, args.precision, gpus,
+                                      args.parallel, args.kv_precision)
         try:
-            points.append(cost_point(found, args.gpu_hour, gpus, args.prefill_decode_ratio))
+            points.append(cost_point(found, args.gpu_hour, gpus, args.prefill_decode_ratio,
+                                     setup))
         except CostProblem as exc:
             raise UserError(str(exc)) from None
     best = best_point(points, args.ttft_slo_ms) if args.ttft_slo_ms else None
@@ -333,17 +388,26 @@ def _report(args: argparse.Namespace, points: list[CostPoint], best: CostPoint |
         ttft = f"{_fmt(p.ttft_ms, ',.0f')} {p.ttft_stat}" if p.ttft_stat else "n/a"
         mark = "  ← best" if best is p else ""
         print(f"  {label:<40} {_fmt(p.concurrency, ',.0f'):>6} {p.tps_per_gpu:>10,.1f} "
-              f"{_fmt(p.tps_per_user, ',.1f'):>10} {p.cost_per_mtok_input:>10.4f} "
-              f"{p.cost_per_mtok_output:>10.4f} {ttft:>12}{mark}")
-    ratios = {p.ratio_basis for p in points}
-    print(f"  input/output split: prefill:decode speed ratio {', '.join(ratios)} "
-          f"({', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in points)})")
+              f"{_fmt(p.tps_per_user, ',.1f'):>10} {_fmt(p.cost_per_mtok_input, '.4f'):>10} "
+              f"{_fmt(p.cost_per_mtok_output, '.4f'):>10} {ttft:>12}{mark}")
+    split = [p for p in points if p.prefill_decode_ratio is not None]
+    if split:
+        ratios = dict.fromkeys(p.ratio_basis.split(" at the run's batch")[0] for p in split)
+        print(f"  input/output split by {'; '.join(ratios)}: prefill ÷ decode tokens per "
+              f"GPU-second {', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in split)} "
+              "(never the TTFT: it holds queueing)")
+    for basis in dict.fromkeys(p.ratio_basis for p in points
+                               if p.prefill_decode_ratio is None):
+        print(f"  {basis}; the $/Mtok of all tokens is "
+              f"{', '.join(f'{p.cost_per_mtok:.4f}' for p in points if p.ratio_basis == basis)}")
     if args.ttft_slo_ms:
         if best:
             print(f"best point meeting TTFT ≤ {args.ttft_slo_ms:,.0f} ms ({best.ttft_stat}): "
-                  f"{best.label}, {best.tps_per_gpu:,.1f} tokens/s per GPU, "
-                  f"${best.cost_per_mtok_input:.4f} per input and "
-                  f"${best.cost_per_mtok_output:.4f} per output Mtok")
+                  f"{best.label}, {best.tps_per_gpu:,.1f} tokens/s per GPU, " + (
+                      f"${best.cost_per_mtok_input:.4f} per input and "
+                      f"${best.cost_per_mtok_output:.4f} per output Mtok"
+                      if best.cost_per_mtok_input is not None else
+                      f"${best.cost_per_mtok:.4f} per Mtok (no input/output split)"))
         else:
             print(f"no run meets TTFT ≤ {args.ttft_slo_ms:,.0f} ms")
     for path in (args.output, args.png):
@@ -370,9 +434,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "and --ttft-slo-ms names the best point meeting a TTFT objective.",
         epilog="examples (a file of a clone of the repository):\n"
                "  tokenfactory-xl cost tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl "
-               "--gpu-hour 2.10 --gpus 4\n"
+               "--gpu-hour 2.10 --gpus 4 --prefill-decode-ratio 20\n"
                "  tokenfactory-xl cost tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl "
-               "--gpu-hour 2.10 --gpus 4 --ttft-slo-ms 500 -o curve.xlsx --png curve.png",
+               "--gpu-hour 2.10 --gpus 4 --gpu H200 --model Llama-3.1-70B --precision bf16 "
+               "--ttft-slo-ms 500 -o curve.xlsx --png curve.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="benchmark result files (- reads one from standard input)")
@@ -380,13 +445,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="price of one GPU-hour, $ (e.g. 2.10)")
     p.add_argument("--gpus", type=positive_int, metavar="N",
                    help="GPUs behind each measured instance (default: the file's GPU count, "
-                        "such as a suite result's tp, else 1)")
+                        "such as a suite result's tp; a file without one needs it)")
+    p.add_argument("--gpu", help="catalogue GPU of the run, for the model's prefill/decode "
+                                 "split when the file has no measured prefill throughput")
+    p.add_argument("--model", help="catalogue model of the run (with --gpu)")
+    p.add_argument("--precision", choices=tuple(roofline.PRECISIONS), type=str.lower,
+                   help="weight precision of the run (with --gpu)")
+    p.add_argument("--kv-precision", choices=tuple(roofline.PRECISIONS), type=str.lower,
+                   help="KV-cache precision of the run (default: the method's)")
+    p.add_argument("--parallel", choices=capacity.PARALLEL, type=str.lower, default="tp",
+                   help="parallel layout of the run's replica (default tp)")
     p.add_argument("--run", type=positive_int, metavar="N",
                    help="of a file holding several runs, use only run N (default: every run)")
     p.add_argument("--prefill-decode-ratio", type=positive_float, metavar="R",
                    help="prefill ÷ decode tokens per GPU-second for the input/output split "
-                        "(default: measured from each run's prompt length, TTFT and time per "
-                        "output token)")
+                        "(default: the file's measured prefill throughput, else the model of "
+                        "--gpu/--model/--precision at the run's batch; never the TTFT)")
     p.add_argument("--ttft-slo-ms", type=positive_float, metavar="MS",
                    help="TTFT objective: name the run with the most tokens per GPU meeting it")
     p.add_argument("-o", "--output", metavar="FILE.xlsx",

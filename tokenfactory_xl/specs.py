@@ -64,6 +64,8 @@ class GPU:
     fp8_tflops : dense FP8 tensor throughput [TFLOPS]
     fp4_tflops : dense FP4 tensor throughput [TFLOPS], ``None`` where the part has none
     power_w : maximum board power [W]
+    link_gbps : GPU-to-GPU link bandwidth per direction (NVLink, Infinity Fabric, PCIe)
+        [GB/s], ``None`` when unknown: what a collective moves data at
     sources : column name → where the figure comes from
     notes : free text
     """
@@ -79,6 +81,7 @@ class GPU:
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
     aliases: tuple[str, ...] = ()
+    link_gbps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,9 @@ class Model:
     experts_per_token : routed experts each token uses (k)
     expert_params : parameters of one routed expert in one layer (3 × hidden × expert
         intermediate size for a SwiGLU expert) [parameters]
+    attention_params : the attention projections of every layer [parameters]; 0 (blank) for
+        ordinary attention means hidden × head dim × 2 × (query heads + KV heads) per layer
+        (:attr:`attention_weight_params`); an MLA model states its own
     source : the model card / config.json the figures come from
     sources : column group → where its figures come from (``moe``, ``embedding``,
         ``attention`` from the ``*_source`` columns)
@@ -138,6 +144,7 @@ class Model:
     experts: int = 0
     experts_per_token: int = 0
     expert_params: float = 0.0
+    attention_params: float = 0.0
     source: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
@@ -147,6 +154,16 @@ class Model:
     def routed_active_params(self) -> float:
         """Routed-expert parameters one token uses: k × MoE layers × params per expert."""
         return self.experts_per_token * self.moe_layers * self.expert_params
+
+    @property
+    def attention_weight_params(self) -> float:
+        """Parameters of the attention projections over all layers [parameters]: the
+        catalogue's ``attention_params``, else layers × hidden × head dim × 2 × (query heads +
+        KV heads) (the query and output projections, the key and value projections)."""
+        if self.attention_params:
+            return float(self.attention_params)
+        return float(self.layers * self.hidden_size * self.head_dim * 2
+                     * (self.attention_heads + self.kv_heads))
 
     @property
     def attention_heads(self) -> int:
@@ -167,17 +184,18 @@ class Model:
 
 # -- reading the catalogues ----------------------------------------------------------------------
 _GPU_NUMBERS = ("hbm_gb", "bandwidth_tbps", "bf16_tflops", "fp8_tflops", "power_w")
-_GPU_OPTIONAL = ("fp4_tflops",)
+_GPU_OPTIONAL = ("fp4_tflops", "link_gbps")
 _MODEL_NUMBERS = ("total_params", "active_params", "layers", "kv_heads", "head_dim")
 _MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context",
-                   "hidden_size", "embedding_params", "query_heads", "rope_dim")
+                   "hidden_size", "embedding_params", "query_heads", "rope_dim",
+                   "attention_params")
 #: Columns a ``moe`` row must fill (roofline version 2 reads the experts a batch touches).
 _MODEL_MOE = ("moe_layers", "experts", "experts_per_token", "expert_params")
 _MODEL_KINDS = ("dense", "moe")
 
 #: Field names that :func:`gpu_spec` / :func:`model_spec` (and GPU_SPEC / MODEL_SPEC) answer.
 GPU_FIELDS: tuple[str, ...] = ("name", "vendor", *_GPU_NUMBERS[:4], "fp4_tflops", "power_w",
-                               "notes")
+                               "link_gbps", "notes")
 MODEL_FIELDS: tuple[str, ...] = ("name", "kind", *_MODEL_NUMBERS, *_MODEL_OPTIONAL,
                                  *_MODEL_MOE, "kv_elements_per_token", "source", "notes")
 
@@ -234,11 +252,13 @@ def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
             continue
         values = {c: _number(row, c, where, problems=problems) for c in _GPU_NUMBERS}
         fp4 = _number(row, "fp4_tflops", where, optional=True, problems=problems)
+        link = _number(row, "link_gbps", where, optional=True, problems=problems)
         if any(v is None for v in values.values()):
             continue
         sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = GPU(
             name=row["name"], vendor=row.get("vendor", ""), fp4_tflops=fp4 or None,
+            link_gbps=link or None,
             sources=sources, notes=row.get("notes", ""), aliases=_aliases(row),
             **values)  # type: ignore[arg-type]
     if problems:
@@ -285,6 +305,7 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             moe_layers=int(extra["moe_layers"] or 0), experts=int(extra["experts"] or 0),
             experts_per_token=int(extra["experts_per_token"] or 0),
             expert_params=float(extra["expert_params"] or 0),
+            attention_params=float(extra["attention_params"] or 0),
             source=row.get("source", ""), sources=sources, notes=row.get("notes", ""),
             aliases=_aliases(row),
         )
@@ -470,3 +491,47 @@ def model_spec(name: str, field_name: str,
                catalogue_dir: str | os.PathLike | None = None) -> object:
     """One figure of a model, e.g. ``model_spec("DeepSeek-V3", "active_params")`` → 3.7e10."""
     return _field(model(name, catalogue_dir), "model", MODEL_FIELDS, field_name)
+
+
+# -- the capacity method's constants -------------------------------------------------------------
+METHOD_FILE = "method.csv"
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One constant of the capacity method (TFOM-SPEC section 5.1), with its source.
+
+    Attributes
+    ----------
+    name : key, e.g. ``kv_bandwidth_share``
+    value : the number [``unit``]
+    unit : its unit in words
+    figure : which figure it moves: ``attainable``, or ``both`` (the bound too)
+    what : what it is, in a sentence
+    source : where the value comes from
+    """
+
+    name: str
+    value: float
+    unit: str
+    figure: str
+    what: str
+    source: str
+
+
+@functools.cache
+def method_constants() -> dict[str, Constant]:
+    """The constants of the bound and the attainable figure, from the shipped ``method.csv``
+    (each with its unit, what it is and its source), by name."""
+    text = (resources.files("tokenfactory_xl") / "data" / METHOD_FILE).read_text(
+        encoding="utf-8")
+    out = {}
+    for row in _read_csv(METHOD_FILE, text):
+        out[row["name"]] = Constant(row["name"], float(row["value"]), row["unit"],
+                                    row["figure"], row["what"], row["source"])
+    return out
+
+
+def method_constant(name: str) -> float:
+    """The value of one constant of :func:`method_constants`."""
+    return method_constants()[name].value

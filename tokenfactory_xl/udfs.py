@@ -78,7 +78,7 @@ from itertools import chain, product
 import numpy as np
 import xlwings as xw
 
-from . import model, roofline, specs
+from . import capacity, model, roofline, specs
 from .catalogue import BY_NAME, BadValue, Input, fmt_number
 from .errors import InputError, Problem
 
@@ -941,6 +941,10 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
 # tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
 # the close matches.
 
+#: THEORETICAL_TPS's figures: the two of TFOM-SPEC section 5.1 and the version-2 roofline.
+THEORETICAL_MODES = ("attainable", "bound", "roofline")
+
+
 def _text(name: str) -> Input:
     return Input(name, name, "text", "Excel functions", "text", None, "")
 
@@ -971,6 +975,9 @@ PARAMS.update({p.name: p for p in (
     Param("mfu", _rule("mfu", "fraction", "fraction", 0, 1, low_open=True),
           f"Model-FLOPs utilisation, {_FRACTION}; default 100%, the pure bound",
           roofline.DEFAULT_MFU),
+    Param("mode", _choice("mode", THEORETICAL_MODES),
+          "attainable (default: what the best engines reach), bound (physics only) or "
+          "roofline (spec 5, with mbu and mfu); one for the whole call", "attainable"),
 )})
 
 
@@ -1045,6 +1052,57 @@ def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
     return compute
 
 
+def _over_setups(figure: str) -> Callable[..., object]:
+    """``compute`` of :func:`_by_name` for the bound or the attainable figure
+    (:mod:`tokenfactory_xl.capacity`): each distinct setup and batch computed once; nan where
+    the batch does not fit (or passes the engine's batch cap, attainable)."""
+    def compute(gpus, models, precisions, gpu_at, model_at, precision_at, batch, context, n,
+                _mbu, _mfu):
+        out = np.full(len(batch), np.nan)
+        done: dict[tuple, float] = {}
+        for i, key in enumerate(zip(gpu_at.tolist(), model_at.tolist(),
+                                    precision_at.tolist(), n.tolist(), batch.tolist(),
+                                    context.tolist(), strict=True)):
+            if key not in done:
+                g, m, p, gpus_n, b, ctx = key
+                try:
+                    setup = capacity.Setup.of(gpus[g], models[m], precisions[p], int(gpus_n))
+                    done[key] = capacity.decode_tps_per_gpu(setup, b, ctx, figure)
+                except InputError:
+                    done[key] = np.nan
+            out[i] = done[key]
+        return out
+    return compute
+
+
+def _one_mode(raw: object) -> str:
+    """THEORETICAL_TPS's mode: one text for the whole call, empty for attainable."""
+    while isinstance(raw, (list, tuple)) and len(raw) == 1:
+        raw = raw[0]
+    if isinstance(raw, (list, tuple)):
+        raise ArgumentError("mode: give one mode for the whole call (attainable, bound or "
+                            "roofline), not a range")
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return "attainable"
+    key = str(raw).strip().lower()
+    if key not in THEORETICAL_MODES:
+        raise ArgumentError(f"mode={raw}: is not a figure this function gives; use "
+                            f"{', '.join(THEORETICAL_MODES)}")
+    return key
+
+
+def _utilisations_unused(mbu: object, mfu: object, figure: str) -> None:
+    """The bound and the attainable figure take their efficiencies from the catalogue: an mbu
+    or mfu other than 1 (100%) is refused rather than silently ignored."""
+    for name, raw in (("mbu", mbu), ("mfu", mfu)):
+        values = _read(PARAMS[name], raw)
+        given = values.values[~values.empty]
+        if np.any(given != 1):
+            raise ArgumentError(f"{name}: applies to mode roofline only; the {figure} figure "
+                                "takes its efficiencies from the method's catalogue (leave "
+                                f"{name} empty or give mode \"roofline\")")
+
+
 _ROOFLINE_NAMES = ("gpu", "model", "precision")
 _ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
 
@@ -1058,18 +1116,26 @@ _ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
 @xw.arg("gpus_per_replica", ndim=2, err_to_str=True, doc=_doc("gpus_per_replica"))
 @xw.arg("mbu", ndim=2, err_to_str=True, doc=_doc("mbu"))
 @xw.arg("mfu", ndim=2, err_to_str=True, doc=_doc("mfu"))
+@xw.arg("mode", ndim=2, err_to_str=True, doc=_doc("mode"))
 @_excel_help
 def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_replica=1, mbu=1,
-                    mfu=1):
-    """Theoretical decode tokens per second per GPU (roofline): batch / max(bytes / bandwidth,
-    FLOPs / peak) / GPUs per replica, from the GPU and model catalogues. #NUM! where the batch
-    does not fit in memory."""
-    formula = _by_name(_over_replicas(roofline.theoretical_tps_over), _ROOFLINE_NAMES,
-                       _ROOFLINE_RESOLVERS)
+                    mfu=1, mode="attainable"):
+    """Decode tokens per second per GPU from the GPU and model catalogues: attainable (what the
+    best engines reach, TEF's default denominator), bound (physics only) or roofline (spec 5).
+    #NUM! where the batch does not fit in memory."""
+    try:
+        figure = _one_mode(mode)
+        if figure != "roofline":
+            _utilisations_unused(mbu, mfu, figure)
+    except ArgumentError as error:
+        return _reply_to(error)
+    compute = (_over_replicas(roofline.theoretical_tps_over) if figure == "roofline"
+               else _over_setups(figure))
+    formula = _by_name(compute, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
     return _call(formula, ("gpu", "model", "precision", "batch", "context_tokens",
                            "gpus_per_replica", "mbu", "mfu"),
                  (gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu),
-                 undefined=NUM, checked=True)
+                 undefined=NUM, checked=True)  # mode chose the formula
 
 
 @xw.func(category=CATEGORY)

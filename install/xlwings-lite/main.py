@@ -6,7 +6,7 @@ into its requirements.txt tab the lines of the requirements.txt beside this file
 =TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
 Written by `tokenfactory-xl lite` from tokenfactory_xl 3.0.0; do not edit it by hand: write
-it again with that command. It holds the source of the package's modules model, errors, specs, roofline, catalogue, udfs and its
+it again with that command. It holds the source of the package's modules errors, model, specs, roofline, capacity, catalogue, udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
 and help, as desktop Excel gets.
@@ -25,6 +25,71 @@ _VERSION = "3.0.0"
 
 # The package's modules, as text: dependencies first.
 _SOURCES = {
+    'tokenfactory_xl.errors': r'''"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
+
+A finance user who types a bad value wants to know four things: which input, what they typed,
+what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
+carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
+not five.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad input.
+
+    Attributes
+    ----------
+    name : the input's name as the user wrote it (``gpus``, ``tef_target.Optimised``).
+    value : what the user gave, unchanged.
+    message : what is wrong and what is allowed, in plain words.
+    fix : the likely fix, or ``""`` when the message already says it.
+    where : where the value came from (``row 4``), or ``""``.
+    """
+
+    name: str
+    value: object
+    message: str
+    fix: str = ""
+    where: str = ""
+
+    def __str__(self) -> str:
+        head = f"{self.where}: " if self.where else ""
+        text = f"{head}{self.name}={_show(self.value)}: {self.message}"
+        if self.fix:
+            text += f"; {self.fix}"
+        return text
+
+
+class InputError(ValueError):
+    """One or more inputs are not allowed; ``problems`` lists each of them."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        if len(self.problems) == 1:
+            return str(self.problems[0])
+        lines = [f"{len(self.problems)} inputs need fixing:"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _show(value: object) -> str:
+    """How a user's value is echoed back: text in quotes, numbers as typed."""
+    if isinstance(value, str):
+        plain = value and value == value.strip() and not any(c in value for c in " '\"=")
+        return value if plain else repr(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+''',
     'tokenfactory_xl.model': r'''"""The token-factory formulas: capacity, efficiency, unit economics and price dynamics.
 
 A token factory is an inference cluster judged by the tokens it sells. Its capacity is the
@@ -514,71 +579,6 @@ def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
     o, r = _f(output_share), _f(prefill_decode_ratio)
     return _out(_f(tps) * (_div(1 - o, r) + o))
 ''',
-    'tokenfactory_xl.errors': r'''"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
-
-A finance user who types a bad value wants to know four things: which input, what they typed,
-what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
-carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
-not five.
-"""
-
-from __future__ import annotations
-
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One bad input.
-
-    Attributes
-    ----------
-    name : the input's name as the user wrote it (``gpus``, ``tef_target.Optimised``).
-    value : what the user gave, unchanged.
-    message : what is wrong and what is allowed, in plain words.
-    fix : the likely fix, or ``""`` when the message already says it.
-    where : where the value came from (``row 4``), or ``""``.
-    """
-
-    name: str
-    value: object
-    message: str
-    fix: str = ""
-    where: str = ""
-
-    def __str__(self) -> str:
-        head = f"{self.where}: " if self.where else ""
-        text = f"{head}{self.name}={_show(self.value)}: {self.message}"
-        if self.fix:
-            text += f"; {self.fix}"
-        return text
-
-
-class InputError(ValueError):
-    """One or more inputs are not allowed; ``problems`` lists each of them."""
-
-    def __init__(self, problems: Iterable[Problem]):
-        self.problems: tuple[Problem, ...] = tuple(problems)
-        super().__init__(self._text())
-
-    def _text(self) -> str:
-        if len(self.problems) == 1:
-            return str(self.problems[0])
-        lines = [f"{len(self.problems)} inputs need fixing:"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
-
-
-def _show(value: object) -> str:
-    """How a user's value is echoed back: text in quotes, numbers as typed."""
-    if isinstance(value, str):
-        plain = value and value == value.strip() and not any(c in value for c in " '\"=")
-        return value if plain else repr(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return str(value)
-''',
     'tokenfactory_xl.specs': r'''"""The hardware and model catalogues behind a theoretical throughput: GPUs and LLMs, with sources.
 
 TEF divides what a factory produces by what it could produce. The second number comes from
@@ -645,6 +645,8 @@ class GPU:
     fp8_tflops : dense FP8 tensor throughput [TFLOPS]
     fp4_tflops : dense FP4 tensor throughput [TFLOPS], ``None`` where the part has none
     power_w : maximum board power [W]
+    link_gbps : GPU-to-GPU link bandwidth per direction (NVLink, Infinity Fabric, PCIe)
+        [GB/s], ``None`` when unknown: what a collective moves data at
     sources : column name → where the figure comes from
     notes : free text
     """
@@ -660,6 +662,7 @@ class GPU:
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
     aliases: tuple[str, ...] = ()
+    link_gbps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -694,6 +697,9 @@ class Model:
     experts_per_token : routed experts each token uses (k)
     expert_params : parameters of one routed expert in one layer (3 × hidden × expert
         intermediate size for a SwiGLU expert) [parameters]
+    attention_params : the attention projections of every layer [parameters]; 0 (blank) for
+        ordinary attention means hidden × head dim × 2 × (query heads + KV heads) per layer
+        (:attr:`attention_weight_params`); an MLA model states its own
     source : the model card / config.json the figures come from
     sources : column group → where its figures come from (``moe``, ``embedding``,
         ``attention`` from the ``*_source`` columns)
@@ -719,6 +725,7 @@ class Model:
     experts: int = 0
     experts_per_token: int = 0
     expert_params: float = 0.0
+    attention_params: float = 0.0
     source: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
@@ -728,6 +735,16 @@ class Model:
     def routed_active_params(self) -> float:
         """Routed-expert parameters one token uses: k × MoE layers × params per expert."""
         return self.experts_per_token * self.moe_layers * self.expert_params
+
+    @property
+    def attention_weight_params(self) -> float:
+        """Parameters of the attention projections over all layers [parameters]: the
+        catalogue's ``attention_params``, else layers × hidden × head dim × 2 × (query heads +
+        KV heads) (the query and output projections, the key and value projections)."""
+        if self.attention_params:
+            return float(self.attention_params)
+        return float(self.layers * self.hidden_size * self.head_dim * 2
+                     * (self.attention_heads + self.kv_heads))
 
     @property
     def attention_heads(self) -> int:
@@ -748,17 +765,18 @@ class Model:
 
 # -- reading the catalogues ----------------------------------------------------------------------
 _GPU_NUMBERS = ("hbm_gb", "bandwidth_tbps", "bf16_tflops", "fp8_tflops", "power_w")
-_GPU_OPTIONAL = ("fp4_tflops",)
+_GPU_OPTIONAL = ("fp4_tflops", "link_gbps")
 _MODEL_NUMBERS = ("total_params", "active_params", "layers", "kv_heads", "head_dim")
 _MODEL_OPTIONAL = ("kv_latent_dim", "sliding_window", "sliding_window_layers", "max_context",
-                   "hidden_size", "embedding_params", "query_heads", "rope_dim")
+                   "hidden_size", "embedding_params", "query_heads", "rope_dim",
+                   "attention_params")
 #: Columns a ``moe`` row must fill (roofline version 2 reads the experts a batch touches).
 _MODEL_MOE = ("moe_layers", "experts", "experts_per_token", "expert_params")
 _MODEL_KINDS = ("dense", "moe")
 
 #: Field names that :func:`gpu_spec` / :func:`model_spec` (and GPU_SPEC / MODEL_SPEC) answer.
 GPU_FIELDS: tuple[str, ...] = ("name", "vendor", *_GPU_NUMBERS[:4], "fp4_tflops", "power_w",
-                               "notes")
+                               "link_gbps", "notes")
 MODEL_FIELDS: tuple[str, ...] = ("name", "kind", *_MODEL_NUMBERS, *_MODEL_OPTIONAL,
                                  *_MODEL_MOE, "kv_elements_per_token", "source", "notes")
 
@@ -815,11 +833,13 @@ def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
             continue
         values = {c: _number(row, c, where, problems=problems) for c in _GPU_NUMBERS}
         fp4 = _number(row, "fp4_tflops", where, optional=True, problems=problems)
+        link = _number(row, "link_gbps", where, optional=True, problems=problems)
         if any(v is None for v in values.values()):
             continue
         sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
         out[normalise(row["name"])] = GPU(
             name=row["name"], vendor=row.get("vendor", ""), fp4_tflops=fp4 or None,
+            link_gbps=link or None,
             sources=sources, notes=row.get("notes", ""), aliases=_aliases(row),
             **values)  # type: ignore[arg-type]
     if problems:
@@ -866,6 +886,7 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             moe_layers=int(extra["moe_layers"] or 0), experts=int(extra["experts"] or 0),
             experts_per_token=int(extra["experts_per_token"] or 0),
             expert_params=float(extra["expert_params"] or 0),
+            attention_params=float(extra["attention_params"] or 0),
             source=row.get("source", ""), sources=sources, notes=row.get("notes", ""),
             aliases=_aliases(row),
         )
@@ -1051,6 +1072,50 @@ def model_spec(name: str, field_name: str,
                catalogue_dir: str | os.PathLike | None = None) -> object:
     """One figure of a model, e.g. ``model_spec("DeepSeek-V3", "active_params")`` → 3.7e10."""
     return _field(model(name, catalogue_dir), "model", MODEL_FIELDS, field_name)
+
+
+# -- the capacity method's constants -------------------------------------------------------------
+METHOD_FILE = "method.csv"
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One constant of the capacity method (TFOM-SPEC section 5.1), with its source.
+
+    Attributes
+    ----------
+    name : key, e.g. ``kv_bandwidth_share``
+    value : the number [``unit``]
+    unit : its unit in words
+    figure : which figure it moves: ``attainable``, or ``both`` (the bound too)
+    what : what it is, in a sentence
+    source : where the value comes from
+    """
+
+    name: str
+    value: float
+    unit: str
+    figure: str
+    what: str
+    source: str
+
+
+@functools.cache
+def method_constants() -> dict[str, Constant]:
+    """The constants of the bound and the attainable figure, from the shipped ``method.csv``
+    (each with its unit, what it is and its source), by name."""
+    text = (resources.files("tokenfactory_xl") / "data" / METHOD_FILE).read_text(
+        encoding="utf-8")
+    out = {}
+    for row in _read_csv(METHOD_FILE, text):
+        out[row["name"]] = Constant(row["name"], float(row["value"]), row["unit"],
+                                    row["figure"], row["what"], row["source"])
+    return out
+
+
+def method_constant(name: str) -> float:
+    """The value of one constant of :func:`method_constants`."""
+    return method_constants()[name].value
 ''',
     'tokenfactory_xl.roofline': r'''"""Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
 
@@ -1653,6 +1718,577 @@ def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str
                                _check_fraction("mfu", mfu), m.embedding_params,
                                attention_flops_for(m, prompt / 2))
 ''',
+    'tokenfactory_xl.capacity': r'''"""Capacity you can quote: the bound and the attainable throughput of one serving setup.
+
+TEF = actual ÷ theoretical, so the theoretical figure decides whether a finance team trusts
+every number after it. TFOM-SPEC section 5.1 gives two figures for one setup (a GPU, a model,
+its precisions, its parallelism):
+
+- **bound** — physics only, never beaten by a real measurement. A decode step of B sequences
+  on a replica of g GPUs reads the weights it needs and the KV cache, and does the arithmetic;
+  the step takes at least max(bytes ÷ bandwidth, FLOPs ÷ peak). Unlike the version-2 roofline
+  (:mod:`tokenfactory_xl.roofline`) it counts what each GPU holds and reads:
+
+  * per-component precision: routed experts at the weight precision, the rest (attention,
+    dense and shared-expert layers, LM head) at ``dense_precision`` — by default the weight
+    precision, but 8-bit under 4-bit weights of a mixture-of-experts model (4-bit checkpoints
+    quantise the experts); a weight-only format computes at its activation precision (W4A16:
+    the BF16 peak; FP4 on a GPU without FP4 tensor cores, INT4 anywhere);
+  * a KV precision that defaults to 8 bits under 4-bit weights (``kv_bits_under_4bit``);
+  * parallelism ``tp`` (tensor parallel: every weight split over g), ``ep`` (attention tensor
+    parallel, experts spread over g) and ``dep`` (attention data-parallel: each GPU holds the
+    attention weights whole and its own sequences' KV cache; experts spread over g). Under
+    ``tp``/``ep`` a KV head cannot be split, so each GPU holds B × KV ÷ min(g, KV heads) — an
+    MLA latent (one head) is held whole by every tensor-parallel rank;
+  * speculative decoding: a step yields ``speculative`` accepted tokens per sequence (1 without).
+
+- **attainable** — what the best engines reach on that hardware today, TEF's default
+  denominator. The same step, run as engines run it: each part (weight GEMMs of the dense part,
+  routed-expert GEMMs, attention) takes the longer of its bytes at its bandwidth share and its
+  FLOPs at its achievable MFU, one after another; plus a per-step floor of a fixed time per
+  layer and, on g > 1 GPUs, the collectives of each layer (latency growing with the group, and
+  their bytes at the link bandwidth); the batch is what fits beside a memory reserve, capped at
+  an engine's batch size.
+
+Every constant is in the catalogue (``data/method.csv``, :func:`tokenfactory_xl.specs.
+method_constants`) with what it is and its source; the README's capacity section lists them.
+
+Two quantities are quoted (the metrics of the shared measurements table):
+
+- :func:`decode_tps_per_user` — one user's decode rate at a concurrency and a context;
+- :func:`max_output_tps_per_gpu` — the best output tokens per second per GPU for an
+  input/output length, over every batch that fits, with the prompts' prefill inside it (a
+  step carries the prompt tokens of new requests beside the decode tokens: per output token
+  ``isl ÷ osl`` prompt tokens of arithmetic).
+
+:func:`decode_tps_per_gpu` gives a batch's decode throughput per GPU (THEORETICAL_TPS).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import roofline, specs
+from .errors import InputError, Problem
+from .specs import GPU, Model
+
+#: Parallel layouts of a replica (see the module docstring).
+PARALLEL = ("tp", "ep", "dep")
+#: The two figures.
+MODES = ("bound", "attainable")
+#: Speculative-decoding techniques with a catalogued accepted-tokens figure.
+SPECULATIVE = {"none": None, "mtp": "accepted_tokens_mtp", "medusa": "accepted_tokens_medusa",
+               "eagle": "accepted_tokens_eagle", "eagle-2": "accepted_tokens_eagle",
+               "eagle-3": "accepted_tokens_eagle", "eagle3": "accepted_tokens_eagle"}
+
+GIGA = 1e9
+TERA = 1e12
+
+
+def _c(name: str) -> float:
+    return specs.method_constant(name)
+
+
+def _mode(mode: str) -> str:
+    key = str(mode).strip().lower()
+    if key not in MODES:
+        raise InputError([Problem("mode", mode, "is not a figure this method gives",
+                                  f"use one of {', '.join(MODES)}")])
+    return key
+
+
+def speculative_tokens(value: object) -> float:
+    """Accepted tokens per step for a technique's name (``MTP``, ``Medusa``, ``EAGLE-3``: the
+    catalogue's sourced figure), ``none`` (1) or a number of at least 1."""
+    text = str(value).strip().lower() if value is not None else "none"
+    if text in ("", "none", "no", "off"):
+        return 1.0
+    if text in SPECULATIVE:
+        return _c(SPECULATIVE[text])  # type: ignore[arg-type]
+    try:
+        number = float(text)
+    except ValueError:
+        raise InputError([Problem("speculative", value, "is neither a known technique nor a "
+                                  "number", "give accepted tokens per step (e.g. 1.9) or one "
+                                  "of none, MTP, Medusa, EAGLE-3")]) from None
+    if not (math.isfinite(number) and number >= 1):
+        raise InputError([Problem("speculative", value, "must be at least 1 accepted token per "
+                                  "step", "1 means no speculative decoding")])
+    return number
+
+
+def activation_tflops(gpu_spec: GPU, precision: str) -> float:
+    """The dense peak a weight format computes at [TFLOPS]: BF16 for fp16/bf16 and for
+    weight-only formats (int4 anywhere, fp4 where the GPU has no FP4 tensor cores: W4A16);
+    FP8 for fp8/int8; FP4 for fp4 on a GPU with FP4 tensor cores."""
+    if precision in ("fp8", "int8"):
+        return gpu_spec.fp8_tflops
+    if precision == "fp4" and gpu_spec.fp4_tflops:
+        return gpu_spec.fp4_tflops
+    return gpu_spec.bf16_tflops
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One serving setup: a replica of ``gpus`` GPUs holding the model once.
+
+    Attributes
+    ----------
+    gpu, model : catalogue entries
+    precision : routed experts' (a dense model's: every layer's) weight precision
+    dense_precision : attention, dense and shared-expert layers and LM head of a MoE model
+    kv_precision : KV-cache elements
+    gpus : GPUs of the replica [GPUs]
+    parallel : ``tp``, ``ep`` or ``dep`` (:data:`PARALLEL`)
+    speculative : accepted tokens per step per sequence [tokens]
+    """
+
+    gpu: GPU
+    model: Model
+    precision: str
+    dense_precision: str
+    kv_precision: str
+    gpus: int = 1
+    parallel: str = "tp"
+    speculative: float = 1.0
+
+    @classmethod
+    def of(cls, gpu_name: GPU | str, model_name: Model | str, precision: str, gpus: int = 1,
+           parallel: str = "tp", kv_precision: str | None = None,
+           dense_precision: str | None = None, speculative: object = 1.0) -> Setup:
+        """A validated setup; blank precisions take the method's defaults (module docstring)."""
+        g, m = specs.gpu(gpu_name), specs.model(model_name)
+        weights = roofline._precision(precision)
+        four_bit = roofline.PRECISIONS[weights] < 1
+        if dense_precision:
+            dense = roofline._precision(dense_precision, "dense_precision")
+        else:
+            dense = "fp8" if (four_bit and m.experts) else weights
+        if kv_precision:
+            kv = roofline._precision(kv_precision, "kv_precision")
+        else:
+            kv = "fp8" if (four_bit and _c("kv_bits_under_4bit") == 8) else dense
+        layout = str(parallel).strip().lower()
+        if layout not in PARALLEL:
+            raise InputError([Problem("parallel", parallel, "is not a parallel layout",
+                                      f"use one of {', '.join(PARALLEL)}")])
+        if isinstance(gpus, bool) or not float(gpus).is_integer() or gpus < 1:
+            raise InputError([Problem("gpus", gpus, "must be a whole number of at least 1")])
+        if layout == "dep" and not m.experts:
+            layout = "tp"  # a dense model has no experts to spread: attention DP is plain DP
+        return cls(g, m, weights, dense, kv, int(gpus), layout, speculative_tokens(speculative))
+
+    # -- what one GPU holds and reads ------------------------------------------------------------
+    @property
+    def _bytes(self) -> tuple[float, float, float]:
+        p = roofline.PRECISIONS
+        return p[self.precision], p[self.dense_precision], p[self.kv_precision]
+
+    @property
+    def _kv_split(self) -> float:
+        """How many ways a replica's KV cache is split over its GPUs."""
+        if self.parallel == "dep":
+            return float(self.gpus)
+        heads = 1 if self.model.kv_latent_dim else self.model.kv_heads
+        return float(min(self.gpus, max(heads, 1)))
+
+    def _dense_parts(self, total: bool) -> tuple[float, float]:
+        """(attention, other non-routed) parameters, the embedding table left out of a step's
+        reads (a lookup) but in memory when ``total``."""
+        m = self.model
+        attention = m.attention_weight_params
+        routed = (m.moe_layers * m.experts * m.expert_params if total
+                  else m.routed_active_params)
+        params = m.total_params if total else m.active_params - m.embedding_params
+        return attention, max(params - routed - attention, 0.0)
+
+    def resident_gb(self) -> float:
+        """Weights one GPU holds [GB]: attention whole under ``dep``, else split; the rest and
+        every routed expert split over the replica."""
+        _, dense_b, _ = self._bytes
+        attention, rest = self._dense_parts(total=True)
+        routed = self.model.moe_layers * self.model.experts * self.model.expert_params
+        n = self.gpus
+        if self.parallel == "dep":
+            held = attention * dense_b + rest * dense_b / n
+        else:
+            held = (attention + rest) * dense_b / n
+        return (held + routed * self._bytes[0] / n) / GIGA
+
+    def kv_gb_per_sequence(self, context: float) -> float:
+        """KV cache of one sequence of ``context`` tokens, the whole replica's copy [GB]."""
+        return float(roofline.kv_bytes_per_sequence_for(self.model, context,
+                                                        self._bytes[2])) / GIGA
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decode step of a batch on one GPU of the replica, and its parts [s]."""
+
+    batch: float
+    weights_gb: float
+    kv_gb: float
+    tflop: float
+    memory_s: float
+    compute_s: float
+    overhead_s: float
+    step_s: float
+    bound_by: str
+
+
+def step(setup: Setup, batch: float, context: float, mode: str = "attainable",
+         prompt_per_output: float = 0.0, prompt_tokens: float = 0.0) -> Step:
+    """Time of one decode step of ``batch`` sequences of ``context`` tokens (TFOM-SPEC §5.1).
+
+    ``prompt_per_output`` prompt tokens ride along per output token (an output-throughput
+    figure's prefill, attention at half of ``prompt_tokens``). See the module docstring for
+    what each mode counts.
+    """
+    mode = _mode(mode)
+    s, m, g = setup, setup.model, setup.gpu
+    n = s.gpus
+    expert_b, dense_b, kv_b = s._bytes
+    attention, rest = s._dense_parts(total=False)
+    touched = m.moe_layers * float(roofline.experts_touched(
+        m.experts, m.experts_per_token, batch)) * m.expert_params
+    if s.parallel == "dep":
+        dense_read = attention * dense_b + rest * dense_b / n
+    else:
+        dense_read = (attention + rest) * dense_b / n
+    expert_read = touched * expert_b / n
+    kv_read = batch * s.kv_gb_per_sequence(context) * GIGA / s._kv_split
+    decode_tokens = batch * s.speculative
+    tokens = decode_tokens + batch * prompt_per_output
+    per_token_dense = 2 * (attention + rest)
+    per_token_moe = 2 * m.routed_active_params
+    attn_flops = (decode_tokens * float(roofline.attention_flops_for(m, context))
+                  + batch * prompt_per_output * float(
+                      roofline.attention_flops_for(m, prompt_tokens / 2)))
+    f_dense, f_moe, f_attn = tokens * per_token_dense / n, tokens * per_token_moe / n, \
+        attn_flops / n
+    p_dense = activation_tflops(g, s.dense_precision) * TERA
+    p_moe = activation_tflops(g, s.precision) * TERA
+    p_attn = (g.fp8_tflops if kv_b <= 1 else g.bf16_tflops) * TERA
+    bw = g.bandwidth_tbps * TERA
+    weights_gb = (dense_read + expert_read) / GIGA
+    tflop = (f_dense + f_moe + f_attn) / TERA
+    if mode == "bound":
+        memory = (dense_read + expert_read + kv_read) / bw
+        compute = f_dense / p_dense + f_moe / p_moe + f_attn / p_attn
+        return Step(batch, weights_gb, kv_read / GIGA, tflop, memory, compute, 0.0,
+                    max(memory, compute), "memory" if memory >= compute else "compute")
+    w_share, kv_share = _c("weight_bandwidth_share"), _c("kv_bandwidth_share")
+    parts = [(dense_read / (bw * w_share), f_dense / (p_dense * _c("dense_mfu"))),
+             (expert_read / (bw * w_share), f_moe / (p_moe * _c("moe_mfu"))),
+             (kv_read / (bw * kv_share), f_attn / (p_attn * _c("attention_mfu")))]
+    memory = sum(a for a, b in parts if a >= b)
+    compute = sum(b for a, b in parts if b > a)
+    overhead = m.layers * _c("layer_overhead_s") + _collectives(s, tokens)
+    total = memory + compute + overhead
+    return Step(batch, weights_gb, kv_read / GIGA, tflop, memory, compute, overhead, total,
+                "memory" if memory >= compute else "compute")
+
+
+def _collectives(s: Setup, tokens: float) -> float:
+    """Per-step time of the collectives of a replica of more than one GPU [s]: their latency
+    (per layer, growing with the group) and their bytes at the link bandwidth."""
+    n, m = s.gpus, s.model
+    if n <= 1:
+        return 0.0
+    latency = _c("collective_latency_s") + _c("collective_latency_per_doubling_s") * (
+        math.log2(n) - 1)
+    count = _c("collectives_per_layer")
+    if s.parallel == "dep":
+        # tokens go to their experts and back: k copies of the hidden state, dispatched in 8
+        # bits and combined in 16, the share (n − 1) ÷ n of them to other GPUs
+        layers = m.moe_layers
+        moved = tokens / n * m.experts_per_token * m.hidden_size * 3 * (n - 1) / n * layers
+    else:
+        # an all-reduce of the step's hidden states (16 bits) per collective; through an
+        # NVSwitch each GPU sends and receives its share once
+        layers = m.layers
+        moved = tokens * m.hidden_size * 2 * count * (n - 1) / n * layers
+    link = s.gpu.link_gbps
+    transfer = moved / (link * GIGA * _c("link_efficiency")) if link else 0.0
+    return layers * count * latency + transfer
+
+
+def _memory_problem(s: Setup, need_gb: float, have_gb: float, what: str) -> InputError:
+    return InputError([Problem(
+        "setup", f"{s.model.name} on {s.gpus} × {s.gpu.name} ({s.precision})",
+        f"does not fit in memory: {what} take {need_gb:,.1f} GB per GPU, "
+        f"{need_gb - have_gb:,.1f} GB more than the {have_gb:,.1f} GB it has",
+        "use more GPUs (--gpus), a smaller precision, or a shorter context")])
+
+
+def max_batch(setup: Setup, context: float, mode: str = "attainable") -> int:
+    """Most sequences of ``context`` tokens the replica decodes together [sequences]: the KV
+    cache that fits in the memory the weights leave (less the memory reserve, a share of that
+    free memory, attainable), capped at the engine batch size (attainable). Raises InputError
+    saying by how much the weights alone or one sequence do not fit."""
+    mode = _mode(mode)
+    s = setup
+    weights = s.resident_gb()
+    if weights >= s.gpu.hbm_gb:
+        raise _memory_problem(s, weights, s.gpu.hbm_gb, "the weights alone")
+    for_kv = (1 - _c("memory_reserve")) if mode == "attainable" else 1.0
+    free = (s.gpu.hbm_gb - weights) * for_kv
+    # each GPU holds its own sequences under dep, a share of every sequence otherwise
+    per_gpu = s.kv_gb_per_sequence(context) / (1 if s.parallel == "dep" else s._kv_split)
+    fits = math.floor(free / per_gpu) * (s.gpus if s.parallel == "dep" else 1)
+    if fits < 1:
+        raise _memory_problem(s, weights + per_gpu / for_kv, s.gpu.hbm_gb,
+                              f"the weights and one sequence of {context:,.0f} tokens" + (
+                                  " (with the memory reserve)" if for_kv < 1 else ""))
+    if mode == "attainable":
+        fits = min(fits, int(_c("batch_cap")))
+    return int(fits)
+
+
+def decode_tps_per_user(setup: Setup, concurrency: float, context: float,
+                        mode: str = "attainable") -> float:
+    """One user's decode rate [tokens/s]: accepted tokens per step ÷ the step time of a
+    batch of ``concurrency`` sequences of ``context`` tokens."""
+    _fits(setup, concurrency, context, mode)
+    return setup.speculative / step(setup, concurrency, context, mode).step_s
+
+
+def decode_tps_per_gpu(setup: Setup, batch: float, context: float,
+                       mode: str = "attainable") -> float:
+    """Decode tokens per second per GPU of a batch [tokens/s]: batch × accepted tokens ÷
+    step time ÷ GPUs."""
+    _fits(setup, batch, context, mode)
+    return batch * setup.speculative / step(setup, batch, context, mode).step_s / setup.gpus
+
+
+def _fits(setup: Setup, batch: float, context: float, mode: str) -> None:
+    most = max_batch(setup, context, mode)
+    if batch > most:
+        limit = ("the engine batch cap" if mode == "attainable" and most == int(
+            _c("batch_cap")) else "the memory")
+        raise InputError([Problem("batch", batch, f"is more than {limit} allows: at most "
+                                  f"{most:,} sequences of {context:,.0f} tokens on "
+                                  f"{setup.gpus} × {setup.gpu.name}",
+                                  "lower the batch or the context, or add GPUs")])
+
+
+def max_output_tps_per_gpu(setup: Setup, isl: float, osl: float,
+                           mode: str = "attainable") -> tuple[float, int]:
+    """The best output tokens per second per GPU for prompts of ``isl`` and outputs of
+    ``osl`` tokens, over every batch that fits, prefill inside [tokens/s]; and that batch.
+
+    Each step decodes B sequences at the mean context isl + osl ÷ 2 and carries isl ÷ osl
+    prompt tokens per output token.
+    """
+    if not (isl >= 0 and osl >= 1):
+        raise InputError([Problem("osl", osl, "must be at least 1 output token")])
+    context = isl + osl / 2
+    most = max_batch(setup, context, mode)
+    candidates = sorted({int(b) for b in np.unique(np.round(np.geomspace(1, most, 64)))}
+                        | {most})
+    best, at = 0.0, 1
+    for b in candidates:
+        t = step(setup, b, context, mode, isl / osl, isl).step_s
+        value = b * setup.speculative / t / setup.gpus
+        if value > best:
+            best, at = value, b
+    return best, at
+
+
+# -- a table of published measurements -----------------------------------------------------------
+#: The metrics a measurements table may give, and what each is.
+METRICS = {"decode tokens/s per user": "one user's decode rate at a concurrency and context",
+           "max output tokens/s per GPU": "best output throughput per GPU at an isl/osl"}
+#: The columns :func:`check_table` reads.
+TABLE_COLUMNS = ("id", "metric", "measured", "gpu", "model", "precision", "kv_precision", "gpus",
+                 "parallel", "concurrency", "context", "isl", "osl", "speculative")
+
+
+def parallel_of(text: str) -> str:
+    """The layout a table's ``parallel`` cell names: ``DEP…`` attention data-parallel,
+    ``…(EP)``/``EP…`` expert parallel, anything else (``TP8``, ``8 GPUs``) tensor parallel."""
+    t = str(text).strip().upper()
+    if t.startswith("DEP"):
+        return "dep"
+    if "EP" in t.replace("DEP", ""):
+        return "ep"
+    return "tp"
+
+
+def verdict(measured: float, bound: float, attainable: float) -> str:
+    """A row's verdict in words."""
+    if measured > bound * (1 + 1e-9):
+        return "above the bound: impossible as described (check the setup)"
+    if measured > attainable * (1 + 1e-9):
+        return "above the attainable figure"
+    share = measured / attainable
+    if share >= 0.7:
+        return "at the attainable figure"
+    if share >= 0.5:
+        return "within 2x of the attainable figure"
+    return f"{1 / share:.1f}x below the attainable figure"
+
+
+def _cell(row: dict[str, str], name: str, where: str, whole: bool = False) -> float:
+    text = (row.get(name) or "").replace(",", "").strip()
+    try:
+        value = float(text)
+        if not math.isfinite(value) or value <= 0 or (whole and not value.is_integer()):
+            raise ValueError
+    except ValueError:
+        raise InputError([Problem(name, row.get(name, ""), "must be a number above 0" + (
+            " (whole)" if whole else ""), "fill in the cell", where)]) from None
+    return value
+
+
+def _count(row: dict[str, str], where: str) -> int:
+    """The replica's GPUs: the ``gpus`` cell, else the number in ``parallel`` (``TP8``)."""
+    if (row.get("gpus") or "").strip():
+        return int(_cell(row, "gpus", where, whole=True))
+    found = re.search(r"\d+", row.get("parallel") or "")
+    if not found:
+        raise InputError([Problem("gpus", "", "is empty and parallel names no GPU count",
+                                  "fill in the replica's GPUs", where)])
+    return int(found.group())
+
+
+def _figure(s: Setup, row: dict[str, str], metric: str, mode: str, where: str
+            ) -> tuple[float, str]:
+    if metric.startswith("decode"):
+        users = _cell(row, "concurrency", where, True)
+        if (row.get("context") or "").strip():
+            context = _cell(row, "context", where, True)
+        else:  # the table's definition: input + half the output
+            context = _cell(row, "isl", where, True) + _cell(row, "osl", where, True) / 2
+        batch = min(users, max_batch(s, context, mode))
+        note = (f"{mode}: {batch:,.0f} of the {users:,.0f} users decode together, the rest "
+                "wait" if batch < users else "")
+        return decode_tps_per_user(s, batch, context, mode), note
+    return max_output_tps_per_gpu(s, _cell(row, "isl", where, True),
+                                  _cell(row, "osl", where, True), mode)[0], ""
+
+
+def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
+    """The bound, the attainable figure, measured ÷ each and a verdict for one table row.
+
+    A per-user row whose users outnumber the batch that fits (or the engine's cap, attainable)
+    is computed at that batch: the other users wait. Raises InputError naming the row when it
+    cannot be computed.
+    """
+    metric = (row.get("metric") or "").strip()
+    if metric not in METRICS:
+        raise InputError([Problem("metric", metric, "is not a metric the check computes",
+                                  f"use one of: {'; '.join(METRICS)}", where)])
+    measured = _cell(row, "measured", where)
+    figures, notes = {}, []
+    try:
+        s = Setup.of(row.get("gpu", ""), row.get("model", ""),
+                     (row.get("precision") or "").lower(), _count(row, where),
+                     parallel_of(row.get("parallel", "")),
+                     (row.get("kv_precision") or "").lower() or None, None,
+                     row.get("speculative") or "none")
+        for mode in MODES:
+            figures[mode], note = _figure(s, row, metric, mode, where)
+            notes += [note] if note else []
+    except InputError as error:  # say which row
+        raise InputError([replace(p, where=p.where or where) for p in error.problems]
+                         ) from None
+    return {"id": row.get("id", ""), "metric": metric, "gpu": s.gpu.name, "model": s.model.name,
+            "setup": f"{s.gpus} × {s.gpu.name}, {s.parallel}, {s.precision} weights, "
+                     f"{s.dense_precision} dense, {s.kv_precision} KV"
+                     + (f", {s.speculative:g} tokens/step" if s.speculative != 1 else ""),
+            "measured": measured, "bound": figures["bound"],
+            "attainable": figures["attainable"],
+            "measured_over_bound": measured / figures["bound"],
+            "measured_over_attainable": measured / figures["attainable"],
+            "verdict": verdict(measured, figures["bound"], figures["attainable"]),
+            "notes": notes}
+
+
+def check_rows(rows: list[dict[str, str]], path: str
+               ) -> tuple[list[dict[str, object]], list[str]]:
+    """:func:`check_row` of every row; a row that cannot be computed is kept with no figures,
+    its problem as its verdict, and the problem is also returned (one line per row)."""
+    out, problems = [], []
+    for number, row in enumerate(rows, start=2):
+        where = f"{path} row {number}"
+        try:
+            out.append(check_row(row, where))
+        except InputError as error:
+            text = "; ".join(str(p) for p in error.problems)
+            problems.append(text)
+            out.append({"id": row.get("id", ""), "metric": row.get("metric", ""),
+                        "measured": None, "bound": None, "attainable": None,
+                        "measured_over_bound": None, "measured_over_attainable": None,
+                        "verdict": f"not computed: {text}", "notes": []})
+            measured = (row.get("measured") or "").replace(",", "").strip()
+            try:
+                out[-1]["measured"] = float(measured)
+            except ValueError:
+                pass
+    return out, problems
+
+
+def check_table(path: str) -> list[dict[str, object]]:
+    """:func:`check_row` for every row of a measurements CSV (the shared table's columns,
+    :data:`TABLE_COLUMNS`)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError([Problem("--check", path, f"cannot be read ({exc})",
+                                  "give a CSV file of measurements")]) from None
+    missing = [c for c in ("id", "metric", "measured", "gpu", "model", "precision", "gpus")
+               if rows and c not in rows[0]]
+    if not rows or missing:
+        raise InputError([Problem("--check", path, "has no rows" if not rows else
+                                  f"has no column {', '.join(missing)}",
+                                  f"its header names {', '.join(TABLE_COLUMNS)}")])
+    out, problems = check_rows(rows, path)
+    if len(problems) == len(rows):  # nothing to show: the first problem is the message
+        raise InputError([Problem("--check", path, "has no row that can be computed: "
+                                  + problems[0])])
+    return out
+
+
+def prefill_tps_per_gpu(setup: Setup, prompt_tokens: float, mode: str = "attainable") -> float:
+    """Prompt tokens per second per GPU [tokens/s]: one ÷ the GPU-seconds of a prompt token's
+    arithmetic (dense part, routed experts, attention at half the prompt) at the peaks of the
+    setup's precisions, × the achievable MFUs when attainable (compute bound: a prefill chunk
+    shares its weight reads among its tokens)."""
+    mode = _mode(mode)
+    s, m, g = setup, setup.model, setup.gpu
+    attention, rest = s._dense_parts(total=False)
+    attainable = mode == "attainable"
+    parts = ((2 * (attention + rest), activation_tflops(g, s.dense_precision), "dense_mfu"),
+             (2 * m.routed_active_params, activation_tflops(g, s.precision), "moe_mfu"),
+             (float(roofline.attention_flops_for(m, prompt_tokens / 2)),
+              g.fp8_tflops if s._bytes[2] <= 1 else g.bf16_tflops, "attention_mfu"))
+    seconds = sum(flops / (peak * TERA * (_c(mfu) if attainable else 1.0))
+                  for flops, peak, mfu in parts)
+    return 1 / seconds
+
+
+def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
+                          prompt_tokens: float) -> tuple[float, float]:
+    """GPU-seconds one prompt token and one output token take at a run's batch (attainable):
+    (prefill, decode) [GPU-s/token].
+
+    Decode: a step of ``batch`` sequences of ``context`` tokens (:func:`step`) on every GPU of
+    the replica, ÷ the tokens it yields. Prefill: the prompt token's arithmetic at the
+    achievable MFUs (dense, routed experts, attention at half the prompt) — compute bound, its
+    weight reads shared by a whole prefill chunk. Their ratio splits a run's GPU time between
+    input and output tokens without its TTFT, which holds queueing.
+    """
+    decode = step(setup, batch, context, "attainable").step_s * setup.gpus / (
+        batch * setup.speculative)
+    return 1 / prefill_tps_per_gpu(setup, prompt_tokens), decode
+''',
     'tokenfactory_xl.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
 
 A site is described by the inputs of TFOM-SPEC section 6: the fleet (GPUs, ownership, CapEx),
@@ -2165,7 +2801,7 @@ from itertools import chain, product
 import numpy as np
 import xlwings as xw
 
-from . import model, roofline, specs
+from . import capacity, model, roofline, specs
 from .catalogue import BY_NAME, BadValue, Input, fmt_number
 from .errors import InputError, Problem
 
@@ -3028,6 +3664,10 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
 # tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
 # the close matches.
 
+#: THEORETICAL_TPS's figures: the two of TFOM-SPEC section 5.1 and the version-2 roofline.
+THEORETICAL_MODES = ("attainable", "bound", "roofline")
+
+
 def _text(name: str) -> Input:
     return Input(name, name, "text", "Excel functions", "text", None, "")
 
@@ -3058,6 +3698,9 @@ PARAMS.update({p.name: p for p in (
     Param("mfu", _rule("mfu", "fraction", "fraction", 0, 1, low_open=True),
           f"Model-FLOPs utilisation, {_FRACTION}; default 100%, the pure bound",
           roofline.DEFAULT_MFU),
+    Param("mode", _choice("mode", THEORETICAL_MODES),
+          "attainable (default: what the best engines reach), bound (physics only) or "
+          "roofline (spec 5, with mbu and mfu); one for the whole call", "attainable"),
 )})
 
 
@@ -3132,6 +3775,57 @@ def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
     return compute
 
 
+def _over_setups(figure: str) -> Callable[..., object]:
+    """``compute`` of :func:`_by_name` for the bound or the attainable figure
+    (:mod:`tokenfactory_xl.capacity`): each distinct setup and batch computed once; nan where
+    the batch does not fit (or passes the engine's batch cap, attainable)."""
+    def compute(gpus, models, precisions, gpu_at, model_at, precision_at, batch, context, n,
+                _mbu, _mfu):
+        out = np.full(len(batch), np.nan)
+        done: dict[tuple, float] = {}
+        for i, key in enumerate(zip(gpu_at.tolist(), model_at.tolist(),
+                                    precision_at.tolist(), n.tolist(), batch.tolist(),
+                                    context.tolist(), strict=True)):
+            if key not in done:
+                g, m, p, gpus_n, b, ctx = key
+                try:
+                    setup = capacity.Setup.of(gpus[g], models[m], precisions[p], int(gpus_n))
+                    done[key] = capacity.decode_tps_per_gpu(setup, b, ctx, figure)
+                except InputError:
+                    done[key] = np.nan
+            out[i] = done[key]
+        return out
+    return compute
+
+
+def _one_mode(raw: object) -> str:
+    """THEORETICAL_TPS's mode: one text for the whole call, empty for attainable."""
+    while isinstance(raw, (list, tuple)) and len(raw) == 1:
+        raw = raw[0]
+    if isinstance(raw, (list, tuple)):
+        raise ArgumentError("mode: give one mode for the whole call (attainable, bound or "
+                            "roofline), not a range")
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return "attainable"
+    key = str(raw).strip().lower()
+    if key not in THEORETICAL_MODES:
+        raise ArgumentError(f"mode={raw}: is not a figure this function gives; use "
+                            f"{', '.join(THEORETICAL_MODES)}")
+    return key
+
+
+def _utilisations_unused(mbu: object, mfu: object, figure: str) -> None:
+    """The bound and the attainable figure take their efficiencies from the catalogue: an mbu
+    or mfu other than 1 (100%) is refused rather than silently ignored."""
+    for name, raw in (("mbu", mbu), ("mfu", mfu)):
+        values = _read(PARAMS[name], raw)
+        given = values.values[~values.empty]
+        if np.any(given != 1):
+            raise ArgumentError(f"{name}: applies to mode roofline only; the {figure} figure "
+                                "takes its efficiencies from the method's catalogue (leave "
+                                f"{name} empty or give mode \"roofline\")")
+
+
 _ROOFLINE_NAMES = ("gpu", "model", "precision")
 _ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
 
@@ -3145,18 +3839,26 @@ _ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
 @xw.arg("gpus_per_replica", ndim=2, err_to_str=True, doc=_doc("gpus_per_replica"))
 @xw.arg("mbu", ndim=2, err_to_str=True, doc=_doc("mbu"))
 @xw.arg("mfu", ndim=2, err_to_str=True, doc=_doc("mfu"))
+@xw.arg("mode", ndim=2, err_to_str=True, doc=_doc("mode"))
 @_excel_help
 def THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, gpus_per_replica=1, mbu=1,
-                    mfu=1):
-    """Theoretical decode tokens per second per GPU (roofline): batch / max(bytes / bandwidth,
-    FLOPs / peak) / GPUs per replica, from the GPU and model catalogues. #NUM! where the batch
-    does not fit in memory."""
-    formula = _by_name(_over_replicas(roofline.theoretical_tps_over), _ROOFLINE_NAMES,
-                       _ROOFLINE_RESOLVERS)
+                    mfu=1, mode="attainable"):
+    """Decode tokens per second per GPU from the GPU and model catalogues: attainable (what the
+    best engines reach, TEF's default denominator), bound (physics only) or roofline (spec 5).
+    #NUM! where the batch does not fit in memory."""
+    try:
+        figure = _one_mode(mode)
+        if figure != "roofline":
+            _utilisations_unused(mbu, mfu, figure)
+    except ArgumentError as error:
+        return _reply_to(error)
+    compute = (_over_replicas(roofline.theoretical_tps_over) if figure == "roofline"
+               else _over_setups(figure))
+    formula = _by_name(compute, _ROOFLINE_NAMES, _ROOFLINE_RESOLVERS)
     return _call(formula, ("gpu", "model", "precision", "batch", "context_tokens",
                            "gpus_per_replica", "mbu", "mfu"),
                  (gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu),
-                 undefined=NUM, checked=True)
+                 undefined=NUM, checked=True)  # mode chose the formula
 
 
 @xw.func(category=CATEGORY)
@@ -3245,36 +3947,54 @@ __all__ = [
 
 # The package's data files.
 _DATA = {
-    'data/gpus.csv': r'''name,vendor,hbm_gb,hbm_gb_source,bandwidth_tbps,bandwidth_source,bf16_tflops,bf16_source,fp8_tflops,fp8_source,fp4_tflops,fp4_source,power_w,power_source,aliases,notes
-H100 SXM,NVIDIA,80,NVIDIA H100 Tensor Core GPU datasheet (2023),3.35,NVIDIA H100 Tensor Core GPU datasheet (2023),989.5,"NVIDIA H100 Tensor Core GPU datasheet (2023): 1,979* with sparsity, halved",1979,"NVIDIA H100 Tensor Core GPU datasheet (2023): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H100 Tensor Core GPU datasheet (2023): up to 700 W (configurable),H100; H100 SXM5; H100-SXM5-80GB,The datasheet prints tensor figures with sparsity (asterisk); dense = half. H100 alone (as nightly suites write it) names this SXM part; the PCIe card has 2.0 TB/s and is not in the catalogue.
-H200,NVIDIA,141,NVIDIA H200 Tensor Core GPU datasheet (2024),4.8,NVIDIA H200 Tensor Core GPU datasheet (2024),989.5,"NVIDIA H200 Tensor Core GPU datasheet (2024): 1,979* with sparsity, halved",1979,"NVIDIA H200 Tensor Core GPU datasheet (2024): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H200 Tensor Core GPU datasheet (2024): up to 700 W (configurable),H200 SXM,H200 SXM. Same compute as H100 SXM; more and faster HBM3e. Sparse figures halved.
-B200,NVIDIA,180,"NVIDIA Blackwell datasheet (2025), HGX B200 column",7.7,"NVIDIA Blackwell datasheet (2025), HGX B200 column",2250,"NVIDIA Blackwell datasheet (2025), HGX B200: 4.5 PFLOPS with sparsity, halved",4500,"NVIDIA Blackwell datasheet (2025), HGX B200: 9 PFLOPS with sparsity, halved",9000,"NVIDIA Blackwell datasheet (2025), HGX B200: 18 PFLOPS with sparsity, halved",1000,"NVIDIA Blackwell datasheet (2025), HGX B200: configurable up to 1,000 W",,One Blackwell GPU of an HGX B200 board. The datasheet's per-GPU tensor figures are with sparsity; dense = half.
-GB200,NVIDIA,186,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (13.4 TB HBM3e over 72 GPUs)",8,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (576 TB/s over 72 GPUs)",2500,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 5 PFLOPS with sparsity, halved",5000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 10 PFLOPS with sparsity, halved",10000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 20 PFLOPS with sparsity, halved",1200,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: configurable up to 1,200 W per GPU",,One Blackwell GPU of a GB200 superchip (two per Grace CPU). Grace CPU power not included. Sparse figures halved.
-MI300X,AMD,192,AMD Instinct MI300X accelerator data sheet (2023),5.3,AMD Instinct MI300X accelerator data sheet (2023),1307.4,"AMD Instinct MI300X accelerator data sheet (2023): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI300X accelerator data sheet (2023): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),750,AMD Instinct MI300X accelerator data sheet (2023): 750 W total board power,,AMD prints dense and sparse figures separately; the dense ones are used.
-MI325X,AMD,256,AMD Instinct MI325X accelerator data sheet (2024),6,AMD Instinct MI325X accelerator data sheet (2024),1307.4,"AMD Instinct MI325X accelerator data sheet (2024): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI325X accelerator data sheet (2024): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),1000,AMD Instinct MI325X accelerator data sheet (2024): 1000 W total board power,,Same compute as MI300X; 256 GB HBM3E.
-L40S,NVIDIA,48,NVIDIA L40S GPU datasheet (2023): 48 GB GDDR6 with ECC,0.864,NVIDIA L40S GPU datasheet (2023): 864 GB/s,362.05,NVIDIA L40S GPU datasheet (2023): BF16 362.05 dense (733* with sparsity),733,"NVIDIA L40S GPU datasheet (2023): FP8 733 dense (1,466* with sparsity)",,no FP4 tensor cores (Ada Lovelace),350,NVIDIA L40S GPU datasheet (2023): max power 350 W,,"GDDR6, not HBM: hbm_gb is the card's memory. The datasheet prints dense and sparse (asterisk) side by side; the dense figures are used."
-B300,NVIDIA,288,"NVIDIA HGX B300 datasheet (2025): 2.3 TB HBM3e over 8 GPUs, 288 GB per Blackwell Ultra GPU",8,NVIDIA HGX B300 datasheet (2025): 64 TB/s over 8 GPUs,2250,"NVIDIA HGX B300 datasheet (2025): FP16/BF16 36 PFLOPS with sparsity over 8 GPUs = 4.5 per GPU, halved",4500,"NVIDIA HGX B300 datasheet (2025): FP8 72 PFLOPS with sparsity over 8 GPUs = 9 per GPU, halved",13500,NVIDIA HGX B300 datasheet (2025): FP4 144 PFLOPS with sparsity / 108 PFLOPS dense over 8 GPUs; 108 ÷ 8,1100,"NVIDIA HGX B300 (2025): about 1,100 W per GPU",,One Blackwell Ultra GPU of an HGX B300 board. NVIDIA prints the tensor figures with sparsity; dense = half (FP4: the dense figure NVIDIA gives).
-GB300,NVIDIA,278,NVIDIA GB300 NVL72 datasheet (2025): up to 20 TB HBM3e over 72 GPUs (277.8 GB each),8,NVIDIA GB300 NVL72 datasheet (2025): up to 576 TB/s over 72 GPUs,2500,"NVIDIA GB300 NVL72 datasheet (2025): FP16/BF16 360 PFLOPS with sparsity over 72 GPUs = 5 per GPU, halved",5000,"NVIDIA GB300 NVL72 datasheet (2025): FP8 720 PFLOPS with sparsity over 72 GPUs = 10 per GPU, halved",15000,"NVIDIA GB300 NVL72 datasheet (2025): FP4 1,440 PFLOPS with sparsity / 1,080 dense over 72 GPUs; 1,080 ÷ 72",1400,"NVIDIA GB300 NVL72 (2025): configurable up to 1,400 W per GPU",,One Blackwell Ultra GPU of a GB300 superchip. Grace CPU power not included. Sparse figures halved.
-MI355X,AMD,288,AMD Instinct MI355X GPU data sheet (2025): 288 GB HBM3E,8,AMD Instinct MI355X GPU data sheet (2025): 8 TB/s peak memory bandwidth,2516.6,AMD Instinct MI355X GPU data sheet (2025): peak FP16/BF16 dense 2.5 PFLOPS (5.0 with structured sparsity),5033.2,AMD Instinct MI355X GPU data sheet (2025): peak FP8 dense 5.0 PFLOPS (10.1 with structured sparsity),10066.4,AMD Instinct MI355X GPU data sheet (2025): peak MXFP4 dense 10.1 PFLOPS,1400,AMD Instinct MI355X GPU data sheet (2025): 1400 W total board power,,CDNA 4. AMD prints dense and sparse figures separately; the dense ones are used.
-H20,NVIDIA,96,NVIDIA HGX H20 product specification (2024): 96 GB HBM3,4,NVIDIA HGX H20 product specification (2024): 4.0 TB/s,148,"NVIDIA HGX H20 product specification (2024): FP16/BF16 296 TFLOPS with sparsity, halved (148 dense)",296,"NVIDIA HGX H20 product specification (2024): FP8 592 TFLOPS with sparsity, halved (296 dense)",,no FP4 tensor cores (Hopper),400,NVIDIA HGX H20 product specification (2024): 400 W,,"Hopper part for the Chinese market: H100-class memory bandwidth, about 15% of H100's tensor throughput, so decode of large batches turns compute bound early."
+    'data/gpus.csv': r'''name,vendor,hbm_gb,hbm_gb_source,bandwidth_tbps,bandwidth_source,bf16_tflops,bf16_source,fp8_tflops,fp8_source,fp4_tflops,fp4_source,power_w,power_source,aliases,notes,link_gbps,link_source
+H100 SXM,NVIDIA,80,NVIDIA H100 Tensor Core GPU datasheet (2023),3.35,NVIDIA H100 Tensor Core GPU datasheet (2023),989.5,"NVIDIA H100 Tensor Core GPU datasheet (2023): 1,979* with sparsity, halved",1979,"NVIDIA H100 Tensor Core GPU datasheet (2023): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H100 Tensor Core GPU datasheet (2023): up to 700 W (configurable),H100; H100 SXM5; H100-SXM5-80GB,The datasheet prints tensor figures with sparsity (asterisk); dense = half. H100 alone (as nightly suites write it) names this SXM part; the PCIe card has 2.0 TB/s and is not in the catalogue.,450,"NVIDIA H100 datasheet (2023): NVLink 900 GB/s (both directions), 450 per direction"
+H200,NVIDIA,141,NVIDIA H200 Tensor Core GPU datasheet (2024),4.8,NVIDIA H200 Tensor Core GPU datasheet (2024),989.5,"NVIDIA H200 Tensor Core GPU datasheet (2024): 1,979* with sparsity, halved",1979,"NVIDIA H200 Tensor Core GPU datasheet (2024): 3,958* with sparsity, halved",,no FP4 tensor cores (Hopper),700,NVIDIA H200 Tensor Core GPU datasheet (2024): up to 700 W (configurable),H200 SXM,H200 SXM. Same compute as H100 SXM; more and faster HBM3e. Sparse figures halved.,450,"NVIDIA H200 datasheet (2024): NVLink 900 GB/s (both directions), 450 per direction"
+B200,NVIDIA,180,"NVIDIA Blackwell datasheet (2025), HGX B200 column",7.7,"NVIDIA Blackwell datasheet (2025), HGX B200 column",2250,"NVIDIA Blackwell datasheet (2025), HGX B200: 4.5 PFLOPS with sparsity, halved",4500,"NVIDIA Blackwell datasheet (2025), HGX B200: 9 PFLOPS with sparsity, halved",9000,"NVIDIA Blackwell datasheet (2025), HGX B200: 18 PFLOPS with sparsity, halved",1000,"NVIDIA Blackwell datasheet (2025), HGX B200: configurable up to 1,000 W",,One Blackwell GPU of an HGX B200 board. The datasheet's per-GPU tensor figures are with sparsity; dense = half.,900,"NVIDIA Blackwell datasheet (2025), HGX B200: NVLink 1.8 TB/s per GPU (both directions), 900 per direction"
+GB200,NVIDIA,186,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (13.4 TB HBM3e over 72 GPUs)",8,"NVIDIA Blackwell datasheet (2025), GB200 NVL72 column (576 TB/s over 72 GPUs)",2500,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 5 PFLOPS with sparsity, halved",5000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 10 PFLOPS with sparsity, halved",10000,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: 20 PFLOPS with sparsity, halved",1200,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: configurable up to 1,200 W per GPU",,One Blackwell GPU of a GB200 superchip (two per Grace CPU). Grace CPU power not included. Sparse figures halved.,900,"NVIDIA Blackwell datasheet (2025), GB200 NVL72: NVLink 1.8 TB/s per GPU (both directions), 900 per direction"
+MI300X,AMD,192,AMD Instinct MI300X accelerator data sheet (2023),5.3,AMD Instinct MI300X accelerator data sheet (2023),1307.4,"AMD Instinct MI300X accelerator data sheet (2023): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI300X accelerator data sheet (2023): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),750,AMD Instinct MI300X accelerator data sheet (2023): 750 W total board power,,AMD prints dense and sparse figures separately; the dense ones are used.,448,"AMD Instinct MI300X data sheet (2023): 7 Infinity Fabric links, 896 GB/s peer-to-peer (both directions), 448 per direction"
+MI325X,AMD,256,AMD Instinct MI325X accelerator data sheet (2024),6,AMD Instinct MI325X accelerator data sheet (2024),1307.4,"AMD Instinct MI325X accelerator data sheet (2024): peak FP16/BF16 dense (2,614.9 with structured sparsity)",2614.9,"AMD Instinct MI325X accelerator data sheet (2024): peak FP8 dense (5,229.8 with structured sparsity)",,no FP4 matrix support (CDNA 3),1000,AMD Instinct MI325X accelerator data sheet (2024): 1000 W total board power,,Same compute as MI300X; 256 GB HBM3E.,448,"AMD Instinct MI325X data sheet (2024): 7 Infinity Fabric links, 896 GB/s peer-to-peer (both directions), 448 per direction"
+L40S,NVIDIA,48,NVIDIA L40S GPU datasheet (2023): 48 GB GDDR6 with ECC,0.864,NVIDIA L40S GPU datasheet (2023): 864 GB/s,362.05,NVIDIA L40S GPU datasheet (2023): BF16 362.05 dense (733* with sparsity),733,"NVIDIA L40S GPU datasheet (2023): FP8 733 dense (1,466* with sparsity)",,no FP4 tensor cores (Ada Lovelace),350,NVIDIA L40S GPU datasheet (2023): max power 350 W,,"GDDR6, not HBM: hbm_gb is the card's memory. The datasheet prints dense and sparse (asterisk) side by side; the dense figures are used.",32,"NVIDIA L40S datasheet (2023): no NVLink; PCIe Gen4 x16, 64 GB/s (both directions), 32 per direction"
+B300,NVIDIA,288,"NVIDIA HGX B300 datasheet (2025): 2.3 TB HBM3e over 8 GPUs, 288 GB per Blackwell Ultra GPU",8,NVIDIA HGX B300 datasheet (2025): 64 TB/s over 8 GPUs,2250,"NVIDIA HGX B300 datasheet (2025): FP16/BF16 36 PFLOPS with sparsity over 8 GPUs = 4.5 per GPU, halved",4500,"NVIDIA HGX B300 datasheet (2025): FP8 72 PFLOPS with sparsity over 8 GPUs = 9 per GPU, halved",13500,NVIDIA HGX B300 datasheet (2025): FP4 144 PFLOPS with sparsity / 108 PFLOPS dense over 8 GPUs; 108 ÷ 8,1100,"NVIDIA HGX B300 (2025): about 1,100 W per GPU",,One Blackwell Ultra GPU of an HGX B300 board. NVIDIA prints the tensor figures with sparsity; dense = half (FP4: the dense figure NVIDIA gives).,900,"NVIDIA HGX B300 datasheet (2025): NVLink 1.8 TB/s per GPU (both directions), 900 per direction"
+GB300,NVIDIA,278,NVIDIA GB300 NVL72 datasheet (2025): up to 20 TB HBM3e over 72 GPUs (277.8 GB each),8,NVIDIA GB300 NVL72 datasheet (2025): up to 576 TB/s over 72 GPUs,2500,"NVIDIA GB300 NVL72 datasheet (2025): FP16/BF16 360 PFLOPS with sparsity over 72 GPUs = 5 per GPU, halved",5000,"NVIDIA GB300 NVL72 datasheet (2025): FP8 720 PFLOPS with sparsity over 72 GPUs = 10 per GPU, halved",15000,"NVIDIA GB300 NVL72 datasheet (2025): FP4 1,440 PFLOPS with sparsity / 1,080 dense over 72 GPUs; 1,080 ÷ 72",1400,"NVIDIA GB300 NVL72 (2025): configurable up to 1,400 W per GPU",,One Blackwell Ultra GPU of a GB300 superchip. Grace CPU power not included. Sparse figures halved.,900,"NVIDIA GB300 NVL72 datasheet (2025): NVLink 1.8 TB/s per GPU (both directions), 900 per direction"
+MI355X,AMD,288,AMD Instinct MI355X GPU data sheet (2025): 288 GB HBM3E,8,AMD Instinct MI355X GPU data sheet (2025): 8 TB/s peak memory bandwidth,2516.6,AMD Instinct MI355X GPU data sheet (2025): peak FP16/BF16 dense 2.5 PFLOPS (5.0 with structured sparsity),5033.2,AMD Instinct MI355X GPU data sheet (2025): peak FP8 dense 5.0 PFLOPS (10.1 with structured sparsity),10066.4,AMD Instinct MI355X GPU data sheet (2025): peak MXFP4 dense 10.1 PFLOPS,1400,AMD Instinct MI355X GPU data sheet (2025): 1400 W total board power,,CDNA 4. AMD prints dense and sparse figures separately; the dense ones are used.,538,"AMD Instinct MI355X data sheet (2025): 7 Infinity Fabric links, 1,075 GB/s peer-to-peer (both directions), 538 per direction"
+H20,NVIDIA,96,NVIDIA HGX H20 product specification (2024): 96 GB HBM3,4,NVIDIA HGX H20 product specification (2024): 4.0 TB/s,148,"NVIDIA HGX H20 product specification (2024): FP16/BF16 296 TFLOPS with sparsity, halved (148 dense)",296,"NVIDIA HGX H20 product specification (2024): FP8 592 TFLOPS with sparsity, halved (296 dense)",,no FP4 tensor cores (Hopper),400,NVIDIA HGX H20 product specification (2024): 400 W,,"Hopper part for the Chinese market: H100-class memory bandwidth, about 15% of H100's tensor throughput, so decode of large batches turns compute bound early.",450,"NVIDIA HGX H20 product specification (2024): NVLink 900 GB/s (both directions), 450 per direction"
 ''',
-    'data/models.csv': r'''name,kind,total_params,active_params,layers,kv_heads,head_dim,kv_latent_dim,sliding_window,sliding_window_layers,max_context,hidden_size,embedding_params,embedding_source,query_heads,rope_dim,attention_source,moe_layers,experts,experts_per_token,expert_params,moe_source,source,aliases,notes
-Llama-3.1-8B,dense,8030261248,8030261248,32,8,128,,,,131072,4096,525336576,"meta-llama/Llama-3.1-8B config.json: vocab_size 128,256 × hidden_size 4,096; tie_word_embeddings false (the LM head is a separate matrix, read whole)",32,,meta-llama/Llama-3.1-8B config.json: num_attention_heads 32,,,,,,"meta-llama/Llama-3.1-8B config.json (hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-8B-Instruct; Meta-Llama-3.1-8B; Meta-Llama-3.1-8B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 8B.
-Llama-3.1-70B,dense,70553706496,70553706496,80,8,128,,,,131072,8192,1050673152,"meta-llama/Llama-3.1-70B config.json: vocab_size 128,256 × hidden_size 8,192; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,meta-llama/Llama-3.1-70B config.json: num_attention_heads 64,,,,,,"meta-llama/Llama-3.1-70B config.json (hidden_size 8192, intermediate_size 28672, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-70B-Instruct; Meta-Llama-3.1-70B-Instruct; Llama-3.3-70B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 70B.
-Llama-3.1-405B,dense,405853388800,405853388800,126,8,128,,,,131072,16384,2101346304,"meta-llama/Llama-3.1-405B config.json: vocab_size 128,256 × hidden_size 16,384; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,,meta-llama/Llama-3.1-405B config.json: num_attention_heads 128,,,,,,"meta-llama/Llama-3.1-405B config.json (hidden_size 16384, intermediate_size 53248, num_hidden_layers 126, num_attention_heads 128, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-405B-Instruct; Meta-Llama-3.1-405B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 405B.
-Qwen2.5-72B,dense,72706203648,72706203648,80,8,128,,,,131072,8192,1245708288,"Qwen/Qwen2.5-72B-Instruct config.json: vocab_size 152,064 × hidden_size 8,192; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen2.5-72B-Instruct config.json: num_attention_heads 64,,,,,,"Qwen/Qwen2.5-72B-Instruct config.json (hidden_size 8192, intermediate_size 29568, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 152064, QKV bias); model card: 72.7B parameters, 131,072-token context with YaRN",Qwen2.5-72B-Instruct,Parameters counted from config.json; agrees with the model card's 72.7B.
-DeepSeek-V3,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-V3 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,deepseek-ai/DeepSeek-V3 config.json: num_attention_heads 128; qk_rope_head_dim 64,58,256,8,44040192,"deepseek-ai/DeepSeek-V3 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-V3 model card (Dec 2024): 671B total, 37B activated per token; config.json: num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840",DeepSeek-V3-0324,"Multi-head latent attention (MLA): the KV cache holds one compressed latent of kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576 elements per layer per token (keys and values share it), instead of 2 x kv_heads x head_dim. The multi-token-prediction module (14B) is not counted."
-DeepSeek-V3.1,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-V3.1 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,deepseek-ai/DeepSeek-V3.1 config.json: num_attention_heads 128; qk_rope_head_dim 64,58,256,8,44040192,"deepseek-ai/DeepSeek-V3.1 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-V3.1 model card (Aug 2025): 671B total, 37B activated, 128K context; config.json: the DeepSeek-V3 architecture (num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840)",,Same architecture as DeepSeek-V3: MLA caches kv_lora_rank + qk_rope_head_dim = 576 elements per layer per token. The multi-token-prediction module is not counted.
-DeepSeek-R1,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-R1 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,deepseek-ai/DeepSeek-R1 config.json: num_attention_heads 128; qk_rope_head_dim 64,58,256,8,44040192,"deepseek-ai/DeepSeek-R1 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-R1 model card (Jan 2025): 671B total, 37B activated, built on DeepSeek-V3-Base; config.json: the DeepSeek-V3 architecture (num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840)",DeepSeek-R1-0528,Same architecture as DeepSeek-V3: MLA caches kv_lora_rank + qk_rope_head_dim = 576 elements per layer per token. The multi-token-prediction module is not counted.
-gpt-oss-120b,moe,116800000000,5100000000,36,8,64,,128,18,131072,2880,579133440,"openai/gpt-oss-120b config.json: vocab_size 201,088 × hidden_size 2,880; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,openai/gpt-oss-120b config.json: num_attention_heads 64,36,128,4,24883200,"openai/gpt-oss-120b config.json: every one of the 36 layers is MoE; 128 routed experts, 4 per token; one expert = 3 (gate, up, down) × hidden_size 2,880 × expert intermediate size 2,880","openai/gpt-oss-120b model card (Aug 2025): 117B parameters (116.8B), 5.1B active per token; config.json: num_hidden_layers 36, num_key_value_heads 8, head_dim 64, sliding_window 128, layer_types alternating sliding_attention / full_attention",,Half of the layers (18 of 36) attend over a 128-token sliding window and cache at most 128 tokens each. Expert weights ship in MXFP4.
-gpt-oss-20b,moe,20900000000,3600000000,24,8,64,,128,12,131072,2880,579133440,"openai/gpt-oss-20b config.json: vocab_size 201,088 × hidden_size 2,880; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,openai/gpt-oss-20b config.json: num_attention_heads 64,24,32,4,24883200,"openai/gpt-oss-20b config.json: every one of the 24 layers is MoE; 32 routed experts, 4 per token; one expert = 3 (gate, up, down) × hidden_size 2,880 × expert intermediate size 2,880","openai/gpt-oss-20b model card (Aug 2025): 21B parameters (20.9B), 3.6B active per token; config.json: num_hidden_layers 24, num_key_value_heads 8, head_dim 64, sliding_window 128, alternating layer_types",,Half of the layers (12 of 24) use a 128-token sliding window.
-Qwen3-235B-A22B,moe,235000000000,22000000000,94,4,128,,,,131072,4096,622329856,"Qwen/Qwen3-235B-A22B config.json: vocab_size 151,936 × hidden_size 4,096; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen3-235B-A22B config.json: num_attention_heads 64,94,128,8,18874368,"Qwen/Qwen3-235B-A22B config.json: decoder_sparse_step 1 and no mlp_only_layers: all 94 layers are MoE; 128 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 4,096 × expert intermediate size 1,536","Qwen/Qwen3-235B-A22B model card (Apr 2025): 235B total, 22B activated, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 94, num_attention_heads 64, num_key_value_heads 4, head_dim 128",Qwen3-235B-A22B-Instruct-2507; Qwen3-235B-A22B-Thinking-2507,"Grouped-query attention (64 query heads, 4 KV heads)."
-Qwen3-30B-A3B,moe,30500000000,3300000000,48,4,128,,,,131072,2048,311164928,"Qwen/Qwen3-30B-A3B config.json: vocab_size 151,936 × hidden_size 2,048; tie_word_embeddings false (the LM head is a separate matrix, read whole)",32,,Qwen/Qwen3-30B-A3B config.json: num_attention_heads 32,48,128,8,4718592,"Qwen/Qwen3-30B-A3B config.json: decoder_sparse_step 1 and no mlp_only_layers: all 48 layers are MoE; 128 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 2,048 × expert intermediate size 768","Qwen/Qwen3-30B-A3B model card (Apr 2025): 30.5B total, 3.3B activated, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 48, num_attention_heads 32, num_key_value_heads 4, head_dim 128",Qwen3-30B-A3B-Instruct-2507; Qwen3-30B-A3B-Thinking-2507,"Grouped-query attention (32 query heads, 4 KV heads)."
-Qwen3-32B,dense,32800000000,32800000000,64,8,128,,,,131072,5120,777912320,"Qwen/Qwen3-32B config.json: vocab_size 151,936 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen3-32B config.json: num_attention_heads 64,,,,,,"Qwen/Qwen3-32B model card (Apr 2025): 32.8B parameters, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 64, num_attention_heads 64, num_key_value_heads 8, head_dim 128, intermediate_size 25600",,"Dense; grouped-query attention (64 query heads, 8 KV heads)."
-Kimi-K2,moe,1026000000000,32000000000,61,64,128,576,,,131072,7168,1174405120,"moonshotai/Kimi-K2-Instruct config.json: vocab_size 163,840 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,64,moonshotai/Kimi-K2-Instruct config.json: num_attention_heads 64; qk_rope_head_dim 64,60,384,8,44040192,"moonshotai/Kimi-K2-Instruct config.json: num_hidden_layers 61 − first_k_dense_replace 1 = 60 MoE layers; 384 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","moonshotai/Kimi-K2-Instruct model card (Jul 2025): 1T total, 32B activated, 128K context; config.json: num_hidden_layers 61, num_attention_heads 64, kv_lora_rank 512, qk_rope_head_dim 64, v_head_dim 128",Kimi-K2-Instruct; Kimi-K2-Base,"DeepSeek-V3 architecture with 384 experts and 64 heads: MLA caches 512 + 64 = 576 elements per layer per token. The model card rounds the total to 1T; counted from config.json it is about 1.026T (60 MoE layers × 384 experts × 44.04 M parameters = 1,014.7 B, plus the 32 B active less its 8 routed experts), the figure used so that a large batch cannot read more than the model holds."
-GLM-4.5,moe,355000000000,32000000000,92,8,128,,,,131072,5120,775946240,"zai-org/GLM-4.5 config.json: vocab_size 151,552 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",96,,zai-org/GLM-4.5 config.json: num_attention_heads 96,89,160,8,23592960,"zai-org/GLM-4.5 config.json: num_hidden_layers 92 − first_k_dense_replace 3 = 89 MoE layers; 160 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 1,536","zai-org/GLM-4.5 model card (Jul 2025): 355B total, 32B active, 128K context; config.json: num_hidden_layers 92, num_attention_heads 96, num_key_value_heads 8, head_dim 128",,"Grouped-query attention (96 query heads, 8 KV heads). The multi-token-prediction layer (num_nextn_predict_layers 1) is not counted."
-Llama-4-Maverick,moe,400000000000,17000000000,48,8,128,,8192,36,1048576,5120,1034485760,"meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): vocab_size 202,048 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",40,,meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): num_attention_heads 40,24,128,1,125829120,"meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): interleave_moe_layer_step 2: 24 of the 48 layers are MoE; 128 routed experts, 1 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 8,192","meta-llama/Llama-4-Maverick-17B-128E-Instruct model card (Apr 2025): 400B total, 17B active, 1M context; config.json text_config: num_hidden_layers 48, num_attention_heads 40, num_key_value_heads 8, head_dim 128, attention_chunk_size 8192",Llama-4-Maverick-17B-128E-Instruct; Llama-4-Maverick-17B-128E,"Three of every four layers use chunked attention over 8,192-token chunks (counted as a 8,192-token window: an upper limit on what they cache); every fourth layer attends globally."
-Llama-4-Scout,moe,109000000000,17000000000,48,8,128,,8192,36,10485760,5120,1034485760,"meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): vocab_size 202,048 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",40,,meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): num_attention_heads 40,48,16,1,125829120,"meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): interleave_moe_layer_step 1: all 48 layers are MoE; 16 routed experts, 1 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 8,192","meta-llama/Llama-4-Scout-17B-16E-Instruct model card (Apr 2025): 109B total, 17B active, 10M context; config.json text_config: num_hidden_layers 48, num_attention_heads 40, num_key_value_heads 8, head_dim 128, attention_chunk_size 8192",Llama-4-Scout-17B-16E-Instruct; Llama-4-Scout-17B-16E,"Three of every four layers use chunked attention over 8,192-token chunks (counted as a 8,192-token window); every fourth layer attends globally."
+    'data/method.csv': r'''name,value,unit,figure,what,source
+weight_bandwidth_share,1.0,fraction,attainable,"share of the datasheet memory bandwidth at which a step streams its weights","NVIDIA NIM (TensorRT-LLM), Llama-3-8B on one H100 SXM, BF16, batch 1, ISL 1,000: inter-token latency 4.70 ms, 96 % of the datasheet-bandwidth bound (docs.nvidia.com/nim benchmarking; measurements.csv row A3): an attainable figure below it would be beaten, so weights stream at the full datasheet bandwidth"
+kv_bandwidth_share,0.70,fraction,attainable,"share of the datasheet bandwidth at which decode attention reads the KV cache","paged decode-attention kernels read the cache in pages of 16-64 tokens per sequence and head group; published decode-attention kernels (FlashDecoding, FlashInfer) report 60-85 % of peak bandwidth on H100; 0.70 for the paged layouts serving engines use"
+dense_mfu,0.70,fraction,attainable,"achievable share of the dense tensor peak for the matrix multiplies of attention projections, dense and shared-expert layers and the LM head","large FP8/BF16 GEMMs of LLM shapes reach about 70 % of the dense peak on Hopper and Blackwell (cuBLAS); MLPerf Inference v4.1 closed, Llama-2-70B Offline on 8 x H200 (NVIDIA): 31,302.7 tokens/s, 55 % of the FP8 peak over the whole model including attention (measurements.csv row T17)"
+moe_mfu,0.30,fraction,attainable,"achievable share of the tensor peak for the grouped GEMMs of routed experts","a step gives each routed expert only B x k / E tokens (about 64 at batch 1,024 for 128 experts, top 8), so grouped expert GEMMs run on small, unevenly filled tiles; with 0.30 TensorRT-LLM's published MoE results (measurements.csv T5, T7, T11) sit at 0.5-1.0 of the attainable figure"
+attention_mfu,0.50,fraction,attainable,"achievable share of the tensor peak for attention scores and the weighted sum","decode and prefill attention kernels (FlashAttention-3 on H100: 0.5-0.75 of the BF16 peak in its paper, arXiv:2407.08608); 0.50 for the mix of short decode queries and prefill chunks"
+memory_reserve,0.10,fraction,attainable,"share of the memory the weights leave free that is kept for activations, CUDA graphs and the runtime (not for the KV cache)","TensorRT-LLM's KvCacheConfig free_gpu_memory_fraction default 0.9: the KV cache takes 90 % of the memory free after the model is loaded (vLLM's gpu_memory_utilization 0.9 keeps 10 % of the whole memory)"
+batch_cap,1024,sequences,attainable,"most sequences one serving instance (replica) decodes together","engines cap the running batch: TensorRT-LLM's max_batch_size default 2,048, vLLM's max_num_seqs 256 to 1,024 by version and GPU; 1,024 sequences per replica, the same cap for attention data-parallel replicas"
+layer_overhead_s,2e-6,s,attainable,"fixed time per layer per step (kernel launches and synchronisation inside a CUDA graph)","NVIDIA NIM's Llama-3-8B at batch 1 on one H100 (row A3) leaves at most 5.6 us per layer between the bandwidth bound and the measured inter-token latency; 2 us is launch plus synchronisation of about ten kernels in a captured graph"
+collective_latency_s,10e-6,s,attainable,"latency of one tensor-parallel all-reduce or expert-parallel exchange between 2 GPUs","small-message NVLink all-reduce latency: TensorRT-LLM's one-shot custom all-reduce and NCCL's low-latency protocols take 5-20 us per collective on H100/H200 NVSwitch systems (NVIDIA technical blog: 3x faster AllReduce with NVSwitch and TensorRT-LLM MultiShot, 2024)"
+collective_latency_per_doubling_s,2e-6,s,attainable,"extra collective latency for each doubling of the group beyond 2 GPUs","a tree or two-shot all-reduce adds a hop per doubling of the group: the per-step floor grows with the group size"
+collectives_per_layer,2,collectives,attainable,"collectives per layer in a tensor-parallel step","Megatron-LM tensor parallelism (Shoeybi et al. 2019, arXiv:1909.08053): one all-reduce after attention and one after the MLP or MoE block in each layer"
+link_efficiency,0.80,fraction,attainable,"share of the per-direction GPU-to-GPU link bandwidth a collective moves data at","nccl-tests on 8-GPU NVSwitch systems report bus bandwidth of about 80 % of the NVLink per-direction figure for large messages"
+kv_bits_under_4bit,8,bits,both,"KV-cache precision when the weights are 4-bit and no KV precision is given","4-bit checkpoints ship with an 8-bit KV cache: NVIDIA ModelOpt NVFP4 checkpoints (FP8 KV), AMD Quark MXFP4 checkpoints (FP8 KV)"
+accepted_tokens_mtp,3.2,tokens per step,both,"tokens a multi-token-prediction (MTP) step yields on average, at the three draft tokens engines run it with","DeepSeek-V3 technical report (arXiv:2412.19437) section 5.4.3: the second token of MTP is accepted 85-90 % of the time; engines draft up to three tokens with the MTP layers (TensorRT-LLM's num_nextn_predict_layers 3, the setting of row A6's source): 1 + 0.85 + 0.85^2 + 0.85^3 = 3.2 tokens a step if each draft is accepted at that rate after the one before"
+accepted_tokens_medusa,2.3,tokens per step,both,"tokens a Medusa step yields on average","Medusa (Cai et al. 2024, arXiv:2401.10774): 2.2-3.6 x speed-up with Medusa heads; NVIDIA's HGX H200 Llama-3.1 blog (2024): 1.5-1.9 x; a step's accepted tokens are at least the speed-up"
+accepted_tokens_eagle,3.0,tokens per step,both,"tokens an EAGLE (EAGLE-2/EAGLE-3) step yields on average","EAGLE-3 (Li et al. 2025, arXiv:2503.01840): acceptance lengths above 3 tokens per step at serving draft lengths"
+''',
+    'data/models.csv': r'''name,kind,total_params,active_params,layers,kv_heads,head_dim,kv_latent_dim,sliding_window,sliding_window_layers,max_context,hidden_size,embedding_params,embedding_source,query_heads,rope_dim,attention_source,attention_params,moe_layers,experts,experts_per_token,expert_params,moe_source,source,aliases,notes
+Llama-3.1-8B,dense,8030261248,8030261248,32,8,128,,,,131072,4096,525336576,"meta-llama/Llama-3.1-8B config.json: vocab_size 128,256 × hidden_size 4,096; tie_word_embeddings false (the LM head is a separate matrix, read whole)",32,,meta-llama/Llama-3.1-8B config.json: num_attention_heads 32,,,,,,,"meta-llama/Llama-3.1-8B config.json (hidden_size 4096, intermediate_size 14336, num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-8B-Instruct; Meta-Llama-3.1-8B; Meta-Llama-3.1-8B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 8B.
+Llama-3.1-70B,dense,70553706496,70553706496,80,8,128,,,,131072,8192,1050673152,"meta-llama/Llama-3.1-70B config.json: vocab_size 128,256 × hidden_size 8,192; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,meta-llama/Llama-3.1-70B config.json: num_attention_heads 64,,,,,,,"meta-llama/Llama-3.1-70B config.json (hidden_size 8192, intermediate_size 28672, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-70B-Instruct; Meta-Llama-3.1-70B-Instruct; Llama-3.3-70B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 70B.
+Llama-3.1-405B,dense,405853388800,405853388800,126,8,128,,,,131072,16384,2101346304,"meta-llama/Llama-3.1-405B config.json: vocab_size 128,256 × hidden_size 16,384; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,,meta-llama/Llama-3.1-405B config.json: num_attention_heads 128,,,,,,,"meta-llama/Llama-3.1-405B config.json (hidden_size 16384, intermediate_size 53248, num_hidden_layers 126, num_attention_heads 128, num_key_value_heads 8, vocab_size 128256); Llama 3.1 model card (Jul 2024)",Llama-3.1-405B-Instruct; Meta-Llama-3.1-405B-Instruct,Parameters counted from config.json (untied embeddings); the model card rounds to 405B.
+Qwen2.5-72B,dense,72706203648,72706203648,80,8,128,,,,131072,8192,1245708288,"Qwen/Qwen2.5-72B-Instruct config.json: vocab_size 152,064 × hidden_size 8,192; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen2.5-72B-Instruct config.json: num_attention_heads 64,,,,,,,"Qwen/Qwen2.5-72B-Instruct config.json (hidden_size 8192, intermediate_size 29568, num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, vocab_size 152064, QKV bias); model card: 72.7B parameters, 131,072-token context with YaRN",Qwen2.5-72B-Instruct,Parameters counted from config.json; agrees with the model card's 72.7B.
+DeepSeek-V3,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-V3 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,"deepseek-ai/DeepSeek-V3 config.json: num_attention_heads 128; qk_rope_head_dim 64; attention_params: deepseek-ai/DeepSeek-V3 config.json, per layer: q_a_proj 7,168 × q_lora_rank 1,536 + q_b_proj 1,536 × 128 heads × 192 (qk_nope 128 + rope 64) + kv_a_proj 7,168 × 576 + kv_b_proj 512 × 128 × 256 (k_nope 128 + v 128) + o_proj 128 × 128 × 7,168 = 187,105,280; × 61 layers",11413422080,58,256,8,44040192,"deepseek-ai/DeepSeek-V3 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-V3 model card (Dec 2024): 671B total, 37B activated per token; config.json: num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840",DeepSeek-V3-0324,"Multi-head latent attention (MLA): the KV cache holds one compressed latent of kv_lora_rank + qk_rope_head_dim = 512 + 64 = 576 elements per layer per token (keys and values share it), instead of 2 x kv_heads x head_dim. The multi-token-prediction module (14B) is not counted."
+DeepSeek-V3.1,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-V3.1 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,"deepseek-ai/DeepSeek-V3.1 config.json: num_attention_heads 128; qk_rope_head_dim 64; attention_params: deepseek-ai/DeepSeek-V3.1 config.json, per layer: q_a_proj 7,168 × q_lora_rank 1,536 + q_b_proj 1,536 × 128 heads × 192 (qk_nope 128 + rope 64) + kv_a_proj 7,168 × 576 + kv_b_proj 512 × 128 × 256 (k_nope 128 + v 128) + o_proj 128 × 128 × 7,168 = 187,105,280; × 61 layers",11413422080,58,256,8,44040192,"deepseek-ai/DeepSeek-V3.1 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-V3.1 model card (Aug 2025): 671B total, 37B activated, 128K context; config.json: the DeepSeek-V3 architecture (num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840)",,Same architecture as DeepSeek-V3: MLA caches kv_lora_rank + qk_rope_head_dim = 576 elements per layer per token. The multi-token-prediction module is not counted.
+DeepSeek-R1,moe,671000000000,37000000000,61,128,128,576,,,163840,7168,926679040,"deepseek-ai/DeepSeek-R1 config.json: vocab_size 129,280 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",128,64,"deepseek-ai/DeepSeek-R1 config.json: num_attention_heads 128; qk_rope_head_dim 64; attention_params: deepseek-ai/DeepSeek-R1 config.json, per layer: q_a_proj 7,168 × q_lora_rank 1,536 + q_b_proj 1,536 × 128 heads × 192 (qk_nope 128 + rope 64) + kv_a_proj 7,168 × 576 + kv_b_proj 512 × 128 × 256 (k_nope 128 + v 128) + o_proj 128 × 128 × 7,168 = 187,105,280; × 61 layers",11413422080,58,256,8,44040192,"deepseek-ai/DeepSeek-R1 config.json: num_hidden_layers 61 − first_k_dense_replace 3 = 58 MoE layers (moe_layer_freq 1); 256 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","deepseek-ai/DeepSeek-R1 model card (Jan 2025): 671B total, 37B activated, built on DeepSeek-V3-Base; config.json: the DeepSeek-V3 architecture (num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64, num_attention_heads 128, v_head_dim 128, max_position_embeddings 163840)",DeepSeek-R1-0528,Same architecture as DeepSeek-V3: MLA caches kv_lora_rank + qk_rope_head_dim = 576 elements per layer per token. The multi-token-prediction module is not counted.
+gpt-oss-120b,moe,116800000000,5100000000,36,8,64,,128,18,131072,2880,579133440,"openai/gpt-oss-120b config.json: vocab_size 201,088 × hidden_size 2,880; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,openai/gpt-oss-120b config.json: num_attention_heads 64,,36,128,4,24883200,"openai/gpt-oss-120b config.json: every one of the 36 layers is MoE; 128 routed experts, 4 per token; one expert = 3 (gate, up, down) × hidden_size 2,880 × expert intermediate size 2,880","openai/gpt-oss-120b model card (Aug 2025): 117B parameters (116.8B), 5.1B active per token; config.json: num_hidden_layers 36, num_key_value_heads 8, head_dim 64, sliding_window 128, layer_types alternating sliding_attention / full_attention",,Half of the layers (18 of 36) attend over a 128-token sliding window and cache at most 128 tokens each. Expert weights ship in MXFP4.
+gpt-oss-20b,moe,20900000000,3600000000,24,8,64,,128,12,131072,2880,579133440,"openai/gpt-oss-20b config.json: vocab_size 201,088 × hidden_size 2,880; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,openai/gpt-oss-20b config.json: num_attention_heads 64,,24,32,4,24883200,"openai/gpt-oss-20b config.json: every one of the 24 layers is MoE; 32 routed experts, 4 per token; one expert = 3 (gate, up, down) × hidden_size 2,880 × expert intermediate size 2,880","openai/gpt-oss-20b model card (Aug 2025): 21B parameters (20.9B), 3.6B active per token; config.json: num_hidden_layers 24, num_key_value_heads 8, head_dim 64, sliding_window 128, alternating layer_types",,Half of the layers (12 of 24) use a 128-token sliding window.
+Qwen3-235B-A22B,moe,235000000000,22000000000,94,4,128,,,,131072,4096,622329856,"Qwen/Qwen3-235B-A22B config.json: vocab_size 151,936 × hidden_size 4,096; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen3-235B-A22B config.json: num_attention_heads 64,,94,128,8,18874368,"Qwen/Qwen3-235B-A22B config.json: decoder_sparse_step 1 and no mlp_only_layers: all 94 layers are MoE; 128 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 4,096 × expert intermediate size 1,536","Qwen/Qwen3-235B-A22B model card (Apr 2025): 235B total, 22B activated, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 94, num_attention_heads 64, num_key_value_heads 4, head_dim 128",Qwen3-235B-A22B-Instruct-2507; Qwen3-235B-A22B-Thinking-2507,"Grouped-query attention (64 query heads, 4 KV heads)."
+Qwen3-30B-A3B,moe,30500000000,3300000000,48,4,128,,,,131072,2048,311164928,"Qwen/Qwen3-30B-A3B config.json: vocab_size 151,936 × hidden_size 2,048; tie_word_embeddings false (the LM head is a separate matrix, read whole)",32,,Qwen/Qwen3-30B-A3B config.json: num_attention_heads 32,,48,128,8,4718592,"Qwen/Qwen3-30B-A3B config.json: decoder_sparse_step 1 and no mlp_only_layers: all 48 layers are MoE; 128 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 2,048 × expert intermediate size 768","Qwen/Qwen3-30B-A3B model card (Apr 2025): 30.5B total, 3.3B activated, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 48, num_attention_heads 32, num_key_value_heads 4, head_dim 128",Qwen3-30B-A3B-Instruct-2507; Qwen3-30B-A3B-Thinking-2507,"Grouped-query attention (32 query heads, 4 KV heads)."
+Qwen3-32B,dense,32800000000,32800000000,64,8,128,,,,131072,5120,777912320,"Qwen/Qwen3-32B config.json: vocab_size 151,936 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,,Qwen/Qwen3-32B config.json: num_attention_heads 64,,,,,,,"Qwen/Qwen3-32B model card (Apr 2025): 32.8B parameters, 32,768 tokens native and 131,072 with YaRN; config.json: num_hidden_layers 64, num_attention_heads 64, num_key_value_heads 8, head_dim 128, intermediate_size 25600",,"Dense; grouped-query attention (64 query heads, 8 KV heads)."
+Kimi-K2,moe,1026000000000,32000000000,61,64,128,576,,,131072,7168,1174405120,"moonshotai/Kimi-K2-Instruct config.json: vocab_size 163,840 × hidden_size 7,168; tie_word_embeddings false (the LM head is a separate matrix, read whole)",64,64,"moonshotai/Kimi-K2-Instruct config.json: num_attention_heads 64; qk_rope_head_dim 64; attention_params: moonshotai/Kimi-K2-Instruct config.json, per layer: q_a_proj 7,168 × 1,536 + q_b_proj 1,536 × 64 heads × 192 + kv_a_proj 7,168 × 576 + kv_b_proj 512 × 64 × 256 + o_proj 64 × 128 × 7,168 = 101,122,048; × 61 layers",6168444928,60,384,8,44040192,"moonshotai/Kimi-K2-Instruct config.json: num_hidden_layers 61 − first_k_dense_replace 1 = 60 MoE layers; 384 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 7,168 × expert intermediate size 2,048","moonshotai/Kimi-K2-Instruct model card (Jul 2025): 1T total, 32B activated, 128K context; config.json: num_hidden_layers 61, num_attention_heads 64, kv_lora_rank 512, qk_rope_head_dim 64, v_head_dim 128",Kimi-K2-Instruct; Kimi-K2-Base,"DeepSeek-V3 architecture with 384 experts and 64 heads: MLA caches 512 + 64 = 576 elements per layer per token. The model card rounds the total to 1T; counted from config.json it is about 1.026T (60 MoE layers × 384 experts × 44.04 M parameters = 1,014.7 B, plus the 32 B active less its 8 routed experts), the figure used so that a large batch cannot read more than the model holds."
+GLM-4.5,moe,355000000000,32000000000,92,8,128,,,,131072,5120,775946240,"zai-org/GLM-4.5 config.json: vocab_size 151,552 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",96,,zai-org/GLM-4.5 config.json: num_attention_heads 96,,89,160,8,23592960,"zai-org/GLM-4.5 config.json: num_hidden_layers 92 − first_k_dense_replace 3 = 89 MoE layers; 160 routed experts, 8 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 1,536","zai-org/GLM-4.5 model card (Jul 2025): 355B total, 32B active, 128K context; config.json: num_hidden_layers 92, num_attention_heads 96, num_key_value_heads 8, head_dim 128",,"Grouped-query attention (96 query heads, 8 KV heads). The multi-token-prediction layer (num_nextn_predict_layers 1) is not counted."
+Llama-4-Maverick,moe,400000000000,17000000000,48,8,128,,8192,36,1048576,5120,1034485760,"meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): vocab_size 202,048 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",40,,meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): num_attention_heads 40,,24,128,1,125829120,"meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): interleave_moe_layer_step 2: 24 of the 48 layers are MoE; 128 routed experts, 1 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 8,192","meta-llama/Llama-4-Maverick-17B-128E-Instruct model card (Apr 2025): 400B total, 17B active, 1M context; config.json text_config: num_hidden_layers 48, num_attention_heads 40, num_key_value_heads 8, head_dim 128, attention_chunk_size 8192",Llama-4-Maverick-17B-128E-Instruct; Llama-4-Maverick-17B-128E,"Three of every four layers use chunked attention over 8,192-token chunks (counted as a 8,192-token window: an upper limit on what they cache); every fourth layer attends globally."
+Llama-4-Scout,moe,109000000000,17000000000,48,8,128,,8192,36,10485760,5120,1034485760,"meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): vocab_size 202,048 × hidden_size 5,120; tie_word_embeddings false (the LM head is a separate matrix, read whole)",40,,meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): num_attention_heads 40,,48,16,1,125829120,"meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): interleave_moe_layer_step 1: all 48 layers are MoE; 16 routed experts, 1 per token; one expert = 3 (gate, up, down) × hidden_size 5,120 × expert intermediate size 8,192","meta-llama/Llama-4-Scout-17B-16E-Instruct model card (Apr 2025): 109B total, 17B active, 10M context; config.json text_config: num_hidden_layers 48, num_attention_heads 40, num_key_value_heads 8, head_dim 128, attention_chunk_size 8192",Llama-4-Scout-17B-16E-Instruct; Llama-4-Scout-17B-16E,"Three of every four layers use chunked attention over 8,192-token chunks (counted as a 8,192-token window); every fourth layer attends globally."
 ''',
 }
 

@@ -300,13 +300,13 @@ failed:
     TFI = Err.Description
 End Function
 
-Function THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, Optional gpus_per_replica, Optional mbu, Optional mfu)
+Function THEORETICAL_TPS(gpu, model, precision, batch, context_tokens, Optional gpus_per_replica, Optional mbu, Optional mfu, Optional mode)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
-        THEORETICAL_TPS = XLPy.CallUDF("tokenfactory_xl.udfs", "THEORETICAL_TPS", Array(gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu), ThisWorkbook, Application.Caller)
+        THEORETICAL_TPS = XLPy.CallUDF("tokenfactory_xl.udfs", "THEORETICAL_TPS", Array(gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu, mode), ThisWorkbook, Application.Caller)
         Exit Function
     #Else
-        THEORETICAL_TPS = XLPy.CallUDF("tokenfactory_xl.udfs", "THEORETICAL_TPS", Array(gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu))
+        THEORETICAL_TPS = XLPy.CallUDF("tokenfactory_xl.udfs", "THEORETICAL_TPS", Array(gpu, model, precision, batch, context_tokens, gpus_per_replica, mbu, mfu, mode))
         Exit Function
     #End If
 failed:

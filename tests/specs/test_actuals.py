@@ -15,7 +15,7 @@ import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_prefill, hand_tps
 from tests.tools import command
-from tokenfactory_xl import actuals, cli
+from tokenfactory_xl import actuals, cli, specs
 from tokenfactory_xl.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +196,8 @@ def test_tef_against_a_given_theoretical_figure(capsys):
 def test_tef_against_the_roofline(capsys):
     got = as_json(capsys, fixture("vllm_metrics_before.prom"), fixture("vllm_metrics_after.prom"),
                   "--gpu", "h200", "--model", "llama-3.1-70b", "--precision", "fp8",
-                  "--batch", "32", "--context", "4096", "--gpus", "2", "--slo-ms", "1500")
+                  "--batch", "32", "--context", "4096", "--gpus", "2", "--slo-ms", "1500",
+                  "--figure", "roofline")
     gpu, model = GPUS[1], MODELS[1]
     decode = hand_tps(gpu, model, "fp8", 32, 4096, 2)
     # two scrapes count no requests: no mean prompt length, attention left out of prefill
@@ -210,8 +211,28 @@ def test_tef_against_the_roofline(capsys):
     assert got["cache_hit_rate"] == 0.4
 
 
+def test_tef_against_the_attainable_figure_by_default(capsys):
+    got = as_json(capsys, fixture("vllm_metrics_before.prom"), fixture("vllm_metrics_after.prom"),
+                  "--gpu", "h200", "--model", "llama-3.1-70b", "--precision", "fp8",
+                  "--batch", "32", "--context", "4096", "--gpus", "2")
+    # prefill by hand: 2 × (70,553,706,496 − 1,050,673,152 embedding) FLOPs per prompt token
+    # at the FP8 peak of 1,979 TFLOPS × the dense MFU (no mean prompt: attention left out)
+    mfu = specs.method_constant("dense_mfu")
+    prefill = 1979e12 * mfu / (2 * (70_553_706_496 - 128_256 * 8192))
+    assert got["roofline_prefill_tps_per_gpu"] == pytest.approx(prefill)
+    # below the version-2 roofline's decode bound, and blended at 20 % output tokens
+    decode = got["roofline_decode_tps_per_gpu"]
+    assert decode < hand_tps(GPUS[1], MODELS[1], "fp8", 32, 4096, 2)
+    share = 300_000 / 1_500_000
+    assert got["theoretical_tps_per_gpu"] == pytest.approx(
+        1 / ((1 - share) / prefill + share / decode))
+    assert got["theoretical_basis"].startswith("attainable (spec 5.1)")
+    assert got["tef"] == pytest.approx(2500 / got["theoretical_tps_per_gpu"])
+
+
 def test_printed_summary():
-    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000", "--run", "2")
+    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000", "--run", "2",
+               "--gpus", "1")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "(run 2 of 2) (SGLang bench_serving, concurrency 32, 60.0 s, 500 requests)" in out
@@ -221,9 +242,22 @@ def test_printed_summary():
     assert "TEF" in out and "0.700" in out
 
 
+def test_no_gpu_count_gives_no_per_gpu_figure_and_names_the_option():
+    # the file says nothing of its GPUs: taking 1 would overstate per-GPU throughput
+    proc = run(fixture("sglang_bench_serving.jsonl"), "--theoretical-tps", "10000", "--run", "2",
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["measured_tps_per_gpu"] is None and got["tef"] is None
+    assert got["gpus_per_instance"] is None and got["instance_tps"] == 7000.0
+    assert any("give --gpus N" in note for note in got["notes"])
+    proc = run(fixture("sglang_bench_serving.jsonl"), "--run", "2", "--gpus", "4", "--json")
+    assert json.loads(proc.stdout)["measured_tps_per_gpu"] == 1750.0
+
+
 def test_a_batch_that_does_not_fit_is_refused():
     proc = run(fixture("vllm_bench_serve.json"), "--gpu", "L40S", "--model", "Llama-3.1-70B",
-               "--precision", "fp8", "--batch", "8", "--context", "4096")
+               "--precision", "fp8", "--batch", "8", "--context", "4096", "--gpus", "1")
     assert proc.returncode == 2 and "does not fit in memory" in proc.stderr
 
 
@@ -231,7 +265,7 @@ def test_roofline_options_come_together():
     proc = run(fixture("vllm_bench_serve.json"), "--gpu", "H200", "--model", "Llama-3.1-70B")
     assert proc.returncode == 2 and "--precision, --batch, --context" in proc.stderr
     proc = run(fixture("vllm_bench_serve.json"), "--gpu", "H300", "--model", "Llama-3.1-70B",
-               "--precision", "fp8", "--batch", "8", "--context", "4096")
+               "--precision", "fp8", "--batch", "8", "--context", "4096", "--gpus", "1")
     assert proc.returncode == 2 and "gpu=H300: is not in the gpu catalogue" in proc.stderr
     assert "did you mean H200" in proc.stderr
 

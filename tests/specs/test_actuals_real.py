@@ -220,6 +220,10 @@ def test_a_disaggregated_suite_row_counts_prefill_and_decode_gpus():
            "metrics": {"tput_per_gpu": 1000.0, "median_ttft": 0.5}}
     m = actuals.read_benchmark("disagg.json", json.dumps(row))
     assert m.gpus == 24 and m.tps == 24_000.0
+    # a colocated row (disagg false) runs on its tp GPUs, whatever counts it repeats
+    row = {**row, "disagg": False, "tp": 8, "num_prefill_gpu": 8, "num_decode_gpu": 8}
+    m = actuals.read_benchmark("colocated.json", json.dumps(row))
+    assert m.gpus == 8 and m.tps == 8_000.0
 
 
 def test_an_older_vllm_file_is_told_from_sglang_by_its_own_fields():
@@ -235,3 +239,24 @@ def test_an_older_vllm_file_is_told_from_sglang_by_its_own_fields():
     del sglang_client_on_vllm["tokenizer_id"]
     assert actuals.read_benchmark("s.json", json.dumps(sglang_client_on_vllm)).format == \
         "SGLang bench_serving"
+
+
+def test_a_suite_row_without_a_gpu_count_gives_its_per_gpu_figures_only(tmp_path):
+    # tput_per_gpu is one GPU's; without tp the instance is unknown, never taken as one GPU
+    row = tmp_path / "row.json"
+    row.write_text(json.dumps({"hw": "h200", "conc": 8, "tput_per_gpu": 1000.0,
+                               "output_tput_per_gpu": 200.0, "median_ttft": 0.5,
+                               "p99_ttft": 1.0}), encoding="utf-8")
+    proc = command.run("actuals", str(row), "--json", cwd=ROOT)
+    got = json.loads(proc.stdout)
+    assert got["measured_tps_per_gpu"] == 1000.0 and got["output_tps_per_gpu"] == 200.0
+    assert got["instance_tps"] is None and got["measured_tps"] is None
+    assert any("give --gpus N for the instance's" in n for n in got["notes"])
+    got = json.loads(command.run("actuals", str(row), "--json", "--gpus", "4",
+                                 cwd=ROOT).stdout)
+    assert (got["instance_tps"], got["output_tps"], got["measured_tps_per_gpu"]) == (
+        4000.0, 800.0, 1000.0)
+    # cost divides nothing: the file's figure is per GPU already
+    cost = json.loads(command.run("cost", str(row), "--gpu-hour", "3",
+                                  "--prefill-decode-ratio", "10", "--json", cwd=ROOT).stdout)
+    assert cost["points"][0]["tps_per_gpu"] == 1000.0

@@ -16,32 +16,36 @@ from tokenfactory_xl import cost, libreoffice
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = str(ROOT / "tests" / "fixtures" / "actuals" / "sglang_llama70b_h200_sweep.jsonl")
 SUITE = str(ROOT / "tests" / "fixtures" / "actuals" / "suite_agg_list_constructed.json")
+REAL = ROOT / "tests" / "fixtures" / "real"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return command.run("cost", *args, cwd=ROOT)
 
 
-def hand_point(inp, out, seconds, done, ttft_ms, itl_ms, gpus=4, gpu_hour=2.10):
-    """Section 2 by hand: r = mean prompt × ITL ÷ TTFT; 1/T = (1 − o)/(r·T_d) + o/T_d."""
+def hand_point(inp, out, seconds, gpus, ratio, gpu_hour=2.10):
+    """Section 2 by hand: 1/T = (1 − o)/(r·T_d) + o/T_d, T_p = r·T_d."""
     per_gpu = (inp + out) / seconds / gpus
     o = out / (inp + out)
-    r = (inp / done) * (itl_ms / 1000) / (ttft_ms / 1000)
-    t_d = per_gpu * ((1 - o) / r + o)     # 1/T = ((1 − o)/r + o)/T_d
-    t_p = r * t_d
+    t_d = per_gpu * ((1 - o) / ratio + o)     # 1/T = ((1 − o)/r + o)/T_d
+    t_p = ratio * t_d
     return per_gpu, gpu_hour * 1e6 / (3600 * t_p), gpu_hour * 1e6 / (3600 * t_d)
 
 
+MODEL = ("--gpu", "H200", "--model", "Llama-3.1-70B", "--precision", "bf16")
+
+
 def test_cost_of_every_run_of_the_real_sweep():
-    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500", "--json")
+    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500", "--json",
+               *MODEL)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     points = got["points"]
     assert len(points) == 5
     # run 4 of 5: 2,441,917 tokens in 346.69 s on 4 GPUs; ITL 70.81 ms; TTFT 194.50 ms
-    per_gpu, c_in, c_out = hand_point(1222995, 1218922, 346.69448847300373, 2400,
-                                      194.49735060334206, 70.8101480267942)
     p = points[3]
+    per_gpu, c_in, c_out = hand_point(1222995, 1218922, 346.69448847300373, 4,
+                                      p["prefill_decode_ratio"])
     assert p["tps_per_gpu"] == pytest.approx(per_gpu) and round(per_gpu, 1) == 1760.9
     assert p["cost_per_mtok_input"] == pytest.approx(c_in)
     assert p["cost_per_mtok_output"] == pytest.approx(c_out)
@@ -49,9 +53,31 @@ def test_cost_of_every_run_of_the_real_sweep():
     # the token-weighted mean of the two is the cost of a million tokens at T
     o = p["output_share"]
     assert (1 - o) * c_in + o * c_out == pytest.approx(2.10e6 / (3600 * per_gpu))
+    # the split is the GPU time of the model at the run's batch, never its TTFT: an input
+    # token stays cheaper than an output token at every concurrency, more so at low batch
+    # (decode reads every weight for a handful of tokens) than at high batch
+    ratios = [q["prefill_decode_ratio"] for q in points]
+    assert all(r > 1 for r in ratios) and ratios[0] > ratios[-1]
+    assert all(q["ratio_basis"].startswith("GPU time: the attainable model") for q in points)
     # the fastest-per-GPU run whose TTFT (p50: the file has no p99) is within 500 ms
     assert got["best"].endswith("(run 4 of 5)")
     assert p["ttft_stat"] == "p50"
+
+
+def test_a_measured_prefill_throughput_splits_the_gpu_time():
+    # AIPerf's own active prefill throughput: 76,281.14 tokens/s while prefilling (the CSV's
+    # avg, the JSON's active_prefill_throughput); total 7,015.6 tokens/s, 78,417 of
+    # 12,369,531 tokens output, on 4 GPUs (the run's path says tp4)
+    proc = run(str(REAL / "aiperf" / "kimik2.5_mi355x_tp4_conc1_profile_export_aiperf.json"),
+               "--gpu-hour", "2", "--gpus", "4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [p] = json.loads(proc.stdout)["points"]
+    t = (12291114 + 78417) / 1763.1388 / 4
+    o = 78417 / (12291114 + 78417)
+    t_p = 76281.14 / 4
+    t_d = o / (1 / t - (1 - o) / t_p)
+    assert p["prefill_decode_ratio"] == pytest.approx(t_p / t_d, rel=1e-3)
+    assert p["ratio_basis"] == "GPU time: the file's measured prefill throughput"
 
 
 def test_a_given_ratio_replaces_the_measured_one():
@@ -81,7 +107,7 @@ def test_suite_results_take_their_gpu_count_from_the_file():
 def test_the_sweep_workbook_has_its_points_and_chart(tmp_path):
     out = tmp_path / "curve.xlsx"
     proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--ttft-slo-ms", "500", "-o",
-               str(out))
+               str(out), *MODEL)
     assert proc.returncode == 0, proc.stderr
     assert "best point meeting TTFT ≤ 500 ms (p50)" in proc.stdout
     wb = openpyxl.load_workbook(out)
@@ -121,7 +147,7 @@ def test_the_workbook_goes_to_the_standard_output_and_the_table_to_the_standard_
 @pytest.mark.skipif(libreoffice.find_soffice() is None, reason="LibreOffice not installed")
 def test_the_png_is_rendered(tmp_path):
     png = tmp_path / "curve.png"
-    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--png", str(png))
+    proc = run(SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "--png", str(png), *MODEL)
     assert proc.returncode == 0, proc.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -140,13 +166,24 @@ def test_bad_input_is_one_clear_line(args, says):
     assert says in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_a_run_without_what_the_split_needs_asks_for_the_ratio(tmp_path):
+def test_a_run_without_what_the_split_needs_says_what_would_give_it(tmp_path):
     bare = tmp_path / "r.json"
     bare.write_text(json.dumps({"endpoint_type": "vllm", "duration": 10.0, "completed": 5,
                                 "total_input_tokens": 100, "total_output_tokens": 50}))
+    proc = run(str(bare), "--gpu-hour", "2", "--gpus", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [p] = json.loads(proc.stdout)["points"]
+    # 150 tokens in 10 s on one GPU: $2 buys 3,600 × 15 tokens an hour
+    assert p["cost_per_mtok"] == pytest.approx(2e6 / (3600 * 15))
+    assert p["cost_per_mtok_input"] is None and p["prefill_decode_ratio"] is None
+    assert "--prefill-decode-ratio" in p["ratio_basis"]
+    assert "the TTFT is not used" in p["ratio_basis"]
+    text = run(str(bare), "--gpu-hour", "2", "--gpus", "1").stdout
+    assert "no input/output split" in text and "n/a" in text
     proc = run(str(bare), "--gpu-hour", "2")
-    assert proc.returncode == 2 and "give --prefill-decode-ratio" in proc.stderr
-    ok = run(str(bare), "--gpu-hour", "2", "--prefill-decode-ratio", "20", "--json")
+    assert proc.returncode == 2 and "needs --gpus N" in proc.stderr
+    ok = run(str(bare), "--gpu-hour", "2", "--prefill-decode-ratio", "20", "--json", "--gpus",
+             "1")
     [p] = json.loads(ok.stdout)["points"]
     assert p["tps_per_gpu"] == 15.0
 

@@ -17,6 +17,13 @@ from tokenfactory_xl.udfs import GPU_SPEC, MAX_BATCH, MODEL_SPEC, THEORETICAL_TP
 PAIRS = list(itertools.product(GPUS, MODELS))
 
 
+def TPS(*args):
+    """THEORETICAL_TPS's version-2 roofline (mode "roofline"): the figures worked by hand in
+    tests/specs/test_roofline.py."""
+    args = list(args) + [None] * (8 - len(args))
+    return THEORETICAL_TPS(*args, "roofline")
+
+
 def message(function, *args) -> str:
     with pytest.raises(ArgumentError) as err:
         function(*args)
@@ -27,7 +34,7 @@ def message(function, *args) -> str:
 def test_theoretical_tps_for_every_gpu_and_model(gpu, m):
     for precision, batch, context, n in (("bf16", 1, 2048, 8), ("fp8", 16, 8192, 8),
                                          ("int4", 4, 1024, 2)):
-        got = THEORETICAL_TPS(gpu["name"], m["name"], precision, batch, context, n)
+        got = TPS(gpu["name"], m["name"], precision, batch, context, n)
         if batch <= hand_max_batch(gpu, m, precision, context, n):
             assert got == pytest.approx(hand_tps(gpu, m, precision, batch, context, n), rel=1e-12)
         else:
@@ -37,17 +44,17 @@ def test_theoretical_tps_for_every_gpu_and_model(gpu, m):
 def test_efficiency_factors_and_defaults():
     gpu, m = GPUS[1], MODELS[1]
     expected = hand_tps(gpu, m, "fp8", 64, 4096, 8, mbu=0.8, mfu=0.5)
-    assert THEORETICAL_TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8, 0.8, 0.5) == \
+    assert TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8, 0.8, 0.5) == \
         pytest.approx(expected)
-    assert THEORETICAL_TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8, "80%", "50%") == \
+    assert TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8, "80%", "50%") == \
         pytest.approx(expected)
     # empty optional cells take the defaults: one GPU, MBU and MFU 100 %
-    assert THEORETICAL_TPS("h200", "LLAMA-3.1-8B", "BF16", 1, 1024, None, None, None) == \
+    assert TPS("h200", "LLAMA-3.1-8B", "BF16", 1, 1024, None, None, None) == \
         pytest.approx(hand_tps(gpu, MODELS[0], "bf16", 1, 1024, 1))
 
 
 def test_ranges_broadcast_and_keep_empty_cells():
-    got = THEORETICAL_TPS([["H200"], [None], ["B200"]], "Llama-3.1-70B", "fp8", [[1, 64]], 4096, 8)
+    got = TPS([["H200"], [None], ["B200"]], "Llama-3.1-70B", "fp8", [[1, 64]], 4096, 8)
     assert got[1] == [None, None]
     for row, gpu in ((0, GPUS[1]), (2, GPUS[2])):
         for col, batch in enumerate((1, 64)):
@@ -166,7 +173,7 @@ def test_todays_pairs_give_finite_bounds():
              ("MI355X", "Llama-4-Scout", "bf16", 32, 8192, 1),
              ("B300", "DeepSeek-V3.1", "fp8", 64, 4096, 8)]
     for p in pairs:
-        got = THEORETICAL_TPS(*p)
+        got = TPS(*p)
         gpu = next(g for g in GPUS if g["name"] == p[0])
         m = next(m for m in MODELS if m["name"] == p[1])
         assert got == pytest.approx(hand_tps(gpu, m, *p[2:])), p
@@ -190,11 +197,11 @@ def test_a_long_range_of_names_computes_as_its_rows_do_one_by_one():
     mbu = [[float(x)] for x in rng.uniform(0.5, 1.0, rows)]
     gpus[5], models[17], batch[40], replica[41], mbu[42] = [None], [None], [None], [None], [None]
     arguments = (gpus, models, precisions, batch, context, replica, mbu)
-    spilled = THEORETICAL_TPS(*arguments)
-    one_by_one = [[THEORETICAL_TPS(*(a[i][0] for a in arguments))] for i in range(rows)]
+    spilled = TPS(*arguments)
+    one_by_one = [[TPS(*(a[i][0] for a in arguments))] for i in range(rows)]
     assert spilled == one_by_one
     assert spilled[5] == spilled[17] == spilled[40] == [None]  # a required cell is empty
-    assert spilled[41][0] == THEORETICAL_TPS(gpus[41][0], models[41][0], precisions[41][0],
+    assert spilled[41][0] == TPS(gpus[41][0], models[41][0], precisions[41][0],
                                              batch[41][0], context[41][0], 1, mbu[41][0])
     assert sum(row == ["#NUM!"] for row in spilled) > 10  # batches that do not fit, in place
     sizes = (gpus, models, precisions, context, replica)
@@ -207,7 +214,28 @@ def test_a_long_range_of_names_computes_as_its_rows_do_one_by_one():
 
 def test_an_unknown_name_is_refused_only_where_its_row_computes():
     # the unknown GPU sits in a row whose batch is empty: that row is empty, nothing to refuse
-    got = THEORETICAL_TPS([["H200"], ["H2O0"]], "Llama-3.1-8B", "bf16", [[1], [None]], 1024)
+    got = TPS([["H200"], ["H2O0"]], "Llama-3.1-8B", "bf16", [[1], [None]], 1024)
     assert got[1] == [None] and got[0][0] > 0
     assert message(THEORETICAL_TPS, [["H200"], ["H2O0"]], "Llama-3.1-8B", "bf16", 1,
                    1024).startswith("row 2 of gpu: gpu=H2O0: is not in the gpu catalogue")
+
+
+def test_the_default_figure_is_the_attainable_one_and_the_bound_is_a_mode():
+    # TEF's default denominator (TFOM-SPEC section 5.1): the same as the capacity module's
+    from tokenfactory_xl import capacity
+
+    setup = capacity.Setup.of("H200", "Llama-3.1-70B", "fp8", 8)
+    assert THEORETICAL_TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8) == pytest.approx(
+        capacity.decode_tps_per_gpu(setup, 64, 4096, "attainable"))
+    bound = THEORETICAL_TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8, None, None, "Bound")
+    assert bound == pytest.approx(capacity.decode_tps_per_gpu(setup, 64, 4096, "bound"))
+    assert THEORETICAL_TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8) < bound
+    # past the engine's batch cap the attainable figure is #NUM!, the bound is not
+    assert THEORETICAL_TPS("H200", "Llama-3.1-8B", "fp8", 1500, 1024, 1) == "#NUM!"
+    assert THEORETICAL_TPS("H200", "Llama-3.1-8B", "fp8", 1500, 1024, 1, None, None,
+                           "bound") > 0
+    # the efficiencies of the roofline are refused, not ignored, by the other figures
+    assert message(THEORETICAL_TPS, "H200", "Llama-3.1-70B", "fp8", 64, 4096, 8, 0.8).startswith(
+        "mbu: applies to mode roofline only")
+    assert message(THEORETICAL_TPS, "H200", "Llama-3.1-70B", "fp8", 1, 1, 1, 1, 1,
+                   "best").startswith("mode=best: is not a figure")
