@@ -29,16 +29,20 @@ def _shown(name: str, value: float | None) -> str:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from .cli import format_value, inputs_from_args
+    from .cli import format_value, inputs_from_args, print_records_csv, table_format
     from .operating_model import OUTPUTS
     from .solve import parse_target, solvable, solve
 
+    shape = table_format(args)
     inputs = inputs_from_args(args)
     target = parse_target(args.target)
     solvable(args.for_input, inputs)  # an unknown input is reported before any work
     found = solve(inputs, args.for_input, target)
-    if args.json:
+    if shape == "json":
         print(json.dumps(found.as_json(), indent=2, allow_nan=False))
+        return 0 if found.reached else EXIT_NOT_REACHED
+    if shape == "csv":
+        print_records_csv([found.as_json()])
         return 0 if found.reached else EXIT_NOT_REACHED
     output = next(o for o in OUTPUTS if o.name == found.output)
     currency = str(inputs["currency"])
@@ -86,7 +90,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .cli import add_input_options, add_print_output
+    from .cli import add_csv_option, add_input_options, add_print_output
 
     p = subparsers.add_parser(
         "solve",
@@ -114,5 +118,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help='print {"input", "scenario", "output", "target", "reached", "value", '
                         '"output_at_value", "current", "output_now", "low", "high", '
                         '"output_low", "output_high", "closest", "jump", "roots", "notes"}')
+    add_csv_option(p, "one row: the answer and its bracket")
     add_print_output(p)
     p.set_defaults(func=cmd_solve)
