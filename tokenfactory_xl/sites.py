@@ -34,10 +34,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import number_text
 from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name
 from .errors import InputError, Problem
 from .files import NotARegularFile, read_regular, regular_file_problem
 from .inputs import FrozenMapping, SiteInputs, make_inputs, split_key
+from .number_text import two_readings
 
 #: What a row of the body becomes once checked: its cells are let go.
 _CHECKED: tuple[int, list[object]] = (0, [])
@@ -260,9 +262,8 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
     file_problems += header_problems
     file_problems += _check_cells(source, header_at, body, columns, keep, notes)
     number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter)
-    if any(not p.where for p in number_problems):  # the file mixes conventions
-        file_problems += number_problems
-        number_problems = []
+    file_problems += [p for p in number_problems if not p.where]  # the file mixes conventions
+    number_problems = [p for p in number_problems if p.where]
     notes += number_notes
     hidden = [n for n, _ in body if n in source.hidden_rows]
     if hidden:
@@ -662,45 +663,13 @@ def _empty_results(path: Path, title: str, grid: list[list[object]]) -> None:
 
 # -- numbers written as text: the decimal convention of the file ---------------------------------
 _NUMERIC_KINDS = ("number", "integer", "fraction")
-_NUMBER_TEXT = re.compile(r"^([+-]?)([\d.,]*\d[\d.,]*)(%?)$")
-_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^\d+$"), "plain"),
-    (re.compile(r"^\d{1,3}(\.\d{3})+,\d+$|^\d{1,3}(\.\d{3}){2,}$"), "comma"),
-    (re.compile(r"^\d{1,3}(,\d{3})+\.\d+$|^\d{1,3}(,\d{3}){2,}$"), "point"),
-    (re.compile(r"^[1-9]\d{0,2}\.\d{3}$"), "dot?"),      # 40.000: 40 or 40 000
-    (re.compile(r"^[1-9]\d{0,2},\d{3}$"), "comma?"),    # 1,100: 1 100 or 1.1
-    (re.compile(r"^\d*\.\d+$"), "point"),
-    (re.compile(r"^\d*,\d+$"), "comma"),
-)
 
 
-def _number_shape(text: str) -> tuple[str, str, str, str] | None:
-    """(sign, digits and separators, percent sign, shape) of a number typed as text."""
-    compact = re.sub(r"[\s\u00a0\u202f]", "", text)
-    match = _NUMBER_TEXT.match(compact)
-    if not match:
-        return None
-    sign, core, percent = match.groups()
-    shape = next((name for pattern, name in _SHAPES if pattern.match(core)), "other")
-    return sign, core, percent, shape
-
-
-def two_readings(text: str) -> tuple[str, str] | None:
-    """The two readings of a number typed as text that reads two ways (``"1,100"`` → ``("1100",
-    "1.100")``: thousands separator, or decimal separator), or ``None`` when it reads one way."""
-    shape = _number_shape(text)
-    if shape is None or shape[3] not in ("dot?", "comma?"):
-        return None
-    sign, core, percent, _ = shape
-    separator_is_dot = "." in core
-    return (_as_read(sign, core, percent, "," if separator_is_dot else "."),
-            _as_read(sign, core, percent, "." if separator_is_dot else ","))
-
-
-def _as_read(sign: str, core: str, percent: str, decimal: str) -> str:
-    """The number with ``decimal`` as its decimal separator, as Python reads it."""
-    thousands = "." if decimal == "," else ","
-    return sign + core.replace(thousands, "").replace(decimal, ".") + percent
+def _canonical(number: number_text.NumberShape, decimal: str) -> str:
+    """A number typed as text rewritten so that it reads one way only (``40.000`` with decimal
+    points → ``40.0``): what the catalogue gets once the file's convention is known."""
+    value = float(number_text.as_read(number, decimal).rstrip("%"))
+    return repr(value) + number.percent
 
 
 def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep: list[bool],
@@ -719,40 +688,46 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
     numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
                and specs[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
 
-    def typed() -> Iterator[tuple[int, list[object], int, tuple[str, str, str, str]]]:
+    def typed() -> Iterator[tuple[int, list[object], int, number_text.NumberShape]]:
         """Each number typed as text with a separator: its row, cells, column and shape."""
         for n, cells in body:
             for i in numeric:
                 if i < len(cells) and isinstance(cells[i], str):
-                    shape = _number_shape(cells[i])  # type: ignore[arg-type]
-                    if shape is not None and shape[3] != "plain":
+                    shape = number_text.shape(cells[i])  # type: ignore[arg-type]
+                    if shape is not None and (shape.shape != "plain" or shape.exponent
+                                              or not shape.core.isdigit()):
                         yield n, cells, i, shape
 
     # First pass: what decides. Only the first number of each convention is kept, and the
     # numbers that read two ways only while no convention has shown (a 10,000-row file holds
     # some 100,000 numbers; they are read again below rather than held).
-    first: dict[str, tuple[int, int, str, tuple[str, str, str, str]]] = {}
-    found: list[tuple[int, int, str, tuple[str, str, str, str]]] = []
+    first: dict[str, tuple[int, int, str, number_text.NumberShape]] = {}
+    found: list[tuple[int, int, str, number_text.NumberShape]] = []
     for n, cells, i, shape in typed():
         item = (n, i, str(cells[i]), shape)
-        if shape[3] in ("comma", "point"):
-            first.setdefault(shape[3], item)
+        if shape.shape in ("comma", "point"):
+            first.setdefault(shape.shape, item)
             found.clear()
-        elif not first:
+        elif not first and shape.shape in ("dot?", "comma?"):
             found.append(item)
     if not first and not found:
         return [], []
 
-    def cite(item: tuple[int, int, str, tuple[str, str, str, str]]) -> str:
+    def cite(item: tuple[int, int, str, number_text.NumberShape]) -> str:
         return f"row {item[0]} {columns[item[1]]}={item[2].strip()}"
 
     commas = [first["comma"]] if "comma" in first else []
     points = [first["point"]] if "point" in first else []
     if commas and points:
-        return [Problem(what, "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
-                        f"points ({cite(points[0])}), so its numbers cannot be read safely",
-                        "write every number with the same decimal separator (save the file "
-                        "again from one program)")], []
+        fix = "write every number with the same decimal separator (save the file again from " \
+              "one program)"
+        mixed = [Problem(what, "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
+                         f"points ({cite(points[0])}), so its numbers cannot be read safely",
+                         fix)]
+        for n, cells, i, _shape in typed():  # and no such number is read by a guess
+            mixed.append(Problem(columns[i], cells[i], "cannot be read: the file mixes decimal "
+                                 "commas and decimal points", fix, f"row {n}"))
+        return mixed, []
     note = ""
     if commas:
         decimal = ","
@@ -771,9 +746,9 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
         decimal = "."
     else:
         problems = []
-        for n, i, text, (_sign, core, _percent, _shape) in found:
+        for n, i, text, number in found:
             as_thousands, as_decimal = two_readings(text) or ("", "")
-            separator = "." if "." in core else ","
+            separator = "." if "." in number.core else ","
             problems.append(Problem(
                 columns[i], text, f"is ambiguous: {as_thousands} if the {separator!r} separates "
                 f"thousands, {as_decimal} if it is the decimal separator, and no other number "
@@ -781,11 +756,13 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
                 "thousands separator", f"row {n}"))
         return problems, []
     changed = []
-    for n, cells, i, (sign, core, percent, _shape) in typed():  # second pass: rewritten
-        text, read = str(cells[i]), _as_read(sign, core, percent, decimal)
-        cells[i] = read
+    for n, cells, i, number in typed():  # second pass: rewritten
+        if number.shape == "other":
+            continue   # the catalogue says why it is no number
+        text, read = str(cells[i]), number_text.as_read(number, decimal)
+        cells[i] = _canonical(number, decimal)
         if len(changed) < 2 and read.replace("%", "") != text.strip().replace("%", ""):
-            changed.append(f"{cite((n, i, text, ('', '', '', '')))} = {read}")
+            changed.append(f"{cite((n, i, text, number))} = {read}")
     if note and changed:
         note += "; e.g. " + ", ".join(changed[:2])
     return [], [note] if note else []

@@ -1,0 +1,121 @@
+"""One reader for numbers typed as text: the sites file, ``--set`` and a returned workbook's
+inputs read ``0,150``, ``32 000``, ``1,00,000`` and ``2,7648E+06`` alike, and refuse what reads
+two ways naming both readings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tools import command
+from tokenfactory_xl import make_inputs
+from tokenfactory_xl.catalogue import BY_NAME, BadValue
+from tokenfactory_xl.errors import InputError
+from tokenfactory_xl.number_text import NumberTextError, read, two_readings
+from tokenfactory_xl.sites import load_sites
+
+ROOT = Path(__file__).resolve().parents[1]
+NNBSP = "\u202f"  # narrow no-break space: a French Excel's thousands separator
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("0,150", 0.15),              # a leading 0 is never a thousands group
+    ("1,5", 1.5),
+    ("1.234,5", 1234.5),          # German
+    ("1,234.5", 1234.5),          # English
+    (f"32{NNBSP}000", 32000),     # French, narrow no-break space
+    ("32\u00a0000,5", 32000.5),   # no-break space, then a decimal comma
+    ("1'000'000", 1e6),           # Swiss
+    ("1,00,000", 1e5),            # Indian grouping: one lakh
+    ("12,34,56,789.5", 123456789.5),
+    ("2,7648E+06", 2764800),      # scientific notation with a decimal comma
+    ("2.7648e6", 2764800),
+    ("-0,5", -0.5),
+])
+def test_numbers_read_the_one_way_they_can_mean(text, value):
+    assert read(text) == (pytest.approx(value), False)
+
+
+@pytest.mark.parametrize(("text", "readings"), [
+    ("1,100", ("1100", "1.100")),
+    ("40.000", ("40000", "40.000")),
+])
+def test_a_number_that_reads_two_ways_is_refused_naming_both(text, readings):
+    assert two_readings(text) == readings
+    with pytest.raises(NumberTextError) as caught:
+        read(text)
+    assert caught.value.readings == readings
+    assert "ambiguous" in caught.value.reason
+    # a source whose convention is known reads it
+    assert read(text, ",")[0] == float(readings[1 if "," in text else 0])
+
+
+@pytest.mark.parametrize("text", ["1 5", "1,2,3", "1.2.3,4,5", "32 00", "1,0000,000"])
+def test_separators_no_convention_writes_are_no_number(text):
+    with pytest.raises(NumberTextError) as caught:
+        read(text)
+    assert "fit no way of writing numbers" in caught.value.reason
+
+
+def test_set_reads_a_decimal_comma_as_one():
+    proc = command.run("summary", "--json", "--set", "opex_per_gpu_hour=0,150", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert make_inputs({"opex_per_gpu_hour": "0,150"})["opex_per_gpu_hour"] == 0.15
+
+
+def test_set_refuses_an_ambiguous_number_saying_why():
+    proc = command.run("summary", "--set", "capex_per_gpu=30,000", cwd=ROOT)
+    assert proc.returncode == 2
+    assert ("capex_per_gpu=30,000: is ambiguous: 30000 if the ',' separates thousands, 30.000 "
+            "if it is the decimal separator; type 30000 or 30.000" in proc.stderr)
+
+
+def test_a_whole_number_input_takes_the_only_whole_reading():
+    # 1.024 GPUs cannot be: the comma separates thousands
+    assert make_inputs({"gpus": "1,024"})["gpus"] == 1024
+
+
+def test_special_spaces_and_indian_grouping_in_returned_inputs():
+    # a returned workbook's cell typed as text goes through the same catalogue reader
+    values = make_inputs({"measured_tps": f"3{NNBSP}072{NNBSP}000", "capex_per_gpu": "1,00,000",
+                          "theoretical_tps_per_gpu": "1,0E+04"})
+    assert values["measured_tps"] == 3_072_000
+    assert values["capex_per_gpu"] == 100_000
+    assert values["theoretical_tps_per_gpu"] == 10_000
+
+
+def test_market_growth_as_a_percentage_is_read_and_a_bare_five_is_refused():
+    assert BY_NAME["market_growth_per_quarter"].parse("5%") == pytest.approx(0.05)
+    assert BY_NAME["market_growth_per_quarter"].parse("250%") == pytest.approx(2.5)
+    with pytest.raises(BadValue) as caught:
+        BY_NAME["market_growth_per_quarter"].parse("5")
+    assert caught.value.message == "looks like a percentage"
+    assert caught.value.fix == "enter 5% or 0.05 (type 500% if 500 % is meant)"
+    with pytest.raises(InputError):
+        make_inputs({"market_growth_per_quarter": 5})
+
+
+def test_huge_numbers_typed_or_stored_are_refused_not_a_traceback():
+    for value in ("1" + "0" * 400, "9" * 5000, 10**400):
+        with pytest.raises(BadValue) as caught:
+            BY_NAME["measured_tps"].parse(value)
+        assert "too large" in caught.value.message
+
+
+def test_sites_file_reads_the_same_shapes(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text(f"site_name;measured_tps;capex_per_gpu;opex_per_gpu_hour\n"
+                    f"A;3{NNBSP}072{NNBSP}000;40.000;0,15\nB;2,7648E+06;35.000,5;0,2\n",
+                    encoding="utf-8")
+    a, b = (row.inputs for row in load_sites(path).rows)
+    assert (a["measured_tps"], a["capex_per_gpu"], a["opex_per_gpu_hour"]) == (3072000, 40000,
+                                                                               0.15)
+    assert (b["measured_tps"], b["capex_per_gpu"]) == (2764800, 35000.5)
+
+
+def test_sites_file_with_indian_grouping_reads_decimal_points(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text('site_name,capex_per_gpu,pue\nA,"1,00,000",1.25\n', encoding="utf-8")
+    (row,) = load_sites(path).rows
+    assert (row.inputs["capex_per_gpu"], row.inputs["pue"]) == (100000, 1.25)
