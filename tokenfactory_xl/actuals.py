@@ -77,7 +77,7 @@ from . import model, roofline, specs
 from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
-from .files import write_atomically
+from .files import NotARegularFile, decode_text, read_regular, write_atomically
 from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
 
 #: The site inputs a measurement fills in, in the order they are written.
@@ -502,22 +502,47 @@ MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
 def _read_text(path: str) -> str:
+    """A result file's text: a regular file (never a FIFO or a device) of at most
+    :data:`MAX_RESULT_BYTES`, in UTF-8, UTF-16 or UTF-32."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_RESULT_BYTES:
-            raise FileProblem(path, f"is {size / 1e6:,.0f} MB; a benchmark result is far "
-                                    f"smaller (at most {MAX_RESULT_BYTES / 1e6:,.0f} MB read): "
-                                    "give the summary file, not per-request records")
-        with open(path, encoding="utf-8-sig") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise FileProblem(path, "no such file") from None
-    except IsADirectoryError:
-        raise FileProblem(path, "is a folder, not a file") from None
+        data = read_regular(path, MAX_RESULT_BYTES)
+    except NotARegularFile as exc:
+        if exc.reason.startswith("is ") and "larger than" in exc.reason:
+            raise FileProblem(path, f"{exc.reason}; a benchmark result is far smaller: give "
+                                    "the summary file, not per-request records") from None
+        raise FileProblem(path, exc.reason + (f"; {exc.fix}" if exc.fix else "")) from None
+    try:
+        return decode_text(data)
     except UnicodeDecodeError:
-        raise FileProblem(path, f"is not a text file; expected {_EXPECTED}") from None
-    except OSError as exc:
-        raise FileProblem(path, f"cannot be read ({exc.strerror})") from None
+        raise FileProblem(path, f"is not text (UTF-8, UTF-16 or UTF-32); expected {_EXPECTED}"
+                          ) from None
+
+
+class _HugeNumber(ValueError):
+    """A JSON number too long to be a measurement."""
+
+
+#: Longest number of a result file read [digits]: a float has 17 significant digits and
+#: exponents to 308; a longer number is no measurement (and Python refuses ints past 4,300).
+MAX_NUMBER_DIGITS = 400
+
+
+def _json_number(text: str) -> float | int:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise _HugeNumber(text)
+    try:
+        value = float(text) if any(c in text for c in ".eE") else int(text)
+        if not math.isfinite(float(value)):
+            raise _HugeNumber(text)
+    except OverflowError:   # an int past a float's range
+        raise _HugeNumber(text) from None
+    return value
+
+
+def _loads(text: str) -> object:
+    """``json.loads`` with numbers checked: no number of hundreds of digits, none past a
+    float's range (``1e999``) turned into infinity."""
+    return json.loads(text, parse_int=_json_number, parse_float=_json_number)
 
 
 def _json_objects(text: str, path: str) -> list | None:
@@ -525,7 +550,9 @@ def _json_objects(text: str, path: str) -> list | None:
     if not stripped or stripped[0] not in "{[":
         return None
     try:
-        return [json.loads(stripped)]
+        return [_loads(stripped)]
+    except _HugeNumber as exc:
+        raise FileProblem(path, _huge(str(exc))) from None
     except RecursionError:
         raise FileProblem(path, "nests JSON too deeply to be a benchmark result") from None
     except json.JSONDecodeError as whole:
@@ -533,7 +560,9 @@ def _json_objects(text: str, path: str) -> list | None:
         objects = []
         for number, line in enumerate(lines, start=1):
             try:
-                objects.append(json.loads(line))
+                objects.append(_loads(line))
+            except _HugeNumber as exc:
+                raise FileProblem(path, _huge(str(exc))) from None
             except RecursionError:
                 raise FileProblem(path, "nests JSON too deeply to be a benchmark result"
                                   ) from None
@@ -543,6 +572,12 @@ def _json_objects(text: str, path: str) -> list | None:
                 raise FileProblem(path, f"is not valid JSON ({where}); expected "
                                         f"{_EXPECTED}") from None
         return objects
+
+
+def _huge(number: str) -> str:
+    shown = number if len(number) <= 24 else f"{number[:12]}…{number[-6:]}"
+    return (f"holds the number {shown} ({len(number):,} characters), beyond any measurement "
+            "and a float's range; check the file (it may be damaged or not a result)")
 
 
 # -- Prometheus scrapes --------------------------------------------------------------------------

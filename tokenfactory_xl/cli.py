@@ -418,6 +418,55 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# -- inputs are sacred ------------------------------------------------------------------------
+#: The options naming a file (or folder) a command writes.
+OUTPUT_DESTS: tuple[str, ...] = ("print_to", "output", "png", "report", "summary_csv", "outdir")
+#: Files a command updates by design: ``actuals --sites`` writes the measured values into the
+#: sites file it names, and ``refresh FILE -o FILE --force`` replaces the workbook it read.
+UPDATED_DESTS: dict[str, tuple[str, ...]] = {"actuals": ("sites",), "refresh": ("workbook",)}
+#: Exit status of a command that failed for a reason of the machine (a full disk, a folder that
+#: cannot be written): not the user's input.
+EXIT_FAILED = 1
+
+
+def _options_of(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
+    """dest → how the user wrote the option (``--cohorts``, or ``FILE`` for a positional)."""
+    for action in parser._actions:  # the sub-parsers' action: its choices are the commands
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return {a.dest: (a.option_strings[0] if a.option_strings else a.metavar or a.dest)
+                    for a in action.choices[command]._actions}
+    return {}
+
+
+def check_inputs_sacred(args: argparse.Namespace, command: str,
+                        options: dict[str, str] | None = None) -> None:
+    """Refuse, before anything runs, an output that names a file the command reads.
+
+    Every argument naming an existing file that is not an output (nor a file the command
+    updates by design, :data:`UPDATED_DESTS`) is an input; ``--force`` replaces old outputs,
+    never an input (:func:`tokenfactory_xl.files.check_outputs`). Folders given as outputs are
+    checked by their commands, file by file.
+    """
+    from .files import check_outputs
+
+    options = options or {}
+    updated = UPDATED_DESTS.get(command, ())
+    outputs, inputs = [], []
+    for dest, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if not isinstance(item, (str, os.PathLike)) or str(item) in ("", "-"):
+                continue
+            label = options.get(dest, dest)
+            if dest in OUTPUT_DESTS:
+                if not os.path.isdir(item):
+                    outputs.append((label, item))
+            elif dest not in updated and os.path.lexists(item) and not os.path.isdir(item):
+                inputs.append((label, item))
+    if outputs and inputs:
+        check_outputs(outputs, inputs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -425,7 +474,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
+    command = _command_named(argv) or ""
     try:
+        check_inputs_sacred(args, command, _options_of(parser, command))
         if getattr(args, "print_to", None):
             return _run_printing_to(args)
         return int(args.func(args) or 0)
@@ -442,6 +493,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader went away (`… | head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # a full disk, a read-only or vanished folder: one line, as batch and collect say it
+        from .files import describe_os_error
+
+        print(f"tokenfactory-xl: {command} failed: {describe_os_error(exc)}; nothing was "
+              "written (files that were there before are unchanged)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -99,17 +99,19 @@ def regular_file_problem(path: str | os.PathLike) -> NotARegularFile | None:
                            "give a saved file" if what != "a folder" else "give a file")
 
 
-def open_regular(path: str | os.PathLike) -> BinaryIO:
+def open_regular(path: str | os.PathLike, max_bytes: int | None = None) -> BinaryIO:
     """Open ``path`` for reading in binary mode, only if it is a regular file.
 
     The file is checked before it is opened (opening some devices has effects) and again on the
     open descriptor (the path may have been swapped in between); it is opened without blocking,
-    so a FIFO with no writer cannot hang the run.
+    so a FIFO with no writer cannot hang the run. ``max_bytes``: the largest file that can be
+    what the command expects [bytes].
 
     Raises
     ------
     NotARegularFile
-        missing, a folder, a FIFO, a device, a socket, a dangling link, or not readable.
+        missing, a folder, a FIFO, a device, a socket, a dangling link, not readable, or larger
+        than ``max_bytes``.
     """
     problem = regular_file_problem(path)
     if problem is not None:
@@ -119,9 +121,13 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
     except OSError as exc:
         raise NotARegularFile(path, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotARegularFile(path, f"is {_kind(mode)}, not a regular file")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(path, f"is {_kind(st.st_mode)}, not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise NotARegularFile(path, f"is {_size(st.st_size)}, larger than such a file can "
+                                  f"be (at most {_size(max_bytes)} are read)",
+                                  "check that it is the file meant")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -130,10 +136,46 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
         raise
 
 
-def read_regular(path: str | os.PathLike) -> bytes:
-    """The whole content of a regular file (see :func:`open_regular`)."""
-    with open_regular(path) as handle:
-        return handle.read()
+def read_regular(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`); never more than
+    ``max_bytes``, even of a file that grows while it is read."""
+    with open_regular(path, max_bytes) as handle:
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise NotARegularFile(path, f"grew past {_size(max_bytes)} while it was read",
+                              "read it once it is complete")
+    return data
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:,.1f} MB" if count >= 2**20 else f"{count:,} bytes"
+
+
+#: Byte-order marks and the encodings they announce (UTF-32 before UTF-16: its mark starts
+#: with UTF-16's).
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"),
+         (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def decode_text(data: bytes) -> str:
+    """Text saved as UTF-8 (with or without a byte-order mark), UTF-16 or UTF-32 (as Windows
+    tools and PowerShell's ``>`` write it; told by the mark, or by the zero bytes of ASCII
+    text in UTF-16 without one).
+
+    Raises
+    ------
+    UnicodeDecodeError
+        the bytes are none of these.
+    """
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            return data.decode(encoding)
+    head = data[:64]
+    if len(head) >= 4 and head[1::2].count(0) > len(head) // 4 and not head[0::2].count(0):
+        return data.decode("utf-16-le")
+    if len(head) >= 4 and head[0::2].count(0) > len(head) // 4 and not head[1::2].count(0):
+        return data.decode("utf-16-be")
+    return data.decode("utf-8")
 
 
 # -- checking the outputs against the inputs ---------------------------------------------------
