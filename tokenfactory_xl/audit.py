@@ -36,7 +36,7 @@ from typing import Literal
 
 import numpy as np
 
-from . import __version__
+from . import __version__, names
 from .catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
 from .errors import InputError
 from .inputs import SiteInputs, make_inputs
@@ -314,9 +314,8 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
             elif (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
                     and CONTROL_OR_BIDI.search(value)):
                 audit.add("error", "input", address,
-                          f"{key}={value!r} contains control characters (a line break, a tab, "
-                          "a right-to-left override…); type it on one line without them",
-                          found=repr(value))
+                          f"{key}={value!r} {names.problem(value)}; type it again on one line "
+                          "without them", found=repr(value))
                 missing = True
             if value is None or (isinstance(value, str) and not value.strip()):
                 default = spec.default_for(SCENARIOS[index]) if spec.per_scenario \

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from . import number_text
+from . import names, number_text
 
 #: The scenarios, in the order of every per-scenario value.
 SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
@@ -31,8 +31,6 @@ Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "curre
 #: What the parsers return for an empty cell or an absent value: the caller takes the default.
 MISSING = None
 
-# Characters that are not allowed in the XML of a workbook (openpyxl's ILLEGAL_CHARACTERS_RE).
-_CONTROL_CHARS = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
 
 
 class BadValue(ValueError):
@@ -112,9 +110,10 @@ class Input:
             return self._parse_number(value)
         if self.kind == "date":
             return self._parse_date(value)
-        text = _as_text(value)
-        if _CONTROL_CHARS.search(text):
-            raise BadValue("contains control characters", "remove them")
+        text = names.normal(_as_text(value))  # one name however it was composed (NFC)
+        hidden = names.problem(text)
+        if hidden:
+            raise BadValue(hidden, "type it again without them")
         if self.kind == "choice":
             for choice in self.choices:
                 if text.lower() == choice.lower():

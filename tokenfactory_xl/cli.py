@@ -424,16 +424,19 @@ OUTPUT_DESTS: tuple[str, ...] = ("print_to", "output", "png", "report", "summary
 #: Files a command updates by design: ``actuals --sites`` writes the measured values into the
 #: sites file it names, and ``refresh FILE -o FILE --force`` replaces the workbook it read.
 UPDATED_DESTS: dict[str, tuple[str, ...]] = {"actuals": ("sites",), "refresh": ("workbook",)}
+#: Commands that check their outputs against their inputs themselves, with every file of the
+#: run (a folder of workbooks, the files of an output folder) by the same rule.
+CHECKS_ITS_OWN_OUTPUTS: frozenset[str] = frozenset({"batch", "collect"})
 #: Exit status of a command that failed for a reason of the machine (a full disk, a folder that
 #: cannot be written): not the user's input.
 EXIT_FAILED = 1
 
 
 def _options_of(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
-    """dest → how the user wrote the option (``--cohorts``, or ``FILE`` for a positional)."""
+    """dest → how messages name the option (``--cohorts``; ``the file`` for a positional)."""
     for action in parser._actions:  # the sub-parsers' action: its choices are the commands
         if isinstance(action, argparse._SubParsersAction) and command in action.choices:
-            return {a.dest: (a.option_strings[0] if a.option_strings else a.metavar or a.dest)
+            return {a.dest: a.option_strings[0] if a.option_strings else "the file"
                     for a in action.choices[command]._actions}
     return {}
 
@@ -449,6 +452,8 @@ def check_inputs_sacred(args: argparse.Namespace, command: str,
     """
     from .files import check_outputs
 
+    if command in CHECKS_ITS_OWN_OUTPUTS:
+        return
     options = options or {}
     updated = UPDATED_DESTS.get(command, ())
     outputs, inputs = [], []

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
+from . import __version__, names
 from .audit import (
     PORTFOLIO_SHEET,
     SEVERITIES,
@@ -162,9 +162,8 @@ def _audit_some(paths: list[str | Path], template: Template,
     for i, path in enumerate(paths):
         if CONTROL_OR_BIDI.search(str(path)):
             audit = audits[i] = WorkbookAudit(Path(path), refused=True)
-            audit.add("error", "file_name", "", "the file name contains control or "
-                      "bidirectional-override characters, which can make it show as another "
-                      "name; rename the file")
+            audit.add("error", "file_name", "", f"the file name {names.problem(Path(path).name)}"
+                      "; rename the file")
         else:
             readable.append(i)
     try:
@@ -218,7 +217,8 @@ def _hash_of(path: str, *version: int) -> str | None:
 def duplicates(audits: Sequence[WorkbookAudit]) -> list[Duplicate]:
     """Pairs of workbooks in the portfolio with the same content, or the same site name.
 
-    Names are compared without regard to case and surrounding spaces; each later workbook is
+    Names are compared by :func:`tokenfactory_xl.names.key` (composed, without regard to case,
+    surrounding spaces and hidden characters); each later workbook is
     paired with the first one it repeats.
     """
     by_hash: dict[str, WorkbookAudit] = {}
@@ -229,7 +229,7 @@ def duplicates(audits: Sequence[WorkbookAudit]) -> list[Duplicate]:
             continue
         digest = _content_hash(audit.path)
         name = _site(audit)
-        key = name.strip().casefold()
+        key = names.key(name)
         if digest is not None and digest in by_hash:
             found.append(Duplicate(by_hash[digest], audit, "the same content"))
         elif key in by_name:

@@ -28,13 +28,12 @@ import csv
 import io
 import os
 import re
-import unicodedata
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import number_text
+from . import names, number_text
 from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name
 from .errors import InputError, Problem
 from .files import NotARegularFile, read_regular, regular_file_problem
@@ -64,23 +63,14 @@ MAX_STEM_BYTES = 120
 # of 0.6 MB can hold gigabytes of XML, and openpyxl has no size guard).
 MAX_XLSX_UNPACKED = 200 * 2**20
 
-#: Characters that reorder the text shown around them (Unicode bidirectional controls): a name
-#: holding one can display as another ("evil\u202exslx.exe" shows as "evilexe.xlsx").
-BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-# Characters Windows, macOS or Linux refuse in a file name, every control character and every
-# bidirectional control.
-_UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]')
-#: Control characters in a text value: the catalogue refuses most; line breaks, tabs and the
-#: bidirectional controls are also refused here because a site name becomes a file name, one
-#: line of a portfolio and a line of a report.
-CONTROL_OR_BIDI = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
-_CONTROL = CONTROL_OR_BIDI
-
-
-def visible(text: object) -> str:
-    """``text`` with control and bidirectional characters shown as escapes (``\\u202e``), so a
-    value echoed in a message or a report cannot rewrite a terminal line or show as another."""
-    return CONTROL_OR_BIDI.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
+# Characters Windows, macOS or Linux refuse in a file name, and every character a name may not
+# hold (control characters, bidirectional controls, invisible characters: :mod:`names`).
+_UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*]|{names.HIDDEN.pattern}')
+#: Characters a name or a label may not hold (:data:`tokenfactory_xl.names.HIDDEN`): a site
+#: name becomes a file name, one line of a portfolio and a line of a report.
+CONTROL_OR_BIDI = names.HIDDEN
+#: A value echoed in a message or a report, its hidden characters escaped (``\u202e``).
+visible = names.shown
 
 
 @dataclass(frozen=True)
@@ -152,14 +142,18 @@ def safe_file_stem(site_name: str) -> str:
 
     Path separators, characters Windows refuses (``<>:"/\\|?*``) and control characters become
     ``_``; runs of white space become one space; leading dots and spaces and trailing dots and
-    spaces go (Windows drops them silently); Windows device names (``CON``, ``NUL``, ``COM1``…)
+    spaces go (Windows drops them silently); a leading ``~`` becomes ``_`` (``~$Budget`` is how
+    Excel names the lock file of an open workbook, which other tools pass over); Windows device
+    names (``CON``, ``NUL``, ``COM1``…)
     and ``portfolio`` (the batch's own output) get a ``_`` after that part of the name before
     the first dot (``nul.txt`` → ``nul_.txt``); the result is cut to
     :data:`MAX_STEM_BYTES` bytes of UTF-8 at a character boundary. Never empty.
     """
-    text = unicodedata.normalize("NFC", str(site_name))
+    text = names.normal(str(site_name))
     text = _UNSAFE_IN_NAME.sub("_", text)
     text = re.sub(r"\s+", " ", text).strip(" .")
+    if text.startswith("~"):  # "~$Budget.xlsx" is what Excel names its lock file of Budget.xlsx
+        text = "_" + text[1:]
     encoded = text.encode("utf-8")
     if len(encoded) > MAX_STEM_BYTES:
         text = encoded[:MAX_STEM_BYTES].decode("utf-8", errors="ignore").rstrip(" .")
@@ -851,10 +845,9 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
     for column, value in values.items():
         spec = BY_NAME[column.split(".", 1)[0]]
         if (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
-                and _CONTROL.search(value)):
-            problems.append(Problem(column, value, "contains control characters (a line break, "
-                                    "a tab, a right-to-left override…)",
-                                    "type it on one line without them", where))
+                and CONTROL_OR_BIDI.search(value)):
+            problems.append(Problem(column, value, names.problem(value),
+                                    "type it again on one line without them", where))
     # A cell already reported is left out of make_inputs so that it is not reported twice.
     reported = {p.name for p in problems}
     checked = {k: v for k, v in values.items() if k not in reported}
@@ -887,8 +880,9 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
 def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
     """Report a site whose name, or whose workbook's file name, an earlier row already has.
 
-    Names are compared without regard to case (``Alpha`` and ``ALPHA`` share a file on Windows
-    and macOS), and after the file-name mapping (``A/B`` and ``A_B`` both become ``A_B.xlsx``).
+    Names are compared by :func:`tokenfactory_xl.names.key`: composed (NFC) and without regard to
+    case (``Alpha`` and ``ALPHA`` share a file on Windows and macOS), and after the file-name
+    mapping (``A/B`` and ``A_B`` both become ``A_B.xlsx``).
     """
     first_by_name: dict[str, SiteRow] = {}
     first_by_stem: dict[str, SiteRow] = {}
@@ -898,17 +892,25 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
         if not name:
             out.append(row)
             continue
-        key_name, key_stem = name.casefold(), stem.casefold()
+        key_name, key_stem = names.key(name), names.key(stem)
         problem = None
         if key_name in first_by_name:
             earlier = first_by_name[key_name]
             problem = Problem("site_name", name, f"is the same site name as row {earlier.row}'s "
-                              f"({earlier.site_name!r}; names are compared ignoring case)",
+                              f"({earlier.site_name!r}; names are compared ignoring case, hidden "
+                              "characters and how accents are encoded)",
                               "give every site its own name", f"row {row.row}")
         elif key_stem in first_by_stem:
             earlier = first_by_stem[key_stem]
+            cut = len(names.normal(name).encode("utf-8")) > MAX_STEM_BYTES
+            why = (f"file names are cut to {MAX_STEM_BYTES} bytes, and the names differ only "
+                   "after that" if cut else "")
             problem = Problem("site_name", name, f"gives the same file name {stem}.xlsx as row "
-                              f"{earlier.row}'s ({earlier.site_name!r})",
+                              f"{earlier.row}'s ({earlier.site_name!r})"
+                              + (f": {why}" if why else ""),
+                              f"shorten the names so that they differ within their first "
+                              f"{MAX_STEM_BYTES} bytes of UTF-8 (a plain letter takes one, an "
+                              "accented letter two, a Chinese character three)" if cut else
                               "make the names differ in letters or digits, not only in "
                               "punctuation or case", f"row {row.row}")
         first_by_name.setdefault(key_name, row)
@@ -951,7 +953,7 @@ _COHORT_COLUMNS: dict[str, Input] = {"site_name": BY_NAME["site_name"], **COHORT
 
 
 def _site_key(name: object) -> str:
-    return str(name).strip().casefold() if _filled(name) else ""
+    return names.key(name) if _filled(name) else ""
 
 
 def _is_cohorts_sheet(title: str) -> bool:
