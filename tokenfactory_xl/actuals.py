@@ -68,8 +68,9 @@ import json
 import math
 import os
 import re
+import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -77,7 +78,7 @@ from . import model, roofline, specs
 from .catalogue import BY_NAME
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
-from .files import NotARegularFile, decode_text, read_regular, write_atomically
+from .files import NotARegularFile, claim, decode_text, read_regular, write_atomically
 from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
 
 #: The site inputs a measurement fills in, in the order they are written.
@@ -510,6 +511,8 @@ def _read_text(path: str) -> str:
         if exc.reason.startswith("is ") and "larger than" in exc.reason:
             raise FileProblem(path, f"{exc.reason}; a benchmark result is far smaller: give "
                                     "the summary file, not per-request records") from None
+        if exc.reason == "does not exist":
+            raise FileProblem(path, "no such file") from None
         raise FileProblem(path, exc.reason + (f"; {exc.fix}" if exc.fix else "")) from None
     try:
         return decode_text(data)
@@ -530,18 +533,19 @@ MAX_NUMBER_DIGITS = 400
 def _json_number(text: str) -> float | int:
     if len(text) > MAX_NUMBER_DIGITS:
         raise _HugeNumber(text)
+    if any(c in text for c in ".eE"):
+        return float(text)  # 1e999 is infinity, which the readers refuse by name
+    value = int(text)
     try:
-        value = float(text) if any(c in text for c in ".eE") else int(text)
-        if not math.isfinite(float(value)):
-            raise _HugeNumber(text)
+        float(value)
     except OverflowError:   # an int past a float's range
         raise _HugeNumber(text) from None
     return value
 
 
 def _loads(text: str) -> object:
-    """``json.loads`` with numbers checked: no number of hundreds of digits, none past a
-    float's range (``1e999``) turned into infinity."""
+    """``json.loads`` with numbers checked: no number of hundreds of digits, no whole number
+    past a float's range."""
     return json.loads(text, parse_int=_json_number, parse_float=_json_number)
 
 
@@ -924,26 +928,31 @@ def _refuse_overwrite(changes, force: bool, path, decimal_comma: bool = False) -
 
 
 def write_site_values(path: str | os.PathLike, site: str, values: dict[str, float],
-                      force: bool = False, sheet: str | None = None
+                      force: bool = False, sheet: str | None = None,
+                      on_wait: Callable[[], object] | None = None
                       ) -> list[tuple[str, object, float]]:
     """Write ``values`` (input name → number) into the row of ``site`` in a sites file.
 
     Every other cell, the column order and the rows stay as they were; missing columns are
     added at the end. The file is replaced atomically (a temporary file in the same folder,
     then ``os.replace``). Cells that already hold a different value are only replaced with
-    ``force``. Returns (name, old value, new value) for each value written.
+    ``force``. Returns (name, old value, new value) for each value written. Another run
+    updating the file is waited for (``on_wait`` is called when it is, to say so).
     """
     path = Path(path)
     if not path.is_file():
         raise InputError([Problem("--sites", str(path), "is not a file",
                                   "give the sites file (.csv or .xlsx) to update")])
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return _write_csv(path, site, values, force)
-    if suffix in (".xlsx", ".xlsm"):
+    if suffix not in (".csv", ".xlsx", ".xlsm"):
+        raise InputError([Problem("--sites", str(path), "is neither .csv nor .xlsx",
+                                  "save the sites file as CSV or Excel workbook")])
+    # Runs updating one file queue: each reads the file as the one before it left it, so
+    # eight measurements written at once are eight updates, none lost.
+    with claim(path, wait=True, what="the file", on_wait=on_wait):
+        if suffix == ".csv":
+            return _write_csv(path, site, values, force)
         return _write_xlsx(path, site, values, force, sheet)
-    raise InputError([Problem("--sites", str(path), "is neither .csv nor .xlsx",
-                              "save the sites file as CSV or Excel workbook")])
 
 
 def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
@@ -1131,8 +1140,10 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         summary = summaries[0]
         values = {name: summary[name] for name in MEASURED_INPUTS
                   if summary.get(name) is not None}
-        changes = write_site_values(args.sites, args.site, values, args.force,  # type: ignore[arg-type]
-                                    args.sheet)
+        changes = write_site_values(
+            args.sites, args.site, values, args.force, args.sheet,  # type: ignore[arg-type]
+            on_wait=lambda: print(f"tokenfactory-xl: note: waiting for another run updating "
+                                  f"{args.sites}", file=sys.stderr, flush=True))
         written = {name: new for name, _, new in changes}
     if args.json:
         payload: object = summaries[0] if len(summaries) == 1 else summaries

@@ -30,7 +30,7 @@ import io
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -410,6 +410,90 @@ class Outputs:
     def __exit__(self, kind: object, *rest: object) -> None:
         if kind is not None or not self.committed:
             self.discard()
+
+
+# -- claiming a folder or a file for one run ------------------------------------------------------
+class Busy(OSError):
+    """Another run holds the claim on a folder or file, and this one does not wait."""
+
+
+try:  # POSIX: an advisory lock the system releases when the process ends, however it ends
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
+def claim(path: str | os.PathLike, *, wait: bool, what: str = "",
+          on_wait: Callable[[], object] | None = None) -> Iterator[None]:
+    """Hold the exclusive claim on ``path`` (an output folder, or a file being updated) for the
+    block: two runs of tokenfactory_xl never write into one folder, or update one file, at once.
+
+    ``wait``: queue behind the run holding it (``on_wait`` is called first, to say so), or
+    refuse at once with :class:`Busy`. The claim is an ``flock`` on the folder or file itself,
+    so nothing is left behind and a run that is killed releases it. A file replaced by the run
+    that held it (an update is a rename) is claimed again under its new identity.
+    """
+    path = Path(path)
+    if fcntl is None:  # pragma: no cover - Windows: a lock file beside it, made exclusively
+        with _claim_by_file(path, wait, what, on_wait):
+            yield
+        return
+    waited = False
+    while True:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not wait:
+                    raise Busy(errno.EBUSY, _busy(path, what)) from None
+                if on_wait is not None and not waited:
+                    on_wait()
+                waited = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if _identity(path) != _identity_of(fd):  # replaced while we waited: again
+                continue
+            yield
+            return
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def _busy(path: Path, what: str) -> str:
+    return (f"another tokenfactory-xl run is writing {what or 'into'} {path} right now; wait for "
+            "it to end, or choose another")
+
+
+def _identity_of(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+@contextlib.contextmanager
+def _claim_by_file(path: Path, wait: bool, what: str,
+                   on_wait: Callable[[], object] | None) -> Iterator[None]:  # pragma: no cover
+    import time
+
+    lock = path / ".tfxl-lock" if path.is_dir() else path.with_name(f".tfxl-lock-{path.name}")
+    waited = False
+    while True:
+        try:
+            fd = os.open(lock, _CREATE, 0o666)
+            break
+        except FileExistsError:
+            if not wait:
+                raise Busy(errno.EBUSY, _busy(path, what)) from None
+            if on_wait is not None and not waited:
+                on_wait()
+            waited = True
+            time.sleep(0.05)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def existing(paths: Iterable[str | os.PathLike]) -> list[Path]:
