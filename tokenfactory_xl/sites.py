@@ -593,21 +593,21 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
         if ws.sheet_state != "visible":
             notes.append(f"sheet {ws.title!r} is hidden; read because --sheet names it")
     shown = values[ws.title]
-    grid: list[list[object]] = []
     texts: dict[str, str] = {}  # a text repeated down the sheet ("own", "H200") is held once
-    for row in ws.iter_rows():
-        cells: list[object] = []
-        for cell in row:
-            if cell.data_type == "f":
-                value = shown[cell.coordinate].value
-                if value is None:
-                    text = cell.value if isinstance(cell.value, str) else getattr(
-                        cell.value, "text", "") or ""
-                    value = _Formula(cell.coordinate, str(text).lstrip("="))
-            else:
-                value = cell.value
-            cells.append(texts.setdefault(value, value) if type(value) is str else value)
-        grid.append(cells)
+    filled: dict[int, dict[int, object]] = {}
+    for (r, c), cell in _held_cells(ws):
+        if cell.data_type == "f":
+            value = shown.cell(r, c).value
+            if value is None:
+                text = cell.value if isinstance(cell.value, str) else getattr(
+                    cell.value, "text", "") or ""
+                value = _Formula(cell.coordinate, str(text).lstrip("="))
+        else:
+            value = cell.value
+        if value is not None:
+            filled.setdefault(r, {})[c] = (texts.setdefault(value, value) if type(value) is str
+                                           else value)
+    grid = _grid(filled)
     if any(isinstance(c, _Formula) for cells in grid for c in cells):
         _empty_results(path, ws.title, grid)
     merges = [(str(r.coord), r.min_row, r.min_col - 1, r.max_row, r.max_col - 1)
@@ -616,11 +616,12 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
     for other in formulas.worksheets:
         if other is ws or _is_cohorts_sheet(other.title):
             continue
-        for n, row in enumerate(other.iter_rows(max_row=HEADER_SEARCH_ROWS, values_only=True),
-                                start=1):
-            if any(_is_site_name(c) for c in row):
-                elsewhere[other.title] = n
-                break
+        if not hasattr(other, "_cells"):
+            continue   # a chart sheet
+        rows = sorted({r for (r, _c), cell in _held_cells(other)
+                       if r <= HEADER_SEARCH_ROWS and _is_site_name(cell.value)})
+        if rows:
+            elsewhere[other.title] = rows[0]
     hidden_rows = {n for n, dim in ws.row_dimensions.items() if dim.hidden}
     hidden_columns = {i - 1 for dim in ws.column_dimensions.values() if dim.hidden
                       and dim.min and dim.max for i in range(dim.min, dim.max + 1)}
@@ -637,6 +638,31 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
     values.close()
     return _Source(grid, None, ws.title, merges, notes, elsewhere, hidden_rows, hidden_columns,
                    totals_rows, sheets)
+
+
+def _held_cells(ws: object) -> list[tuple[tuple[int, int], object]]:
+    """The cells a sheet's file holds, by (row, column): never the rectangle up to its last
+    cell. One formatted empty cell at XFD1048576 makes a sheet's used range 17 billion cells,
+    which ``iter_rows`` would create one by one (openpyxl keeps the cells it read in
+    ``_cells``; it has no public way to list only those)."""
+    return list(ws._cells.items())  # type: ignore[attr-defined]
+
+
+def _grid(filled: dict[int, dict[int, object]]) -> list[list[object]]:
+    """Rows 1 … the last with a value, each as long as its last value: an empty row is one
+    shared empty list, so a value in row 1,048,576 costs 8 MB, not a row of cells each."""
+    empty: list[object] = []
+    grid: list[list[object]] = []
+    for r in range(1, max(filled, default=0) + 1):
+        cells = filled.get(r)
+        if not cells:
+            grid.append(empty)
+            continue
+        row: list[object] = [None] * max(cells)
+        for c, value in cells.items():
+            row[c - 1] = value
+        grid.append(row)
+    return grid
 
 
 def _empty_results(path: Path, title: str, grid: list[list[object]]) -> None:
