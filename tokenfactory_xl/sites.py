@@ -117,6 +117,9 @@ class SitesFile:
     notes: tuple[str, ...] = field(default=())
     header_row: int = 1
     sheet: str | None = None
+    #: The decimal separator of a CSV file's numbers (``","`` or ``"."``), as read; ``None``
+    #: for a workbook, or a file with nothing to decide it.
+    decimal: str | None = None
     #: The cohorts table read with the sites (``--cohorts FILE`` or a ``cohorts`` sheet).
     cohorts: CohortsTable | None = None
 
@@ -255,7 +258,8 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
         header_problems = [_with_sheet_hint(p, source.elsewhere) for p in header_problems]
     file_problems += header_problems
     file_problems += _check_cells(source, header_at, body, columns, keep, notes)
-    number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter)
+    number_problems, number_notes, decimal = _read_numbers(body, columns, keep,
+                                                           source.delimiter)
     file_problems += [p for p in number_problems if not p.where]  # the file mixes conventions
     number_problems = [p for p in number_problems if p.where]
     notes += number_notes
@@ -291,7 +295,7 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
     rows = _mark_duplicates(rows)
     return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
                      tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet,
-                     table)
+                     decimal, table)
 
 
 def _cohorts_for(path: Path, source: _Source, cohorts: str | os.PathLike | None,
@@ -694,7 +698,7 @@ def _canonical(number: number_text.NumberShape, decimal: str) -> str:
 
 def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep: list[bool],
                   delimiter: str | None, specs: Mapping[str, Input] = BY_NAME,
-                  what: str = "sites file") -> tuple[list[Problem], list[str]]:
+                  what: str = "sites file") -> tuple[list[Problem], list[str], str | None]:
     """Decide the file's decimal separator once and rewrite every number typed as text by it.
 
     A number with a separator that only one convention allows (``0,995``, ``1.234,5``,
@@ -703,7 +707,8 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
     comma file one of a decimal-point locale; a tab-separated file or a workbook has no rule,
     and a number that reads two ways there (``1,100``, ``40.000``) is refused naming both.
     ``body`` is updated in place; returns the problems (without ``where`` for a file-wide
-    one) and the notes saying which convention was used and why.
+    one), the notes saying which convention was used and why, and the decimal separator of the
+    file (``None`` when nothing decides: a workbook's numbers are numbers).
     """
     numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
                and specs[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
@@ -731,7 +736,7 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
         elif not first and shape.shape in ("dot?", "comma?"):
             found.append(item)
     if not first and not found:
-        return [], []
+        return [], [], {";": ","}.get(delimiter or "", ".") if delimiter else None
 
     def cite(item: tuple[int, int, str, number_text.NumberShape]) -> str:
         return f"row {item[0]} {columns[item[1]]}={item[2].strip()}"
@@ -747,7 +752,7 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
         for n, cells, i, _shape in typed():  # and no such number is read by a guess
             mixed.append(Problem(columns[i], cells[i], "cannot be read: the file mixes decimal "
                                  "commas and decimal points", fix, f"row {n}"))
-        return mixed, []
+        return mixed, [], None
     note = ""
     if commas:
         decimal = ","
@@ -774,7 +779,7 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
                 f"thousands, {as_decimal} if it is the decimal separator, and no other number "
                 "of the file tells which", f"type {as_thousands} or {as_decimal} without a "
                 "thousands separator", f"row {n}"))
-        return problems, []
+        return problems, [], None
     changed = []
     for n, cells, i, number in typed():  # second pass: rewritten
         if number.shape == "other":
@@ -785,7 +790,7 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
             changed.append(f"{cite((n, i, text, number))} = {read}")
     if note and changed:
         note += "; e.g. " + ", ".join(changed[:2])
-    return [], [note] if note else []
+    return [], [note] if note else [], decimal
 
 
 # -- checking ------------------------------------------------------------------------------------
@@ -1060,7 +1065,7 @@ def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
             problems.append(Problem(column, "", "column is missing", f"add the {column} column "
                                     f"({what})", where))
     problems += _check_cells(source, header_at, body, columns, keep, notes)
-    number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter,
+    number_problems, number_notes, _decimal = _read_numbers(body, columns, keep, source.delimiter,
                                                   _COHORT_COLUMNS, "cohorts table")
     notes += [f"{name}: {note}" for note in number_notes]
     for p in number_problems:
