@@ -99,6 +99,57 @@ def find_workbooks(paths: Iterable[str | Path], exclude: Iterable[Path] = ()) ->
     return [p for p in unique if _same_file_key(p) not in skip]
 
 
+#: Files of a folder that are not read, by suffix: how severe, and why.
+_NOT_READ: dict[str, tuple[str, str]] = {
+    ".ods": ("error", "an OpenDocument spreadsheet (LibreOffice, Google Sheets), not an Excel "
+                      "workbook, so its site is not in the portfolio; open it and save it as "
+                      "Excel 2007-365 (.xlsx)"),
+    ".xlsb": ("error", "an Excel binary workbook, whose cells cannot be audited, so its site "
+                       "is not in the portfolio; in Excel: File > Save As > Excel Workbook "
+                       "(.xlsx)"),
+    ".numbers": ("error", "an Apple Numbers document, so its site is not in the portfolio; in "
+                          "Numbers: File > Export To > Excel (.xlsx)"),
+    ".xltx": ("error", "an Excel template, not a filled-in workbook, so it is not in the "
+                       "portfolio; save the filled-in workbook as .xlsx"),
+}
+
+
+def passed_over(paths: Iterable[str | Path]) -> list[WorkbookAudit]:
+    """Every file of the named folders that :func:`find_workbooks` does not read, each with why
+    (as a skipped audit): a spreadsheet in another format (.ods, .xlsb, .numbers) is an error,
+    since a site is missing from the portfolio; Excel's lock file of an open workbook
+    (``~$…``) a warning, since someone may be changing that workbook now; any other file a
+    note. A Numbers document is a folder on a Mac: it is named, not searched."""
+    skipped: list[WorkbookAudit] = []
+    for item in paths:
+        folder = Path(item)
+        if not folder.is_dir():
+            continue
+        for child in sorted(folder.rglob("*")):
+            rel = child.relative_to(folder)
+            if any(p.suffix.lower() == ".numbers" for p in rel.parents if str(p) != "."):
+                continue  # inside a Numbers document: the document is named once
+            if child.is_dir() and child.suffix.lower() != ".numbers":
+                continue
+            suffix = child.suffix.lower()
+            if child.name.startswith("~$"):
+                severity, why = ("warning", "an Excel lock file: a workbook of this folder is "
+                                 "open in Excel, and changes not yet saved in it are not in "
+                                 "the portfolio; collect again once it is closed")
+            elif any(part.startswith(".") for part in rel.parts):
+                severity, why = "info", "a hidden file, not read"
+            elif suffix in WORKBOOK_SUFFIXES:
+                continue
+            elif suffix in _NOT_READ:
+                severity, why = _NOT_READ[suffix]
+            else:
+                severity, why = "info", f"not a workbook ({suffix or 'no suffix'}), not read"
+            audit = WorkbookAudit(child, skipped=True)
+            audit.add(severity, "not_read", "", why)  # type: ignore[arg-type]
+            skipped.append(audit)
+    return skipped
+
+
 def _same_file_key(path: Path) -> str:
     return os.path.normcase(os.path.abspath(path))
 
@@ -494,10 +545,14 @@ def _collect_command(args: argparse.Namespace) -> int:
         labelled.insert(1, ("--summary-csv", summary_csv))
     check_outputs(labelled, [("the workbook", f) for f in files])
     if not files:
-        raise UserError("no workbook found in " + ", ".join(args.paths)
-                        + " (folders are searched for .xlsx, .xlsm and .xls files)")
+        lines = ["no workbook found in " + ", ".join(map(visible, args.paths))
+                 + " (folders are searched for .xlsx, .xlsm and .xls files)"]
+        lines += [f"  - {visible(str(a.path))}: {visible(a.findings[0].message)}"
+                  for a in passed_over(args.paths)]
+        raise UserError("\n".join(lines))
     limits = Limits(max_uncompressed=args.max_uncompressed, max_ratio=args.max_ratio)
     audits = collect(files, limits, args.jobs or auto_jobs(len(files)))
+    audits += passed_over(args.paths)
     dups = duplicates(audits)
     if dups and not args.allow_duplicates:
         many = len(dups) != 1
