@@ -189,7 +189,32 @@ def collect(paths: Sequence[str | Path], limits: Limits | None = None,
     for dup in duplicates(audits):
         dup.second.add("warning", "duplicate_site", "in_site_name",
                        f"{dup.reason} as {dup.first.path}: the portfolio has both rows")
+    _flag_switched_scenarios(audits)
     return audits
+
+
+def _flag_switched_scenarios(audits: Sequence[WorkbookAudit]) -> None:
+    """Warn on each workbook whose live scenario is not the one most of the others have (the
+    batch wrote them all with one; someone switched the Scenario cell before sending it back):
+    the portfolio's live-scenario totals are then left blank, its per-scenario NPVs still add
+    up (:func:`tokenfactory_xl.portfolio.totals`)."""
+    from .portfolio import live_scenarios
+
+    included = [a for a in audits if a.included]
+    scenarios = live_scenarios([(a.inputs, a.result) for a in included])  # type: ignore[misc]
+    if len(scenarios) < 2:
+        return
+    usual, count = next(iter(scenarios.items()))
+    for audit in included:
+        live = str(audit.inputs["scenario"])  # type: ignore[index]
+        if live != usual:
+            audit.add("warning", "live_scenario", "in_scenario",
+                      f"the live scenario is {live}, while {count:,} of the {len(included):,} "
+                      f"workbooks' is {usual}: it was switched after the workbooks were made, so "
+                      "its NPV, revenue and EBITDA columns are of another scenario than the "
+                      "others'. The portfolio leaves the live-scenario totals blank; its NPV of "
+                      "each scenario compares like with like. Set the Scenario cell back to "
+                      f"{usual} (or collect it as it is, knowing this)")
 
 
 def auto_jobs(files: int) -> int:
