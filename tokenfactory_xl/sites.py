@@ -28,6 +28,7 @@ import csv
 import io
 import os
 import re
+import warnings
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -541,18 +542,25 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
             what, str(path), f"unpacks to {unpacked / 2**20:,.0f} MB, more than a "
             f"{what} should ({MAX_XLSX_UNPACKED // 2**20} MB)",
             f"save the {what[:-5]} as CSV UTF-8")])
-    from .safe_xlsx import Limits, RefusedFile, check_sizes
+    from .safe_xlsx import STRICT, STRICT_FIX, Limits, RefusedFile, check_sizes, is_strict
 
     try:  # the limits collect applies to workbooks from outside: a member's ratio, members
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             check_sizes(archive, Limits(max_uncompressed=MAX_XLSX_UNPACKED))
+            strict = is_strict(archive)
     except RefusedFile as exc:
         raise InputError([Problem(what, str(path), exc.reason,
                                   f"save the {what[:-5]} as CSV UTF-8")]) from None
+    if strict:  # openpyxl would read it as a workbook of no sheets
+        raise InputError([Problem(what, str(path), f"is {STRICT}",
+                                  f"{STRICT_FIX}, or save it as CSV UTF-8")])
     try:
-        # Twice: the formulas (to find cells with none of their values stored) and the values.
-        formulas = openpyxl.load_workbook(io.BytesIO(data), data_only=False)
-        values = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
+        # Twice: the formulas (to find cells with none of their values stored) and the values;
+        # openpyxl's warnings (a data validation it drops…) are about display, not values.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            formulas = openpyxl.load_workbook(io.BytesIO(data), data_only=False)
+            values = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
     except Exception as exc:  # openpyxl raises many types for a damaged package
         raise InputError([Problem(what, str(path),
                                   f"is not a readable .xlsx workbook ({type(exc).__name__})",
