@@ -114,12 +114,15 @@ _NOT_READ: dict[str, tuple[str, str]] = {
 }
 
 
-def passed_over(paths: Iterable[str | Path]) -> list[WorkbookAudit]:
+def passed_over(paths: Iterable[str | Path], exclude: Iterable[Path] = ()
+                ) -> list[WorkbookAudit]:
     """Every file of the named folders that :func:`find_workbooks` does not read, each with why
     (as a skipped audit): a spreadsheet in another format (.ods, .xlsb, .numbers) is an error,
     since a site is missing from the portfolio; Excel's lock file of an open workbook
     (``~$…``) a warning, since someone may be changing that workbook now; any other file a
-    note. A Numbers document is a folder on a Mac: it is named, not searched."""
+    note. A Numbers document is a folder on a Mac: it is named, not searched. ``exclude``: the
+    run's own outputs (a report written into the folder collected is no file passed over)."""
+    skip = {_same_file_key(p) for p in exclude}
     skipped: list[WorkbookAudit] = []
     for item in paths:
         folder = Path(item)
@@ -129,7 +132,8 @@ def passed_over(paths: Iterable[str | Path]) -> list[WorkbookAudit]:
             rel = child.relative_to(folder)
             if any(p.suffix.lower() == ".numbers" for p in rel.parents if str(p) != "."):
                 continue  # inside a Numbers document: the document is named once
-            if child.is_dir() and child.suffix.lower() != ".numbers":
+            if (child.is_dir() and child.suffix.lower() != ".numbers") \
+                    or _same_file_key(child) in skip:
                 continue
             suffix = child.suffix.lower()
             if child.name.startswith("~$"):
@@ -577,7 +581,7 @@ def _collect_command(args: argparse.Namespace) -> int:
         raise UserError("\n".join(lines))
     limits = Limits(max_uncompressed=args.max_uncompressed, max_ratio=args.max_ratio)
     audits = collect(files, limits, args.jobs or auto_jobs(len(files)))
-    audits += passed_over(args.paths)
+    audits += passed_over(args.paths, outputs)
     dups = duplicates(audits)
     if dups and not args.allow_duplicates:
         many = len(dups) != 1
