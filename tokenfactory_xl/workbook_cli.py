@@ -146,6 +146,17 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         lines += [f"  - {f.where}: {visible(f.message)}" for f in audit.findings
                   if f.severity == "error"]
         raise UserError("\n".join(lines))
+    empty = [f for f in audit.findings if f.code == "input_empty"]
+    if empty:
+        # The new workbook types every input: a default the model used for an empty cell would
+        # appear there as if someone had typed it.
+        lines = [f"{visible(source)}: {len(empty)} input cell{'s are' if len(empty) > 1 else ' is'}"
+                 " empty, and the new workbook would type the default there as if it had been "
+                 "typed, so nothing was written:"]
+        lines += [f"  - {f.where}: {visible(f.message)}" for f in empty]
+        lines.append("type the value meant into each cell (the default, to keep it) and refresh "
+                     "again")
+        raise UserError("\n".join(lines))
     lost = [f for f in audit.findings if f.code in _NOT_CARRIED]
     if lost and in_place:
         raise UserError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
