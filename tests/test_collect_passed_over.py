@@ -47,3 +47,22 @@ def test_a_folder_of_workbooks_in_other_formats_says_what_it_found(tmp_path):
     assert proc.returncode == 2
     assert "no workbook found in inbox" in proc.stderr
     assert "inbox/Beta.ods: an OpenDocument spreadsheet" in proc.stderr
+
+
+def test_collect_into_a_closed_pipe_does_not_say_nothing_was_written(generated, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    copy(generated["Alpha"], tmp_path / "inbox")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "tokenfactory_xl", "collect", "inbox", "-o",
+                             "p.xlsx"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    proc.stdout.close()   # the reader is gone before anything is printed (`| head -0`)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0, err
+    assert (tmp_path / "p.xlsx").exists() and (tmp_path / "p-report.md").exists()
+    assert "nothing was written" not in err and "Traceback" not in err

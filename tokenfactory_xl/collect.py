@@ -526,6 +526,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         print(f"tokenfactory-xl: collect stopped by {stopped.name}; nothing was written",
               file=sys.stderr)
         return stopped.exit_status
+    except BrokenPipeError:
+        raise  # the outputs are written; the reader of the listing went away (cli.main)
     except OSError as exc:
         print(f"tokenfactory-xl: collect failed: {describe_os_error(exc)}; nothing was written "
               "(files that were there before are unchanged)", file=sys.stderr)
