@@ -119,3 +119,12 @@ def test_sites_file_with_indian_grouping_reads_decimal_points(tmp_path):
     path.write_text('site_name,capex_per_gpu,pue\nA,"1,00,000",1.25\n', encoding="utf-8")
     (row,) = load_sites(path).rows
     assert (row.inputs["capex_per_gpu"], row.inputs["pue"]) == (100000, 1.25)
+
+
+def test_a_figure_too_large_to_compute_to_the_cent_is_refused_not_a_blank_npv():
+    # 1e308 per GPU × 1,024 GPUs overflows to infinity: the NPV would show as "none"
+    proc = command.run("summary", "--set", "capex_per_gpu=1e308", cwd=ROOT)
+    assert proc.returncode == 2
+    assert "capex_per_gpu=1e308: is too large: the model computes to the cent only with " \
+        "figures up to 1,000,000,000,000" in proc.stderr
+    assert BY_NAME["capex_per_gpu"].parse("1e12") == 1e12

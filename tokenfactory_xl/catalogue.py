@@ -33,6 +33,12 @@ MISSING = None
 
 
 
+#: The largest magnitude of a number input [its unit]: a double holds 15 to 16 significant
+#: digits, so sums of figures beyond this (a fleet of a million GPUs at such a price, over 120
+#: months) lose their cents, and at 1e308 they overflow to a blank NPV.
+MAX_MAGNITUDE = 1e12
+
+
 class BadValue(ValueError):
     """A single value is not allowed: ``message`` says why, ``fix`` what to enter instead."""
 
@@ -154,6 +160,11 @@ class Input:
             raise BadValue(f"is not a number (NaN); allowed: {self.allowed}")
         if math.isinf(number):
             raise BadValue(f"is infinite or too large for a number; allowed: {self.allowed}")
+        if abs(number) > MAX_MAGNITUDE:
+            raise BadValue(f"is too large: the model computes to the cent only with figures up "
+                           f"to {fmt_number(MAX_MAGNITUDE)} (beyond, a sum of them overflows "
+                           "or loses its cents); allowed: " + self.allowed,
+                           "check the unit (per GPU, per hour, per month)")
         if self.kind == "fraction" and not percent and 1 < number <= 100:
             # A share or a rate typed as a whole percentage: 5 for 5 %. Where the range allows
             # such a number (growth of up to 1,000 % a quarter) it is still refused unmarked:
