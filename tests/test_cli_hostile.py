@@ -192,3 +192,25 @@ def test_every_command_that_writes_says_a_failed_write_in_one_line(tmp_path, mon
     assert lines[0].endswith("nothing was written (files that were there before are "
                              "unchanged)")
     assert snapshot(tmp_path) == before   # no half file, no temporary file left
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("args", [["refresh", "w.xlsx"], ["render", "w.xlsx", "-o", "d.png"],
+                                  ["batch", "w.xlsx", "-o", "out"],
+                                  ["summary", "--cohorts", "w.xlsx"]])
+def test_a_fifo_given_for_a_workbook_is_refused_at_once(tmp_path, args):
+    os.mkfifo(tmp_path / "w.xlsx")
+    proc = command.process(*args, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "w.xlsx: is a named pipe (FIFO), not a regular file" in proc.stderr
+
+
+def test_a_sites_file_larger_than_any_sites_file_is_refused_by_its_size(tmp_path, monkeypatch):
+    from tokenfactory_xl import sites
+
+    monkeypatch.setattr(sites, "MAX_XLSX_UNPACKED", 100)
+    (tmp_path / "s.csv").write_text("site_name,gpus\n" + "A,1024\n" * 20, encoding="utf-8")
+    proc = run("batch", "s.csv", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "s.csv: is 155 bytes, larger than such a file can be (at most 100 bytes are read)" \
+        in proc.stderr

@@ -61,7 +61,8 @@ RESERVED_STEMS: frozenset[str] = frozenset(
 MAX_STEM_BYTES = 120
 
 # An .xlsx sites file is a zip; refuse one that unpacks to more than this [bytes] (a zip bomb
-# of 0.6 MB can hold gigabytes of XML, and openpyxl has no size guard).
+# of 0.6 MB can hold gigabytes of XML, and openpyxl has no size guard); no sites or cohorts
+# file of either kind read is larger (100,000 sites are some 50 MB of CSV).
 MAX_XLSX_UNPACKED = 200 * 2**20
 
 # Characters Windows, macOS or Linux refuse in a file name, and every character a name may not
@@ -457,7 +458,7 @@ def _read_source(path: Path, sheet: str | None, what: str = "sites file") -> _So
                                   f"save the {what[:-5]} as CSV UTF-8 or as an Excel "
                                   "workbook (.xlsx)")])
     try:
-        data = read_regular(path)
+        data = read_regular(path, MAX_XLSX_UNPACKED)
     except NotARegularFile as exc:
         fix = exc.fix or f"give the {what} (.csv or .xlsx)"
         if exc.reason == "does not exist":

@@ -103,10 +103,12 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
 
 def cmd_render(args: argparse.Namespace) -> int:
     from .cli import UserError
+    from .files import regular_file_problem
 
     source = Path(args.workbook)
-    if not source.is_file():
-        raise UserError(f"{source}: no such workbook")
+    problem = regular_file_problem(source)
+    if problem is not None:  # a FIFO would block LibreOffice, a folder is no workbook
+        raise UserError(str(problem))
     out = Path(args.output)
     if out.suffix.lower() != ".png":
         raise UserError(f"{out}: the picture must be a .png file (e.g. -o dashboard.png)")
@@ -127,11 +129,13 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     from .batch import shared_factory
     from .cli import UserError
     from .collect import collect
+    from .files import regular_file_problem
     from .sites import visible
 
     source = Path(args.workbook)
-    if not source.is_file():
-        raise UserError(f"{visible(source)}: no such workbook")
+    problem = regular_file_problem(source)
+    if problem is not None:
+        raise UserError(visible(str(problem)))
     target = Path(args.output) if args.output else source.with_name(
         f"{source.stem}-refreshed.xlsx")
     in_place = target.resolve() == source.resolve()
