@@ -39,6 +39,7 @@ def test_the_key_is_composed_and_ignores_case_and_hidden_characters():
     assert COMPOSED != DECOMPOSED
     assert names.key(COMPOSED) == names.key(DECOMPOSED) == names.key(" ZÜRICH ")
     assert names.key("Frank\u200bfurt") == names.key("Frankfurt")
+    assert names.key("Frank\u00a0furt") == names.key("Frank furt")  # a no-break space
 
 
 @pytest.mark.parametrize(("char", "said"), list(HIDDEN.items()))

@@ -128,3 +128,28 @@ def test_a_figure_too_large_to_compute_to_the_cent_is_refused_not_a_blank_npv():
     assert "capex_per_gpu=1e308: is too large: the model computes to the cent only with " \
         "figures up to 1,000,000,000,000" in proc.stderr
     assert BY_NAME["capex_per_gpu"].parse("1e12") == 1e12
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--theoretical-tps", "12,5"], None),                  # 12.5, not 125
+    (["--theoretical-tps", "1,500"], "'1,500' is ambiguous: 1500 if the ',' separates "
+                                     "thousands, 1.500 if it is the decimal separator"),
+])
+def test_options_read_numbers_by_the_same_reader(tmp_path, args, message):
+    run = ROOT / "tests" / "fixtures" / "actuals" / "vllm_bench_serve.json"
+    proc = command.run("actuals", run, "--json", *args, cwd=tmp_path)
+    if message is None:
+        assert proc.returncode == 0, proc.stderr
+        import json
+
+        # the TEF is measured ÷ theoretical: 12,800 tokens/s ÷ 12.5 (the fixture's own field)
+        assert json.loads(proc.stdout)["theoretical_tps_per_gpu"] == 12.5
+    else:
+        assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_whole_number_options_take_the_whole_reading():
+    from tokenfactory_xl.cli import fraction_arg, positive_int
+
+    assert positive_int("1,024") == 1024
+    assert fraction_arg("0,8") == 0.8 and fraction_arg("80%") == 0.8

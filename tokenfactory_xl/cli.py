@@ -200,23 +200,38 @@ def format_value(value: float | None, kind: str, currency: str = "", unit: str =
 
 
 # -- argparse types for options that are not site inputs (GPU counts, MBU, intervals) ----------
+def _number(text: str, whole: bool = False) -> tuple[float, bool]:
+    """An option's number by the one reader of numbers typed as text (``1,500``, ``0,8``,
+    ``2,5E+03``); a number that reads two ways is refused naming both, unless ``whole`` and
+    only one reading is a whole number."""
+    from .number_text import NumberTextError, read
+
+    try:
+        return read(text)
+    except NumberTextError as exc:
+        wholes = [r for r in exc.readings if float(r.rstrip("%")).is_integer()]
+        if whole and len(wholes) == 1:
+            return float(wholes[0].rstrip("%")), wholes[0].endswith("%")
+        raise argparse.ArgumentTypeError(f"{text!r} {exc.reason}"
+                                         + (f"; {exc.fix}" if exc.fix else "")) from None
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1 (``1,024`` accepted)."""
-    try:
-        value = int(text.replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value, percent = _number(text, whole=True)
+    if percent or not value.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+    return int(value)
 
 
 def positive_float(text: str) -> float:
-    """An argparse type: a finite number above 0 (``1,500`` accepted)."""
-    try:
-        value = float(text.replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    """An argparse type: a finite number above 0 (``1500``, ``1,500.5`` and ``0,5`` accepted;
+    ``1,500`` refused naming its two readings)."""
+    value, percent = _number(text)
+    if percent:
+        raise argparse.ArgumentTypeError(f"{text!r} is a percentage; give the number itself")
     if not value > 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
     return value
@@ -224,11 +239,10 @@ def positive_float(text: str) -> float:
 
 def fraction_arg(text: str) -> float:
     """An argparse type for MBU/MFU: a fraction in (0, 1], ``80%`` accepted, ``80`` refused."""
-    try:
-        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if 1 < value <= 100:
+    value, percent = _number(text)
+    value /= 100 if percent else 1
+    text = text.strip()
+    if not percent and 1 < value <= 100:
         raise argparse.ArgumentTypeError(f"{text} looks like a percentage; enter {text}% or "
                                          f"{value / 100:g}")
     if not 0 < value <= 1:

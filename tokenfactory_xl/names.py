@@ -55,9 +55,10 @@ def normal(text: str) -> str:
 
 def key(text: object) -> str:
     """What tells two names apart: composed (NFC), without regard to case or surrounding
-    spaces, hidden characters left out (``"Zu\\u0308rich"`` and ``"ZÜRICH "`` are one name)."""
+    spaces, any run of spaces (a no-break space too) as one, hidden characters left out
+    (``"Zu\\u0308rich"`` and ``"ZÜRICH "`` are one name)."""
     folded = normal(HIDDEN.sub("", str(text)).strip()).casefold()
-    return normal(folded)
+    return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
 
 
 def hidden(text: str) -> str:
