@@ -5,7 +5,7 @@ leave its requirements.txt tab empty: numpy and xlwings are all this file needs,
 Lite ships both. Then type, for example, =TEF(210000, 700000) into a cell.
 
 Written by `tokenfactory-xl lite` from tokenfactory_xl 0.1.0; do not edit it by hand: write
-it again with that command. It holds the source of the package's modules model, errors, specs, roofline, number_text, catalogue, udfs and its
+it again with that command. It holds the source of the package's modules model, errors, specs, roofline, names, number_text, catalogue, udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
 and help, as desktop Excel gets.
@@ -1652,6 +1652,98 @@ def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str
                                _check_fraction("mfu", mfu), m.embedding_params,
                                attention_flops_for(m, prompt / 2))
 ''',
+    'tokenfactory_xl.names': r'''"""One rule for the names people type: a site's, a cohort's, a GPU model's, a file's.
+
+A site's name becomes a file name, a row of the portfolio, a line of the report and the key that
+tells two sites apart. Two names that look the same must therefore be the same name, and a name
+must look like what it is:
+
+- **Unicode NFC.** ``Zürich`` typed on a Mac (``u`` + a combining diaeresis) and on Windows (one
+  ``ü``) is one name: every name is read in its composed form (NFC), and names are compared
+  composed and without regard to case (:func:`key`).
+- **No hidden characters.** Control characters (a tab, a line break), the line and paragraph
+  separators U+2028/U+2029, the bidirectional controls (a right-to-left override makes
+  ``invoice`` + U+202E + ``xslx.exe`` show as another name) and the invisible characters (a
+  zero-width space, a soft hyphen, a byte-order mark) are refused in a name, naming each one
+  (:func:`hidden`), and shown escaped (``\\u200b``) wherever a name is echoed (:func:`shown`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Characters that reorder the text shown around them (Unicode bidirectional controls).
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: Characters that show as nothing: the soft hyphen, the combining grapheme joiner, the Hangul
+#: and Khmer fillers, the Mongolian vowel separator, the zero-width space, non-joiner and
+#: joiner, the word joiner and invisible operators, the byte-order mark, and the tag characters.
+INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164"
+             "\ufeff\uffa0\U000e0000-\U000e007f")
+#: The line and paragraph separators: a line break that no ``\n`` test finds.
+SEPARATORS = "\u2028\u2029"
+#: Every character a name may not hold: control characters, and the three kinds above.
+HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
+
+_WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
+         "\u2028": "a line separator", "\u2029": "a paragraph separator",
+         "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
+         "\u200c": "a zero-width non-joiner", "\u200d": "a zero-width joiner",
+         "\u2060": "a word joiner", "\ufeff": "a byte-order mark (zero-width no-break space)"}
+
+
+def _what(char: str) -> str:
+    if char in _WHAT:
+        return _WHAT[char]
+    if re.match(rf"[{BIDI_CONTROLS}]", char):
+        return "a bidirectional control"
+    if re.match(rf"[{INVISIBLE}]", char):
+        return "an invisible character"
+    return "a control character"
+
+
+def normal(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def key(text: object) -> str:
+    """What tells two names apart: composed (NFC), without regard to case or surrounding
+    spaces, any run of spaces (a no-break space too) as one, hidden characters left out
+    (``"Zu\\u0308rich"`` and ``"ZÜRICH "`` are one name)."""
+    folded = normal(HIDDEN.sub("", str(text)).strip()).casefold()
+    return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
+
+
+def hidden(text: str) -> str:
+    """The hidden characters of ``text`` in words (``"U+200B (a zero-width space) at character
+    6"``), at most three, or ``""`` when it has none."""
+    found = []
+    for match in HIDDEN.finditer(text):
+        char = match.group()
+        if all(not item.startswith(f"U+{ord(char):04X} ") for item in found):
+            found.append(f"U+{ord(char):04X} ({_what(char)}) at character {match.start() + 1}")
+        if len(found) == 3:
+            break
+    return ", ".join(found)
+
+
+def problem(text: str) -> str:
+    """Why a name holding hidden characters is refused, or ``""`` when it holds none."""
+    which = hidden(text)
+    if not which:
+        return ""
+    return (f"contains control characters: {which}, which do not show or change how the "
+            "text shows, so two names that look alike could be two sites")
+
+
+def shown(text: object) -> str:
+    """``text`` with its hidden characters written as escapes (``\\u200b``): a value echoed in
+    a message or a report cannot rewrite a terminal line, show as another, or hide a
+    difference."""
+    return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
+                      else f"\\U{ord(m.group()):08x}", str(text))
+''',
     'tokenfactory_xl.number_text': r'''"""Numbers a person typed as text, read the one way they can mean, or refused saying why.
 
 A number reaches the model as text from many hands: ``--set opex_per_gpu_hour=0,150`` typed by
@@ -1837,7 +1929,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from . import number_text
+from . import names, number_text
 
 #: The scenarios, in the order of every per-scenario value.
 SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
@@ -1847,8 +1939,12 @@ Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "curre
 #: What the parsers return for an empty cell or an absent value: the caller takes the default.
 MISSING = None
 
-# Characters that are not allowed in the XML of a workbook (openpyxl's ILLEGAL_CHARACTERS_RE).
-_CONTROL_CHARS = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
+
+
+#: The largest magnitude of a number input [its unit]: a double holds 15 to 16 significant
+#: digits, so sums of figures beyond this (a fleet of a million GPUs at such a price, over 120
+#: months) lose their cents, and at 1e308 they overflow to a blank NPV.
+MAX_MAGNITUDE = 1e12
 
 
 class BadValue(ValueError):
@@ -1928,9 +2024,10 @@ class Input:
             return self._parse_number(value)
         if self.kind == "date":
             return self._parse_date(value)
-        text = _as_text(value)
-        if _CONTROL_CHARS.search(text):
-            raise BadValue("contains control characters", "remove them")
+        text = names.normal(_as_text(value))  # one name however it was composed (NFC)
+        hidden = names.problem(text)
+        if hidden:
+            raise BadValue(hidden, "type it again without them")
         if self.kind == "choice":
             for choice in self.choices:
                 if text.lower() == choice.lower():
@@ -1971,6 +2068,11 @@ class Input:
             raise BadValue(f"is not a number (NaN); allowed: {self.allowed}")
         if math.isinf(number):
             raise BadValue(f"is infinite or too large for a number; allowed: {self.allowed}")
+        if abs(number) > MAX_MAGNITUDE:
+            raise BadValue(f"is too large: the model computes to the cent only with figures up "
+                           f"to {fmt_number(MAX_MAGNITUDE)} (beyond, a sum of them overflows "
+                           "or loses its cents); allowed: " + self.allowed,
+                           "check the unit (per GPU, per hour, per month)")
         if self.kind == "fraction" and not percent and 1 < number <= 100:
             # A share or a rate typed as a whole percentage: 5 for 5 %. Where the range allows
             # such a number (growth of up to 1,000 % a quarter) it is still refused unmarked:
