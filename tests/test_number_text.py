@@ -153,3 +153,19 @@ def test_whole_number_options_take_the_whole_reading():
 
     assert positive_int("1,024") == 1024
     assert fraction_arg("0,8") == 0.8 and fraction_arg("80%") == 0.8
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("\u22125%", -0.05),          # the minus sign of a report, not a hyphen
+    ("\u20130,5%", -0.005),
+    ("'1024", 1024),              # Excel's text prefix kept in a CSV
+])
+def test_a_report_minus_and_a_text_prefix(text, value):
+    read_value, percent = read(text)
+    assert (read_value / (100 if percent else 1)) == pytest.approx(value)
+
+
+def test_a_hidden_character_in_a_number_is_named():
+    with pytest.raises(BadValue) as caught:
+        BY_NAME["gpus"].parse("1\u200b024")
+    assert caught.value.message.startswith("contains U+200B (a zero-width space) at character 2")

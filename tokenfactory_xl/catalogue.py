@@ -191,6 +191,9 @@ class Input:
         and the input takes whole numbers: ``1,024`` GPUs)."""
         if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
             return float(text), False   # refused below, by name
+        if names.HIDDEN.search(text):
+            raise BadValue(f"contains {names.hidden(text)}, which does not show, so the number "
+                           "cannot be read as it looks", "type the number again")
         try:
             return number_text.read(text)
         except number_text.NumberTextError as exc:

@@ -72,9 +72,16 @@ class NumberTextError(ValueError):
         self.reason, self.fix, self.readings = reason, fix, readings
 
 
+#: Signs a word processor or a report writes for the minus: the minus sign U+2212 and the en
+#: dash; and the apostrophe Excel shows nowhere but keeps before a number typed as text.
+_MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})
+
+
 def shape(text: str) -> NumberShape | None:
     """How ``text`` is written as a number, or ``None`` when it is not one at all."""
-    compact = text.strip()
+    compact = text.strip().translate(_MINUS)
+    if compact.startswith("'") and compact[1:2].isdigit():
+        compact = compact[1:]
     match = _NUMBER.match(re.sub(rf"[{GROUP_SPACES}]", "", compact))
     if not match:
         return None

@@ -1818,9 +1818,16 @@ class NumberTextError(ValueError):
         self.reason, self.fix, self.readings = reason, fix, readings
 
 
+#: Signs a word processor or a report writes for the minus: the minus sign U+2212 and the en
+#: dash; and the apostrophe Excel shows nowhere but keeps before a number typed as text.
+_MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})
+
+
 def shape(text: str) -> NumberShape | None:
     """How ``text`` is written as a number, or ``None`` when it is not one at all."""
-    compact = text.strip()
+    compact = text.strip().translate(_MINUS)
+    if compact.startswith("'") and compact[1:2].isdigit():
+        compact = compact[1:]
     match = _NUMBER.match(re.sub(rf"[{GROUP_SPACES}]", "", compact))
     if not match:
         return None
@@ -2099,6 +2106,9 @@ class Input:
         and the input takes whole numbers: ``1,024`` GPUs)."""
         if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
             return float(text), False   # refused below, by name
+        if names.HIDDEN.search(text):
+            raise BadValue(f"contains {names.hidden(text)}, which does not show, so the number "
+                           "cannot be read as it looks", "type the number again")
         try:
             return number_text.read(text)
         except number_text.NumberTextError as exc:
