@@ -141,3 +141,41 @@ def test_eight_parallel_updates_of_one_file_all_land(tmp_path):
     measured = [float(after[f"Site {i}"]["measured_tps"]) for i in range(8)]
     # --instances N writes N × the instance's TPS: each site got its own update
     assert all(m == pytest.approx(measured[0] * (i + 1)) for i, m in enumerate(measured))
+
+
+#: Holds the claim on the folder argv[1], says "ready"; when told, writes argv[2] there (as the
+#: other run's output) and lets go.
+FOLDER_HOLDER = """
+import pathlib, sys
+from tokenfactory_xl.files import claim
+with claim(sys.argv[1], wait=False):
+    print("ready", flush=True)
+    sys.stdin.readline()
+    (pathlib.Path(sys.argv[1]) / sys.argv[2]).write_bytes(b"the other run's portfolio")
+"""
+
+
+def test_two_collects_into_one_folder_queue_and_the_second_finds_the_first(generated,
+                                                                          tmp_path):
+    from tests.collect_support import copy
+
+    copy(generated["Alpha"], tmp_path / "inbox")
+    out = tmp_path / "out"
+    out.mkdir()
+    held = subprocess.Popen([sys.executable, "-c", FOLDER_HOLDER, str(out), "p.xlsx"], env=ENV,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert held.stdout.readline() == "ready\n"
+    ours = subprocess.Popen([sys.executable, "-m", "tokenfactory_xl", "collect", "inbox", "-o",
+                             str(out / "p.xlsx")], cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = ours.stderr.readline()   # the readiness signal: it waits for the folder
+        assert line == f"tokenfactory-xl: note: waiting for another run writing into {out}\n"
+    finally:
+        release(held)
+    assert ours.wait(timeout=120) == 2
+    err = ours.stderr.read()
+    ours.stdout.close()
+    ours.stderr.close()
+    assert f"{out / 'p.xlsx'} exists; use --force to replace it" in err
+    assert (out / "p.xlsx").read_bytes() == b"the other run's portfolio"

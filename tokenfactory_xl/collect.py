@@ -53,6 +53,7 @@ from .files import (
     OutputClash,
     Outputs,
     check_outputs,
+    claim,
     describe_os_error,
     open_regular,
 )
@@ -549,10 +550,28 @@ def _collect_command(args: argparse.Namespace) -> int:
     if len({_same_file_key(p) for p in outputs}) < len(outputs):
         raise UserError("the portfolio, the summary CSV and the report need different file names")
     for path in outputs:
-        if path.exists() and not args.force:
-            raise UserError(f"{path} exists; use --force to replace it")
         if not path.parent.is_dir():
             raise UserError(f"{path.parent}: no such folder for {path.name}")
+    # Two collects writing into one folder queue: the second finds the first's portfolio there
+    # (and replaces it only with --force), never both thinking the name free.
+    folders = sorted({os.path.realpath(p.parent) for p in outputs})
+    with contextlib.ExitStack() as claims:
+        for folder in folders:
+            claims.enter_context(claim(folder, wait=True, what="into the folder",
+                                       on_wait=lambda f=folder: print(
+                                           f"tokenfactory-xl: note: waiting for another run "
+                                           f"writing into {f}", file=sys.stderr, flush=True)))
+        for path in outputs:
+            if path.exists() and not args.force:
+                raise UserError(f"{path} exists; use --force to replace it")
+        return _collect_into(args, portfolio, report, summary_csv, outputs)
+
+
+def _collect_into(args: argparse.Namespace, portfolio: Path, report: Path,
+                  summary_csv: Path | None, outputs: list[Path]) -> int:
+    """The collect command once its output folders are its own."""
+    from .cli import UserError
+
     found = find_workbooks(args.paths)
     # A portfolio this command wrote into a collected folder is replaced, never collected; any
     # other file found is an input and no output may replace it.
