@@ -25,3 +25,16 @@ def test_refresh_of_a_workbook_with_every_input_typed_writes_it(generated, tmp_p
                        cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "new.xlsx").exists()
+
+
+def test_refresh_reads_a_decimal_comma_typed_as_text(generated, tmp_path):
+    from tokenfactory_xl.safe_xlsx import open_xlsx, parse_reference
+
+    source = edit_with_openpyxl(copy(generated["Alpha"], tmp_path),
+                                lambda wb: set_input(wb, "opex_per_gpu_hour", "0,150"))
+    proc = command.run("refresh", source, "-o", tmp_path / "new.xlsx", "--draws", "50",
+                       cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with open_xlsx(tmp_path / "new.xlsx") as content:
+        sheet, coords = parse_reference(content.defined_names["in_opex_per_gpu_hour"])
+        assert content.cells(sheet).values[coords[0]] == 0.15   # it wrote 150
