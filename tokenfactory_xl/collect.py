@@ -243,7 +243,7 @@ def _audit_some(paths: list[str | Path], template: Template,
     for i, path in enumerate(paths):
         if CONTROL_OR_BIDI.search(str(path)):
             audit = audits[i] = WorkbookAudit(Path(path), refused=True)
-            audit.add("error", "file_name", "", f"the file name {names.problem(Path(path).name)}"
+            audit.add("error", "file_name", "", f"the path {names.problem(str(path))}"
                       "; rename the file")
         else:
             readable.append(i)
