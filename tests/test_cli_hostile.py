@@ -38,6 +38,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     ["actuals", "run.json", "-o", "run.json"],
     ["actuals", "run.json", "-o", "./sub/../run.json"],
     ["cost", "run.json", "--gpu-hour", "2", "-o", "run.json"],
+    ["actuals", "run.json", "--sites", "c.csv", "--site", "A", "-o", "c.csv"],
 ])
 def test_no_output_names_an_input_whatever_the_flags(tmp_path, args):
     (tmp_path / "c.csv").write_text(COHORTS, encoding="utf-8")
