@@ -168,4 +168,5 @@ def test_a_report_minus_and_a_text_prefix(text, value):
 def test_a_hidden_character_in_a_number_is_named():
     with pytest.raises(BadValue) as caught:
         BY_NAME["gpus"].parse("1\u200b024")
-    assert caught.value.message.startswith("contains U+200B (a zero-width space) at character 2")
+    assert caught.value.message.startswith("is not a number: it contains U+200B (a zero-width "
+                                           "space) at character 2")

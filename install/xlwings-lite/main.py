@@ -2107,8 +2107,9 @@ class Input:
         if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
             return float(text), False   # refused below, by name
         if names.HIDDEN.search(text):
-            raise BadValue(f"contains {names.hidden(text)}, which does not show, so the number "
-                           "cannot be read as it looks", "type the number again")
+            raise BadValue(f"is not a number: it contains {names.hidden(text)}, which does not "
+                           "show, so the number cannot be read as it looks",
+                           "type the number again")
         try:
             return number_text.read(text)
         except number_text.NumberTextError as exc:
