@@ -160,7 +160,7 @@ def test_a_file_name_with_a_bidi_override_is_refused_and_shown_escaped(generated
     assert "\u202e" not in proc.stdout
     (line,) = [x for x in proc.stdout.splitlines() if "invoice" in x]
     assert line.startswith("refused") and "invoice\\u202exslx.exe.xlsx" in line
-    assert "bidirectional-override characters" in line
+    assert "U+202E (a bidirectional control)" in line
 
 
 # -- outputs never replace inputs -----------------------------------------------------------------

@@ -377,3 +377,32 @@ def test_csv_saved_by_libreoffice_in_a_locale_reads_the_same(tmp_path, locale, d
     assert [(r.inputs["capex_per_gpu"], r.inputs["pue"], r.inputs["availability"],
              r.inputs["gpus"]) for r in sites.rows] == [(40000, 1.25, 0.995, 1024),
                                                          (1234.5, 1.3, 0.99, 2048)]
+
+
+# -- a used range of millions of empty cells ------------------------------------------------------
+@pytest.mark.parametrize("far", ["XFD1048576", "A1048576", "XFD1"])
+def test_a_formatted_empty_cell_far_away_does_not_make_the_reader_hang(tmp_path, far):
+    from openpyxl.styles import Font
+
+    from tests.tools import command
+
+    wb = sheet_of([["site_name", "gpus", "pue", "availability"], ["A", 1024, 1.3, "99.5%"]])
+    wb.active[far].font = Font(bold=True)   # formatted, empty: the used range reaches it
+    path = save(wb, tmp_path / "sites.xlsx")
+    # a process of its own: before, reading this sheet created every cell of its used range
+    proc = command.process("batch", path, "-o", tmp_path / "out", "--quiet", cwd=tmp_path,
+                           timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["A.xlsx", "portfolio.xlsx"]
+    (row,) = load_sites(path).rows
+    assert (row.inputs["gpus"], row.inputs["pue"], row.inputs["availability"]) == (1024, 1.3,
+                                                                                   0.995)
+
+
+def test_a_value_far_down_is_read_as_a_row_without_a_rectangle_of_cells(tmp_path):
+    wb = sheet_of([["site_name", "gpus"], ["A", 1024]])
+    wb.active["A1048576"] = "Z"
+    wb.active["B1048576"] = 2048
+    sites = load_sites(save(wb, tmp_path / "sites.xlsx"))
+    assert [(r.row, r.site_name) for r in sites.rows] == [(2, "A"), (1048576, "Z")]
+    assert sites.rows[1].inputs["gpus"] == 2048

@@ -76,14 +76,17 @@ import json
 import math
 import os
 import re
+import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import (
     capacity,
     model,
+    names,
+    number_text,
     read_genai_perf,
     read_llmperf,
     read_mlperf,
@@ -92,10 +95,10 @@ from . import (
     roofline,
     specs,
 )
-from .catalogue import BY_NAME
+from .catalogue import BY_NAME, BadValue
 from .cli import fraction_arg, positive_float, positive_int
 from .errors import InputError, Problem
-from .files import write_atomically
+from .files import NotARegularFile, claim, decode_text, read_regular, write_atomically
 from .measurement import (
     _EXPECTED,
     FORMAT_GENAI_PERF,
@@ -108,7 +111,7 @@ from .measurement import (
     Measurement,
     _num,
 )
-from .sites import MAX_XLSX_UNPACKED, normalise_column, sniff_delimiter
+from .sites import MAX_XLSX_UNPACKED, SitesFile, _header_line, normalise_column, sniff_delimiter
 
 #: The site inputs a measurement fills in, in the order they are written.
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
@@ -529,22 +532,50 @@ def _read_stdin() -> str:
 
 
 def _read_text(path: str) -> str:
+    """A result file's text: a regular file (never a FIFO or a device) of at most
+    :data:`MAX_RESULT_BYTES`, in UTF-8, UTF-16 or UTF-32."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_RESULT_BYTES:
-            raise FileProblem(path, f"is {size / 1e6:,.0f} MB; a benchmark result is far "
-                                    f"smaller (at most {MAX_RESULT_BYTES / 1e6:,.0f} MB read): "
-                                    "give the summary file, not per-request records")
-        with open(path, encoding="utf-8-sig") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise FileProblem(path, "no such file") from None
-    except IsADirectoryError:
-        raise FileProblem(path, "is a folder, not a file") from None
+        data = read_regular(path, MAX_RESULT_BYTES)
+    except NotARegularFile as exc:
+        if exc.reason.startswith("is ") and "larger than" in exc.reason:
+            raise FileProblem(path, f"{exc.reason}; a benchmark result is far smaller: give "
+                                    "the summary file, not per-request records") from None
+        if exc.reason == "does not exist":
+            raise FileProblem(path, "no such file") from None
+        raise FileProblem(path, exc.reason + (f"; {exc.fix}" if exc.fix else "")) from None
+    try:
+        return decode_text(data)
     except UnicodeDecodeError:
-        raise FileProblem(path, f"is not a text file; expected {_EXPECTED}") from None
-    except OSError as exc:
-        raise FileProblem(path, f"cannot be read ({exc.strerror})") from None
+        raise FileProblem(path, f"is not text (UTF-8, UTF-16 or UTF-32); expected {_EXPECTED}"
+                          ) from None
+
+
+class _HugeNumber(ValueError):
+    """A JSON number too long to be a measurement."""
+
+
+#: Longest number of a result file read [digits]: a float has 17 significant digits and
+#: exponents to 308; a longer number is no measurement (and Python refuses ints past 4,300).
+MAX_NUMBER_DIGITS = 400
+
+
+def _json_number(text: str) -> float | int:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise _HugeNumber(text)
+    if any(c in text for c in ".eE"):
+        return float(text)  # 1e999 is infinity, which the readers refuse by name
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:   # an int past a float's range
+        raise _HugeNumber(text) from None
+    return value
+
+
+def _loads(text: str) -> object:
+    """``json.loads`` with numbers checked: no number of hundreds of digits, no whole number
+    past a float's range."""
+    return json.loads(text, parse_int=_json_number, parse_float=_json_number)
 
 
 def _json_objects(text: str, path: str) -> list | None:
@@ -552,7 +583,9 @@ def _json_objects(text: str, path: str) -> list | None:
     if not stripped or stripped[0] not in "{[":
         return None
     try:
-        return [json.loads(stripped)]
+        return [_loads(stripped)]
+    except _HugeNumber as exc:
+        raise FileProblem(path, _huge(str(exc))) from None
     except RecursionError:
         raise FileProblem(path, "nests JSON too deeply to be a benchmark result") from None
     except json.JSONDecodeError as whole:
@@ -560,7 +593,9 @@ def _json_objects(text: str, path: str) -> list | None:
         objects = []
         for number, line in enumerate(lines, start=1):
             try:
-                objects.append(json.loads(line))
+                objects.append(_loads(line))
+            except _HugeNumber as exc:
+                raise FileProblem(path, _huge(str(exc))) from None
             except RecursionError:
                 raise FileProblem(path, "nests JSON too deeply to be a benchmark result"
                                   ) from None
@@ -583,6 +618,12 @@ def _read_text_result(path: str, text: str) -> Measurement:
         if reader.looks_like(text):
             return reader.read(text, path)
     raise FileProblem(path, f"is not a format this command reads; expected {_EXPECTED}")
+
+
+def _huge(number: str) -> str:
+    shown = number if len(number) <= 24 else f"{number[:12]}…{number[-6:]}"
+    return (f"holds the number {shown} ({len(number):,} characters), beyond any measurement "
+            "and a float's range; check the file (it may be damaged or not a result)")
 
 
 # -- Prometheus scrapes --------------------------------------------------------------------------
@@ -923,17 +964,20 @@ def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None
 # -- writing into a sites file -------------------------------------------------------------------
 
 
-def _site_index(names: list[str], site: str, path) -> int:
-    wanted = site.strip().casefold()
-    hits = [i for i, n in enumerate(names) if n.strip().casefold() == wanted]
+def _site_row(sites: SitesFile, site: str) -> int:
+    """The row number of ``site`` in ``sites`` (names compared by the one rule for names)."""
+    wanted = names.key(site)
+    hits = [r.row for r in sites.rows if r.site_name and names.key(r.site_name) == wanted]
     if len(hits) > 1:
-        raise InputError([Problem("--site", site, f"names {len(hits)} rows of {path}",
+        raise InputError([Problem("--site", site, f"names {len(hits)} rows of {sites.path} "
+                                  f"(rows {', '.join(map(str, hits))})",
                                   "make site names unique")])
     if not hits:
-        close = difflib.get_close_matches(site, names, n=3, cutoff=0.5)
+        known = [r.site_name for r in sites.rows if r.site_name]
+        close = difflib.get_close_matches(site, known, n=3, cutoff=0.5)
         fix = f"did you mean {' or '.join(close)}?" if close else (
-            f"the file has: {', '.join(names[:10])}" + (" …" if len(names) > 10 else ""))
-        raise InputError([Problem("--site", site, f"is not a site_name in {path}", fix)])
+            f"the file has: {', '.join(known[:10])}" + (" …" if len(known) > 10 else ""))
+        raise InputError([Problem("--site", site, f"is not a site_name in {sites.path}", fix)])
     return hits[0]
 
 
@@ -945,16 +989,15 @@ def _changes(old: dict[str, object], new: dict[str, float]) -> list[tuple[str, o
     return [(k, old.get(k), v) for k, v in new.items()]
 
 
-def _refuse_overwrite(changes, force: bool, path, decimal_comma: bool = False) -> None:
+def _refuse_overwrite(changes, force: bool, path, decimal: str | None = None) -> None:
     clashes = []
     for name, before, after in changes:
         if before in (None, ""):
             continue
-        text = str(before).strip()
-        text = text.replace(",", ".") if decimal_comma else text.replace(",", "")
         try:
-            same = math.isclose(float(text), after, rel_tol=1e-9)
-        except ValueError:
+            same = math.isclose(float(before) if isinstance(before, (int, float)) else
+                                number_text.read(str(before), decimal)[0], after, rel_tol=1e-9)
+        except (ValueError, TypeError):
             same = False
         if not same:
             clashes.append(f"{name} {before} → {_cell_text(after)}")
@@ -963,64 +1006,96 @@ def _refuse_overwrite(changes, force: bool, path, decimal_comma: bool = False) -
                                   + "; ".join(clashes), "add --force to replace them")])
 
 
+def check_measured(values: dict[str, float], source: str) -> None:
+    """Refuse measured values no site can take: not finite (a scrape's ``nan``), or no
+    throughput at all (a run whose every request failed measures 0 tokens/s)."""
+    problems = []
+    for name, value in values.items():
+        try:
+            BY_NAME[name].parse(value)
+        except BadValue as exc:
+            problems.append(Problem(name, value, f"measured in {source}: {exc.message}",
+                                    "check the run; nothing was written"))
+    if values.get("measured_tps") == 0:
+        problems.append(Problem("measured_tps", 0, f"measured in {source}: no tokens were served "
+                                "(every request of the run failed?), which is no throughput "
+                                "a site can plan on", "run the benchmark again; nothing was "
+                                "written"))
+    if problems:
+        raise InputError(problems)
+
+
 def write_site_values(path: str | os.PathLike, site: str, values: dict[str, float],
-                      force: bool = False, sheet: str | None = None
-                      ) -> list[tuple[str, object, float]]:
+                      force: bool = False, sheet: str | None = None,
+                      on_wait: Callable[[], object] | None = None,
+                      source: str = "the values given") -> list[tuple[str, object, float]]:
     """Write ``values`` (input name → number) into the row of ``site`` in a sites file.
 
-    Every other cell, the column order and the rows stay as they were; missing columns are
-    added at the end. The file is replaced atomically (a temporary file in the same folder,
-    then ``os.replace``). Cells that already hold a different value are only replaced with
-    ``force``. Returns (name, old value, new value) for each value written.
+    ``values`` are checked first (:func:`check_measured`; ``source`` names where they were
+    measured): nothing is written for a value no site can take.
+
+    The row, sheet and header are found as ``batch`` finds them (the sheet the workbook opens
+    on, or ``sheet``; the first row holding ``site_name``). Every other cell, the column order,
+    the rows and every formula's stored value stay as they were (a workbook's sheet is changed
+    in its XML, cell by cell); missing columns are added at the end of the header; a CSV gets
+    the numbers with its own decimal separator. The file is replaced atomically (a temporary
+    file in the same folder, then ``os.replace``). Cells that already hold a different value
+    are only replaced with ``force``. Returns (name, old value, new value) for each value
+    written. Another run updating the file is waited for (``on_wait`` is called when it is, to
+    say so).
     """
+    from .sites import load_sites
+
     path = Path(path)
     if not path.is_file():
         raise InputError([Problem("--sites", str(path), "is not a file",
                                   "give the sites file (.csv or .xlsx) to update")])
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return _write_csv(path, site, values, force)
-    if suffix in (".xlsx", ".xlsm"):
-        return _write_xlsx(path, site, values, force, sheet)
-    raise InputError([Problem("--sites", str(path), "is neither .csv nor .xlsx",
-                              "save the sites file as CSV or Excel workbook")])
+    if suffix not in (".csv", ".xlsx", ".xlsm"):
+        raise InputError([Problem("--sites", str(path), "is neither .csv nor .xlsx",
+                                  "save the sites file as CSV or Excel workbook")])
+    check_measured(values, source)
+    # Runs updating one file queue: each reads the file as the one before it left it, so
+    # eight measurements written at once are eight updates, none lost.
+    with claim(path, wait=True, what="the file", on_wait=on_wait):
+        sites = load_sites(path, sheet)
+        if "site_name" not in sites.columns:
+            raise InputError([Problem("--sites", str(path), "has no site_name column",
+                                      "the header row names the columns; --sheet picks the "
+                                      "sheet")])
+        row = _site_row(sites, site)
+        if suffix == ".csv":
+            return _write_csv(path, sites, row, values, force)
+        return _write_xlsx(path, sites, row, values, force)
 
 
-def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
-    raw = path.read_bytes()
+def _write_csv(path: Path, sites: SitesFile, row_number: int, values: dict[str, float],
+               force: bool):
+    raw = read_regular(path, MAX_XLSX_UNPACKED)
     bom = raw.startswith(b"\xef\xbb\xbf")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError([Problem("--sites", str(path), "is not UTF-8 text",
-                                  "save it as CSV UTF-8")]) from None
+    text = raw.decode("utf-8-sig")  # load_sites has read it as UTF-8
     newline = "\r\n" if "\r\n" in text else "\n"
-    delimiter = sniff_delimiter(text.split("\n", 1)[0])
+    delimiter = sniff_delimiter(_header_line(text))
     rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
-    header = [normalise_column(c) for c in rows[0]] if rows else []
-    if "site_name" not in header:
-        raise InputError([Problem("--sites", str(path), "has no site_name column in its "
-                                  "header row", "the first row names the columns")])
-    name_col = header.index("site_name")
-    body = rows[1:]
-    index = _site_index([r[name_col] if name_col < len(r) else "" for r in body], site, path)
+    header_at = sites.header_row - 1
+    header = [normalise_column(c) for c in rows[header_at]]
     added = [name for name in values if name not in header]
     for name in added:
         header.append(name)
-        rows[0].append(name)
+        rows[header_at].append(name)
     if added:  # keep the file rectangular: every row gets the new (empty) cells
-        for other in body:
+        for other in rows[header_at + 1:]:
             if any(cell != "" for cell in other):
                 other.extend([""] * (len(header) - len(other)))
-    row = body[index]
+    row = rows[row_number - 1]
     row.extend([""] * (len(header) - len(row)))
     old = {name: row[header.index(name)] for name in values}
     changes = _changes(old, values)
-    _refuse_overwrite(changes, force, path, decimal_comma=delimiter == ";")
+    _refuse_overwrite(changes, force, path, sites.decimal)
     for name, value in values.items():
-        # a semicolon-separated file is Excel's CSV in a decimal-comma locale: 412,5 not 412.5
+        # the file's own decimal separator: 412,5 in a decimal-comma file, 412.5 otherwise
         shown = _cell_text(value)
-        row[header.index(name)] = shown.replace(".", ",") if delimiter == ";" else shown
+        row[header.index(name)] = shown.replace(".", ",") if sites.decimal == "," else shown
     out = io.StringIO(newline="")
     writer = csv.writer(out, delimiter=delimiter, lineterminator=newline)
     writer.writerows(rows)
@@ -1029,50 +1104,134 @@ def _write_csv(path: Path, site: str, values: dict[str, float], force: bool):
     return changes
 
 
-def _write_xlsx(path: Path, site: str, values: dict[str, float], force: bool,
-                sheet: str | None):
-    import openpyxl  # the adapter: only this writer needs it
+def _write_xlsx(path: Path, sites: SitesFile, row_number: int, values: dict[str, float],
+                force: bool):
+    from .safe_xlsx import RefusedFile, open_xlsx
 
     try:
-        with zipfile.ZipFile(path) as archive:
-            size = sum(info.file_size for info in archive.infolist())
-    except zipfile.BadZipFile:
-        raise InputError([Problem("--sites", str(path), "is not an .xlsx workbook (not a zip)",
-                                  "save it as Excel Workbook (.xlsx)")]) from None
-    if size > MAX_XLSX_UNPACKED:
-        raise InputError([Problem("--sites", str(path), f"unpacks to {size:,} bytes, more "
-                                  "than a sites file can be", "check the file")])
-    try:
-        book = openpyxl.load_workbook(path, keep_vba=path.suffix.lower() == ".xlsm")
-    except Exception as exc:  # openpyxl raises many types for a damaged package
-        raise InputError([Problem("--sites", str(path), f"is not a readable .xlsx workbook "
-                                  f"({type(exc).__name__})", "open it in Excel and save it "
-                                  "again")]) from None
-    if sheet is not None and sheet not in book.sheetnames:
-        raise InputError([Problem("--sheet", sheet, f"is not a sheet of {path.name}",
-                                  "the sheets are " + ", ".join(book.sheetnames))])
-    target = book[sheet] if sheet else book.worksheets[0]  # the sheet the batch reads
-    header = [normalise_column(c.value) for c in target[1]]
-    if "site_name" not in header:
-        raise InputError([Problem("--sites", str(path), f"has no site_name column in the first "
-                                  f"row of sheet {target.title!r}",
-                                  "the first row names the columns; --sheet picks the sheet")])
-    name_col = header.index("site_name") + 1
-    names = [str(target.cell(r, name_col).value or "") for r in range(2, target.max_row + 1)]
-    row = _site_index(names, site, path) + 2
+        with open_xlsx(path) as content:
+            part = next((s.part for s in content.sheets if s.title == sites.sheet), None)
+            cells = content.cells(sites.sheet).values  # type: ignore[arg-type]
+    except RefusedFile as exc:
+        raise InputError([Problem("--sites", str(path), exc.reason, exc.fix)]) from None
+    if part is None:
+        raise InputError([Problem("--sites", str(path), f"has no sheet {sites.sheet!r} to write",
+                                  "--sheet names the sheet of the sites")])
+    columns = _header_columns(cells, sites.header_row)
+    width = max([_column_number(c) for c in columns.values()], default=0)
     for name in values:
-        if name not in header:
-            header.append(name)
-            target.cell(1, len(header), name)
-    old = {n: target.cell(row, header.index(n) + 1).value for n in values}
+        if name not in columns:
+            width += 1
+            columns[name] = _column_name(width)
+    old = {n: cells.get(f"{columns[n]}{row_number}") for n in values}
     changes = _changes(old, values)
     _refuse_overwrite(changes, force, path)
-    for name, value in values.items():
-        target.cell(row, header.index(name) + 1, float(value))
-    buffer = io.BytesIO()
-    book.save(buffer)
-    write_atomically(path, buffer.getvalue())
+    header_cells = {f"{columns[n]}{sites.header_row}": _inline_text(n) for n in values
+                    if f"{columns[n]}{sites.header_row}" not in cells}
+    value_cells = {f"{columns[n]}{row_number}": f"<v>{float(v)!r}</v>" for n, v in values.items()}
+    with zipfile.ZipFile(path) as archive:
+        members = [(info, archive.read(info)) for info in archive.infolist()]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for info, data in members:
+            if info.filename == part:
+                data = _set_cells(data.decode("utf-8"), {**header_cells, **value_cells}
+                                  ).encode("utf-8")
+            archive.writestr(info, data, compress_type=info.compress_type)
+    write_atomically(path, out.getvalue())
     return changes
+
+
+def _header_columns(cells: dict[str, object], header_row: int) -> dict[str, str]:
+    """Input name → column letters, from the header row's cells."""
+    found = {}
+    for coord, value in cells.items():
+        letters, row = _split(coord)
+        if row == header_row and isinstance(value, str) and normalise_column(value):
+            found.setdefault(normalise_column(value), letters)
+    return found
+
+
+def _split(coord: str) -> tuple[str, int]:
+    match = re.fullmatch(r"([A-Z]+)(\d+)", coord)
+    assert match, coord
+    return match.group(1), int(match.group(2))
+
+
+def _column_number(letters: str) -> int:
+    number = 0
+    for char in letters:
+        number = number * 26 + ord(char) - 64
+    return number
+
+
+def _column_name(number: int) -> str:
+    letters = ""
+    while number:
+        number, rest = divmod(number - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
+
+
+def _inline_text(text: str) -> str:
+    from xml.sax.saxutils import escape
+
+    return f'<is><t>{escape(text)}</t></is>'
+
+
+_ROW = re.compile(r'<((?:\w+:)?)row\b[^>]*?\br="(\d+)"[^>]*?(?:/>|>.*?</\1row>)', re.DOTALL)
+_CELL = re.compile(r'<((?:\w+:)?)c\b[^>]*?\br="([A-Z]+)(\d+)"[^>]*?(?:/>|>.*?</\1c>)', re.DOTALL)
+_STYLE = re.compile(r'\bs="(\d+)"')
+
+
+def _set_cells(xml: str, contents: dict[str, str]) -> str:
+    """The sheet's XML with each cell of ``contents`` (coordinate → the cell's inner XML, a
+    value or an inline text) replaced or added in its row, keeping the cell's style; every
+    other byte stays as it was, formulas and their stored values with it."""
+    by_row: dict[int, dict[str, str]] = {}
+    for coord, inner in contents.items():
+        letters, row = _split(coord)
+        by_row.setdefault(row, {})[letters] = inner
+
+    def cell(prefix: str, coord: str, inner: str, style: str) -> str:
+        kind = ' t="inlineStr"' if inner.startswith("<is>") else ""
+        if prefix:  # the sheet's own namespace prefix on every element
+            inner = inner.replace("</", "\0").replace("<", f"<{prefix}").replace(
+                "\0", f"</{prefix}")
+        return f'<{prefix}c r="{coord}"{style}{kind}>{inner}</{prefix}c>'
+
+    def patch_row(match: re.Match[str]) -> str:
+        prefix, number = match.group(1), int(match.group(2))
+        wanted = by_row.get(number)
+        if not wanted:
+            return match.group(0)
+        text = match.group(0)
+        if text.endswith("/>") and f"</{prefix}row>" not in text:
+            text = text[:-2] + f"></{prefix}row>"
+        head_end = text.index(">") + 1
+        body, tail = text[head_end:-len(f"</{prefix}row>")], f"</{prefix}row>"
+        pieces = []
+        pending = dict(sorted(wanted.items(), key=lambda kv: _column_number(kv[0])))
+        for c in _CELL.finditer(body):
+            letters = c.group(2)
+            for new in [k for k in pending if _column_number(k) < _column_number(letters)]:
+                pieces.append(cell(prefix, f"{new}{number}", pending.pop(new), ""))
+            if letters in pending:
+                style = _STYLE.search(c.group(0)[:c.group(0).index(">")])
+                pieces.append(cell(prefix, f"{letters}{number}", pending.pop(letters),
+                                   f' s="{style.group(1)}"' if style else ""))
+            else:
+                pieces.append(c.group(0))
+        for new, inner in pending.items():
+            pieces.append(cell(prefix, f"{new}{number}", inner, ""))
+        return text[:head_end] + "".join(pieces) + tail
+
+    patched = _ROW.sub(patch_row, xml)
+    missing = set(by_row) - {int(m.group(2)) for m in _ROW.finditer(xml)}
+    if missing:  # pragma: no cover - the header and the site's row hold cells load_sites read
+        raise InputError([Problem("--sites", "", f"rows {sorted(missing)} are not in the sheet's "
+                                  "file", "open the file in Excel and save it again")])
+    return patched
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -1188,8 +1347,11 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         summary = summaries[0]
         values = {name: summary[name] for name in MEASURED_INPUTS
                   if summary.get(name) is not None}
-        changes = write_site_values(args.sites, args.site, values, args.force,  # type: ignore[arg-type]
-                                    args.sheet)
+        changes = write_site_values(
+            args.sites, args.site, values, args.force, args.sheet,  # type: ignore[arg-type]
+            source=str(summary["source"]),
+            on_wait=lambda: print(f"tokenfactory-xl: note: waiting for another run updating "
+                                  f"{args.sites}", file=sys.stderr, flush=True))
         written = {name: new for name, _, new in changes}
     if table_format(args) == "csv":
         print_records_csv([_clean(summary) for summary in summaries])

@@ -36,7 +36,7 @@ from typing import Literal
 
 import numpy as np
 
-from . import __version__
+from . import __version__, names
 from .catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
 from .errors import InputError
 from .inputs import SiteInputs, make_inputs
@@ -204,7 +204,8 @@ def normalise_formula(text: str) -> str:
 
     Excel and LibreOffice rewrite a formula they save in small ways (case of function names,
     needless quotes around a sheet name, the ``_xlfn.`` prefix of newer functions, ``TRUE()``
-    for ``TRUE``); none of those is an edit.
+    for ``TRUE``, a function's Excel 2010 name for its older one: ``NORM.S.INV`` for
+    ``NORMSINV``); none of those is an edit.
     """
     text = text.strip()
     if text.startswith("="):
@@ -221,9 +222,21 @@ def normalise_formula(text: str) -> str:
     return _NEEDLESS_QUOTES.sub(r"\1!", out)
 
 
+# Excel 2010's names of functions that take the same arguments as their older names, which
+# a program may write for the older one (Gnumeric saves NORMSINV as _xlfn.NORM.S.INV).
+_SAME_FUNCTION = {"NORM.S.INV": "NORMSINV", "NORM.INV": "NORMINV", "NORM.DIST": "NORMDIST",
+                  "LOGNORM.INV": "LOGINV", "STDEV.S": "STDEV", "STDEV.P": "STDEVP",
+                  "VAR.S": "VAR", "VAR.P": "VARP", "PERCENTILE.INC": "PERCENTILE",
+                  "QUARTILE.INC": "QUARTILE", "MODE.SNGL": "MODE", "RANK.EQ": "RANK"}
+_NEWER_NAME = re.compile(r"(?<![A-Z0-9_.])(" + "|".join(
+    re.escape(n) for n in sorted(_SAME_FUNCTION, key=len, reverse=True)) + r")\(")
+
+
 def _formula_words(text: str) -> str:
     """A stretch of formula outside string literals, as compared."""
     text = text.upper().replace("_XLFN.", "").replace("_XLWS.", "")
+    if "." in text:
+        text = _NEWER_NAME.sub(lambda m: _SAME_FUNCTION[m.group(1)] + "(", text)
     return _LOGICAL_CALL.sub(r"\1", text) if "()" in text else text
 
 
@@ -314,9 +327,8 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
             elif (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
                     and CONTROL_OR_BIDI.search(value)):
                 audit.add("error", "input", address,
-                          f"{key}={value!r} contains control characters (a line break, a tab, "
-                          "a right-to-left override…); type it on one line without them",
-                          found=repr(value))
+                          f"{key}={value!r} {names.problem(value)}; type it again on one line "
+                          "without them", found=repr(value))
                 missing = True
             if value is None or (isinstance(value, str) and not value.strip()):
                 default = spec.default_for(SCENARIOS[index]) if spec.per_scenario \

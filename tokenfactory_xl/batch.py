@@ -46,6 +46,7 @@ from .files import (
     OutputClash,
     Outputs,
     check_outputs,
+    claim,
     describe_os_error,
     discard,
     existing,
@@ -442,45 +443,51 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
          header_row: int | None, cohorts: str | os.PathLike | None,
          risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
     sites = load_sites(sites_path, sheet, header_row, cohorts)
-    rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid, force=force,
-                                  summary_csv=summary_csv, sites_file=sites, cohorts=cohorts)
-    notes = sites.notes
-    # From here on each site is its checked inputs: the cells as read (a third of what a site
-    # holds) are let go, and a batch of 10,000 sites holds 14 MB less.
-    inputs = [row.inputs for row in rows]
-    del sites, rows
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    if callable(progress):
-        progress = progress(len(inputs))
-    report = BatchReport(outdir, skipped=skipped, notes=notes)
-    workbook_targets = targets[: len(inputs)]
-    summaries = _Summaries(len(inputs))
-    results = _generate(inputs, workbook_targets, pool, level, risk_draws, solve)
-    with Outputs() as outputs:
-        try:
-            for index, summary, temp in results:
-                outputs.adopt(temp, workbook_targets[index])
-                summaries.put(index, summary)
-                if progress is not None:
-                    progress.advance()
-            entries = _Entries(inputs, summaries)
-            report.portfolio = outputs.add(  # written as it is made, never held whole
-                outdir / PORTFOLIO,
-                lambda handle: write_portfolio_to(handle, entries))  # type: ignore[arg-type]
-            if summary_csv is not None:
-                report.summary_csv = outputs.add(  # written row by row, never held whole
-                    summary_csv,
-                    lambda handle: write_summary_csv_to(handle, entries))  # type: ignore[arg-type]
-            outputs.commit()
-        except BaseException:
-            results.close()  # the workers are gone before their temporary files are removed
-            outputs.discard()
-            _remove_temporaries(workbook_targets)
-            raise
-    report.written = workbook_targets
-    report.seconds = time.perf_counter() - started
-    return report
+    plan(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
+         sites_file=sites, cohorts=cohorts)  # every problem found before a folder is made
+    Path(outdir).mkdir(parents=True, exist_ok=True)
+    # One run at a time writes into a folder: a second one is refused (not queued: its files
+    # would replace the first's), and the targets are checked again once the folder is ours.
+    with claim(outdir, wait=False, what="into the folder"):
+        rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid,
+                                      force=force, summary_csv=summary_csv, sites_file=sites,
+                                      cohorts=cohorts)
+        notes = sites.notes
+        # From here on each site is its checked inputs: the cells as read (a third of what a site
+        # holds) are let go, and a batch of 10,000 sites holds 14 MB less.
+        inputs = [row.inputs for row in rows]
+        del sites, rows
+        outdir = Path(outdir)
+        if callable(progress):
+            progress = progress(len(inputs))
+        report = BatchReport(outdir, skipped=skipped, notes=notes)
+        workbook_targets = targets[: len(inputs)]
+        summaries = _Summaries(len(inputs))
+        results = _generate(inputs, workbook_targets, pool, level, risk_draws, solve)
+        with Outputs() as outputs:
+            try:
+                for index, summary, temp in results:
+                    outputs.adopt(temp, workbook_targets[index])
+                    summaries.put(index, summary)
+                    if progress is not None:
+                        progress.advance()
+                entries = _Entries(inputs, summaries)
+                report.portfolio = outputs.add(  # written as it is made, never held whole
+                    outdir / PORTFOLIO,
+                    lambda handle: write_portfolio_to(handle, entries))  # type: ignore[arg-type]
+                if summary_csv is not None:
+                    report.summary_csv = outputs.add(  # written row by row, never held whole
+                        summary_csv,
+                        lambda handle: write_summary_csv_to(handle, entries))  # type: ignore[arg-type]
+                outputs.commit()
+            except BaseException:
+                results.close()  # the workers are gone before their temporary files are removed
+                outputs.discard()
+                _remove_temporaries(workbook_targets)
+                raise
+        report.written = workbook_targets
+        report.seconds = time.perf_counter() - started
+        return report
 
 
 class _Summaries:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from . import names, number_text
+
 #: The scenarios, in the order of every per-scenario value.
 SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
 
@@ -29,9 +31,12 @@ Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "curre
 #: What the parsers return for an empty cell or an absent value: the caller takes the default.
 MISSING = None
 
-# Characters that are not allowed in the XML of a workbook (openpyxl's ILLEGAL_CHARACTERS_RE).
-_CONTROL_CHARS = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
-_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+
+
+#: The largest magnitude of a number input [its unit]: a double holds 15 to 16 significant
+#: digits, so sums of figures beyond this (a fleet of a million GPUs at such a price, over 120
+#: months) lose their cents, and at 1e308 they overflow to a blank NPV.
+MAX_MAGNITUDE = 1e12
 
 
 class BadValue(ValueError):
@@ -111,9 +116,10 @@ class Input:
             return self._parse_number(value)
         if self.kind == "date":
             return self._parse_date(value)
-        text = _as_text(value)
-        if _CONTROL_CHARS.search(text):
-            raise BadValue("contains control characters", "remove them")
+        text = names.normal(_as_text(value))  # one name however it was composed (NFC)
+        hidden = names.problem(text)
+        if hidden:
+            raise BadValue(hidden, "type it again without them")
         if self.kind == "choice":
             for choice in self.choices:
                 if text.lower() == choice.lower():
@@ -136,15 +142,7 @@ class Input:
         if isinstance(value, bool):
             raise BadValue(f"is TRUE/FALSE, not a number; allowed: {self.allowed}")
         if isinstance(value, str):
-            text = value.strip().replace("\u00a0", "").replace(" ", "")
-            if text.endswith("%"):
-                percent, text = True, text[:-1]
-            if _THOUSANDS.match(text):
-                text = text.replace(",", "")
-            try:
-                number = float(text)
-            except ValueError:
-                raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+            number, percent = self._read_text(value)
             if percent:
                 if self.kind != "fraction":
                     raise BadValue(f"is a percentage, but this input is {self.allowed}")
@@ -154,21 +152,29 @@ class Input:
                 number = float(value)  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+            except OverflowError:
+                raise BadValue(f"is too large for a number; allowed: {self.allowed}") from None
         else:
             raise BadValue(f"is not a number; allowed: {self.allowed}")
         if math.isnan(number):
             raise BadValue(f"is not a number (NaN); allowed: {self.allowed}")
         if math.isinf(number):
-            raise BadValue(f"is infinite; allowed: {self.allowed}")
-        if (
-            self.kind == "fraction"
-            and not percent
-            and self.high is not None
-            and self.high <= 1
-            and 1 < number <= 100
-        ):
+            raise BadValue(f"is infinite or too large for a number; allowed: {self.allowed}")
+        if abs(number) > MAX_MAGNITUDE:
+            raise BadValue(f"is too large: the model computes to the cent only with figures up "
+                           f"to {fmt_number(MAX_MAGNITUDE)} (beyond, a sum of them overflows "
+                           "or loses its cents); allowed: " + self.allowed,
+                           "check the unit (per GPU, per hour, per month)")
+        if self.kind == "fraction" and not percent and 1 < number <= 100:
+            # A share or a rate typed as a whole percentage: 5 for 5 %. Where the range allows
+            # such a number (growth of up to 1,000 % a quarter) it is still refused unmarked:
+            # "5" is far likelier to be 5 % than 500 %.
             shown, fraction = fmt_number(number), fmt_number(number / 100)
-            raise BadValue("looks like a percentage", f"enter {shown}% or {fraction}")
+            fix = f"enter {shown}% or {fraction}"
+            if self.high is not None and number <= self.high:
+                whole = fmt_number(number * 100)
+                fix += f" (type {whole}% if {whole} % is meant)"
+            raise BadValue("looks like a percentage", fix)
         if (
             self.unit == "years"
             and self.high is not None
@@ -189,6 +195,26 @@ class Input:
         if too_low or too_high:
             raise BadValue(f"is out of range; allowed: {self.allowed}")
         return int(number) if self.kind == "integer" else number
+
+    def _read_text(self, text: str) -> tuple[float, bool]:
+        """A number typed as text, by :func:`number_text.read` (no decimal convention known:
+        a number that reads two ways is refused, unless only one reading is a whole number
+        and the input takes whole numbers: ``1,024`` GPUs)."""
+        if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
+            return float(text), False   # refused below, by name
+        if names.HIDDEN.search(text):
+            raise BadValue(f"is not a number: it contains {names.hidden(text)}, which does not "
+                           "show, so the number cannot be read as it looks",
+                           "type the number again")
+        try:
+            return number_text.read(text)
+        except number_text.NumberTextError as exc:
+            if exc.readings and self.kind == "integer":
+                whole = [r for r in exc.readings if float(r.rstrip("%")).is_integer()]
+                if len(whole) == 1:
+                    return float(whole[0].rstrip("%")), whole[0].endswith("%")
+            allowed = f"; allowed: {self.allowed}" if not exc.readings else ""
+            raise BadValue(f"{exc.reason}{allowed}", exc.fix) from None
 
     def _parse_date(self, value: object) -> _dt.date:
         if isinstance(value, _dt.datetime):
@@ -369,7 +395,7 @@ INPUTS: tuple[Input, ...] = (
     Input("market_mtok_month1", "Market demand, month 1", "Mtok/month", _D, "number", 0,
           "Market demand in month 1 in million tokens; 0 = the market takes whatever is "
           "offered.", low=0),
-    Input("market_growth_per_quarter", "Market growth per quarter", "fraction", _D, "number",
+    Input("market_growth_per_quarter", "Market growth per quarter", "fraction", _D, "fraction",
           (0.30, 0.30, 0.10), "Growth of market demand each quarter (−0.99 to 10).",
           low=-0.99, high=10, per_scenario=True),
     Input("price_factor", "Price factor", "ratio", _D, "number", (1.0, 1.0, 0.9),

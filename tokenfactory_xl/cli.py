@@ -239,23 +239,38 @@ def terminal_width() -> int | None:
 
 
 # -- argparse types for options that are not site inputs (GPU counts, MBU, intervals) ----------
+def _number(text: str, whole: bool = False) -> tuple[float, bool]:
+    """An option's number by the one reader of numbers typed as text (``1,500``, ``0,8``,
+    ``2,5E+03``); a number that reads two ways is refused naming both, unless ``whole`` and
+    only one reading is a whole number."""
+    from .number_text import NumberTextError, read
+
+    try:
+        return read(text)
+    except NumberTextError as exc:
+        wholes = [r for r in exc.readings if float(r.rstrip("%")).is_integer()]
+        if whole and len(wholes) == 1:
+            return float(wholes[0].rstrip("%")), wholes[0].endswith("%")
+        raise argparse.ArgumentTypeError(f"{text!r} {exc.reason}"
+                                         + (f"; {exc.fix}" if exc.fix else "")) from None
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of at least 1 (``1,024`` accepted)."""
-    try:
-        value = int(text.replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value, percent = _number(text, whole=True)
+    if percent or not value.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+    return int(value)
 
 
 def positive_float(text: str) -> float:
-    """An argparse type: a finite number above 0 (``1,500`` accepted)."""
-    try:
-        value = float(text.replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    """An argparse type: a finite number above 0 (``1500``, ``1,500.5`` and ``0,5`` accepted;
+    ``1,500`` refused naming its two readings)."""
+    value, percent = _number(text)
+    if percent:
+        raise argparse.ArgumentTypeError(f"{text!r} is a percentage; give the number itself")
     if not value > 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} must be above 0")
     return value
@@ -263,11 +278,10 @@ def positive_float(text: str) -> float:
 
 def fraction_arg(text: str) -> float:
     """An argparse type for MBU/MFU: a fraction in (0, 1], ``80%`` accepted, ``80`` refused."""
-    try:
-        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if 1 < value <= 100:
+    value, percent = _number(text)
+    value /= 100 if percent else 1
+    text = text.strip()
+    if not percent and 1 < value <= 100:
         raise argparse.ArgumentTypeError(f"{text} looks like a percentage; enter {text}% or "
                                          f"{value / 100:g}")
     if not 0 < value <= 1:
@@ -635,6 +649,61 @@ def _unknown_arguments(parser: argparse.ArgumentParser, command: str | None,
                  f"`{chosen.prog} --help` lists what it takes")
 
 
+# -- inputs are sacred ------------------------------------------------------------------------
+#: The options naming a file (or folder) a command writes.
+OUTPUT_DESTS: tuple[str, ...] = ("print_to", "output", "png", "report", "summary_csv", "outdir")
+#: Files a command may replace by design: ``refresh FILE -o FILE --force`` writes the workbook
+#: it read anew (and refuses when that would lose changes). ``actuals --sites FILE`` updates
+#: its file too, but FILE is no output option: ``-o FILE`` naming it is refused.
+UPDATED_DESTS: dict[str, tuple[str, ...]] = {"refresh": ("workbook",)}
+#: Commands that check their outputs against their inputs themselves, with every file of the
+#: run (a folder of workbooks, the files of an output folder) by the same rule.
+CHECKS_ITS_OWN_OUTPUTS: frozenset[str] = frozenset({"batch", "collect"})
+#: Exit status of a command that failed for a reason of the machine (a full disk, a folder that
+#: cannot be written): not the user's input.
+EXIT_FAILED = 1
+
+
+def _options_of(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
+    """dest → how messages name the option (``--cohorts``; ``the file`` for a positional)."""
+    for action in parser._actions:  # the sub-parsers' action: its choices are the commands
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return {a.dest: a.option_strings[0] if a.option_strings else "the file"
+                    for a in action.choices[command]._actions}
+    return {}
+
+
+def check_inputs_sacred(args: argparse.Namespace, command: str,
+                        options: dict[str, str] | None = None) -> None:
+    """Refuse, before anything runs, an output that names a file the command reads.
+
+    Every argument naming an existing file that is not an output (nor a file the command
+    updates by design, :data:`UPDATED_DESTS`) is an input; ``--force`` replaces old outputs,
+    never an input (:func:`tokenfactory_xl.files.check_outputs`). Folders given as outputs are
+    checked by their commands, file by file.
+    """
+    from .files import check_outputs
+
+    if command in CHECKS_ITS_OWN_OUTPUTS:
+        return
+    options = options or {}
+    updated = UPDATED_DESTS.get(command, ())
+    outputs, inputs = [], []
+    for dest, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if not isinstance(item, (str, os.PathLike)) or str(item) in ("", "-"):
+                continue
+            label = options.get(dest, dest)
+            if dest in OUTPUT_DESTS:
+                if not os.path.isdir(item):
+                    outputs.append((label, item))
+            elif dest not in updated and os.path.lexists(item) and not os.path.isdir(item):
+                inputs.append((label, item))
+    if outputs and inputs:
+        check_outputs(outputs, inputs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -644,7 +713,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
+    command = _command_named(argv) or ""
     try:
+        check_inputs_sacred(args, command, _options_of(parser, command))
         if getattr(args, "print_to", None):
             return _run_printing_to(args)
         return int(args.func(args) or 0)
@@ -661,6 +732,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader went away (`… | head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # a full disk, a read-only or vanished folder: one line, as batch and collect say it
+        from .files import describe_os_error
+
+        print(f"tokenfactory-xl: {command} failed: {describe_os_error(exc)}; nothing was "
+              "written (files that were there before are unchanged)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
+from . import __version__, names
 from .audit import (
     PORTFOLIO_SHEET,
     SEVERITIES,
@@ -53,6 +53,7 @@ from .files import (
     OutputClash,
     Outputs,
     check_outputs,
+    claim,
     describe_os_error,
     open_regular,
 )
@@ -99,6 +100,61 @@ def find_workbooks(paths: Iterable[str | Path], exclude: Iterable[Path] = ()) ->
     return [p for p in unique if _same_file_key(p) not in skip]
 
 
+#: Files of a folder that are not read, by suffix: how severe, and why.
+_NOT_READ: dict[str, tuple[str, str]] = {
+    ".ods": ("error", "an OpenDocument spreadsheet (LibreOffice, Google Sheets), not an Excel "
+                      "workbook, so its site is not in the portfolio; open it and save it as "
+                      "Excel 2007-365 (.xlsx)"),
+    ".xlsb": ("error", "an Excel binary workbook, whose cells cannot be audited, so its site "
+                       "is not in the portfolio; in Excel: File > Save As > Excel Workbook "
+                       "(.xlsx)"),
+    ".numbers": ("error", "an Apple Numbers document, so its site is not in the portfolio; in "
+                          "Numbers: File > Export To > Excel (.xlsx)"),
+    ".xltx": ("error", "an Excel template, not a filled-in workbook, so it is not in the "
+                       "portfolio; save the filled-in workbook as .xlsx"),
+}
+
+
+def passed_over(paths: Iterable[str | Path], exclude: Iterable[Path] = ()
+                ) -> list[WorkbookAudit]:
+    """Every file of the named folders that :func:`find_workbooks` does not read, each with why
+    (as a skipped audit): a spreadsheet in another format (.ods, .xlsb, .numbers) is an error,
+    since a site is missing from the portfolio; Excel's lock file of an open workbook
+    (``~$…``) a warning, since someone may be changing that workbook now; any other file a
+    note. A Numbers document is a folder on a Mac: it is named, not searched. ``exclude``: the
+    run's own outputs (a report written into the folder collected is no file passed over)."""
+    skip = {_same_file_key(p) for p in exclude}
+    skipped: list[WorkbookAudit] = []
+    for item in paths:
+        folder = Path(item)
+        if not folder.is_dir():
+            continue
+        for child in sorted(folder.rglob("*")):
+            rel = child.relative_to(folder)
+            if any(p.suffix.lower() == ".numbers" for p in rel.parents if str(p) != "."):
+                continue  # inside a Numbers document: the document is named once
+            if (child.is_dir() and child.suffix.lower() != ".numbers") \
+                    or _same_file_key(child) in skip:
+                continue
+            suffix = child.suffix.lower()
+            if child.name.startswith("~$"):
+                severity, why = ("warning", "an Excel lock file: a workbook of this folder is "
+                                 "open in Excel, and changes not yet saved in it are not in "
+                                 "the portfolio; collect again once it is closed")
+            elif any(part.startswith(".") for part in rel.parts):
+                severity, why = "info", "a hidden file, not read"
+            elif suffix in WORKBOOK_SUFFIXES:
+                continue
+            elif suffix in _NOT_READ:
+                severity, why = _NOT_READ[suffix]
+            else:
+                severity, why = "info", f"not a workbook ({suffix or 'no suffix'}), not read"
+            audit = WorkbookAudit(child, skipped=True)
+            audit.add(severity, "not_read", "", why)  # type: ignore[arg-type]
+            skipped.append(audit)
+    return skipped
+
+
 def _same_file_key(path: Path) -> str:
     return os.path.normcase(os.path.abspath(path))
 
@@ -138,7 +194,32 @@ def collect(paths: Sequence[str | Path], limits: Limits | None = None,
     for dup in duplicates(audits):
         dup.second.add("warning", "duplicate_site", "in_site_name",
                        f"{dup.reason} as {dup.first.path}: the portfolio has both rows")
+    _flag_switched_scenarios(audits)
     return audits
+
+
+def _flag_switched_scenarios(audits: Sequence[WorkbookAudit]) -> None:
+    """Warn on each workbook whose live scenario is not the one most of the others have (the
+    batch wrote them all with one; someone switched the Scenario cell before sending it back):
+    the portfolio's live-scenario totals are then left blank, its per-scenario NPVs still add
+    up (:func:`tokenfactory_xl.portfolio.totals`)."""
+    from .portfolio import live_scenarios
+
+    included = [a for a in audits if a.included]
+    scenarios = live_scenarios([(a.inputs, a.result) for a in included])  # type: ignore[misc]
+    if len(scenarios) < 2:
+        return
+    usual, count = next(iter(scenarios.items()))
+    for audit in included:
+        live = str(audit.inputs["scenario"])  # type: ignore[index]
+        if live != usual:
+            audit.add("warning", "live_scenario", "in_scenario",
+                      f"the live scenario is {live}, while {count:,} of the {len(included):,} "
+                      f"workbooks' is {usual}: it was switched after the workbooks were made, so "
+                      "its NPV, revenue and EBITDA columns are of another scenario than the "
+                      "others'. The portfolio leaves the live-scenario totals blank; its NPV of "
+                      "each scenario compares like with like. Set the Scenario cell back to "
+                      f"{usual} (or collect it as it is, knowing this)")
 
 
 def auto_jobs(files: int) -> int:
@@ -162,9 +243,8 @@ def _audit_some(paths: list[str | Path], template: Template,
     for i, path in enumerate(paths):
         if CONTROL_OR_BIDI.search(str(path)):
             audit = audits[i] = WorkbookAudit(Path(path), refused=True)
-            audit.add("error", "file_name", "", "the file name contains control or "
-                      "bidirectional-override characters, which can make it show as another "
-                      "name; rename the file")
+            audit.add("error", "file_name", "", f"the path {names.problem(str(path))}"
+                      "; rename the file")
         else:
             readable.append(i)
     try:
@@ -218,7 +298,8 @@ def _hash_of(path: str, *version: int) -> str | None:
 def duplicates(audits: Sequence[WorkbookAudit]) -> list[Duplicate]:
     """Pairs of workbooks in the portfolio with the same content, or the same site name.
 
-    Names are compared without regard to case and surrounding spaces; each later workbook is
+    Names are compared by :func:`tokenfactory_xl.names.key` (composed, without regard to case,
+    surrounding spaces and hidden characters); each later workbook is
     paired with the first one it repeats.
     """
     by_hash: dict[str, WorkbookAudit] = {}
@@ -229,7 +310,7 @@ def duplicates(audits: Sequence[WorkbookAudit]) -> list[Duplicate]:
             continue
         digest = _content_hash(audit.path)
         name = _site(audit)
-        key = name.strip().casefold()
+        key = names.key(name)
         if digest is not None and digest in by_hash:
             found.append(Duplicate(by_hash[digest], audit, "the same content"))
         elif key in by_name:
@@ -467,6 +548,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
         print(f"tokenfactory-xl: collect stopped by {stopped.name}; nothing was written",
               file=sys.stderr)
         return stopped.exit_status
+    except BrokenPipeError:
+        raise  # the outputs are written; the reader of the listing went away (cli.main)
     except OSError as exc:
         print(f"tokenfactory-xl: collect failed: {describe_os_error(exc)}; nothing was written "
               "(files that were there before are unchanged)", file=sys.stderr)
@@ -488,10 +571,28 @@ def _collect_command(args: argparse.Namespace) -> int:
     if len({_same_file_key(p) for p in outputs}) < len(outputs):
         raise UserError("the portfolio, the summary CSV and the report need different file names")
     for path in outputs:
-        if path.exists() and not args.force:
-            raise UserError(f"{path} exists; use --force to replace it")
         if not path.parent.is_dir():
             raise UserError(f"{path.parent}: no such folder for {path.name}")
+    # Two collects writing into one folder queue: the second finds the first's portfolio there
+    # (and replaces it only with --force), never both thinking the name free.
+    folders = sorted({os.path.realpath(p.parent) for p in outputs})
+    with contextlib.ExitStack() as claims:
+        for folder in folders:
+            claims.enter_context(claim(folder, wait=True, what="into the folder",
+                                       on_wait=lambda f=folder: print(
+                                           f"tokenfactory-xl: note: waiting for another run "
+                                           f"writing into {f}", file=sys.stderr, flush=True)))
+        for path in outputs:
+            if path.exists() and not args.force:
+                raise UserError(f"{path} exists; use --force to replace it")
+        return _collect_into(args, portfolio, report, summary_csv, outputs)
+
+
+def _collect_into(args: argparse.Namespace, portfolio: Path, report: Path,
+                  summary_csv: Path | None, outputs: list[Path]) -> int:
+    """The collect command once its output folders are its own."""
+    from .cli import UserError
+
     found = find_workbooks(args.paths)
     # A portfolio this command wrote into a collected folder is replaced, never collected; any
     # other file found is an input and no output may replace it.
@@ -515,10 +616,14 @@ def _collect_command(args: argparse.Namespace) -> int:
         labelled.insert(1, ("--summary-csv", summary_csv))
     check_outputs(labelled, [("the workbook", f) for f in files])
     if not files:
-        raise UserError("no workbook found in " + ", ".join(args.paths)
-                        + " (folders are searched for .xlsx, .xlsm and .xls files)")
+        lines = ["no workbook found in " + ", ".join(map(visible, args.paths))
+                 + " (folders are searched for .xlsx, .xlsm and .xls files)"]
+        lines += [f"  - {visible(str(a.path))}: {visible(a.findings[0].message)}"
+                  for a in passed_over(args.paths)]
+        raise UserError("\n".join(lines))
     limits = Limits(max_uncompressed=args.max_uncompressed, max_ratio=args.max_ratio)
     audits = collect(files, limits, args.jobs or auto_jobs(len(files)))
+    audits += passed_over(args.paths, outputs)
     dups = duplicates(audits)
     if dups and not args.allow_duplicates:
         many = len(dups) != 1

@@ -30,7 +30,7 @@ import io
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -99,17 +99,19 @@ def regular_file_problem(path: str | os.PathLike) -> NotARegularFile | None:
                            "give a saved file" if what != "a folder" else "give a file")
 
 
-def open_regular(path: str | os.PathLike) -> BinaryIO:
+def open_regular(path: str | os.PathLike, max_bytes: int | None = None) -> BinaryIO:
     """Open ``path`` for reading in binary mode, only if it is a regular file.
 
     The file is checked before it is opened (opening some devices has effects) and again on the
     open descriptor (the path may have been swapped in between); it is opened without blocking,
-    so a FIFO with no writer cannot hang the run.
+    so a FIFO with no writer cannot hang the run. ``max_bytes``: the largest file that can be
+    what the command expects [bytes].
 
     Raises
     ------
     NotARegularFile
-        missing, a folder, a FIFO, a device, a socket, a dangling link, or not readable.
+        missing, a folder, a FIFO, a device, a socket, a dangling link, not readable, or larger
+        than ``max_bytes``.
     """
     problem = regular_file_problem(path)
     if problem is not None:
@@ -119,9 +121,13 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
     except OSError as exc:
         raise NotARegularFile(path, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotARegularFile(path, f"is {_kind(mode)}, not a regular file")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(path, f"is {_kind(st.st_mode)}, not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise NotARegularFile(path, f"is {_size(st.st_size)}, larger than such a file can "
+                                  f"be (at most {_size(max_bytes)} are read)",
+                                  "check that it is the file meant")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -130,10 +136,46 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
         raise
 
 
-def read_regular(path: str | os.PathLike) -> bytes:
-    """The whole content of a regular file (see :func:`open_regular`)."""
-    with open_regular(path) as handle:
-        return handle.read()
+def read_regular(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`); never more than
+    ``max_bytes``, even of a file that grows while it is read."""
+    with open_regular(path, max_bytes) as handle:
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise NotARegularFile(path, f"grew past {_size(max_bytes)} while it was read",
+                              "read it once it is complete")
+    return data
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:,.1f} MB" if count >= 2**20 else f"{count:,} bytes"
+
+
+#: Byte-order marks and the encodings they announce (UTF-32 before UTF-16: its mark starts
+#: with UTF-16's).
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"),
+         (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def decode_text(data: bytes) -> str:
+    """Text saved as UTF-8 (with or without a byte-order mark), UTF-16 or UTF-32 (as Windows
+    tools and PowerShell's ``>`` write it; told by the mark, or by the zero bytes of ASCII
+    text in UTF-16 without one).
+
+    Raises
+    ------
+    UnicodeDecodeError
+        the bytes are none of these.
+    """
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            return data.decode(encoding)
+    head = data[:64]
+    if len(head) >= 4 and head[1::2].count(0) > len(head) // 4 and not head[0::2].count(0):
+        return data.decode("utf-16-le")
+    if len(head) >= 4 and head[0::2].count(0) > len(head) // 4 and not head[1::2].count(0):
+        return data.decode("utf-16-be")
+    return data.decode("utf-8")
 
 
 # -- checking the outputs against the inputs ---------------------------------------------------
@@ -368,6 +410,90 @@ class Outputs:
     def __exit__(self, kind: object, *rest: object) -> None:
         if kind is not None or not self.committed:
             self.discard()
+
+
+# -- claiming a folder or a file for one run ------------------------------------------------------
+class Busy(OSError):
+    """Another run holds the claim on a folder or file, and this one does not wait."""
+
+
+try:  # POSIX: an advisory lock the system releases when the process ends, however it ends
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+@contextlib.contextmanager
+def claim(path: str | os.PathLike, *, wait: bool, what: str = "",
+          on_wait: Callable[[], object] | None = None) -> Iterator[None]:
+    """Hold the exclusive claim on ``path`` (an output folder, or a file being updated) for the
+    block: two runs of tokenfactory_xl never write into one folder, or update one file, at once.
+
+    ``wait``: queue behind the run holding it (``on_wait`` is called first, to say so), or
+    refuse at once with :class:`Busy`. The claim is an ``flock`` on the folder or file itself,
+    so nothing is left behind and a run that is killed releases it. A file replaced by the run
+    that held it (an update is a rename) is claimed again under its new identity.
+    """
+    path = Path(path)
+    if fcntl is None:  # pragma: no cover - Windows: a lock file beside it, made exclusively
+        with _claim_by_file(path, wait, what, on_wait):
+            yield
+        return
+    waited = False
+    while True:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not wait:
+                    raise Busy(errno.EBUSY, _busy(path, what)) from None
+                if on_wait is not None and not waited:
+                    on_wait()
+                waited = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if _identity(path) != _identity_of(fd):  # replaced while we waited: again
+                continue
+            yield
+            return
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def _busy(path: Path, what: str) -> str:
+    return (f"another tokenfactory-xl run is writing {what or 'into'} {path} right now; wait for "
+            "it to end, or choose another")
+
+
+def _identity_of(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+@contextlib.contextmanager
+def _claim_by_file(path: Path, wait: bool, what: str,
+                   on_wait: Callable[[], object] | None) -> Iterator[None]:  # pragma: no cover
+    import time
+
+    lock = path / ".tfxl-lock" if path.is_dir() else path.with_name(f".tfxl-lock-{path.name}")
+    waited = False
+    while True:
+        try:
+            fd = os.open(lock, _CREATE, 0o666)
+            break
+        except FileExistsError:
+            if not wait:
+                raise Busy(errno.EBUSY, _busy(path, what)) from None
+            if on_wait is not None and not waited:
+                on_wait()
+            waited = True
+            time.sleep(0.05)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def existing(paths: Iterable[str | os.PathLike]) -> list[Path]:

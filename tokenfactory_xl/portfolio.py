@@ -346,14 +346,33 @@ def _lines(text: str, width: float) -> int:
     return lines
 
 
+#: Totals of the live scenario's figures, which add up only when every site has one live
+#: scenario: the per-scenario NPV columns add up whatever each site's is.
+_LIVE_TOTALS = frozenset({"equivalent_gpus", "avoided_capex", "tokens_sold_total",
+                          "revenue_total", "ebitda_total", "npv", "ebitda_margin",
+                          "cost_per_mtok"})
+
+
+def live_scenarios(entries: Sequence[Entry]) -> dict[str, int]:
+    """How many sites have each live scenario, the most common first."""
+    counts: dict[str, int] = {}
+    for inputs, _ in entries:
+        counts[str(inputs["scenario"])] = counts.get(str(inputs["scenario"]), 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
-    """The totals: sums, portfolio ratios and ``None`` where no total makes sense."""
+    """The totals: sums, portfolio ratios and ``None`` where no total makes sense (money of
+    several currencies; the live scenario's figures of sites whose live scenarios differ: one
+    site's Optimised NPV added to others' Base NPVs is no figure of any scenario)."""
     named = output_columns(entries)
     out: dict[str, float | None] = {name: None for name in named}
     if not entries:
         return out
     one_currency = currency_of(entries) is not None
-    summed = [name for name in named if name in SUMMED and (name not in _MONEY or one_currency)]
+    one_scenario = len(live_scenarios(entries)) == 1
+    summed = [name for name in named if name in SUMMED and (name not in _MONEY or one_currency)
+              and (one_scenario or name not in _LIVE_TOTALS)]
     ratios = [name for name in ("tef_now", "tfi_now") if name in out]
     cost = one_currency and "cost_per_mtok" in out
     read = list(dict.fromkeys(summed + ratios + (["cost_per_mtok", "tokens_sold_total"]
@@ -386,16 +405,22 @@ def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
         out["ebitda_margin"] = ebitda / revenue
     for name in ratios:
         out[name] = weighted(name, capacity)
-    if cost:
+    if cost and one_scenario:
         tokens = [v if v == v else 0.0 for v in found["tokens_sold_total"]]
         out["cost_per_mtok"] = weighted("cost_per_mtok", tokens)
     return out
 
 
-def _how_totalled(name: str, total: float | None, one_currency: bool) -> str:
-    """Why the totals on Summary show ``total`` (or nothing) for output ``name``."""
+def _how_totalled(name: str, total: float | None, one_currency: bool,
+                  scenarios: dict[str, int] | None = None) -> str:
+    """Why the Totals sheet shows ``total`` (or nothing) for output ``name``; ``scenarios``:
+    the sites' live scenarios (:func:`live_scenarios`)."""
     if name in _MONEY and not one_currency:
         return "blank: the sites use different currencies"
+    if scenarios and len(scenarios) > 1 and name in _LIVE_TOTALS:
+        counts = ", ".join(f"{scenario} for {n:,}" for scenario, n in scenarios.items())
+        return (f"blank: the sites' live scenarios differ ({counts}), and their figures do "
+                "not add up; the NPV of each scenario does (its own row)")
     if total is None and name not in SUMMED | {"ebitda_margin", "tef_now", "tfi_now",
                                                 "cost_per_mtok"}:
         return "blank: does not add up across sites"
@@ -625,11 +650,12 @@ def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
     figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
                ("gpus", header("gpus", currency), total.get("gpus"), _number_format("gpus"),
                 "sum over the sites")]
+    scenarios = live_scenarios(entries)
     # the figures that add up first, then those that do not (blank, with the reason)
     names = sorted(output_columns(entries), key=lambda name: total.get(name) is None)
     for name in names:
         figures.append((name, header(name, currency), total.get(name), _number_format(name),
-                        _how_totalled(name, total.get(name), one_currency)))
+                        _how_totalled(name, total.get(name), one_currency, scenarios)))
     titles = ["Figure", "Portfolio total", "How it is totalled", "Column"]
     rows = [[label, found, how, name if name != "sites" else None]
             for name, label, found, _, how in figures]

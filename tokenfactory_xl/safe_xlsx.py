@@ -408,6 +408,24 @@ def _rels(archive: zipfile.ZipFile, part: str, budget: list[int]) -> dict[str, t
     return out
 
 
+#: Why a Strict Open XML workbook is refused, and what to do.
+STRICT = ("saved as Strict Open XML, whose names of every part differ from an ordinary .xlsx's, "
+          "so its sheets cannot be read")
+STRICT_FIX = ("in Excel: File > Save As > Excel Workbook (.xlsx), not \"Strict Open XML "
+              "Spreadsheet\"")
+_STRICT_MAIN = b"http://purl.oclc.org/ooxml/spreadsheetml/main"
+
+
+def is_strict(archive: zipfile.ZipFile, main: str = "xl/workbook.xml",
+              budget: list[int] | None = None) -> bool:
+    """Whether the workbook part ``main`` is Strict Open XML (ISO 29500 Strict): its elements
+    are in the purl.oclc.org namespace, not the transitional one every reader expects."""
+    if main not in archive.NameToInfo:
+        return False
+    with _member(archive, main, budget or [1 << 20]) as stream:
+        return _STRICT_MAIN in stream.read(4096)
+
+
 def _read_workbook(path: Path, archive: zipfile.ZipFile, limits: Limits) -> XlsxContent:
     budget = [limits.max_uncompressed]
     root = _rels(archive, "", budget) if "_rels/.rels" in archive.NameToInfo else {}
@@ -422,6 +440,8 @@ def _read_workbook(path: Path, archive: zipfile.ZipFile, limits: Limits) -> Xlsx
     if main.endswith(".bin"):
         raise RefusedFile("an Excel binary workbook (.xlsb), not an .xlsx",
                           "open it in Excel and save it as .xlsx")
+    if is_strict(archive, main, budget):
+        raise RefusedFile(STRICT, STRICT_FIX)
     rels = _rels(archive, main, budget)
     sheets: list[SheetPart] = []
     names: dict[str, str] = {}

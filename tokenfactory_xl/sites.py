@@ -28,16 +28,18 @@ import csv
 import io
 import os
 import re
-import unicodedata
+import warnings
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import names, number_text
 from .catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name
 from .errors import InputError, Problem
 from .files import NotARegularFile, read_regular, regular_file_problem
 from .inputs import FrozenMapping, SiteInputs, make_inputs, split_key
+from .number_text import two_readings
 
 #: What a row of the body becomes once checked: its cells are let go.
 _CHECKED: tuple[int, list[object]] = (0, [])
@@ -59,26 +61,18 @@ RESERVED_STEMS: frozenset[str] = frozenset(
 MAX_STEM_BYTES = 120
 
 # An .xlsx sites file is a zip; refuse one that unpacks to more than this [bytes] (a zip bomb
-# of 0.6 MB can hold gigabytes of XML, and openpyxl has no size guard).
+# of 0.6 MB can hold gigabytes of XML, and openpyxl has no size guard); no sites or cohorts
+# file of either kind read is larger (100,000 sites are some 50 MB of CSV).
 MAX_XLSX_UNPACKED = 200 * 2**20
 
-#: Characters that reorder the text shown around them (Unicode bidirectional controls): a name
-#: holding one can display as another ("evil\u202exslx.exe" shows as "evilexe.xlsx").
-BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-# Characters Windows, macOS or Linux refuse in a file name, every control character and every
-# bidirectional control.
-_UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]')
-#: Control characters in a text value: the catalogue refuses most; line breaks, tabs and the
-#: bidirectional controls are also refused here because a site name becomes a file name, one
-#: line of a portfolio and a line of a report.
-CONTROL_OR_BIDI = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
-_CONTROL = CONTROL_OR_BIDI
-
-
-def visible(text: object) -> str:
-    """``text`` with control and bidirectional characters shown as escapes (``\\u202e``), so a
-    value echoed in a message or a report cannot rewrite a terminal line or show as another."""
-    return CONTROL_OR_BIDI.sub(lambda m: f"\\u{ord(m.group(0)):04x}", str(text))
+# Characters Windows, macOS or Linux refuse in a file name, and every character a name may not
+# hold (control characters, bidirectional controls, invisible characters: :mod:`names`).
+_UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*]|{names.HIDDEN.pattern}')
+#: Characters a name or a label may not hold (:data:`tokenfactory_xl.names.HIDDEN`): a site
+#: name becomes a file name, one line of a portfolio and a line of a report.
+CONTROL_OR_BIDI = names.HIDDEN
+#: A value echoed in a message or a report, its hidden characters escaped (``\u202e``).
+visible = names.shown
 
 
 @dataclass(frozen=True)
@@ -125,6 +119,9 @@ class SitesFile:
     notes: tuple[str, ...] = field(default=())
     header_row: int = 1
     sheet: str | None = None
+    #: The decimal separator of a CSV file's numbers (``","`` or ``"."``), as read; ``None``
+    #: for a workbook, or a file with nothing to decide it.
+    decimal: str | None = None
     #: The cohorts table read with the sites (``--cohorts FILE`` or a ``cohorts`` sheet).
     cohorts: CohortsTable | None = None
 
@@ -150,14 +147,18 @@ def safe_file_stem(site_name: str) -> str:
 
     Path separators, characters Windows refuses (``<>:"/\\|?*``) and control characters become
     ``_``; runs of white space become one space; leading dots and spaces and trailing dots and
-    spaces go (Windows drops them silently); Windows device names (``CON``, ``NUL``, ``COM1``…)
+    spaces go (Windows drops them silently); a leading ``~`` becomes ``_`` (``~$Budget`` is how
+    Excel names the lock file of an open workbook, which other tools pass over); Windows device
+    names (``CON``, ``NUL``, ``COM1``…)
     and ``portfolio`` (the batch's own output) get a ``_`` after that part of the name before
     the first dot (``nul.txt`` → ``nul_.txt``); the result is cut to
     :data:`MAX_STEM_BYTES` bytes of UTF-8 at a character boundary. Never empty.
     """
-    text = unicodedata.normalize("NFC", str(site_name))
+    text = names.normal(str(site_name))
     text = _UNSAFE_IN_NAME.sub("_", text)
     text = re.sub(r"\s+", " ", text).strip(" .")
+    if text.startswith("~"):  # "~$Budget.xlsx" is what Excel names its lock file of Budget.xlsx
+        text = "_" + text[1:]
     encoded = text.encode("utf-8")
     if len(encoded) > MAX_STEM_BYTES:
         text = encoded[:MAX_STEM_BYTES].decode("utf-8", errors="ignore").rstrip(" .")
@@ -259,10 +260,10 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
         header_problems = [_with_sheet_hint(p, source.elsewhere) for p in header_problems]
     file_problems += header_problems
     file_problems += _check_cells(source, header_at, body, columns, keep, notes)
-    number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter)
-    if any(not p.where for p in number_problems):  # the file mixes conventions
-        file_problems += number_problems
-        number_problems = []
+    number_problems, number_notes, decimal = _read_numbers(body, columns, keep,
+                                                           source.delimiter)
+    file_problems += [p for p in number_problems if not p.where]  # the file mixes conventions
+    number_problems = [p for p in number_problems if p.where]
     notes += number_notes
     hidden = [n for n, _ in body if n in source.hidden_rows]
     if hidden:
@@ -296,7 +297,7 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
     rows = _mark_duplicates(rows)
     return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
                      tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet,
-                     table)
+                     decimal, table)
 
 
 def _cohorts_for(path: Path, source: _Source, cohorts: str | os.PathLike | None,
@@ -457,7 +458,7 @@ def _read_source(path: Path, sheet: str | None, what: str = "sites file") -> _So
                                   f"save the {what[:-5]} as CSV UTF-8 or as an Excel "
                                   "workbook (.xlsx)")])
     try:
-        data = read_regular(path)
+        data = read_regular(path, MAX_XLSX_UNPACKED)
     except NotARegularFile as exc:
         fix = exc.fix or f"give the {what} (.csv or .xlsx)"
         if exc.reason == "does not exist":
@@ -542,18 +543,25 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
             what, str(path), f"unpacks to {unpacked / 2**20:,.0f} MB, more than a "
             f"{what} should ({MAX_XLSX_UNPACKED // 2**20} MB)",
             f"save the {what[:-5]} as CSV UTF-8")])
-    from .safe_xlsx import Limits, RefusedFile, check_sizes
+    from .safe_xlsx import STRICT, STRICT_FIX, Limits, RefusedFile, check_sizes, is_strict
 
     try:  # the limits collect applies to workbooks from outside: a member's ratio, members
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             check_sizes(archive, Limits(max_uncompressed=MAX_XLSX_UNPACKED))
+            strict = is_strict(archive)
     except RefusedFile as exc:
         raise InputError([Problem(what, str(path), exc.reason,
                                   f"save the {what[:-5]} as CSV UTF-8")]) from None
+    if strict:  # openpyxl would read it as a workbook of no sheets
+        raise InputError([Problem(what, str(path), f"is {STRICT}",
+                                  f"{STRICT_FIX}, or save it as CSV UTF-8")])
     try:
-        # Twice: the formulas (to find cells with none of their values stored) and the values.
-        formulas = openpyxl.load_workbook(io.BytesIO(data), data_only=False)
-        values = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
+        # Twice: the formulas (to find cells with none of their values stored) and the values;
+        # openpyxl's warnings (a data validation it drops…) are about display, not values.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            formulas = openpyxl.load_workbook(io.BytesIO(data), data_only=False)
+            values = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
     except Exception as exc:  # openpyxl raises many types for a damaged package
         raise InputError([Problem(what, str(path),
                                   f"is not a readable .xlsx workbook ({type(exc).__name__})",
@@ -598,21 +606,21 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
         if ws.sheet_state != "visible":
             notes.append(f"sheet {ws.title!r} is hidden; read because --sheet names it")
     shown = values[ws.title]
-    grid: list[list[object]] = []
     texts: dict[str, str] = {}  # a text repeated down the sheet ("own", "H200") is held once
-    for row in ws.iter_rows():
-        cells: list[object] = []
-        for cell in row:
-            if cell.data_type == "f":
-                value = shown[cell.coordinate].value
-                if value is None:
-                    text = cell.value if isinstance(cell.value, str) else getattr(
-                        cell.value, "text", "") or ""
-                    value = _Formula(cell.coordinate, str(text).lstrip("="))
-            else:
-                value = cell.value
-            cells.append(texts.setdefault(value, value) if type(value) is str else value)
-        grid.append(cells)
+    filled: dict[int, dict[int, object]] = {}
+    for (r, c), cell in _held_cells(ws):
+        if cell.data_type == "f":
+            value = shown.cell(r, c).value
+            if value is None:
+                text = cell.value if isinstance(cell.value, str) else getattr(
+                    cell.value, "text", "") or ""
+                value = _Formula(cell.coordinate, str(text).lstrip("="))
+        else:
+            value = cell.value
+        if value is not None:
+            filled.setdefault(r, {})[c] = (texts.setdefault(value, value) if type(value) is str
+                                           else value)
+    grid = _grid(filled)
     if any(isinstance(c, _Formula) for cells in grid for c in cells):
         _empty_results(path, ws.title, grid)
     merges = [(str(r.coord), r.min_row, r.min_col - 1, r.max_row, r.max_col - 1)
@@ -621,11 +629,12 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
     for other in formulas.worksheets:
         if other is ws or _is_cohorts_sheet(other.title):
             continue
-        for n, row in enumerate(other.iter_rows(max_row=HEADER_SEARCH_ROWS, values_only=True),
-                                start=1):
-            if any(_is_site_name(c) for c in row):
-                elsewhere[other.title] = n
-                break
+        if not hasattr(other, "_cells"):
+            continue   # a chart sheet
+        rows = sorted({r for (r, _c), cell in _held_cells(other)
+                       if r <= HEADER_SEARCH_ROWS and _is_site_name(cell.value)})
+        if rows:
+            elsewhere[other.title] = rows[0]
     hidden_rows = {n for n, dim in ws.row_dimensions.items() if dim.hidden}
     hidden_columns = {i - 1 for dim in ws.column_dimensions.values() if dim.hidden
                       and dim.min and dim.max for i in range(dim.min, dim.max + 1)}
@@ -642,6 +651,31 @@ def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites fi
     values.close()
     return _Source(grid, None, ws.title, merges, notes, elsewhere, hidden_rows, hidden_columns,
                    totals_rows, sheets)
+
+
+def _held_cells(ws: object) -> list[tuple[tuple[int, int], object]]:
+    """The cells a sheet's file holds, by (row, column): never the rectangle up to its last
+    cell. One formatted empty cell at XFD1048576 makes a sheet's used range 17 billion cells,
+    which ``iter_rows`` would create one by one (openpyxl keeps the cells it read in
+    ``_cells``; it has no public way to list only those)."""
+    return list(ws._cells.items())  # type: ignore[attr-defined]
+
+
+def _grid(filled: dict[int, dict[int, object]]) -> list[list[object]]:
+    """Rows 1 … the last with a value, each as long as its last value: an empty row is one
+    shared empty list, so a value in row 1,048,576 costs 8 MB, not a row of cells each."""
+    empty: list[object] = []
+    grid: list[list[object]] = []
+    for r in range(1, max(filled, default=0) + 1):
+        cells = filled.get(r)
+        if not cells:
+            grid.append(empty)
+            continue
+        row: list[object] = [None] * max(cells)
+        for c, value in cells.items():
+            row[c - 1] = value
+        grid.append(row)
+    return grid
 
 
 def _empty_results(path: Path, title: str, grid: list[list[object]]) -> None:
@@ -662,50 +696,18 @@ def _empty_results(path: Path, title: str, grid: list[list[object]]) -> None:
 
 # -- numbers written as text: the decimal convention of the file ---------------------------------
 _NUMERIC_KINDS = ("number", "integer", "fraction")
-_NUMBER_TEXT = re.compile(r"^([+-]?)([\d.,]*\d[\d.,]*)(%?)$")
-_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^\d+$"), "plain"),
-    (re.compile(r"^\d{1,3}(\.\d{3})+,\d+$|^\d{1,3}(\.\d{3}){2,}$"), "comma"),
-    (re.compile(r"^\d{1,3}(,\d{3})+\.\d+$|^\d{1,3}(,\d{3}){2,}$"), "point"),
-    (re.compile(r"^[1-9]\d{0,2}\.\d{3}$"), "dot?"),      # 40.000: 40 or 40 000
-    (re.compile(r"^[1-9]\d{0,2},\d{3}$"), "comma?"),    # 1,100: 1 100 or 1.1
-    (re.compile(r"^\d*\.\d+$"), "point"),
-    (re.compile(r"^\d*,\d+$"), "comma"),
-)
 
 
-def _number_shape(text: str) -> tuple[str, str, str, str] | None:
-    """(sign, digits and separators, percent sign, shape) of a number typed as text."""
-    compact = re.sub(r"[\s\u00a0\u202f]", "", text)
-    match = _NUMBER_TEXT.match(compact)
-    if not match:
-        return None
-    sign, core, percent = match.groups()
-    shape = next((name for pattern, name in _SHAPES if pattern.match(core)), "other")
-    return sign, core, percent, shape
-
-
-def two_readings(text: str) -> tuple[str, str] | None:
-    """The two readings of a number typed as text that reads two ways (``"1,100"`` → ``("1100",
-    "1.100")``: thousands separator, or decimal separator), or ``None`` when it reads one way."""
-    shape = _number_shape(text)
-    if shape is None or shape[3] not in ("dot?", "comma?"):
-        return None
-    sign, core, percent, _ = shape
-    separator_is_dot = "." in core
-    return (_as_read(sign, core, percent, "," if separator_is_dot else "."),
-            _as_read(sign, core, percent, "." if separator_is_dot else ","))
-
-
-def _as_read(sign: str, core: str, percent: str, decimal: str) -> str:
-    """The number with ``decimal`` as its decimal separator, as Python reads it."""
-    thousands = "." if decimal == "," else ","
-    return sign + core.replace(thousands, "").replace(decimal, ".") + percent
+def _canonical(number: number_text.NumberShape, decimal: str) -> str:
+    """A number typed as text rewritten so that it reads one way only (``40.000`` with decimal
+    points → ``40.0``): what the catalogue gets once the file's convention is known."""
+    value = float(number_text.as_read(number, decimal).rstrip("%"))
+    return repr(value) + number.percent
 
 
 def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep: list[bool],
                   delimiter: str | None, specs: Mapping[str, Input] = BY_NAME,
-                  what: str = "sites file") -> tuple[list[Problem], list[str]]:
+                  what: str = "sites file") -> tuple[list[Problem], list[str], str | None]:
     """Decide the file's decimal separator once and rewrite every number typed as text by it.
 
     A number with a separator that only one convention allows (``0,995``, ``1.234,5``,
@@ -714,45 +716,52 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
     comma file one of a decimal-point locale; a tab-separated file or a workbook has no rule,
     and a number that reads two ways there (``1,100``, ``40.000``) is refused naming both.
     ``body`` is updated in place; returns the problems (without ``where`` for a file-wide
-    one) and the notes saying which convention was used and why.
+    one), the notes saying which convention was used and why, and the decimal separator of the
+    file (``None`` when nothing decides: a workbook's numbers are numbers).
     """
     numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
                and specs[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
 
-    def typed() -> Iterator[tuple[int, list[object], int, tuple[str, str, str, str]]]:
+    def typed() -> Iterator[tuple[int, list[object], int, number_text.NumberShape]]:
         """Each number typed as text with a separator: its row, cells, column and shape."""
         for n, cells in body:
             for i in numeric:
                 if i < len(cells) and isinstance(cells[i], str):
-                    shape = _number_shape(cells[i])  # type: ignore[arg-type]
-                    if shape is not None and shape[3] != "plain":
+                    shape = number_text.shape(cells[i])  # type: ignore[arg-type]
+                    if shape is not None and (shape.shape != "plain" or shape.exponent
+                                              or not shape.core.isdigit()):
                         yield n, cells, i, shape
 
     # First pass: what decides. Only the first number of each convention is kept, and the
     # numbers that read two ways only while no convention has shown (a 10,000-row file holds
     # some 100,000 numbers; they are read again below rather than held).
-    first: dict[str, tuple[int, int, str, tuple[str, str, str, str]]] = {}
-    found: list[tuple[int, int, str, tuple[str, str, str, str]]] = []
+    first: dict[str, tuple[int, int, str, number_text.NumberShape]] = {}
+    found: list[tuple[int, int, str, number_text.NumberShape]] = []
     for n, cells, i, shape in typed():
         item = (n, i, str(cells[i]), shape)
-        if shape[3] in ("comma", "point"):
-            first.setdefault(shape[3], item)
+        if shape.shape in ("comma", "point"):
+            first.setdefault(shape.shape, item)
             found.clear()
-        elif not first:
+        elif not first and shape.shape in ("dot?", "comma?"):
             found.append(item)
     if not first and not found:
-        return [], []
+        return [], [], {";": ","}.get(delimiter or "", ".") if delimiter else None
 
-    def cite(item: tuple[int, int, str, tuple[str, str, str, str]]) -> str:
+    def cite(item: tuple[int, int, str, number_text.NumberShape]) -> str:
         return f"row {item[0]} {columns[item[1]]}={item[2].strip()}"
 
     commas = [first["comma"]] if "comma" in first else []
     points = [first["point"]] if "point" in first else []
     if commas and points:
-        return [Problem(what, "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
-                        f"points ({cite(points[0])}), so its numbers cannot be read safely",
-                        "write every number with the same decimal separator (save the file "
-                        "again from one program)")], []
+        fix = "write every number with the same decimal separator (save the file again from " \
+              "one program)"
+        mixed = [Problem(what, "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
+                         f"points ({cite(points[0])}), so its numbers cannot be read safely",
+                         fix)]
+        for n, cells, i, _shape in typed():  # and no such number is read by a guess
+            mixed.append(Problem(columns[i], cells[i], "cannot be read: the file mixes decimal "
+                                 "commas and decimal points", fix, f"row {n}"))
+        return mixed, [], None
     note = ""
     if commas:
         decimal = ","
@@ -771,24 +780,26 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
         decimal = "."
     else:
         problems = []
-        for n, i, text, (_sign, core, _percent, _shape) in found:
+        for n, i, text, number in found:
             as_thousands, as_decimal = two_readings(text) or ("", "")
-            separator = "." if "." in core else ","
+            separator = "." if "." in number.core else ","
             problems.append(Problem(
                 columns[i], text, f"is ambiguous: {as_thousands} if the {separator!r} separates "
                 f"thousands, {as_decimal} if it is the decimal separator, and no other number "
                 "of the file tells which", f"type {as_thousands} or {as_decimal} without a "
                 "thousands separator", f"row {n}"))
-        return problems, []
+        return problems, [], None
     changed = []
-    for n, cells, i, (sign, core, percent, _shape) in typed():  # second pass: rewritten
-        text, read = str(cells[i]), _as_read(sign, core, percent, decimal)
-        cells[i] = read
+    for n, cells, i, number in typed():  # second pass: rewritten
+        if number.shape == "other":
+            continue   # the catalogue says why it is no number
+        text, read = str(cells[i]), number_text.as_read(number, decimal)
+        cells[i] = _canonical(number, decimal)
         if len(changed) < 2 and read.replace("%", "") != text.strip().replace("%", ""):
-            changed.append(f"{cite((n, i, text, ('', '', '', '')))} = {read}")
+            changed.append(f"{cite((n, i, text, number))} = {read}")
     if note and changed:
         note += "; e.g. " + ", ".join(changed[:2])
-    return [], [note] if note else []
+    return [], [note] if note else [], decimal
 
 
 # -- checking ------------------------------------------------------------------------------------
@@ -874,10 +885,9 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
     for column, value in values.items():
         spec = BY_NAME[column.split(".", 1)[0]]
         if (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
-                and _CONTROL.search(value)):
-            problems.append(Problem(column, value, "contains control characters (a line break, "
-                                    "a tab, a right-to-left override…)",
-                                    "type it on one line without them", where))
+                and CONTROL_OR_BIDI.search(value)):
+            problems.append(Problem(column, value, names.problem(value),
+                                    "type it again on one line without them", where))
     # A cell already reported is left out of make_inputs so that it is not reported twice.
     reported = {p.name for p in problems}
     checked = {k: v for k, v in values.items() if k not in reported}
@@ -910,8 +920,9 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
 def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
     """Report a site whose name, or whose workbook's file name, an earlier row already has.
 
-    Names are compared without regard to case (``Alpha`` and ``ALPHA`` share a file on Windows
-    and macOS), and after the file-name mapping (``A/B`` and ``A_B`` both become ``A_B.xlsx``).
+    Names are compared by :func:`tokenfactory_xl.names.key`: composed (NFC) and without regard to
+    case (``Alpha`` and ``ALPHA`` share a file on Windows and macOS), and after the file-name
+    mapping (``A/B`` and ``A_B`` both become ``A_B.xlsx``).
     """
     first_by_name: dict[str, SiteRow] = {}
     first_by_stem: dict[str, SiteRow] = {}
@@ -921,17 +932,25 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
         if not name:
             out.append(row)
             continue
-        key_name, key_stem = name.casefold(), stem.casefold()
+        key_name, key_stem = names.key(name), names.key(stem)
         problem = None
         if key_name in first_by_name:
             earlier = first_by_name[key_name]
             problem = Problem("site_name", name, f"is the same site name as row {earlier.row}'s "
-                              f"({earlier.site_name!r}; names are compared ignoring case)",
+                              f"({earlier.site_name!r}; names are compared ignoring case, hidden "
+                              "characters and how accents are encoded)",
                               "give every site its own name", f"row {row.row}")
         elif key_stem in first_by_stem:
             earlier = first_by_stem[key_stem]
+            cut = len(names.normal(name).encode("utf-8")) > MAX_STEM_BYTES
+            why = (f"file names are cut to {MAX_STEM_BYTES} bytes, and the names differ only "
+                   "after that" if cut else "")
             problem = Problem("site_name", name, f"gives the same file name {stem}.xlsx as row "
-                              f"{earlier.row}'s ({earlier.site_name!r})",
+                              f"{earlier.row}'s ({earlier.site_name!r})"
+                              + (f": {why}" if why else ""),
+                              f"shorten the names so that they differ within their first "
+                              f"{MAX_STEM_BYTES} bytes of UTF-8 (a plain letter takes one, an "
+                              "accented letter two, a Chinese character three)" if cut else
                               "make the names differ in letters or digits, not only in "
                               "punctuation or case", f"row {row.row}")
         first_by_name.setdefault(key_name, row)
@@ -974,7 +993,7 @@ _COHORT_COLUMNS: dict[str, Input] = {"site_name": BY_NAME["site_name"], **COHORT
 
 
 def _site_key(name: object) -> str:
-    return str(name).strip().casefold() if _filled(name) else ""
+    return names.key(name) if _filled(name) else ""
 
 
 def _is_cohorts_sheet(title: str) -> bool:
@@ -1055,7 +1074,7 @@ def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
             problems.append(Problem(column, "", "column is missing", f"add the {column} column "
                                     f"({what})", where))
     problems += _check_cells(source, header_at, body, columns, keep, notes)
-    number_problems, number_notes = _read_numbers(body, columns, keep, source.delimiter,
+    number_problems, number_notes, _decimal = _read_numbers(body, columns, keep, source.delimiter,
                                                   _COHORT_COLUMNS, "cohorts table")
     notes += [f"{name}: {note}" for note in number_notes]
     for p in number_problems:

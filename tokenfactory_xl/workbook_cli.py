@@ -118,10 +118,12 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace, workbook: str) -> int:
     from .cli import UserError, is_stdio, write_output
+    from .files import regular_file_problem
 
     source = Path(workbook)
-    if not source.is_file():
-        raise UserError(f"{source}: no such workbook")
+    problem = regular_file_problem(source)
+    if problem is not None:  # a FIFO would block LibreOffice, a folder is no workbook
+        raise UserError(str(problem))
     if is_stdio(args.output):
         with tempfile.TemporaryDirectory(prefix="tfxl-render-") as tmp:
             picture = render_sheet(source, Path(tmp, "page.png"), args.sheet, args.resolution)
@@ -147,11 +149,13 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     from .batch import shared_factory
     from .cli import UserError
     from .collect import collect
+    from .files import regular_file_problem
     from .sites import visible
 
     source = Path(args.workbook)
-    if not source.is_file():
-        raise UserError(f"{visible(source)}: no such workbook")
+    problem = regular_file_problem(source)
+    if problem is not None:
+        raise UserError(visible(str(problem)))
     target = Path(args.output) if args.output else source.with_name(
         f"{source.stem}-refreshed.xlsx")
     in_place = target.resolve() == source.resolve()
@@ -165,6 +169,17 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         lines = [f"{visible(source)}: its inputs cannot be read, so nothing was written:"]
         lines += [f"  - {f.where}: {visible(f.message)}" for f in audit.findings
                   if f.severity == "error"]
+        raise UserError("\n".join(lines))
+    empty = [f for f in audit.findings if f.code == "input_empty"]
+    if empty:
+        # The new workbook types every input: a default the model used for an empty cell would
+        # appear there as if someone had typed it.
+        lines = [f"{visible(source)}: {len(empty)} input cell{'s are' if len(empty) > 1 else ' is'}"
+                 " empty, and the new workbook would type the default there as if it had been "
+                 "typed, so nothing was written:"]
+        lines += [f"  - {f.where}: {visible(f.message)}" for f in empty]
+        lines.append("type the value meant into each cell (the default, to keep it) and refresh "
+                     "again")
         raise UserError("\n".join(lines))
     lost = [f for f in audit.findings if f.code in _NOT_CARRIED]
     if lost and in_place:

@@ -6,7 +6,7 @@ into its requirements.txt tab the lines of the requirements.txt beside this file
 =TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
 Written by `tokenfactory-xl lite` from tokenfactory_xl 3.0.0; do not edit it by hand: write
-it again with that command. It holds the source of the package's modules errors, model, specs, roofline, capacity, catalogue, udfs and its
+it again with that command. It holds the source of the package's modules errors, model, specs, roofline, capacity, names, number_text, catalogue, udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
 and help, as desktop Excel gets.
@@ -2289,6 +2289,267 @@ def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
         batch * setup.speculative)
     return 1 / prefill_tps_per_gpu(setup, prompt_tokens), decode
 ''',
+    'tokenfactory_xl.names': r'''"""One rule for the names people type: a site's, a cohort's, a GPU model's, a file's.
+
+A site's name becomes a file name, a row of the portfolio, a line of the report and the key that
+tells two sites apart. Two names that look the same must therefore be the same name, and a name
+must look like what it is:
+
+- **Unicode NFC.** ``Zürich`` typed on a Mac (``u`` + a combining diaeresis) and on Windows (one
+  ``ü``) is one name: every name is read in its composed form (NFC), and names are compared
+  composed and without regard to case (:func:`key`).
+- **No hidden characters.** Control characters (a tab, a line break), the line and paragraph
+  separators U+2028/U+2029, the bidirectional controls (a right-to-left override makes
+  ``invoice`` + U+202E + ``xslx.exe`` show as another name) and the invisible characters (a
+  zero-width space, a soft hyphen, a byte-order mark) are refused in a name, naming each one
+  (:func:`hidden`), and shown escaped (``\\u200b``) wherever a name is echoed (:func:`shown`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Characters that reorder the text shown around them (Unicode bidirectional controls).
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: Characters that show as nothing: the soft hyphen, the combining grapheme joiner, the Hangul
+#: and Khmer fillers, the Mongolian vowel separator, the zero-width space, non-joiner and
+#: joiner, the word joiner and invisible operators, the byte-order mark, and the tag characters.
+INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164"
+             "\ufeff\uffa0\U000e0000-\U000e007f")
+#: The line and paragraph separators: a line break that no ``\n`` test finds.
+SEPARATORS = "\u2028\u2029"
+#: Every character a name may not hold: control characters, and the three kinds above.
+HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
+
+_WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
+         "\u2028": "a line separator", "\u2029": "a paragraph separator",
+         "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
+         "\u200c": "a zero-width non-joiner", "\u200d": "a zero-width joiner",
+         "\u2060": "a word joiner", "\ufeff": "a byte-order mark (zero-width no-break space)"}
+
+
+def _what(char: str) -> str:
+    if char in _WHAT:
+        return _WHAT[char]
+    if re.match(rf"[{BIDI_CONTROLS}]", char):
+        return "a bidirectional control"
+    if re.match(rf"[{INVISIBLE}]", char):
+        return "an invisible character"
+    return "a control character"
+
+
+def normal(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def key(text: object) -> str:
+    """What tells two names apart: composed (NFC), without regard to case or surrounding
+    spaces, any run of spaces (a no-break space too) as one, hidden characters left out
+    (``"Zu\\u0308rich"`` and ``"ZÜRICH "`` are one name)."""
+    folded = normal(HIDDEN.sub("", str(text)).strip()).casefold()
+    return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
+
+
+def hidden(text: str) -> str:
+    """The hidden characters of ``text`` in words (``"U+200B (a zero-width space) at character
+    6"``), at most three, or ``""`` when it has none."""
+    found = []
+    for match in HIDDEN.finditer(text):
+        char = match.group()
+        if all(not item.startswith(f"U+{ord(char):04X} ") for item in found):
+            found.append(f"U+{ord(char):04X} ({_what(char)}) at character {match.start() + 1}")
+        if len(found) == 3:
+            break
+    return ", ".join(found)
+
+
+def problem(text: str) -> str:
+    """Why a name holding hidden characters is refused, or ``""`` when it holds none."""
+    which = hidden(text)
+    if not which:
+        return ""
+    return (f"contains control characters: {which}, which do not show or change how the "
+            "text shows, so two names that look alike could be two sites")
+
+
+def shown(text: object) -> str:
+    """``text`` with its hidden characters written as escapes (``\\u200b``): a value echoed in
+    a message or a report cannot rewrite a terminal line, show as another, or hide a
+    difference."""
+    return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
+                      else f"\\U{ord(m.group()):08x}", str(text))
+''',
+    'tokenfactory_xl.number_text': r'''"""Numbers a person typed as text, read the one way they can mean, or refused saying why.
+
+A number reaches the model as text from many hands: ``--set opex_per_gpu_hour=0,150`` typed by
+a user of a German Excel, ``32 000`` pasted from a French report (with a narrow no-break space
+between the thousands), ``1,00,000`` from an Indian one, ``2,7648E+06`` from a scientific format
+with a decimal comma, a cell of a returned workbook typed as text. This module is the one reader
+of all of them: the sites file, ``--set``, the inputs of a returned workbook (``refresh``,
+``collect``) and the sites file ``actuals`` updates.
+
+:func:`shape` tells what a number's separators can mean:
+
+=========  =====================================================  ==========================
+shape      examples                                               reads as
+=========  =====================================================  ==========================
+plain      ``1024``, ``32 000``, ``1'000``                        its digits
+comma      ``0,150``, ``1,5``, ``1.234,5``, ``1.234.567``         a decimal comma
+point      ``0.65``, ``1,234.5``, ``1,234,567``, ``1,00,000``     a decimal point
+dot?       ``40.000``                                             40 or 40000: ambiguous
+comma?     ``1,100``                                              1.1 or 1100: ambiguous
+=========  =====================================================  ==========================
+
+Groups of three digits may be separated by spaces (any of the no-break spaces too) or
+apostrophes; the separator after them is then the decimal one. In scientific notation
+(``2,7648E+06``) the one separator of the mantissa is the decimal one: no program writes
+thousands there. :func:`read` turns text into a float given the decimal separator when it is
+known (a file's own convention), and otherwise refuses an ambiguous number naming both readings.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+#: Characters that separate groups of three digits besides ``,`` and ``.``: the space, the
+#: no-break space (U+00A0), the narrow no-break space (U+202F, what a French Excel writes), the
+#: thin and figure spaces (U+2009, U+2007), and the apostrophes of Swiss usage.
+GROUP_SPACES = " \u00a0\u202f\u2009\u2007'\u2019"
+
+_NUMBER = re.compile(r"^([+-]?)([\d.,]*\d[\d.,]*|[\d.,]*[.,])((?:[eE][+-]?\d+)?)(%?)$")
+_SPACED = re.compile(rf"^\d{{1,3}}(?:[{GROUP_SPACES}]\d{{3}})+(?:[.,]\d*)?$")
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^\d+$"), "plain"),
+    (re.compile(r"^\d{1,3}(\.\d{3})+,\d*$|^\d{1,3}(\.\d{3}){2,}$"), "comma"),
+    (re.compile(r"^\d{1,3}(,\d{3})+\.\d*$|^\d{1,3}(,\d{3}){2,}$"), "point"),
+    # Indian grouping: thousands, then lakhs and crores in twos (1,00,000 = 100,000)
+    (re.compile(r"^\d{1,2}(,\d{2})+,\d{3}(\.\d*)?$"), "point"),
+    (re.compile(r"^[1-9]\d{0,2}\.\d{3}$"), "dot?"),      # 40.000: 40 or 40 000
+    (re.compile(r"^[1-9]\d{0,2},\d{3}$"), "comma?"),    # 1,100: 1 100 or 1.1
+    (re.compile(r"^\d*\.\d*$"), "point"),
+    (re.compile(r"^\d*,\d*$"), "comma"),
+)
+
+
+class NumberShape(NamedTuple):
+    """A number typed as text, taken apart: ``sign``, the digits and separators of ``core``,
+    the ``exponent`` (``"E+06"`` or ``""``), ``percent`` (``"%"`` or ``""``) and its ``shape``
+    (see the module's table; ``"other"`` when its separators fit no convention)."""
+
+    sign: str
+    core: str
+    exponent: str
+    percent: str
+    shape: str
+
+
+class NumberTextError(ValueError):
+    """Text that is no number, or reads two ways: ``reason`` says why, ``fix`` what to type,
+    ``readings`` the two numbers an ambiguous text can be (else empty)."""
+
+    def __init__(self, reason: str, fix: str = "", readings: tuple[str, ...] = ()):
+        super().__init__(reason)
+        self.reason, self.fix, self.readings = reason, fix, readings
+
+
+#: Signs a word processor or a report writes for the minus: the minus sign U+2212 and the en
+#: dash; and the apostrophe Excel shows nowhere but keeps before a number typed as text.
+_MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})
+
+
+def shape(text: str) -> NumberShape | None:
+    """How ``text`` is written as a number, or ``None`` when it is not one at all."""
+    compact = text.strip().translate(_MINUS)
+    if compact.startswith("'") and compact[1:2].isdigit():
+        compact = compact[1:]
+    match = _NUMBER.match(re.sub(rf"[{GROUP_SPACES}]", "", compact))
+    if not match:
+        return None
+    sign, core, exponent, percent = match.groups()
+    spaced = compact.lstrip("+-").rstrip("%")
+    if exponent:
+        spaced = spaced[: -len(exponent)]
+    if any(c in GROUP_SPACES for c in spaced.strip()):
+        # spaces or apostrophes group the thousands: only whole groups of three, and what
+        # follows the last group is the decimal separator
+        if not _SPACED.match(spaced.strip()):
+            return NumberShape(sign, core, exponent, percent, "other")
+        decimal = next((c for c in core if c in ".,"), "")
+        kind = {"": "plain", ",": "comma", ".": "point"}[decimal]
+        return NumberShape(sign, core, exponent, percent, kind)
+    if exponent and core.count(",") + core.count(".") == 1:
+        return NumberShape(sign, core, exponent, percent, "comma" if "," in core else "point")
+    kind = next((name for pattern, name in _SHAPES if pattern.match(core)), "other")
+    if exponent and kind not in ("plain",):
+        kind = "other"   # thousands separators in a mantissa: no program writes that
+    return NumberShape(sign, core, exponent, percent, kind)
+
+
+def as_read(number: NumberShape, decimal: str) -> str:
+    """``number`` written as Python reads it, ``decimal`` being its decimal separator."""
+    thousands = "." if decimal == "," else ","
+    core = number.core.replace(thousands, "").replace(decimal, ".")
+    return number.sign + core + number.exponent + number.percent
+
+
+def two_readings(text: str) -> tuple[str, str] | None:
+    """The two readings of a number typed as text that reads two ways (``"1,100"`` →
+    ``("1100", "1.100")``: thousands separator, or decimal separator), or ``None`` when it reads
+    one way (or is no number)."""
+    number = shape(text)
+    if number is None or number.shape not in ("dot?", "comma?"):
+        return None
+    separator_is_dot = "." in number.core
+    return (as_read(number, "," if separator_is_dot else "."),
+            as_read(number, "." if separator_is_dot else ","))
+
+
+def read(text: str, decimal: str | None = None) -> tuple[float, bool]:
+    """``text`` as a number and whether it ended with ``%`` (the number is not divided by 100).
+
+    ``decimal`` is the decimal separator when the text's source has one convention (a file
+    that showed it); ``None`` when nothing says, and then a number that reads two ways is
+    refused naming both readings.
+
+    Raises
+    ------
+    NumberTextError
+        not a number, separators no convention writes, ambiguous, or against ``decimal``.
+    """
+    number = shape(text)
+    if number is None:
+        raise NumberTextError("is not a number")
+    kind = number.shape
+    if kind == "other":
+        raise NumberTextError(
+            "is not a number: its separators fit no way of writing numbers (thousands in groups "
+            "of three, or of two then three as in 1,00,000; one decimal separator)",
+            "type the number without thousands separators, e.g. 1234.5")
+    if kind in ("dot?", "comma?"):
+        if decimal is None:
+            thousands, decimal_reading = two_readings(text)  # type: ignore[misc]
+            separator = "." if "." in number.core else ","
+            raise NumberTextError(
+                f"is ambiguous: {thousands} if the {separator!r} separates thousands, "
+                f"{decimal_reading} if it is the decimal separator",
+                f"type {thousands} or {decimal_reading} without a thousands separator",
+                (thousands, decimal_reading))
+        used = decimal
+    elif kind == "plain":
+        used = "."
+    else:
+        used = "," if kind == "comma" else "."
+        if decimal is not None and used != decimal:
+            raise NumberTextError(
+                f"has a decimal {'comma' if used == ',' else 'point'}, but the other numbers "
+                f"here have decimal {'points' if decimal == '.' else 'commas'}",
+                "write every number with the same decimal separator")
+    value = float(as_read(number, used).rstrip("%"))
+    return value, bool(number.percent)
+''',
     'tokenfactory_xl.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
 
 A site is described by the inputs of TFOM-SPEC section 6: the fleet (GPUs, ownership, CapEx),
@@ -2312,6 +2573,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from . import names, number_text
+
 #: The scenarios, in the order of every per-scenario value.
 SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
 
@@ -2320,9 +2583,12 @@ Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "curre
 #: What the parsers return for an empty cell or an absent value: the caller takes the default.
 MISSING = None
 
-# Characters that are not allowed in the XML of a workbook (openpyxl's ILLEGAL_CHARACTERS_RE).
-_CONTROL_CHARS = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
-_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+
+
+#: The largest magnitude of a number input [its unit]: a double holds 15 to 16 significant
+#: digits, so sums of figures beyond this (a fleet of a million GPUs at such a price, over 120
+#: months) lose their cents, and at 1e308 they overflow to a blank NPV.
+MAX_MAGNITUDE = 1e12
 
 
 class BadValue(ValueError):
@@ -2402,9 +2668,10 @@ class Input:
             return self._parse_number(value)
         if self.kind == "date":
             return self._parse_date(value)
-        text = _as_text(value)
-        if _CONTROL_CHARS.search(text):
-            raise BadValue("contains control characters", "remove them")
+        text = names.normal(_as_text(value))  # one name however it was composed (NFC)
+        hidden = names.problem(text)
+        if hidden:
+            raise BadValue(hidden, "type it again without them")
         if self.kind == "choice":
             for choice in self.choices:
                 if text.lower() == choice.lower():
@@ -2427,15 +2694,7 @@ class Input:
         if isinstance(value, bool):
             raise BadValue(f"is TRUE/FALSE, not a number; allowed: {self.allowed}")
         if isinstance(value, str):
-            text = value.strip().replace("\u00a0", "").replace(" ", "")
-            if text.endswith("%"):
-                percent, text = True, text[:-1]
-            if _THOUSANDS.match(text):
-                text = text.replace(",", "")
-            try:
-                number = float(text)
-            except ValueError:
-                raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+            number, percent = self._read_text(value)
             if percent:
                 if self.kind != "fraction":
                     raise BadValue(f"is a percentage, but this input is {self.allowed}")
@@ -2445,21 +2704,29 @@ class Input:
                 number = float(value)  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 raise BadValue(f"is not a number; allowed: {self.allowed}") from None
+            except OverflowError:
+                raise BadValue(f"is too large for a number; allowed: {self.allowed}") from None
         else:
             raise BadValue(f"is not a number; allowed: {self.allowed}")
         if math.isnan(number):
             raise BadValue(f"is not a number (NaN); allowed: {self.allowed}")
         if math.isinf(number):
-            raise BadValue(f"is infinite; allowed: {self.allowed}")
-        if (
-            self.kind == "fraction"
-            and not percent
-            and self.high is not None
-            and self.high <= 1
-            and 1 < number <= 100
-        ):
+            raise BadValue(f"is infinite or too large for a number; allowed: {self.allowed}")
+        if abs(number) > MAX_MAGNITUDE:
+            raise BadValue(f"is too large: the model computes to the cent only with figures up "
+                           f"to {fmt_number(MAX_MAGNITUDE)} (beyond, a sum of them overflows "
+                           "or loses its cents); allowed: " + self.allowed,
+                           "check the unit (per GPU, per hour, per month)")
+        if self.kind == "fraction" and not percent and 1 < number <= 100:
+            # A share or a rate typed as a whole percentage: 5 for 5 %. Where the range allows
+            # such a number (growth of up to 1,000 % a quarter) it is still refused unmarked:
+            # "5" is far likelier to be 5 % than 500 %.
             shown, fraction = fmt_number(number), fmt_number(number / 100)
-            raise BadValue("looks like a percentage", f"enter {shown}% or {fraction}")
+            fix = f"enter {shown}% or {fraction}"
+            if self.high is not None and number <= self.high:
+                whole = fmt_number(number * 100)
+                fix += f" (type {whole}% if {whole} % is meant)"
+            raise BadValue("looks like a percentage", fix)
         if (
             self.unit == "years"
             and self.high is not None
@@ -2480,6 +2747,26 @@ class Input:
         if too_low or too_high:
             raise BadValue(f"is out of range; allowed: {self.allowed}")
         return int(number) if self.kind == "integer" else number
+
+    def _read_text(self, text: str) -> tuple[float, bool]:
+        """A number typed as text, by :func:`number_text.read` (no decimal convention known:
+        a number that reads two ways is refused, unless only one reading is a whole number
+        and the input takes whole numbers: ``1,024`` GPUs)."""
+        if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity"):
+            return float(text), False   # refused below, by name
+        if names.HIDDEN.search(text):
+            raise BadValue(f"is not a number: it contains {names.hidden(text)}, which does not "
+                           "show, so the number cannot be read as it looks",
+                           "type the number again")
+        try:
+            return number_text.read(text)
+        except number_text.NumberTextError as exc:
+            if exc.readings and self.kind == "integer":
+                whole = [r for r in exc.readings if float(r.rstrip("%")).is_integer()]
+                if len(whole) == 1:
+                    return float(whole[0].rstrip("%")), whole[0].endswith("%")
+            allowed = f"; allowed: {self.allowed}" if not exc.readings else ""
+            raise BadValue(f"{exc.reason}{allowed}", exc.fix) from None
 
     def _parse_date(self, value: object) -> _dt.date:
         if isinstance(value, _dt.datetime):
@@ -2660,7 +2947,7 @@ INPUTS: tuple[Input, ...] = (
     Input("market_mtok_month1", "Market demand, month 1", "Mtok/month", _D, "number", 0,
           "Market demand in month 1 in million tokens; 0 = the market takes whatever is "
           "offered.", low=0),
-    Input("market_growth_per_quarter", "Market growth per quarter", "fraction", _D, "number",
+    Input("market_growth_per_quarter", "Market growth per quarter", "fraction", _D, "fraction",
           (0.30, 0.30, 0.10), "Growth of market demand each quarter (−0.99 to 10).",
           low=-0.99, high=10, per_scenario=True),
     Input("price_factor", "Price factor", "ratio", _D, "number", (1.0, 1.0, 0.9),

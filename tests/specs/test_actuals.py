@@ -410,4 +410,4 @@ def test_a_damaged_xlsx_sites_file_is_named(tmp_path):
     assert "Traceback" not in proc.stderr
     path.write_text("plain text", encoding="utf-8")
     proc = run(fixture("vllm_bench_serve.json"), "--sites", str(path), "--site", "Oslo")
-    assert proc.returncode == 2 and "not a zip" in proc.stderr
+    assert proc.returncode == 2 and "is not a readable .xlsx workbook" in proc.stderr

@@ -1,0 +1,114 @@
+"""One rule for names: composed (NFC), no hidden characters, the same for duplicates, file names
+and display, in the sites file, ``--set`` and collected workbooks alike."""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from tests.collect_support import copy, edit_with_openpyxl, set_input
+from tests.tools import command
+from tokenfactory_xl import make_inputs, names
+from tokenfactory_xl.audit import audit_workbook
+from tokenfactory_xl.collect import duplicates
+from tokenfactory_xl.errors import InputError
+from tokenfactory_xl.sites import MAX_STEM_BYTES, load_sites, safe_file_stem
+
+COMPOSED = "Z\u00fcrich"         # ü as one character (Windows, most keyboards)
+DECOMPOSED = "Zu\u0308rich"      # u + a combining diaeresis (a Mac's file names)
+HIDDEN = {
+    "\u200b": "U+200B (a zero-width space)",
+    "\u00ad": "U+00AD (a soft hyphen)",
+    "\ufeff": "U+FEFF (a byte-order mark (zero-width no-break space))",
+    "\u2028": "U+2028 (a line separator)",
+    "\u2029": "U+2029 (a paragraph separator)",
+    "\u2060": "U+2060 (a word joiner)",
+}
+
+
+def sites_csv(tmp_path: Path, names_: list[str]) -> Path:
+    path = tmp_path / "sites.csv"
+    path.write_text("site_name,gpus\n" + "".join(f'"{n}",1024\n' for n in names_),
+                    encoding="utf-8")
+    return path
+
+
+def test_the_key_is_composed_and_ignores_case_and_hidden_characters():
+    assert COMPOSED != DECOMPOSED
+    assert names.key(COMPOSED) == names.key(DECOMPOSED) == names.key(" ZÜRICH ")
+    assert names.key("Frank\u200bfurt") == names.key("Frankfurt")
+    assert names.key("Frank\u00a0furt") == names.key("Frank furt")  # a no-break space
+
+
+@pytest.mark.parametrize(("char", "said"), list(HIDDEN.items()))
+def test_a_hidden_character_in_a_name_is_refused_naming_it(char, said):
+    with pytest.raises(InputError) as caught:
+        make_inputs({"site_name": f"Frank{char}furt"})
+    (problem,) = caught.value.problems
+    assert f"contains control characters: {said} at character 6" in problem.message
+
+
+def test_names_are_read_composed():
+    assert make_inputs({"site_name": DECOMPOSED})["site_name"] == COMPOSED
+    assert unicodedata.is_normalized("NFC", safe_file_stem(DECOMPOSED))
+
+
+def test_sites_differing_only_in_composition_are_one_site(tmp_path):
+    sites = load_sites(sites_csv(tmp_path, [COMPOSED, DECOMPOSED, "zürich"]))
+    first, *others = sites.rows
+    assert first.ok
+    for row in others:
+        assert not row.ok
+        assert any("is the same site name as row 2" in p.message for p in row.problems)
+
+
+def test_batch_refuses_four_names_that_all_display_as_frankfurt(tmp_path):
+    path = sites_csv(tmp_path, ["Frankfurt", "Frank\u200bfurt", "Frank\u00adfurt",
+                                "Frankfurt\u2060"])
+    proc = command.run("batch", str(path), "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert proc.returncode == 2
+    # each of the three look-alikes: its hidden character, and the same name as row 2's
+    assert "6 problems" in proc.stderr
+    assert "site_name=Frank\\u200bfurt" in proc.stderr    # shown escaped, not hidden
+    assert "U+00AD (a soft hyphen) at character 6" in proc.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_excel_lock_file_names_and_reserved_names_are_not_given(tmp_path):
+    assert safe_file_stem("~$Budget") == "_$Budget"
+    assert safe_file_stem("CON") == "CON_"
+    sites = load_sites(sites_csv(tmp_path, ["~$Budget", "Budget"]))
+    assert [r.file_stem for r in sites.rows] == ["_$Budget", "Budget"]
+
+
+def test_a_name_cut_at_the_file_name_limit_is_explained_as_such(tmp_path):
+    stem = "東" * (MAX_STEM_BYTES // 3)  # 40 characters of 3 bytes each in UTF-8
+    sites = load_sites(sites_csv(tmp_path, [stem + " North", stem + " South"]))
+    assert sites.rows[0].ok
+    (problem,) = sites.rows[1].problems
+    assert f"file names are cut to {MAX_STEM_BYTES} bytes, and the names differ only after " \
+        "that" in problem.message
+    assert "punctuation or case" not in problem.fix
+
+
+def test_collect_counts_a_site_once_whatever_the_composition(generated, tmp_path):
+    inbox = tmp_path / "inbox"
+    first = edit_with_openpyxl(copy(generated["Alpha"], inbox, "a1.xlsx"),
+                               lambda wb: set_input(wb, "site_name", COMPOSED))
+    second = edit_with_openpyxl(copy(generated["Alpha"], inbox, "a2.xlsx"),
+                                lambda wb: set_input(wb, "site_name", DECOMPOSED))
+    audits = [audit_workbook(first), audit_workbook(second)]
+    assert all(a.included for a in audits)
+    (dup,) = duplicates(audits)
+    assert dup.second.path == second
+
+
+def test_collect_refuses_a_site_name_with_an_invisible_character(generated, tmp_path):
+    path = edit_with_openpyxl(copy(generated["Alpha"], tmp_path / "in"),
+                              lambda wb: set_input(wb, "site_name", "Alp\u200bha"))
+    audit = audit_workbook(path)
+    assert not audit.included
+    assert any("U+200B (a zero-width space) at character 4" in f.message
+               for f in audit.findings)

@@ -1,0 +1,40 @@
+"""refresh writes a workbook anew from the inputs read: a default the model used for an empty
+cell is never typed into the new workbook as if someone had typed it."""
+
+from __future__ import annotations
+
+from tests.collect_support import copy, edit_with_openpyxl, set_input
+from tests.tools import command
+
+
+def test_refresh_refuses_to_type_a_default_for_an_empty_input(generated, tmp_path):
+    source = edit_with_openpyxl(copy(generated["Alpha"], tmp_path),
+                                lambda wb: set_input(wb, "pue", None))
+    proc = command.run("refresh", source, "-o", tmp_path / "new.xlsx", "--draws", "50",
+                       cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "1 input cell is empty, and the new workbook would type the default there" \
+        in proc.stderr
+    assert "pue is empty, so the default 1.3 is used" in proc.stderr   # the catalogue's 1.3
+    assert not (tmp_path / "new.xlsx").exists()
+
+
+def test_refresh_of_a_workbook_with_every_input_typed_writes_it(generated, tmp_path):
+    source = copy(generated["Alpha"], tmp_path)
+    proc = command.run("refresh", source, "-o", tmp_path / "new.xlsx", "--draws", "50",
+                       cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "new.xlsx").exists()
+
+
+def test_refresh_reads_a_decimal_comma_typed_as_text(generated, tmp_path):
+    from tokenfactory_xl.safe_xlsx import open_xlsx, parse_reference
+
+    source = edit_with_openpyxl(copy(generated["Alpha"], tmp_path),
+                                lambda wb: set_input(wb, "opex_per_gpu_hour", "0,150"))
+    proc = command.run("refresh", source, "-o", tmp_path / "new.xlsx", "--draws", "50",
+                       cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with open_xlsx(tmp_path / "new.xlsx") as content:
+        sheet, coords = parse_reference(content.defined_names["in_opex_per_gpu_hour"])
+        assert content.cells(sheet).values[coords[0]] == 0.15   # it wrote 150

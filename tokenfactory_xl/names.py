@@ -1,0 +1,91 @@
+"""One rule for the names people type: a site's, a cohort's, a GPU model's, a file's.
+
+A site's name becomes a file name, a row of the portfolio, a line of the report and the key that
+tells two sites apart. Two names that look the same must therefore be the same name, and a name
+must look like what it is:
+
+- **Unicode NFC.** ``Zürich`` typed on a Mac (``u`` + a combining diaeresis) and on Windows (one
+  ``ü``) is one name: every name is read in its composed form (NFC), and names are compared
+  composed and without regard to case (:func:`key`).
+- **No hidden characters.** Control characters (a tab, a line break), the line and paragraph
+  separators U+2028/U+2029, the bidirectional controls (a right-to-left override makes
+  ``invoice`` + U+202E + ``xslx.exe`` show as another name) and the invisible characters (a
+  zero-width space, a soft hyphen, a byte-order mark) are refused in a name, naming each one
+  (:func:`hidden`), and shown escaped (``\\u200b``) wherever a name is echoed (:func:`shown`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Characters that reorder the text shown around them (Unicode bidirectional controls).
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: Characters that show as nothing: the soft hyphen, the combining grapheme joiner, the Hangul
+#: and Khmer fillers, the Mongolian vowel separator, the zero-width space, non-joiner and
+#: joiner, the word joiner and invisible operators, the byte-order mark, and the tag characters.
+INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164"
+             "\ufeff\uffa0\U000e0000-\U000e007f")
+#: The line and paragraph separators: a line break that no ``\n`` test finds.
+SEPARATORS = "\u2028\u2029"
+#: Every character a name may not hold: control characters, and the three kinds above.
+HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
+
+_WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
+         "\u2028": "a line separator", "\u2029": "a paragraph separator",
+         "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
+         "\u200c": "a zero-width non-joiner", "\u200d": "a zero-width joiner",
+         "\u2060": "a word joiner", "\ufeff": "a byte-order mark (zero-width no-break space)"}
+
+
+def _what(char: str) -> str:
+    if char in _WHAT:
+        return _WHAT[char]
+    if re.match(rf"[{BIDI_CONTROLS}]", char):
+        return "a bidirectional control"
+    if re.match(rf"[{INVISIBLE}]", char):
+        return "an invisible character"
+    return "a control character"
+
+
+def normal(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def key(text: object) -> str:
+    """What tells two names apart: composed (NFC), without regard to case or surrounding
+    spaces, any run of spaces (a no-break space too) as one, hidden characters left out
+    (``"Zu\\u0308rich"`` and ``"ZÜRICH "`` are one name)."""
+    folded = normal(HIDDEN.sub("", str(text)).strip()).casefold()
+    return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
+
+
+def hidden(text: str) -> str:
+    """The hidden characters of ``text`` in words (``"U+200B (a zero-width space) at character
+    6"``), at most three, or ``""`` when it has none."""
+    found = []
+    for match in HIDDEN.finditer(text):
+        char = match.group()
+        if all(not item.startswith(f"U+{ord(char):04X} ") for item in found):
+            found.append(f"U+{ord(char):04X} ({_what(char)}) at character {match.start() + 1}")
+        if len(found) == 3:
+            break
+    return ", ".join(found)
+
+
+def problem(text: str) -> str:
+    """Why a name holding hidden characters is refused, or ``""`` when it holds none."""
+    which = hidden(text)
+    if not which:
+        return ""
+    return (f"contains control characters: {which}, which do not show or change how the "
+            "text shows, so two names that look alike could be two sites")
+
+
+def shown(text: object) -> str:
+    """``text`` with its hidden characters written as escapes (``\\u200b``): a value echoed in
+    a message or a report cannot rewrite a terminal line, show as another, or hide a
+    difference."""
+    return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
+                      else f"\\U{ord(m.group()):08x}", str(text))
