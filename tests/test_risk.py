@@ -118,8 +118,9 @@ def test_three_equal_scenarios_collapse_to_the_live_npv():
 
 
 def test_a_median_among_draws_without_irr_is_none():
-    # an hour of GPU sold far below its cost: no draw pays back, no IRR
-    inputs = make_inputs({"price_factor": (0.05, 0.05, 0.04)})
+    # an hour of GPU sold far below its cost and a fleet sold at its (nil) book value at the
+    # horizon: no draw pays back, no IRR
+    inputs = make_inputs({"price_factor": (0.05, 0.05, 0.04), "residual_method": "book"})
     result = risk.risk(inputs, 500)
     assert result.irr_p50 is None and result.prob_npv_negative == 1.0
 

@@ -279,7 +279,8 @@ INPUTS: tuple[Input, ...] = (
     Input("capex_per_gpu", "CapEx per GPU", "money/GPU", _F, "number", 40_000,
           "All-in cost per GPU: server, network, installation share.", low=0),
     Input("salvage_per_gpu", "Salvage per GPU", "money/GPU", _F, "number", 0,
-          "Resale value per GPU, received at the end of the horizon (at most the CapEx).",
+          "The floor of a GPU's resale value (scrap), received when its cohort is sold (at "
+          "most the CapEx).",
           low=0),
     Input("life_years", "Depreciation life", "years", _F, "number", 4,
           "Straight-line depreciation life.", low=1, high=10),
@@ -353,8 +354,21 @@ INPUTS: tuple[Input, ...] = (
           "Last month in service of the site's own GPUs (cohort 1); blank: to the horizon.",
           low=1, high=120, optional=True),
     Input("residual_share", "Residual share", "fraction", _F, "fraction", 1.0,
-          "Share of the undepreciated value above salvage a buyer pays when a cohort is sold "
-          "or valued at the horizon.", low=0, high=1),
+          "What a buyer pays when a cohort is sold or valued at the horizon: with the market "
+          "method a share of the new price, with the book method a share of the "
+          "undepreciated value above salvage.", low=0, high=1),
+    Input("residual_method", "Residual value method", "market / book", _F, "choice", "market",
+          "How a cohort sold, or still held at the horizon, is valued: market (its resale "
+          "price, falling each quarter) or book (its net book value).",
+          choices=("market", "book")),
+    Input("resale_decline_per_quarter", "Resale price decline per quarter", "fraction", _F,
+          "fraction", (0.10, 0.10, 0.15),
+          "Share by which a used GPU's resale price falls each quarter (market method).",
+          low=0, high=0.99, per_scenario=True),
+    Input("shutdown_month", "Shutdown month", "month", _F, "integer", (None, None, None),
+          "Last month any GPU runs in the scenario; every cohort is sold then, a cohort due "
+          "later is never bought. Blank: no shutdown.", low=1, high=120, per_scenario=True,
+          optional=True),
     Input("market_mtok_month1", "Market demand, month 1", "Mtok/month", _D, "number", 0,
           "Market demand in month 1 in million tokens; 0 = the market takes whatever is "
           "offered.", low=0),
@@ -380,6 +394,9 @@ INPUTS: tuple[Input, ...] = (
           "Nominal yearly interest rate (monthly: ÷ 12).", low=0, high=1),
     Input("debt_tenor_months", "Debt tenor", "months", _X, "integer", 48,
           "Months of annuity repayments, from the month after the drawdown.", low=1, high=120),
+    Input("dscr_covenant", "DSCR covenant", "ratio", _X, "number", 1.20,
+          "The lowest yearly DSCR the lenders accept; a year below it is a warning.", low=0,
+          high=10),
 )
 
 BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}

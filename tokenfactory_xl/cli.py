@@ -238,14 +238,20 @@ def fraction_arg(text: str) -> float:
 
 # -- summary -------------------------------------------------------------------------------------
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .operating_model import OUTPUTS, run
+    from .operating_model import BRIDGE_LINES, BRIDGE_NAMES, OUTPUTS, run
 
     inputs = inputs_from_args(args)
     result = run(inputs)
+    live = result.scenarios[result.scenario]
     if args.json:
-        document = {**result.summary,
-                    "scenarios": {name: sc.summary for name, sc in result.scenarios.items()},
-                    "optimised_minus_base": result.uplift}
+        bridge = {"uplift_npv": result.uplift["npv"],
+                  **{name: result.uplift[name] for name in BRIDGE_NAMES}}
+        document = {**result.summary, "warning_rules": list(live.warnings),
+                    "scenarios": {name: {**sc.summary, "warning_rules": list(sc.warnings)}
+                                  for name, sc in result.scenarios.items()},
+                    "optimised_minus_base": {k: v for k, v in result.uplift.items()
+                                             if k not in BRIDGE_NAMES},
+                    "bridge": bridge}
         print(json.dumps(document, indent=2, allow_nan=False))
         return 0
     currency = str(inputs["currency"])
@@ -258,6 +264,11 @@ def cmd_summary(args: argparse.Namespace) -> int:
                        for n in names], o.name) for o in OUTPUTS]
     rows.append(("NPV: Optimised − Base", ["", format_value(result.uplift["npv"], "money",
                                                            currency, "money"), ""], "uplift_npv"))
+    for line in BRIDGE_LINES:  # the uplift taken apart (TFOM-SPEC §10.3)
+        step = line.meta["output"]
+        rows.append((f"  {line.label.removeprefix('NPV uplift: ')}",
+                     ["", format_value(result.uplift[step], "money", currency, "money"), ""],
+                     step))
     marked = [f"{n}*" if n == result.scenario else n for n in names]
     width = max(len(label) for label, _, _ in rows)
     right = [max(len(texts[j]) for _, texts, _ in rows + [("", marked, "")])
@@ -268,6 +279,14 @@ def cmd_summary(args: argparse.Namespace) -> int:
         cells = "  ".join(f"{t:>{r}}" for t, r in zip(texts, right, strict=True))
         print(f"  {label:<{width}}  {cells}  {name}")
     print("  * the live scenario (--scenario); --json gives its figures and every scenario's")
+    fired: dict[str, list[str]] = {}
+    for name, sc in result.scenarios.items():
+        for text in sc.warnings:
+            fired.setdefault(text, []).append(name)
+    if fired:
+        print("Warnings (they do not make the figures wrong; read them before the figures):")
+        for text, where in fired.items():
+            print(f"  ! {text} ({', '.join(where)})")
     return 0
 
 

@@ -198,6 +198,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           f"Other opex (staff, colocation, network, software), {_PER_GPU_H}; default 0", 0.0),
     Param("salvage_per_gpu", _catalogue("salvage_per_gpu", "salvage_per_gpu"),
           "Resale value of one GPU at the end of its life, $ per GPU; default 0", 0.0),
+    Param("discount_rate", _catalogue("discount_rate", "discount_rate"),
+          "Yearly cost of capital the GPU must earn, a fraction; default 0 (straight line, "
+          "as Excel's SLN)", 0.0),
     Param("price_input", _catalogue("price_input_per_mtok", "price_input"),
           f"Price of uncached input tokens, {_PER_MTOK}"),
     Param("price_output", _catalogue("price_output_per_mtok", "price_output"),
@@ -731,16 +734,18 @@ def IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour):
 @xw.arg("price_per_kwh", ndim=2, doc=_doc("price_per_kwh"))
 @xw.arg("opex_per_gpu_hour", ndim=2, doc=_doc("opex_per_gpu_hour"))
 @xw.arg("salvage_per_gpu", ndim=2, doc=_doc("salvage_per_gpu"))
+@xw.arg("discount_rate", ndim=2, doc=_doc("discount_rate"))
 @_excel_help
 def GPU_HOUR_COST(capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour=0,
-                  salvage_per_gpu=0):
-    """Owned cost of one GPU-hour, in $ per GPU-hour: (CapEx - salvage) / (life x 8,760) + kW x
-    PUE x $ per kWh + other opex."""
+                  salvage_per_gpu=0, discount_rate=0):
+    """Owned cost of one GPU-hour, in $ per GPU-hour: the capital as a monthly annuity at the
+    discount rate (rate 0: (CapEx - salvage) / (life x 8,760)) + kW x PUE x $ per kWh + other
+    opex."""
     return _call(model.gpu_hour_cost,
                  ("capex_per_gpu", "life_years", "power_kw", "pue", "price_per_kwh",
-                  "opex_per_gpu_hour", "salvage_per_gpu"),
+                  "opex_per_gpu_hour", "salvage_per_gpu", "discount_rate"),
                  (capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour,
-                  salvage_per_gpu),
+                  salvage_per_gpu, discount_rate),
                  check=_salvage_within_capex)
 
 

@@ -263,15 +263,25 @@ def gpu_hour_cost(
     price_per_kwh: ArrayLike,
     opex_per_gpu_hour: ArrayLike = 0,
     salvage_per_gpu: ArrayLike = 0,
+    discount_rate: ArrayLike = 0,
 ) -> Numeric:
-    """Owned cost of a GPU-hour [money/GPU-h].
+    """Owned cost of a GPU-hour [money/GPU-h] (TFOM-SPEC §10.8).
 
-    (CapEx per GPU − salvage) ÷ (life years × 8,760) + the cash cost of
+    The capital charged as a monthly annuity at the yearly ``discount_rate`` r [fraction]:
+    (CapEx per GPU − salvage × vᴺ) × i ÷ (1 − vᴺ) ÷ 730, with i = (1 + r)^(1/12) − 1,
+    v = 1 ÷ (1 + i) and N = 12 × life years (not rounded); at r = 0 (the default, as Excel's
+    SLN) the straight line (CapEx − salvage) ÷ (life years × 8,760). Plus the cash cost of
     :func:`cash_gpu_hour_cost`.
     """
-    depreciation = _div(_f(capex_per_gpu) - _f(salvage_per_gpu), _f(life_years) * HOURS_PER_YEAR)
+    capex, salvage, life = _f(capex_per_gpu), _f(salvage_per_gpu), _f(life_years)
+    i = (1 + _f(discount_rate)) ** (1 / 12) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v_n = (1 + i) ** -(12 * life)
+        annuity = (capex - salvage * v_n) * i / (1 - v_n) / (HOURS_PER_YEAR / 12)
+    straight = _div(capex - salvage, life * HOURS_PER_YEAR)
+    capital = np.where(i == 0, straight, annuity)
     cash = cash_gpu_hour_cost(power_kw, pue, price_per_kwh, opex_per_gpu_hour)
-    return _out(depreciation + _f(cash))
+    return _out(capital + _f(cash))
 
 
 def blended_price(
@@ -1933,7 +1943,8 @@ INPUTS: tuple[Input, ...] = (
     Input("capex_per_gpu", "CapEx per GPU", "money/GPU", _F, "number", 40_000,
           "All-in cost per GPU: server, network, installation share.", low=0),
     Input("salvage_per_gpu", "Salvage per GPU", "money/GPU", _F, "number", 0,
-          "Resale value per GPU, received at the end of the horizon (at most the CapEx).",
+          "The floor of a GPU's resale value (scrap), received when its cohort is sold (at "
+          "most the CapEx).",
           low=0),
     Input("life_years", "Depreciation life", "years", _F, "number", 4,
           "Straight-line depreciation life.", low=1, high=10),
@@ -2007,8 +2018,21 @@ INPUTS: tuple[Input, ...] = (
           "Last month in service of the site's own GPUs (cohort 1); blank: to the horizon.",
           low=1, high=120, optional=True),
     Input("residual_share", "Residual share", "fraction", _F, "fraction", 1.0,
-          "Share of the undepreciated value above salvage a buyer pays when a cohort is sold "
-          "or valued at the horizon.", low=0, high=1),
+          "What a buyer pays when a cohort is sold or valued at the horizon: with the market "
+          "method a share of the new price, with the book method a share of the "
+          "undepreciated value above salvage.", low=0, high=1),
+    Input("residual_method", "Residual value method", "market / book", _F, "choice", "market",
+          "How a cohort sold, or still held at the horizon, is valued: market (its resale "
+          "price, falling each quarter) or book (its net book value).",
+          choices=("market", "book")),
+    Input("resale_decline_per_quarter", "Resale price decline per quarter", "fraction", _F,
+          "fraction", (0.10, 0.10, 0.15),
+          "Share by which a used GPU's resale price falls each quarter (market method).",
+          low=0, high=0.99, per_scenario=True),
+    Input("shutdown_month", "Shutdown month", "month", _F, "integer", (None, None, None),
+          "Last month any GPU runs in the scenario; every cohort is sold then, a cohort due "
+          "later is never bought. Blank: no shutdown.", low=1, high=120, per_scenario=True,
+          optional=True),
     Input("market_mtok_month1", "Market demand, month 1", "Mtok/month", _D, "number", 0,
           "Market demand in month 1 in million tokens; 0 = the market takes whatever is "
           "offered.", low=0),
@@ -2034,6 +2058,9 @@ INPUTS: tuple[Input, ...] = (
           "Nominal yearly interest rate (monthly: ÷ 12).", low=0, high=1),
     Input("debt_tenor_months", "Debt tenor", "months", _X, "integer", 48,
           "Months of annuity repayments, from the month after the drawdown.", low=1, high=120),
+    Input("dscr_covenant", "DSCR covenant", "ratio", _X, "number", 1.20,
+          "The lowest yearly DSCR the lenders accept; a year below it is a warning.", low=0,
+          high=10),
 )
 
 BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
@@ -2273,6 +2300,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           f"Other opex (staff, colocation, network, software), {_PER_GPU_H}; default 0", 0.0),
     Param("salvage_per_gpu", _catalogue("salvage_per_gpu", "salvage_per_gpu"),
           "Resale value of one GPU at the end of its life, $ per GPU; default 0", 0.0),
+    Param("discount_rate", _catalogue("discount_rate", "discount_rate"),
+          "Yearly cost of capital the GPU must earn, a fraction; default 0 (straight line, "
+          "as Excel's SLN)", 0.0),
     Param("price_input", _catalogue("price_input_per_mtok", "price_input"),
           f"Price of uncached input tokens, {_PER_MTOK}"),
     Param("price_output", _catalogue("price_output_per_mtok", "price_output"),
@@ -2806,16 +2836,18 @@ def IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour):
 @xw.arg("price_per_kwh", ndim=2, doc=_doc("price_per_kwh"))
 @xw.arg("opex_per_gpu_hour", ndim=2, doc=_doc("opex_per_gpu_hour"))
 @xw.arg("salvage_per_gpu", ndim=2, doc=_doc("salvage_per_gpu"))
+@xw.arg("discount_rate", ndim=2, doc=_doc("discount_rate"))
 @_excel_help
 def GPU_HOUR_COST(capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour=0,
-                  salvage_per_gpu=0):
-    """Owned cost of one GPU-hour, in $ per GPU-hour: (CapEx - salvage) / (life x 8,760) + kW x
-    PUE x $ per kWh + other opex."""
+                  salvage_per_gpu=0, discount_rate=0):
+    """Owned cost of one GPU-hour, in $ per GPU-hour: the capital as a monthly annuity at the
+    discount rate (rate 0: (CapEx - salvage) / (life x 8,760)) + kW x PUE x $ per kWh + other
+    opex."""
     return _call(model.gpu_hour_cost,
                  ("capex_per_gpu", "life_years", "power_kw", "pue", "price_per_kwh",
-                  "opex_per_gpu_hour", "salvage_per_gpu"),
+                  "opex_per_gpu_hour", "salvage_per_gpu", "discount_rate"),
                  (capex_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour,
-                  salvage_per_gpu),
+                  salvage_per_gpu, discount_rate),
                  check=_salvage_within_capex)
 
 
