@@ -121,7 +121,9 @@ def site_values(inputs: dict[str, Any], scenario: str) -> dict[str, Any]:
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario={scenario!r}: allowed are {', '.join(SCENARIOS)}")
-    unknown = sorted(set(inputs) - set(DEFAULTS))
+    # the risk ranges (§10.6) are not inputs of the model: the tornado and the draws move the
+    # model's own inputs
+    unknown = sorted(set(inputs) - set(DEFAULTS) - {n for n in inputs if n.startswith("range_")})
     if unknown:
         raise ValueError(f"unknown inputs {unknown}: the §6 names are {sorted(DEFAULTS)}")
     v = dict(DEFAULTS)

@@ -2063,6 +2063,53 @@ INPUTS: tuple[Input, ...] = (
           high=10),
 )
 
+
+# -- risk and tornado ranges around the live case (TFOM-SPEC §10.6) -----------------------------
+@dataclass(frozen=True)
+class RiskRange:
+    """A driver's default range around its live value v: ``factor`` (v × low … v × high) or
+    ``offset`` (v + low … v + high)."""
+
+    driver: str
+    how: Literal["factor", "offset"]
+    low: float
+    high: float
+
+
+#: The drivers the tornado flexes, in the spec's order; the Monte Carlo draws the first nine.
+RISK_RANGES: tuple[RiskRange, ...] = (
+    RiskRange("tef_target", "factor", 0.75, 1.10),
+    RiskRange("sell_through_target", "factor", 0.90, 1.10),
+    RiskRange("price_factor", "factor", 0.85, 1.15),
+    RiskRange("decline_per_quarter", "offset", -0.05, 0.05),
+    RiskRange("market_growth_per_quarter", "factor", 0.5, 1.5),
+    RiskRange("capex_per_gpu", "factor", 0.85, 1.15),
+    RiskRange("electricity_per_kwh", "factor", 0.75, 1.25),
+    RiskRange("resale_decline_per_quarter", "factor", 0.5, 1.5),
+    RiskRange("market_mtok_month1", "factor", 0.7, 1.3),
+    RiskRange("availability", "offset", -0.005, 0.005),
+    RiskRange("discount_rate", "offset", -0.02, 0.02),
+    RiskRange("life_years", "factor", 0.8, 1.2),
+)
+_RANGE_GROUP = "Risk and tornado ranges"
+_INPUT_LABELS = {i.name: i.label for i in INPUTS}
+
+
+def _range_input(r: RiskRange, side: str) -> Input:
+    label = _INPUT_LABELS[r.driver]
+    value = r.low if side == "low" else r.high
+    if r.how == "factor":
+        return Input(f"range_{side}_{r.driver}", f"{label}: {side} (× live value)", "factor",
+                     _RANGE_GROUP, "number", value,
+                     f"The {side} end of {r.driver}'s range for the tornado and the Monte Carlo, "
+                     f"as a factor of the live value (v × {value:g}).", low=0, high=10)
+    return Input(f"range_{side}_{r.driver}", f"{label}: {side} (+ live value)", "offset",
+                 _RANGE_GROUP, "number", value,
+                 f"The {side} end of {r.driver}'s range for the tornado and the Monte Carlo, "
+                 f"added to the live value (v {value:+g}).", low=-1, high=1)
+
+
+INPUTS += tuple(_range_input(r, side) for r in RISK_RANGES for side in ("low", "high"))
 BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 #: The input groups, in the order they appear.
