@@ -97,6 +97,8 @@ def production_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None 
          and m < col["online"][i] + col["dep_months"][i] else 0.0 for m in months]
         for i in range(len(cohorts))]
     out.update(result.scenarios[scenario].summary)
+    fired = result.scenarios[scenario].warnings
+    out["warnings_fired"] = [w.key for w in om.WARNINGS if w.text in fired]
     return out
 
 

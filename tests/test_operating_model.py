@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.production_adapter import MONTHLY, production_run
-from tests.reference_v2 import reference_scenarios
+from tests.production_adapter import MONTHLY, _inputs, production_run
+from tests.reference_v2 import reference_bridge, reference_scenarios
 from tokenfactory_xl import make_inputs, run
-from tokenfactory_xl.operating_model import OUTPUT_NAMES
+from tokenfactory_xl.operating_model import BRIDGE_NAMES, OUTPUT_NAMES, WARNINGS
 
 OWNED = {
     "site_name": "Frankfurt owned", "start_date": "2027-11-01", "horizon_months": 40,
@@ -214,6 +214,27 @@ def test_every_output_and_line_of_every_scenario_equals_the_reference(case):
                     bad.append(f"{scenario} {name}[{m}]: {a!r} != {b!r}")
                     break
         assert not bad, bad[:5]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=sites())
+def test_the_bridge_sums_to_the_uplift_and_equals_the_reference(case):
+    """§10.3 on random sites: the four steps sum to uplift_npv to 1e-9, each step is the
+    reference's (Base's inputs with more of Optimised's), and each scenario's warnings are the
+    reference's rules."""
+    site, cohorts = case
+    result = run(_inputs(site, cohorts, "Base"))
+    steps = [result.uplift[name] for name in BRIDGE_NAMES]
+    uplift = result.uplift["npv"]
+    scale = 1e-9 * max(1.0, abs(result.scenarios["Base"].summary["npv"]),
+                       abs(result.scenarios["Optimised"].summary["npv"]))
+    assert math.isclose(sum(steps), uplift, rel_tol=1e-9, abs_tol=scale)
+    reference = reference_bridge(site, cohorts)
+    for name, got in zip(BRIDGE_NAMES, steps, strict=True):
+        assert math.isclose(got, reference[name], rel_tol=1e-9, abs_tol=scale), name
+    for scenario, ref in reference_scenarios(site, cohorts).items():
+        fired = result.scenarios[scenario].warnings
+        assert [w.key for w in WARNINGS if w.text in fired] == ref["warnings_fired"], scenario
 
 
 def test_named_sites_equal_the_reference():

@@ -716,3 +716,75 @@ def test_scenarios_share_the_lines_no_s_input_touches() -> None:
         assert runs["Base"][name] == runs["Optimised"][name] == runs["Downside"][name], name
     assert runs["Base"]["tokens_sold"] != runs["Optimised"]["tokens_sold"]
     assert runs["Optimised"]["programme_cost"][1] == approx(520_000)
+
+
+# --------------------------------------------------------------------------------------------
+# Version 3: shutdown per scenario, loans tied to their GPUs, the exit at a market value (§10)
+# --------------------------------------------------------------------------------------------
+
+def test_shutdown_prepays_the_loan_and_dscr_stops_with_the_gpus() -> None:
+    """§10.2: 10 GPUs at 12,000, half borrowed at 0 % over 36 months (1,666.67 a month), shut
+    down in month 18 (June 2030) of 24; book exit, fully depreciated after 12 months: no
+    proceeds. After month 18's payment 60,000 − 18 × 1,666.67 = 30,000 is still owed: prepaid
+    in month 18, not scheduled debt service. DSCR 2029: 78,840 ÷ 20,000 = 3.942; 2030 over its
+    six months held: EBITDA (744 + 672 + 744 + 720 + 744 + 720) × 10 × 0.9 = 39,096 less the
+    fixed opex 6 × 100, ÷ 10,000 = 3.8496. The fixed opex stops after month 18."""
+    r = reference_run(simple_site(capex_per_gpu=12_000.0, life_years=1, debt_share=0.5,
+                                  debt_rate=0.0, debt_tenor_months=36, fixed_opex_per_month=100.0,
+                                  shutdown_month=(18, 18, 18)))
+    payment = 60_000 / 36
+    assert r["scheduled_debt_service"][18] == approx(payment)
+    assert r["scheduled_debt_service"][19:] == [0.0] * 6
+    assert r["prepayment"][18] == approx(30_000)
+    assert r["repayment_at_h"][24] == 0
+    assert r["debt_balance"][17] == approx(30_000 + payment) and r["debt_balance"][18] == 0
+    assert sum(r["principal"]) == approx(60_000)
+    assert r["gpus_in_service"][18] == 10 and r["gpus_in_service"][19] == 0
+    assert r["other_opex"][18] == approx(100) and r["other_opex"][19] == 0
+    assert r["dscr_by_year"] == {2029: approx(78_840 / 20_000 - 1_200 / 20_000),
+                                 2030: approx((39_096 - 600) / 10_000)}
+    assert r["min_dscr"] == approx(3.8496)
+    assert r["equity_cash_flow"][18] == approx(720 * 9 - 100 - payment - 30_000)
+    assert r["terminal_value_pv"] == 0  # nothing is held at H
+
+
+def test_market_exit_is_each_scenarios_own() -> None:
+    """§10.1: shut down in month 18, the GPUs fetch 12,000 × (1 − r_s)^(18 ÷ 3): Base and
+    Optimised (r = 0.10) 12,000 × 0.9⁶ = 6,377.29, Downside (0.15) 12,000 × 0.85⁶ = 4,525.79;
+    the book value is 0 (depreciated over 12 months), so all of it is a gain, in EBIT."""
+    runs = reference_scenarios(simple_site(capex_per_gpu=12_000.0, life_years=1,
+                                           residual_method="market",
+                                           shutdown_month=(18, 18, 18)))
+    assert runs["Base"]["disposal_proceeds"][18] == approx(10 * 12_000 * 0.9 ** 6)
+    assert runs["Downside"]["disposal_proceeds"][18] == approx(10 * 12_000 * 0.85 ** 6)
+    assert runs["Downside"]["disposal_gain"][18] == approx(10 * 12_000 * 0.85 ** 6)
+    assert runs["Base"]["ebit"][18] == approx(720 * 9 + 10 * 12_000 * 0.9 ** 6)
+    # held to H = 24 instead: the proceeds at H are the terminal value, discounted as the NPV
+    held = reference_scenarios(simple_site(capex_per_gpu=12_000.0, life_years=1,
+                                           residual_method="market", discount_rate=0.1))
+    for name, decline in (("Base", 0.10), ("Downside", 0.15)):
+        proceeds = 10 * 12_000 * (1 - decline) ** 8
+        assert held[name]["terminal_value_pv"] == approx(proceeds / 1.1 ** 2)
+        assert held[name]["npv_excl_terminal"] == approx(held[name]["npv"] - proceeds / 1.1 ** 2)
+    assert held["Downside"]["terminal_value_pv"] < held["Base"]["terminal_value_pv"]
+
+
+def test_a_cohort_due_after_the_shutdown_is_never_bought() -> None:
+    """§10.2: cohort 2 (5 GPUs, online in month 20) with the fleet shut down in month 18: no
+    CapEx in month 19, no GPU of it ever in service; the site's cohort runs months 1–18."""
+    r = reference_run(simple_site(shutdown_month=(18, 18, 18)),
+                      [{"cohort": "late", "online_month": 20, "gpus": 5}])
+    assert r["capex"][19] == 0 and sum(r["capex"]) == approx(10 * 2_000)
+    assert r["gpus_in_service"][20] == 0 and r["gpus_in_service"][18] == 10
+
+
+def test_warnings_and_mirr_by_hand() -> None:
+    """§10.5: the simple site earns 0.9 a GPU-hour on 2,000 a GPU, and at H its GPUs are sold
+    at their book value, 20,000 × 24 ÷ 48 = 10,000: no demand limit (market_mtok_month1 0) is
+    one warning; its flows change sign once. MIRR at a discount rate of 0: (Σ inflows ÷
+    −Σ outflows)^(1 ÷ 24) − 1 a month, shown yearly."""
+    r = reference_run(simple_site(discount_rate=0.0))
+    assert r["warnings_fired"] == ["no_demand_limit"]
+    inflows = 9 * (8_760 + 8_760) + 10_000
+    monthly = (inflows / 20_000) ** (1 / 24) - 1
+    assert r["mirr"] == approx((1 + monthly) ** 12 - 1)
