@@ -303,8 +303,8 @@ def cmd_inputs(args: argparse.Namespace) -> int:
                          indent=2, default=str))
         return 0
     for spec in INPUTS:
-        default = (" / ".join(str(d) for d in spec.default) if spec.per_scenario
-                   else str(spec.default))
+        default = (" / ".join("blank" if d is None else str(d) for d in spec.default)
+                   if spec.per_scenario else str(spec.default))
         scen = f"  (per scenario: {' / '.join(SCENARIOS)})" if spec.per_scenario else ""
         print(f"{spec.name}  [{spec.unit}]  default {default}{scen}")
         print(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.")

@@ -1062,12 +1062,13 @@ OUTPUTS: tuple[Output, ...] = (
            "P₀: list prices after cache hits and the batch discount"),
     Output("gpu_hour_cost", "GPU-hour cost", "money/GPU-h", "price", lambda sc: N.gpu_hour_cost,
            "cohort 1's, fixed opex included"),
-    Output("breakeven_util", "Breakeven utilisation", "fraction", "fraction",
+    Output("breakeven_util", "Breakeven utilisation (at today's price)", "fraction", "fraction",
            lambda sc: none_if((N.blended_price * _s_input("price_factor", sc)).eq(0),
                               N.gpu_hour_cost / (N.site_tps_per_gpu * K.seconds_per_hour
                                                  * N.blended_price * _s_input("price_factor", sc)
                                                  / K.tokens_per_mtok)),
-           "the TFI at which cohort 1's GPU-hour at today's market price covers its cost"),
+           "the TFI at which cohort 1's GPU-hour (capital at the discount rate) is paid at "
+           "today's market price; over the plan's life see the lifetime breakeven TFI"),
     Output("tokens_sold_total", "Tokens sold", "tokens", "tokens",
            lambda sc: _t("tokens_sold", sc)),
     Output("revenue_total", "Revenue", "money", "money", lambda sc: _t("revenue", sc)),
@@ -1441,8 +1442,15 @@ MASTER_CHECK = _scalar(
     IF(COUNTIF(Each(CHECK_NAMES, (len(CHECK_NAMES), 1)), "ERROR").eq(0), "OK", "ERROR"))
 
 
+_DASHBOARD_NOTE = Text("Money in ").concat(I.currency).concat(
+    ". The terminal value is the fleet's resale at the horizon; breakeven utilisation (at "
+    "today's price) is on Returns.")
 #: Texts the sheets show about the site, in the same language as the model's lines.
 TEXT_LINES: tuple[Line, ...] = (
+    Line("dashboard_note", "", "", "text",
+         IF(I.market_mtok_month1.eq(0),
+            _DASHBOARD_NOTE.concat(" " + NO_DEMAND_LIMIT[:1].upper() + NO_DEMAND_LIMIT[1:] + "."),
+            _DASHBOARD_NOTE)),
     Line("demand_note", "", "", "text",
          IF(I.market_mtok_month1.eq(0), Text(NO_DEMAND_LIMIT[:1].upper() + NO_DEMAND_LIMIT[1:]),
             Text("")), missing=""),

@@ -1097,13 +1097,22 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Dashboard --------------------------------------------------------------------------------
+#: The headline figures (TFOM-SPEC §10.5), two rows: the returns a committee asks first, then
+#: the plan against its lifetime breakeven and the uplift taken apart.
 _KPIS = (
-    ("npv", "NPV"), ("irr", "IRR (yearly)"), ("payback_months", "Payback (months)"),
-    ("ebitda_margin", "EBITDA margin"), ("revenue_total", "Revenue"),
-    ("tfi_now", "TFI now"), ("breakeven_util", "Breakeven utilisation"),
-    ("tef_now", "TEF now"), ("equivalent_gpus", "Equivalent GPUs"),
-    ("cost_per_mtok", "Cost per Mtok sold"), ("uplift_npv", "NPV: Optimised − Base"),
+    ("npv", "NPV"), ("npv_excl_terminal", "NPV excl. terminal"),
+    ("irr", "IRR (yearly)"), ("mirr", "MIRR (yearly)"), ("payback_months", "Payback (months)"),
+    ("equity_irr", "Equity IRR (yearly)"), ("min_dscr", "Minimum DSCR"),
+    ("warnings", "Warnings (see Checks)"),
 )
+_KPIS_PLAN = (
+    ("planned_tfi", "Planned TFI"), ("lifetime_breakeven_tfi", "Lifetime breakeven TFI"),
+    ("tfi_headroom", "TFI headroom"), ("uplift_npv", "NPV: Optimised − Base"),
+    ("uplift_npv_tef", "of which TEF"), ("uplift_npv_sell_through", "of which sell-through"),
+    ("uplift_npv_market", "of which market"), ("uplift_npv_programme", "of which programme"),
+)
+#: Rows of the Dashboard: the two rows of headline figures, the notes, the first charts.
+KPI_ROWS, PLAN_ROWS, NOTE_ROW, CHART_ROW = (4, 5), (7, 8), 9, 11
 
 
 def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
@@ -1120,20 +1129,26 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.conditional_formatting.add("J1", CellIsRule(operator="equal", formula=['"ERROR"'],
                                                    fill=st.CHECK_BAD_FILL,
                                                    font=st.CHECK_BAD_FONT))
-    kinds = {o.name: o.kind for o in OUTPUTS} | {"uplift_npv": "money"}
-    for i, (name, label) in enumerate(_KPIS):
-        col = _col(1 + i)
-        ws[f"{col}4"] = label
-        ws[f"{col}4"].font = st.KPI_LABEL_FONT
-        ws[f"{col}4"].alignment = st.CENTER
-        kind = kinds[name]
-        b.echo(ws, f"{col}5", f"out_{name}",
-               {"money": "money", "fraction": "fraction", "months": "months",
-                "gpus": "integer", "price": "price"}.get(kind, kind), font=st.KPI_VALUE_FONT)
-        ws[f"{col}5"].alignment = st.CENTER
-        ws[f"{col}4"].border = ws[f"{col}5"].border = st.BOX
-        ws.column_dimensions[col].width = 17
-    ws.row_dimensions[5].height = 30
+    kinds = {o.name: o.kind for o in OUTPUTS} | {"uplift_npv": "money"} | {
+        name: "money" for name in om.BRIDGE_NAMES}
+    for kpis, (label_row, value_row) in ((_KPIS, KPI_ROWS), (_KPIS_PLAN, PLAN_ROWS)):
+        for i, (name, label) in enumerate(kpis):
+            col = _col(1 + i)
+            ws[f"{col}{label_row}"] = label
+            ws[f"{col}{label_row}"].font = st.KPI_LABEL_FONT
+            ws[f"{col}{label_row}"].alignment = st.CENTER
+            kind = kinds[name]
+            b.echo(ws, f"{col}{value_row}", f"out_{name}",
+                   {"money": "money", "fraction": "fraction", "months": "months",
+                    "gpus": "integer", "price": "price"}.get(kind, kind),
+                   font=st.KPI_VALUE_FONT)
+            ws[f"{col}{value_row}"].alignment = st.CENTER
+            ws[f"{col}{label_row}"].border = ws[f"{col}{value_row}"].border = st.BOX
+            ws.column_dimensions[col].width = 17
+        ws.row_dimensions[value_row].height = 30
+    for i in range(11):  # the charts' two columns: A–E and F–K
+        ws.column_dimensions[_col(1 + i)].width = 17
+    b.scalar(ws, f"A{NOTE_ROW}", om.BY_LINE["dashboard_note"], font=st.NOTE_FONT, kind="text")
 
     # The monthly charts read the Timeline: months beyond the horizon show "" there, which
     # charts draw as zero-height columns (invisible) rather than a line falling to zero.
@@ -1174,9 +1189,9 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         return chart
 
     ws.add_chart(column_chart("Monthly revenue and EBITDA", ["revenue", "ebitda"],
-                              "per month (millions)"), "A7")
+                              "per month (millions)"), f"A{CHART_ROW}")
     ws.add_chart(column_chart("Cumulative cash flow", ["cumulative_cash_flow"],
-                              "millions (payback where it crosses 0)"), "F7")
+                              "millions (payback where it crosses 0)"), f"F{CHART_ROW}")
 
     cap = b.wb["Capacity"]
     funnel = BarChart()
@@ -1195,7 +1210,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     funnel.y_axis.delete = False
     funnel.series[0].graphicalProperties.solidFill = "1F3864"
     funnel.gapWidth = 40
-    ws.add_chart(funnel, "A28")
+    ws.add_chart(funnel, f"A{CHART_ROW + 21}")
 
     sens = b.wb["Sensitivity"]
     margin = LineChart()
@@ -1220,8 +1235,8 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         series.smooth = False
         series.graphicalProperties.line.solidFill = "1F3864"
         series.graphicalProperties.line.width = 28000
-    ws.add_chart(margin, "F28")
-    ws.print_area = "A1:K48"
+    ws.add_chart(margin, f"F{CHART_ROW + 21}")
+    ws.print_area = f"A1:K{CHART_ROW + 41}"
     _print_setup(ws, fit_height=1)
     ws.page_setup.fitToHeight = 1
 
