@@ -211,7 +211,7 @@ def test_chart_compares_tfi_with_breakeven(entries, path):
     assert len(charts) == 1
     header = [c.value for c in openpyxl.load_workbook(path).active[1]]
     letter = openpyxl.utils.get_column_letter
-    for text in ("TFI now [fraction]", "Breakeven utilisation [fraction]"):
+    for text in ("TFI now [fraction]", "Breakeven utilisation (at today's price) [fraction]"):
         col = letter(header.index(text) + 1)
         assert f"'Portfolio'!${col}$2:${col}$4" in xml
     assert "'Portfolio'!$A$2:$A$4" in xml
