@@ -19,14 +19,15 @@ from tokenfactory_xl import operating_model as om
 
 #: Reference name → production line (``{k}``: the scenario's key), one per monthly line.
 MONTHLY = {
-    "hours": "hours", "gpus_in_service": "gpus_in_service",
-    "theoretical_tokens": "theoretical_tokens", "capex": "capex",
-    "depreciation": "depreciation", "disposal_nbv": "disposal_book_value",
-    "disposal_proceeds": "disposal_proceeds", "disposal_gain": "disposal_gain", "rent": "rent",
-    "power": "power", "other_opex": "other_opex", "mw_seconds": "mw_seconds",
-    "contracted_tokens": "contracted_tokens", "drawdown": "drawdown", "interest": "interest",
-    "principal": "principal", "scheduled_debt_service": "debt_service",
-    "repayment_at_h": "repayment_at_h", "debt_balance": "debt_balance",
+    "hours": "hours", "gpus_in_service": "gpus_in_service_{k}",
+    "theoretical_tokens": "theoretical_tokens_{k}", "capex": "capex_{k}",
+    "depreciation": "depreciation_{k}", "disposal_nbv": "disposal_book_value_{k}",
+    "disposal_proceeds": "disposal_proceeds_{k}", "disposal_gain": "disposal_gain_{k}",
+    "rent": "rent_{k}", "power": "power_{k}", "other_opex": "other_opex_{k}",
+    "mw_seconds": "mw_seconds_{k}", "contracted_tokens": "contracted_tokens",
+    "drawdown": "drawdown_{k}", "interest": "interest_{k}", "principal": "principal_{k}",
+    "scheduled_debt_service": "debt_service_{k}", "prepayment": "prepayment_{k}",
+    "repayment_at_h": "repayment_at_h_{k}", "debt_balance": "debt_balance_{k}",
     "tef": "tef_{k}", "sell_through": "sell_through_{k}",
     "deliverable_tokens": "deliverable_tokens_{k}", "sellable_tokens": "sellable_tokens_{k}",
     "market_demand_tokens": "market_demand_{k}", "contract_sold_tokens": "contract_sold_{k}",
@@ -81,7 +82,10 @@ def production_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None 
     cohorts = [c for c in range(om.MAX_COHORTS) if float(values["c_gpus"][c]) > 0]
     months = range(horizon + 1)
     col = {name: [float(values[f"c_{name}"][c]) for c in cohorts] for name in (
-        "gpus", "online", "last", "dep_months", "capex", "dep_per_month")}
+        "gpus", "online", "dep_months", "capex", "dep_per_month")}
+    col["last"] = [float(values[f"c_last_{key}"][c]) for c in cohorts]
+    bought = [float(values[f"c_bought_{key}"][c]) for c in cohorts]
+    col["capex"] = [x * b for x, b in zip(col["capex"], bought, strict=True)]
     out["in_service"] = [[1.0 if col["online"][i] <= m <= col["last"][i] else 0.0
                           for m in months] for i in range(len(cohorts))]
     out["gpus_in_service_by_cohort"] = [[col["gpus"][i] * s for s in out["in_service"][i]]
@@ -93,6 +97,8 @@ def production_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None 
          and m < col["online"][i] + col["dep_months"][i] else 0.0 for m in months]
         for i in range(len(cohorts))]
     out.update(result.scenarios[scenario].summary)
+    fired = result.scenarios[scenario].warnings
+    out["warnings_fired"] = [w.key for w in om.WARNINGS if w.text in fired]
     return out
 
 

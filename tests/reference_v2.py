@@ -1,4 +1,10 @@
-"""An independent reference implementation of the TFOM, version 2 (TFOM-SPEC §4, §6, §7).
+"""An independent reference implementation of the TFOM (TFOM-SPEC §4, §6, §7 and §10).
+
+Version 2 of the spec, with version 3's exit at a market value and shutdown per scenario
+(§10.1, §10.2), the bridge and equivalent GPUs of §10.3, the warnings and MIRR of §10.5 and the
+GPU-hour at the cost of capital (§10.8); not yet §10.4's financing. With
+``residual_method="book"`` and no shutdown it computes version 2's figures (except the
+GPU-hour cost, which is version 2's at a discount rate of 0).
 
 This module is the oracle the production model is tested against. It is written from the
 specification's text alone, month by month with plain loops, ``calendar`` and ``math``, and
@@ -83,6 +89,11 @@ DEFAULTS: dict[str, Any] = {
     "debt_share": 0.0,
     "debt_rate": 0.08,
     "debt_tenor_months": 48,
+    # version 3 (§10)
+    "residual_method": "market",
+    "resale_decline_per_quarter": (0.10, 0.10, 0.15),
+    "shutdown_month": (None, None, None),
+    "dscr_covenant": 1.20,
 }
 
 #: The "S" inputs of §6: one value per scenario.
@@ -110,7 +121,9 @@ def site_values(inputs: dict[str, Any], scenario: str) -> dict[str, Any]:
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario={scenario!r}: allowed are {', '.join(SCENARIOS)}")
-    unknown = sorted(set(inputs) - set(DEFAULTS))
+    # the risk ranges (§10.6) are not inputs of the model: the tornado and the draws move the
+    # model's own inputs
+    unknown = sorted(set(inputs) - set(DEFAULTS) - {n for n in inputs if n.startswith("range_")})
     if unknown:
         raise ValueError(f"unknown inputs {unknown}: the §6 names are {sorted(DEFAULTS)}")
     v = dict(DEFAULTS)
@@ -163,6 +176,10 @@ def cohort_table(v: dict[str, Any], cohorts: list[dict[str, Any]] | None) -> lis
             raise ValueError(f"cohort {r['cohort']!r}: retire_month={retire} is before its "
                              f"online_month={r['online_month']}")
         r["last"] = horizon if retire is None or retire > horizon else retire
+        # §10.2: a shutdown ends every cohort's service; one due later is never bought
+        if v["shutdown_month"] is not None:
+            r["last"] = min(r["last"], v["shutdown_month"])
+        r["bought"] = r["online_month"] <= r["last"]
         r["owned"] = r["ownership"] == "own"
         r["n_dep"] = excel_round(12 * r["life_years"])
     return rows
@@ -236,10 +253,11 @@ def fleet(v: dict[str, Any], rows: list[dict[str, Any]], hours: list[float]) -> 
     gpus_in_service, theoretical, power, mw_seconds = (list(zeros) for _ in range(4))
     capex, depreciation, nbv, proceeds, gain, rent = (list(zeros) for _ in range(6))
     in_service, gpus_by_cohort, capex_c, depreciation_c = [], [], [], []
+    terminal = 0.0  # §10.1: proceeds at H of the cohorts still held then
     for r in rows:
         s = [1.0 if r["online_month"] <= m <= r["last"] else 0.0 for m in months]
         cap_c, dep_c = list(zeros), list(zeros)
-        if r["owned"]:
+        if r["owned"] and r["bought"]:
             on, n, last = r["online_month"], r["n_dep"], r["last"]
             cap_c[on - 1] = r["gpus"] * r["capex_per_gpu"]
             per_month = r["gpus"] * (r["capex_per_gpu"] - r["salvage_per_gpu"]) / n
@@ -249,10 +267,18 @@ def fleet(v: dict[str, Any], rows: list[dict[str, Any]], hours: list[float]) -> 
             remaining = max(0, on + n - 1 - last)
             above_salvage = (r["capex_per_gpu"] - r["salvage_per_gpu"]) * remaining / n
             book = r["gpus"] * (r["salvage_per_gpu"] + above_salvage)
-            paid = r["gpus"] * (r["salvage_per_gpu"] + above_salvage * v["residual_share"])
+            if v["residual_method"] == "book":
+                paid = r["gpus"] * (r["salvage_per_gpu"] + above_salvage * v["residual_share"])
+            else:  # §10.1: the resale price after the quarters held, at least the salvage
+                held_quarters = (last - on + 1) / 3
+                resale = max(r["salvage_per_gpu"], r["capex_per_gpu"] * v["residual_share"]
+                             * (1 - v["resale_decline_per_quarter"]) ** held_quarters)
+                paid = r["gpus"] * resale
             nbv[last] += book
             proceeds[last] += paid
             gain[last] += paid - book
+            if last == horizon:
+                terminal += paid
         for m in months:
             gpus_in_service[m] += r["gpus"] * s[m]
             theoretical[m] += r["gpus"] * r["theoretical_tps_per_gpu"] * s[m] * 3600 * hours[m]
@@ -268,9 +294,14 @@ def fleet(v: dict[str, Any], rows: list[dict[str, Any]], hours: list[float]) -> 
         gpus_by_cohort.append([r["gpus"] * s[m] for m in months])
         capex_c.append(cap_c)
         depreciation_c.append(dep_c)
+    # §10.2: the fixed opex (and the programme fee) stop after the last month any GPU runs
+    fleet_end = max((r["last"] for r in rows if r["bought"] and r["gpus"] > 0), default=0)
     other_opex = [0.0] + [gpus_in_service[m] * v["opex_per_gpu_hour"] * hours[m]
-                          + v["fixed_opex_per_month"] for m in months[1:]]
+                          + (v["fixed_opex_per_month"] if m <= fleet_end else 0.0)
+                          for m in months[1:]]
     return {
+        "fleet_end": fleet_end, "terminal_proceeds": terminal,
+        "last_by_cohort": [r["last"] for r in rows],
         "hours": hours, "in_service": in_service, "gpus_in_service": gpus_in_service,
         "gpus_in_service_by_cohort": gpus_by_cohort,
         "theoretical_tokens": theoretical, "capex": capex, "capex_by_cohort": capex_c,
@@ -469,21 +500,24 @@ def payback(flows: list[float]) -> float | None:
 # §4.4: financing
 # --------------------------------------------------------------------------------------------
 
-def debt_schedule(v: dict[str, Any], capex_by_cohort: list[list[float]]) -> dict[str, Any]:
+def debt_schedule(v: dict[str, Any], capex_by_cohort: list[list[float]],
+                  last_months: list[int]) -> dict[str, Any]:
     """§4.4: one annuity loan per owned cohort's CapEx, summed month by month.
 
     D = debt_share × CapEx_c drawn in the CapEx month d; i = debt_rate ÷ 12; payments
     D × i ÷ (1 − (1 + i)^(−n)) (D ÷ n at rate 0) in months d + 1 … d + n, interest = i ×
     opening balance, principal = payment − interest; the balance still owed after month H's
-    payment is repaid in month H ("repayment at H", not scheduled debt service).
+    payment is repaid in month H ("repayment at H", not scheduled debt service). §10.2: a
+    cohort sold before H (its last month ``last_months[c]``) prepays what it still owes in that
+    month, after the month's payment ("prepayment", not scheduled debt service either).
     """
     horizon = len(capex_by_cohort[0]) - 1
     i = v["debt_rate"] / 12
     n = v["debt_tenor_months"]
     keys = ("drawdown", "interest", "principal", "scheduled_debt_service", "repayment_at_h",
-            "debt_balance")
+            "debt_balance", "prepayment")
     out = {k: [0.0] * (horizon + 1) for k in keys}
-    for cap_c in capex_by_cohort:
+    for cap_c, last in zip(capex_by_cohort, last_months, strict=True):
         for d_month, capex in enumerate(cap_c):
             loan = v["debt_share"] * capex
             if loan == 0:
@@ -493,6 +527,8 @@ def debt_schedule(v: dict[str, Any], capex_by_cohort: list[list[float]]) -> dict
             balance = loan
             out["debt_balance"][d_month] += balance
             for m in range(d_month + 1, horizon + 1):
+                if m > last:  # sold, and the loan prepaid: nothing more
+                    break
                 if m <= d_month + n:
                     interest = i * balance
                     principal = payment - interest
@@ -504,6 +540,10 @@ def debt_schedule(v: dict[str, Any], capex_by_cohort: list[list[float]]) -> dict
                         balance = 0.0  # the last annuity payment clears the loan exactly
                 if m == horizon and balance != 0:
                     out["repayment_at_h"][m] += balance
+                    out["principal"][m] += balance
+                    balance = 0.0
+                if m == last and balance != 0:
+                    out["prepayment"][m] += balance
                     out["principal"][m] += balance
                     balance = 0.0
                 out["debt_balance"][m] += balance
@@ -547,7 +587,7 @@ def profit_and_cash(v: dict[str, Any], f: dict[str, Any], s: dict[str, Any],
                     years: list[int | None]) -> dict[str, Any]:
     """§4.3: programme cost, EBITDA, EBIT, yearly tax (unlevered), project and discounted cash."""
     months = range(len(years))
-    programme = [0.0] + [v["programme_fee_per_month"]
+    programme = [0.0] + [(v["programme_fee_per_month"] if m <= f["fleet_end"] else 0.0)
                          + (v["programme_cost_once"] if m == 1 else 0.0) for m in months[1:]]
     ebitda = [s["revenue"][m] - f["power"][m] - f["other_opex"][m] - f["rent"][m] - programme[m]
               for m in months]
@@ -564,7 +604,7 @@ def financing(v: dict[str, Any], f: dict[str, Any], p: dict[str, Any],
               years: list[int | None]) -> dict[str, Any]:
     """§4.4: the debt schedule, levered tax (interest deductible), CFADS, DSCR, equity cash."""
     months = range(len(years))
-    debt = debt_schedule(v, f["capex_by_cohort"])
+    debt = debt_schedule(v, f["capex_by_cohort"], f["last_by_cohort"])
     levered = yearly_tax([p["ebit"][m] - debt["interest"][m] for m in months], years,
                          v["tax_rate"])
     cfads = [p["ebitda"][m] - levered["tax"][m] for m in months]
@@ -623,9 +663,17 @@ def reference_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None =
 # --------------------------------------------------------------------------------------------
 
 def gpu_hour_cost(v: dict[str, Any], first: dict[str, Any]) -> float:
-    """§7 gpu_hour_cost [money/GPU-h], cohort 1's (fixed opex spread over cohort 1's GPUs)."""
+    """§7 gpu_hour_cost [money/GPU-h], cohort 1's (fixed opex spread over cohort 1's GPUs).
+
+    §10.8: an owned GPU's capital as a monthly annuity at the discount rate, (CapEx − salvage ×
+    vᴺ) × i ÷ (1 − vᴺ) per month, ÷ 730 hours; straight line at a rate of 0.
+    """
     power = first["power_kw_per_gpu"] * v["pue"] * v["electricity_per_kwh"]
-    if first["owned"]:
+    i = monthly_rate(v["discount_rate"])
+    if first["owned"] and i > 0:
+        v_n = (1 / (1 + i)) ** (12 * first["life_years"])
+        own = (first["capex_per_gpu"] - first["salvage_per_gpu"] * v_n) * i / (1 - v_n) / 730
+    elif first["owned"]:
         own = (first["capex_per_gpu"] - first["salvage_per_gpu"]) / (first["life_years"] * 8760)
     else:
         own = first["rent_per_gpu_hour"]
@@ -661,17 +709,15 @@ def summary_outputs(v: dict[str, Any], rows: list[dict[str, Any]], d: dict[str, 
     cover = debt_service_cover(lines["cfads"], lines["scheduled_debt_service"],
                                lines["fiscal_year"])
     fleet_gpus = sum(r["gpus"] for r in rows)
-    equivalent = fleet_gpus * v["tef_target"] / d["tef_now"]
-    owned = [r for r in rows if r["owned"]]
-    rented = [r for r in rows if not r["owned"]]
-    # (eq − fleet) × owned GPUs ÷ fleet × the GPU-weighted mean capex of owned cohorts
-    #   = (eq − fleet) ÷ fleet × Σ_owned gpus × capex_per_gpu (and likewise for rent).
-    avoided_capex = ((equivalent - fleet_gpus) / fleet_gpus
-                     * sum(r["gpus"] * r["capex_per_gpu"] for r in owned)) if owned else None
-    avoided_rent = ((equivalent - fleet_gpus) / fleet_gpus
-                    * sum(r["gpus"] * r["rent_per_gpu_hour"] for r in rented) * 8760
-                    ) if rented else None
     first = rows[0]
+    # §10.3: the planned fleet in cohort-1 GPUs of equal theoretical throughput
+    fleet_equiv = sum(r["gpus"] * r["theoretical_tps_per_gpu"] for r in rows) \
+        / first["theoretical_tps_per_gpu"]
+    equivalent = fleet_equiv * v["tef_target"] / d["tef_now"]
+    avoided_capex = ((equivalent - fleet_equiv) * first["capex_per_gpu"]
+                     if first["owned"] else None)
+    avoided_rent = (None if first["owned"]
+                    else (equivalent - fleet_equiv) * first["rent_per_gpu_hour"] * 8760)
     hour_cost = gpu_hour_cost(v, first)
     p0 = d["p0"]
     sold_total = sum(lines["tokens_sold"])
@@ -732,10 +778,100 @@ def summary_outputs(v: dict[str, Any], rows: list[dict[str, Any]], d: dict[str, 
         "realised_sell_through": sold_total / deliverable_total if deliverable_total else None,
         "cost_per_mtok": cost_per_mtok,
         "economic_life_months": economic_life(v, lines),
+        **version3_outputs(v, d, lines, cover["min_dscr"], pv_outlay / pv_theoretical_value
+                           if pv_theoretical_value else None),
     }
+
+
+def mirr(flows: list[float], rate_m: float) -> float | None:
+    """Excel's MIRR(values, rate, rate) of monthly flows, shown yearly (§10.5): with n the
+    number of flows, (−FV(positives) ÷ PV(negatives))^(1 ÷ (n − 1)) − 1, FV compounded to the
+    last flow at the reinvestment rate and PV discounted to the first at the finance rate."""
+    n = len(flows)
+    if not (any(f > 0 for f in flows) and any(f < 0 for f in flows)):
+        return None
+    fv_in = sum(f * (1 + rate_m) ** (n - 1 - t) for t, f in enumerate(flows) if f > 0)
+    pv_out = sum(f / (1 + rate_m) ** t for t, f in enumerate(flows) if f < 0)
+    monthly = (fv_in / -pv_out) ** (1 / (n - 1)) - 1
+    return (1 + monthly) ** 12 - 1
+
+
+def warnings_of(v: dict[str, Any], lines: dict[str, Any], out: dict[str, Any],
+                min_dscr: float | None) -> list[str]:
+    """§10.5: the warning rules that fire, each once (the workbook's stale figures aside)."""
+    flows = lines["project_cash_flow"]
+    months = range(len(flows))
+    fired = []
+    if v["market_mtok_month1"] == 0:
+        fired.append("no_demand_limit")
+    if out["npv"] > 0 > out["npv_excl_terminal"]:
+        fired.append("terminal_value")
+    if min_dscr is not None and (min_dscr < v["dscr_covenant"] or min_dscr < 1):
+        fired.append("dscr")
+    if any(m > 1 and lines["equity_cash_flow"][m] < 0 and lines["ebitda"][m] < 0
+           for m in months):
+        fired.append("funding")
+    if any(lines["gpus_in_service"][m] > 0 and lines["ebitda"][m] < 0 for m in months):
+        fired.append("ebitda_loss")
+    if out["tfi_headroom"] is not None and out["tfi_headroom"] < 0.05:
+        fired.append("headroom")
+    # sign changes from one month to the next (a month of exactly 0 is not a change)
+    changes = sum(1 for m in months[1:] if flows[m] * flows[m - 1] < 0)
+    if changes > 1:
+        fired.append("irr_not_unique")
+    return fired
+
+
+def version3_outputs(v: dict[str, Any], d: dict[str, float], lines: dict[str, Any],
+                     min_dscr: float | None, breakeven_tfi: float | None) -> dict[str, Any]:
+    """§10.1, §10.3 and §10.5's new outputs."""
+    horizon = len(lines["months"]) - 1
+    rate_m = monthly_rate(v["discount_rate"])
+    npv_value = sum(lines["discounted_cash_flow"])
+    terminal = lines["terminal_proceeds"] / (1 + rate_m) ** horizon
+    planned = v["tef_target"] * d["sla"] * v["sell_through_target"]
+    out = {
+        "terminal_value_pv": terminal,
+        "npv_excl_terminal": npv_value - terminal,
+        "tax_losses_unused": list(lines["loss_pool_by_year"].values())[-1],
+        "mirr": mirr(lines["project_cash_flow"], rate_m),
+        "planned_tfi": planned,
+        "tfi_headroom": None if breakeven_tfi is None else planned - breakeven_tfi,
+        "npv": npv_value,
+    }
+    fired = warnings_of(v, lines, out, min_dscr)
+    del out["npv"]
+    return {**out, "warnings": len(fired), "warnings_fired": fired}
 
 
 def reference_scenarios(inputs: dict[str, Any],
                         cohorts: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """§4.5: the three scenarios side by side, keyed by scenario name."""
     return {name: reference_run(inputs, cohorts, name) for name in SCENARIOS}
+
+
+#: §10.3: the bridge's steps, each adding Optimised's values of these S inputs to Base's.
+BRIDGE = (("tef", ("tef_target",)), ("sell_through", ("sell_through_target",)),
+          ("market", ("price_factor", "decline_per_quarter", "resale_decline_per_quarter",
+                      "market_growth_per_quarter", "shutdown_month")),
+          ("programme", ("programme_cost_once", "programme_fee_per_month")))
+
+
+def reference_bridge(inputs: dict[str, Any],
+                     cohorts: list[dict[str, Any]] | None = None) -> dict[str, float]:
+    """§10.3: uplift_npv_<step>, each step the NPV of Base's inputs with more of Optimised's,
+    less the NPV before it; the last step ends at Optimised's NPV."""
+    v = dict(DEFAULTS)
+    v.update(inputs)
+    mixed: dict[str, Any] = {}
+    before = reference_run(inputs, cohorts, "Base")["npv"]
+    out = {}
+    for key, names in BRIDGE:
+        for name in names:
+            value = v[name]
+            optimised = value[1] if isinstance(value, (tuple, list)) else value
+            mixed[name] = optimised  # one value for every scenario: Base computes it
+        after = reference_run({**inputs, **mixed}, cohorts, "Base")["npv"]
+        out[f"uplift_npv_{key}"] = after - before
+        before = after
+    return out

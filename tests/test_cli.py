@@ -23,7 +23,7 @@ from tests.test_readme import commands as readme_commands
 from tests.tools import command
 from tokenfactory_xl import cli, make_inputs
 from tokenfactory_xl.catalogue import INPUTS
-from tokenfactory_xl.operating_model import OUTPUT_NAMES
+from tokenfactory_xl.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,8 @@ def assert_matches_reference(got: dict, overrides: dict) -> None:
 
 def test_summary_json_keys_and_values(capsys):
     got = summary_json(capsys)
-    assert list(got) == [*OUTPUT_NAMES, "scenarios", "optimised_minus_base"]
+    assert list(got) == [*OUTPUT_NAMES, "warning_rules", "scenarios", "optimised_minus_base",
+                         "bridge"]
     assert list(got["scenarios"]) == ["Base", "Optimised", "Downside"]
     assert got["optimised_minus_base"]["npv"] == pytest.approx(
         got["scenarios"]["Optimised"]["npv"] - got["scenarios"]["Base"]["npv"])
@@ -197,8 +198,10 @@ def test_help_names_only_inputs_that_exist():
 
 
 def test_summary_prints_every_figure_with_its_unit():
-    lines = {line.split()[-1]: line for line in run_cli("summary").stdout.splitlines()[2:-1]}
-    assert set(lines) == {*OUTPUT_NAMES, "uplift_npv"}
+    out = run_cli("summary").stdout.splitlines()
+    end = next(i for i, line in enumerate(out) if line.startswith("  * the live scenario"))
+    lines = {line.split()[-1]: line for line in out[2:end]}
+    assert set(lines) == {*OUTPUT_NAMES, "uplift_npv", *BRIDGE_NAMES}
     # The defaults (TFOM-SPEC §7's worked examples): payback 54.83 months in the Base,
     # 16.27 in the Optimised, none in the Downside; blended price 0.28 × 0.75 × (0.5 + 0.5 ×
     # 0.25) + 1.10 × 0.25, with 20 % of tokens sold at half price: × 0.9 = 0.365625 per Mtok.
@@ -206,18 +209,46 @@ def test_summary_prints_every_figure_with_its_unit():
                      lines["payback_months"])
     assert re.search(r"\d months  economic_life_months$", lines["economic_life_months"])
     assert "USD 0.3656 per Mtok  blended_price" in lines["blended_price"]
-    assert "USD 1.3956 per GPU-h  gpu_hour_cost" in lines["gpu_hour_cost"]
+    # §10.8: 1.632415611 on the default site
+    assert "USD 1.6324 per GPU-h  gpu_hour_cost" in lines["gpu_hour_cost"]
     assert re.search(r"USD -?[\d,]+  npv$", lines["npv"])
-    assert re.search(r"0\.96% a year\s+71\.72% a year\s+none  irr$", lines["irr"])
+    # §10.9 without financing: NPV −2,221,486 / 39,839,401 / −34,198,456
+    assert re.search(r"USD -2,221,486\s+USD 39,839,401\s+USD -34,198,456  npv$", lines["npv"])
+    assert re.search(r"USD -5,313,538\s+USD 36,747,349\s+USD -35,184,224  npv_excl_terminal$",
+                     lines["npv_excl_terminal"])
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
     # whole GPUs without decimals: 1,024 × 0.30 ÷ 0.30 in the Base, 1,024 × 0.65 ÷ 0.30 in
     # the Optimised = 2,218.67 (TFOM-SPEC §1)
     assert re.search(r"Equivalent GPUs\s+1,024 GPUs\s+2,218\.67 GPUs\s+1,024 GPUs  "
                      r"equivalent_gpus$", lines["equivalent_gpus"])
-    # Optimised − Base stands in the Optimised column: 37,555,182.20 + 5,313,537.52
-    assert re.search(r"NPV: Optimised − Base\s+USD 42,868,720\s+uplift_npv$", lines["uplift_npv"])
+    # Optimised − Base stands in the Optimised column: 39,839,400.64 + 2,221,486.08, and its
+    # bridge: TEF 38,066,188.80 + sell-through 3,994,697.92 (§10.9)
+    assert re.search(r"NPV: Optimised − Base\s+USD 42,060,887\s+uplift_npv$", lines["uplift_npv"])
+    assert re.search(r"TEF target\s+USD 38,066,189\s+uplift_npv_tef$", lines["uplift_npv_tef"])
+    assert re.search(r"\s2\s+1\s+5  warnings$", lines["warnings"])
     # the figures line up on the right
     assert len({line.index(name) for name, line in lines.items()}) == 1
+    # each warning in words, with the scenarios where it applies
+    warnings = out[end + 2:]
+    assert "  ! no market demand limit: every sellable token is assumed sold (Base, Optimised, " \
+        "Downside)" in warnings
+    assert any(w.startswith("  ! the cash flows change sign more than once") and
+               w.endswith("(Downside)") for w in warnings)
+    assert len(warnings) == 5  # the rules that fire in some scenario: 2, 1 and 5 of them
+
+
+def test_summary_json_has_the_bridge_and_the_warnings():
+    document = json.loads(run_cli("summary", "--json").stdout)
+    bridge = document["bridge"]
+    assert set(bridge) == {"uplift_npv", *BRIDGE_NAMES}
+    assert sum(bridge[name] for name in BRIDGE_NAMES) == pytest.approx(bridge["uplift_npv"],
+                                                                      rel=1e-12)
+    assert bridge["uplift_npv_tef"] == pytest.approx(38_066_188.80, abs=0.01)  # §10.9
+    assert document["warnings"] == 2 and len(document["warning_rules"]) == 2
+    assert "no market demand limit: every sellable token is assumed sold" in \
+        document["warning_rules"]
+    assert document["scenarios"]["Downside"]["warnings"] == 5
+    assert len(document["scenarios"]["Downside"]["warning_rules"]) == 5
 
 
 def all_parsers() -> dict[str, argparse.ArgumentParser]:

@@ -132,7 +132,7 @@ def bad_files(folder: Path, good: Path) -> dict[str, str]:
 
     bomb = copy(good, folder, "bomb.xlsx")
     with zipfile.ZipFile(bomb, "a", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("xl/media/filler.xml", b"\x20" * 6_000_000)
+        z.writestr("xl/media/filler.xml", b"\x20" * 12_000_000)
 
     plain = openpyxl.Workbook()
     plain.active["A1"] = "Budget 2027"
@@ -155,7 +155,7 @@ def test_a_folder_of_good_and_hostile_files(generated, tmp_path):
     copy(generated["Beta"], folder)
     before = fingerprint(folder)
 
-    proc = collect(folder, "-o", "portfolio.xlsx", "--max-uncompressed", "5MB", cwd=tmp_path)
+    proc = collect(folder, "-o", "portfolio.xlsx", "--max-uncompressed", "10MB", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert fingerprint(folder) == before  # hashes and modification times unchanged

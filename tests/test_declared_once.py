@@ -68,7 +68,7 @@ def test_workbook_formula_and_stored_value():
     (sheet, ref), = book.defined_names["out_tokens_per_mw_base"].destinations
     coord = ref.replace("$", "")
     formula = book[sheet][coord].value
-    mw_row = wbm.TIMELINE_ROWS["mw_seconds"]
+    mw_row = wbm.TIMELINE_ROWS["mw_seconds_base"]  # the Base scenario's fleet line
     assert formula == (f'=IF(Timeline!$C${mw_row}=0,"none",'
                        f'out_tokens_sold_total_base/Timeline!$C${mw_row})')
     assert values[sheet][coord] == pytest.approx(hand_tokens_per_mw(), rel=1e-12)

@@ -195,3 +195,18 @@ def test_the_sites_of_a_file_share_their_repeated_values(tmp_path):
     assert c["pue"] == 1.3 and c["gpus"] == 1024
     assert a == make_inputs({"site_name": "A", "gpus": 512, "pue": 1.25, "tef_target": 0.4},
                             bare="all")
+
+
+def test_version_3_inputs_refuse_bad_values_with_the_fix():
+    """A shutdown before month 1 or past 120 and an unknown residual method name the input,
+    the value and what is allowed."""
+    with pytest.raises(InputError) as caught:
+        make_inputs({"shutdown_month.Downside": 0, "residual_method": "fair"})
+    text = str(caught.value)
+    assert "shutdown_month.Downside=0" in text and "a whole number from 1 to 120, or blank" in text
+    assert "residual_method=fair: must be one of market, book" in text
+    with pytest.raises(InputError) as caught:
+        make_inputs({"shutdown_month": 121})
+    assert "shutdown_month=121" in str(caught.value)
+    site = make_inputs({"shutdown_month.Downside": 24})
+    assert site["shutdown_month"] == (None, None, 24)

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.production_adapter import MONTHLY, production_run
-from tests.reference_v2 import reference_scenarios
+from tests.production_adapter import MONTHLY, _inputs, production_run
+from tests.reference_v2 import reference_bridge, reference_scenarios
 from tokenfactory_xl import make_inputs, run
-from tokenfactory_xl.operating_model import OUTPUT_NAMES
+from tokenfactory_xl.operating_model import BRIDGE_NAMES, OUTPUT_NAMES, WARNINGS
 
 OWNED = {
     "site_name": "Frankfurt owned", "start_date": "2027-11-01", "horizon_months": 40,
@@ -47,7 +47,7 @@ def close(got: float | None, want: float | None, rel: float = 1e-9) -> bool:
 
 @st.composite
 def sites(draw) -> tuple[dict, list[dict]]:
-    """A random site of the v2 schema with up to 7 more cohorts."""
+    """A random site with up to 7 more cohorts (version 3 without §10.4's financing)."""
     horizon = draw(st.integers(1, 120))
 
     def num(low, high):  # six decimals: no subnormal rates whose logarithm underflows
@@ -78,6 +78,11 @@ def sites(draw) -> tuple[dict, list[dict]]:
         "debt_tenor_months": draw(st.integers(1, 120)),
         "retire_month": draw(st.one_of(st.none(), st.integers(1, 120))),
         "discount_rate": draw(num(0, 0.3)),
+        "residual_method": draw(st.sampled_from(["market", "book"])),
+        "resale_decline_per_quarter": tuple(draw(num(0, 0.5)) for _ in range(3)),
+        "shutdown_month": tuple(draw(st.one_of(st.none(), st.integers(1, 120)))
+                                for _ in range(3)),
+        "dscr_covenant": draw(num(0.5, 2)),
     }
     site["salvage_per_gpu"] = draw(num(0, 1)) * site["capex_per_gpu"]
     site["measured_tps"] = site["gpus"] * 10_000 * draw(num(0.01, 1))
@@ -211,6 +216,27 @@ def test_every_output_and_line_of_every_scenario_equals_the_reference(case):
         assert not bad, bad[:5]
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=sites())
+def test_the_bridge_sums_to_the_uplift_and_equals_the_reference(case):
+    """§10.3 on random sites: the four steps sum to uplift_npv to 1e-9, each step is the
+    reference's (Base's inputs with more of Optimised's), and each scenario's warnings are the
+    reference's rules."""
+    site, cohorts = case
+    result = run(_inputs(site, cohorts, "Base"))
+    steps = [result.uplift[name] for name in BRIDGE_NAMES]
+    uplift = result.uplift["npv"]
+    scale = 1e-9 * max(1.0, abs(result.scenarios["Base"].summary["npv"]),
+                       abs(result.scenarios["Optimised"].summary["npv"]))
+    assert math.isclose(sum(steps), uplift, rel_tol=1e-9, abs_tol=scale)
+    reference = reference_bridge(site, cohorts)
+    for name, got in zip(BRIDGE_NAMES, steps, strict=True):
+        assert math.isclose(got, reference[name], rel_tol=1e-9, abs_tol=scale), name
+    for scenario, ref in reference_scenarios(site, cohorts).items():
+        fired = result.scenarios[scenario].warnings
+        assert [w.key for w in WARNINGS if w.text in fired] == ref["warnings_fired"], scenario
+
+
 def test_named_sites_equal_the_reference():
     """The owned and rented sites of this module and the defaults, every scenario."""
     for overrides in (OWNED, RENTED, {}):
@@ -255,9 +281,9 @@ def test_ramps_reach_target_then_hold():
 
 
 def test_depreciation_stops_after_the_life_and_salvage_in_last_month():
-    """Life 2.5 years: ROUND(30) depreciation months of 512 × 29,000 ÷ 30; the fully
-    depreciated fleet is sold for its salvage in month 40, with no gain (TFOM-SPEC §4.1)."""
-    result = run(make_inputs(OWNED))
+    """Life 2.5 years: ROUND(30) depreciation months of 512 × 29,000 ÷ 30; by the book method
+    the fully depreciated fleet is sold for its salvage in month 40, with no gain (§4.1)."""
+    result = run(make_inputs({**OWNED, "residual_method": "book"}))
     dep = result.lines["depreciation"]
     assert np.all(dep[:30] == pytest.approx(512 * 29_000 / 30))
     assert np.all(dep[30:] == 0)
@@ -267,6 +293,23 @@ def test_depreciation_stops_after_the_life_and_salvage_in_last_month():
     last = result.lines["ebitda"][-1] - result.lines["tax"][-1] + 512 * 3_000
     assert flows[-1] == pytest.approx(last)
     assert flows[0] == -512 * 32_000
+
+
+def test_market_exit_sells_at_the_resale_price_and_books_a_gain():
+    """§10.1: held 40 months, 512 GPUs bought at 32,000 fetch 32,000 × 0.9^(40 ÷ 3) each
+    (7,853.3, above the 3,000 salvage); the book value is the salvage, so the gain is the
+    difference, in EBIT; the proceeds' present value is the terminal value."""
+    result = run(make_inputs(OWNED))
+    resale = 32_000 * 0.9 ** (40 / 3)
+    assert resale == pytest.approx(7_853.3, abs=0.1)
+    assert result.lines["disposal_proceeds"][-1] == pytest.approx(512 * resale, rel=1e-12)
+    assert result.lines["disposal_gain"][-1] == pytest.approx(512 * (resale - 3_000),
+                                                              rel=1e-12)
+    discount = 1.1 ** (-40 / 12)  # the default 10 % a year, 40 months
+    assert result.summary["terminal_value_pv"] == pytest.approx(512 * resale * discount,
+                                                                rel=1e-12)
+    assert result.summary["npv_excl_terminal"] == pytest.approx(
+        result.summary["npv"] - 512 * resale * discount, rel=1e-12)
 
 
 def test_first_month_sells_at_todays_price():

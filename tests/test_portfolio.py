@@ -15,7 +15,7 @@ import pytest
 from tokenfactory_xl import make_inputs, run
 from tokenfactory_xl import portfolio as pf
 from tokenfactory_xl.catalogue import BY_NAME
-from tokenfactory_xl.operating_model import OUTPUT_NAMES
+from tokenfactory_xl.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
 
 INJECTION = '=HYPERLINK("http://x","y")'
 
@@ -74,7 +74,8 @@ def test_headers_are_labels_with_units_and_the_names_in_comments(entries, path):
                  "tef_target.Optimised", "tef_target.Downside"]
     assert names[:2] == ["site_name", "gpus"]
     columns = [o.name for o in pf.OUTPUT_COLUMNS]
-    assert columns == [*OUTPUT_NAMES, "npv_base", "npv_optimised", "npv_downside", "uplift_npv"]
+    assert columns == [*OUTPUT_NAMES, "npv_base", "npv_optimised", "npv_downside", "uplift_npv",
+                       *BRIDGE_NAMES]
     assert sorted(names[2:-len(columns)]) == sorted(differing)
     assert names[-len(columns):] == columns  # every output, in the list's order, then scenarios
     assert header == pf.headers(names, "USD")
@@ -123,7 +124,7 @@ def test_rows_hold_the_model_values_with_every_digit(entries, path):
 def test_inputs_that_do_not_apply_are_blank(entries, path):
     owned, rented, _ = table_rows(path)
     for text in ("CapEx per GPU [USD/GPU]", "Salvage per GPU [USD/GPU]",
-                 "Depreciation life [years]", "Avoided GPU CapEx [USD]"):
+                 "Depreciation life [years]", "Buy instead of optimise: CapEx [USD]"):
         assert rented[text] is None, text
         assert owned[text] is not None, text
     assert owned["CapEx per GPU [USD/GPU]"] == 40_000  # the default of an owned fleet
@@ -231,7 +232,7 @@ def test_chart_compares_tfi_with_breakeven(entries, path):
     assert len(charts) == 1
     header = [c.value for c in openpyxl.load_workbook(path)["Portfolio"][1]]
     letter = openpyxl.utils.get_column_letter
-    for text in ("TFI now [fraction]", "Breakeven utilisation [fraction]"):
+    for text in ("TFI now [fraction]", "Breakeven utilisation (at today's price) [fraction]"):
         col = letter(header.index(text) + 1)
         assert f"'Portfolio'!${col}$2:${col}$4" in xml
     assert "'Portfolio'!$A$2:$A$4" in xml

@@ -82,6 +82,7 @@ def simple_site(**overrides: object) -> dict:
         "electricity_per_kwh": 0.1,
         "opex_per_gpu_hour": 0.0,
         "tax_rate": 0.0,
+        "residual_method": "book",  # version 2's exit, as the hand arithmetic below
     }
     site.update(overrides)
     return site
@@ -120,19 +121,64 @@ def assert_prints_as(value: float | None, printed: str) -> None:
 
 @pytest.fixture
 def defaults_run(implementation) -> dict[str, dict]:
-    return reference_scenarios({})
+    return reference_scenarios({"residual_method": "book"})
 
 
 @pytest.mark.parametrize("name", list(SPEC_TABLE))
 @pytest.mark.parametrize("k, scenario", list(enumerate(("Base", "Optimised", "Downside"))))
 def test_spec_worked_examples(defaults_run: dict, name: str, k: int, scenario: str) -> None:
-    """§7's table, every input at its default: each figure to the digits the spec prints."""
+    """§7's table, every input at its default and the book method (§10.9: version 2's
+    figures): each figure to the digits the spec prints."""
     assert_prints_as(defaults_run[scenario][name], SPEC_TABLE[name][k])
+
+
+#: §10.9's worked examples of version 3 "without the financing of §10.4" (every input at its
+#: default, the market method), and those of its table that financing does not move: the
+#: terminal value (proceeds at H), the GPU-hour cost (§10.8) and the warnings.
+SPEC_V3_TABLE = {
+    "npv": ("-2,221,486.077", "39,839,400.64", "-34,198,455.51"),
+    "npv_excl_terminal": ("-5,313,537.522", "36,747,349.20", "-35,184,224.24"),
+    "terminal_value_pv": ("3,092,051.445", "3,092,051.445", "985,768.7274"),
+    "revenue_total": ("55,365,599.86", "121,915,542.0", "16,140,358.72"),
+    "gpu_hour_cost": ("1.632415611", "1.632415611", "1.632415611"),
+    "warnings": ("2", "1", "5"),
+}
+
+
+@pytest.fixture
+def defaults_v3(implementation) -> dict[str, dict]:
+    return reference_scenarios({})
+
+
+@pytest.mark.parametrize("name", list(SPEC_V3_TABLE))
+@pytest.mark.parametrize("k, scenario", list(enumerate(("Base", "Optimised", "Downside"))))
+def test_spec_v3_worked_examples(defaults_v3: dict, name: str, k: int, scenario: str) -> None:
+    assert_prints_as(defaults_v3[scenario][name], SPEC_V3_TABLE[name][k])
+
+
+def test_spec_v3_breakeven_util_at_the_cost_of_capital(defaults_v3: dict) -> None:
+    """§10.8: on the default site breakeven_util = 0.1240201794 (Base)."""
+    assert_prints_as(defaults_v3["Base"]["breakeven_util"], "0.1240201794")
+
+
+def test_spec_v3_bridge(implementation) -> None:
+    """§10.9 without financing: the uplift of 42,060,886.72 is TEF 38,066,188.80 +
+    sell-through 3,994,697.921 + market 0 + programme 0."""
+    if implementation == "reference":
+        bridge = reference_v2.reference_bridge({})
+    else:
+        from tokenfactory_xl import make_inputs, run
+        bridge = run(make_inputs({})).uplift
+    assert_prints_as(bridge["uplift_npv_tef"], "38,066,188.80")
+    assert_prints_as(bridge["uplift_npv_sell_through"], "3,994,697.921")
+    assert bridge["uplift_npv_market"] == 0
+    assert bridge["uplift_npv_programme"] == 0
 
 
 def test_spec_debt_example() -> None:
     """§7: debt_share 0.5 at 7 % over 36 months (Base); the project figures are unchanged."""
-    r = reference_run({"debt_share": 0.5, "debt_rate": 0.07, "debt_tenor_months": 36})
+    r = reference_run({"debt_share": 0.5, "debt_rate": 0.07, "debt_tenor_months": 36,
+                       "residual_method": "book"})
     assert_prints_as(r["equity_irr"], "-0.02935883874")
     assert_prints_as(r["min_dscr"], "1.023661502")
     assert_prints_as(r["avg_dscr"], "1.571233299")
@@ -156,9 +202,10 @@ def test_defaults_derived_once(defaults_run: dict) -> None:
     TEF now = 3,072,000 ÷ (1,024 × 10,000) = 0.30. P₀: input price 0.5 × 0.07 + 0.5 × 0.28
     = 0.175; list price 0.75 × 0.175 + 0.25 × 1.10 = 0.40625; × (1 − 0.2 × 0.5) = 0.365625.
     Equivalent GPUs (Optimised) = 1,024 × 0.65 ÷ 0.30 = 2,218.67; avoided CapEx = (2,218.67
-    − 1,024) × 40,000 = 47,786,666.67. gpu_hour_cost = 40,000 ÷ (4 × 8,760) + 1.0 × 1.3 ×
-    0.08 + 0.15 = 1.1415525 + 0.104 + 0.15 = 1.3955525; breakeven_util = that ÷ (10,000 ×
-    3,600 × 0.365625 ÷ 10⁶) = 1.3955525 ÷ 13.1625.
+    − 1,024) × 40,000 = 47,786,666.67. gpu_hour_cost (§10.8) with i = 1.1^(1/12) − 1 and
+    vᴺ = 1.1^−4 = 0.6830135: 40,000 × i ÷ (1 − vᴺ) ÷ 730 = 1.3784156 a GPU-hour of capital,
+    + 1.0 × 1.3 × 0.08 + 0.15 = 1.6324156; breakeven_util = that ÷ (10,000 × 3,600 ×
+    0.365625 ÷ 10⁶) = 1.6324156 ÷ 13.1625.
     """
     base, opt = defaults_run["Base"], defaults_run["Optimised"]
     assert base["tef_now"] == approx(0.30)
@@ -166,7 +213,10 @@ def test_defaults_derived_once(defaults_run: dict) -> None:
     assert opt["equivalent_gpus"] == approx(1024 * 0.65 / 0.30)
     assert opt["avoided_capex"] == approx((1024 * 0.65 / 0.30 - 1024) * 40_000)
     assert base["avoided_rent_per_year"] is None
-    hour_cost = 40_000 / (4 * 8760) + 1.0 * 1.3 * 0.08 + 0.15
+    i = 1.1 ** (1 / 12) - 1
+    capital = 40_000 * i / (1 - 1.1 ** -4) / 730
+    assert capital == pytest.approx(1.3784156, abs=1e-7)
+    hour_cost = capital + 1.0 * 1.3 * 0.08 + 0.15
     assert base["gpu_hour_cost"] == approx(hour_cost)
     assert base["breakeven_util"] == approx(hour_cost / 13.1625)
     # The Downside's price_factor 0.9 lowers the price the GPU-hour must cover.
@@ -505,16 +555,23 @@ def test_rented_fleet_avoided_rent() -> None:
 
 
 def test_mixed_fleet_avoided_capex_and_rent() -> None:
-    """An owned cohort 1 (64 GPUs at 40,000) and a rented cohort (32 GPUs at 3.00): fleet 96,
-    Optimised equivalent 96 × 0.65 ÷ 0.30 = 208, 112 more. Avoided CapEx = 112 × 64 ÷ 96 ×
-    40,000 = 2,986,666.67; avoided rent = 112 × 32 ÷ 96 × 3.00 × 8,760 = 981,120 a year.
+    """§10.3: an owned cohort 1 (64 GPUs at 40,000) and a rented cohort of 32 GPUs twice as
+    fast (20,000 tokens/s): the fleet is 64 + 32 × 2 = 128 cohort-1 GPUs; Optimised needs
+    128 × 0.65 ÷ 0.30 = 277.33, 149.33 more, bought at cohort 1's 40,000: 5,973,333.33.
+    Cohort 1 is owned, so there is no avoided rent; with cohort 1 rented at 3.00, the same
+    GPUs × 3.00 × 8,760 a year and no avoided CapEx.
     """
-    r = reference_run({"gpus": 64, "measured_tps": 192_000.0},
-                      [{"cohort": "rented", "online_month": 1, "gpus": 32, "ownership": "rent",
-                        "rent_per_gpu_hour": 3.0}], scenario="Optimised")
+    rented = [{"cohort": "rented", "online_month": 1, "gpus": 32, "ownership": "rent",
+               "rent_per_gpu_hour": 3.0, "theoretical_tps_per_gpu": 20_000.0}]
+    r = reference_run({"gpus": 64, "measured_tps": 192_000.0}, rented, scenario="Optimised")
     assert r["fleet_gpus"] == 96
-    assert r["avoided_capex"] == approx(112 * 64 / 96 * 40_000)
-    assert r["avoided_rent_per_year"] == approx(981_120)
+    assert r["equivalent_gpus"] == approx(128 * 0.65 / 0.30)
+    assert r["avoided_capex"] == approx((128 * 0.65 / 0.30 - 128) * 40_000)
+    assert r["avoided_rent_per_year"] is None
+    r = reference_run({"gpus": 64, "measured_tps": 192_000.0, "ownership": "rent",
+                       "rent_per_gpu_hour": 3.0}, rented, scenario="Optimised")
+    assert r["avoided_capex"] is None
+    assert r["avoided_rent_per_year"] == approx((128 * 0.65 / 0.30 - 128) * 3.0 * 8760)
 
 
 def test_cohort_inherits_site_values_but_not_retire_month() -> None:
@@ -647,10 +704,11 @@ def test_rich_site_invariants(scenario: str) -> None:
 
 
 def test_scenarios_share_the_lines_no_s_input_touches() -> None:
-    """§4.5: hours, fleet, CapEx, depreciation, power, opex, rent and debt are computed once:
-    equal in the three scenarios; the demand lines differ.
+    """§4.5: without a shutdown and with the book method, hours, fleet, CapEx, depreciation,
+    power, opex, rent and debt are equal in the three scenarios; the demand lines differ.
+    (§10.1: the market method's proceeds follow each scenario's resale decline.)
     """
-    runs = reference_scenarios(RICH_SITE, RICH_COHORTS)
+    runs = reference_scenarios({**RICH_SITE, "residual_method": "book"}, RICH_COHORTS)
     shared = ("hours", "gpus_in_service", "theoretical_tokens", "capex", "depreciation",
               "disposal_proceeds", "power", "other_opex", "rent", "drawdown", "interest",
               "principal", "scheduled_debt_service")
@@ -658,3 +716,75 @@ def test_scenarios_share_the_lines_no_s_input_touches() -> None:
         assert runs["Base"][name] == runs["Optimised"][name] == runs["Downside"][name], name
     assert runs["Base"]["tokens_sold"] != runs["Optimised"]["tokens_sold"]
     assert runs["Optimised"]["programme_cost"][1] == approx(520_000)
+
+
+# --------------------------------------------------------------------------------------------
+# Version 3: shutdown per scenario, loans tied to their GPUs, the exit at a market value (§10)
+# --------------------------------------------------------------------------------------------
+
+def test_shutdown_prepays_the_loan_and_dscr_stops_with_the_gpus() -> None:
+    """§10.2: 10 GPUs at 12,000, half borrowed at 0 % over 36 months (1,666.67 a month), shut
+    down in month 18 (June 2030) of 24; book exit, fully depreciated after 12 months: no
+    proceeds. After month 18's payment 60,000 − 18 × 1,666.67 = 30,000 is still owed: prepaid
+    in month 18, not scheduled debt service. DSCR 2029: 78,840 ÷ 20,000 = 3.942; 2030 over its
+    six months held: EBITDA (744 + 672 + 744 + 720 + 744 + 720) × 10 × 0.9 = 39,096 less the
+    fixed opex 6 × 100, ÷ 10,000 = 3.8496. The fixed opex stops after month 18."""
+    r = reference_run(simple_site(capex_per_gpu=12_000.0, life_years=1, debt_share=0.5,
+                                  debt_rate=0.0, debt_tenor_months=36, fixed_opex_per_month=100.0,
+                                  shutdown_month=(18, 18, 18)))
+    payment = 60_000 / 36
+    assert r["scheduled_debt_service"][18] == approx(payment)
+    assert r["scheduled_debt_service"][19:] == [0.0] * 6
+    assert r["prepayment"][18] == approx(30_000)
+    assert r["repayment_at_h"][24] == 0
+    assert r["debt_balance"][17] == approx(30_000 + payment) and r["debt_balance"][18] == 0
+    assert sum(r["principal"]) == approx(60_000)
+    assert r["gpus_in_service"][18] == 10 and r["gpus_in_service"][19] == 0
+    assert r["other_opex"][18] == approx(100) and r["other_opex"][19] == 0
+    assert r["dscr_by_year"] == {2029: approx(78_840 / 20_000 - 1_200 / 20_000),
+                                 2030: approx((39_096 - 600) / 10_000)}
+    assert r["min_dscr"] == approx(3.8496)
+    assert r["equity_cash_flow"][18] == approx(720 * 9 - 100 - payment - 30_000)
+    assert r["terminal_value_pv"] == 0  # nothing is held at H
+
+
+def test_market_exit_is_each_scenarios_own() -> None:
+    """§10.1: shut down in month 18, the GPUs fetch 12,000 × (1 − r_s)^(18 ÷ 3): Base and
+    Optimised (r = 0.10) 12,000 × 0.9⁶ = 6,377.29, Downside (0.15) 12,000 × 0.85⁶ = 4,525.79;
+    the book value is 0 (depreciated over 12 months), so all of it is a gain, in EBIT."""
+    runs = reference_scenarios(simple_site(capex_per_gpu=12_000.0, life_years=1,
+                                           residual_method="market",
+                                           shutdown_month=(18, 18, 18)))
+    assert runs["Base"]["disposal_proceeds"][18] == approx(10 * 12_000 * 0.9 ** 6)
+    assert runs["Downside"]["disposal_proceeds"][18] == approx(10 * 12_000 * 0.85 ** 6)
+    assert runs["Downside"]["disposal_gain"][18] == approx(10 * 12_000 * 0.85 ** 6)
+    assert runs["Base"]["ebit"][18] == approx(720 * 9 + 10 * 12_000 * 0.9 ** 6)
+    # held to H = 24 instead: the proceeds at H are the terminal value, discounted as the NPV
+    held = reference_scenarios(simple_site(capex_per_gpu=12_000.0, life_years=1,
+                                           residual_method="market", discount_rate=0.1))
+    for name, decline in (("Base", 0.10), ("Downside", 0.15)):
+        proceeds = 10 * 12_000 * (1 - decline) ** 8
+        assert held[name]["terminal_value_pv"] == approx(proceeds / 1.1 ** 2)
+        assert held[name]["npv_excl_terminal"] == approx(held[name]["npv"] - proceeds / 1.1 ** 2)
+    assert held["Downside"]["terminal_value_pv"] < held["Base"]["terminal_value_pv"]
+
+
+def test_a_cohort_due_after_the_shutdown_is_never_bought() -> None:
+    """§10.2: cohort 2 (5 GPUs, online in month 20) with the fleet shut down in month 18: no
+    CapEx in month 19, no GPU of it ever in service; the site's cohort runs months 1–18."""
+    r = reference_run(simple_site(shutdown_month=(18, 18, 18)),
+                      [{"cohort": "late", "online_month": 20, "gpus": 5}])
+    assert r["capex"][19] == 0 and sum(r["capex"]) == approx(10 * 2_000)
+    assert r["gpus_in_service"][20] == 0 and r["gpus_in_service"][18] == 10
+
+
+def test_warnings_and_mirr_by_hand() -> None:
+    """§10.5: the simple site earns 0.9 a GPU-hour on 2,000 a GPU, and at H its GPUs are sold
+    at their book value, 20,000 × 24 ÷ 48 = 10,000: no demand limit (market_mtok_month1 0) is
+    one warning; its flows change sign once. MIRR at a discount rate of 0: (Σ inflows ÷
+    −Σ outflows)^(1 ÷ 24) − 1 a month, shown yearly."""
+    r = reference_run(simple_site(discount_rate=0.0))
+    assert r["warnings_fired"] == ["no_demand_limit"]
+    inflows = 9 * (8_760 + 8_760) + 10_000
+    monthly = (inflows / 20_000) ** (1 / 24) - 1
+    assert r["mirr"] == approx((1 + monthly) ** 12 - 1)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tokenfactory_xl import cli, risk
-from tokenfactory_xl.catalogue import BY_NAME
+from tokenfactory_xl.errors import InputError
 from tokenfactory_xl.inputs import make_inputs
 from tokenfactory_xl.operating_model import run
 
@@ -46,13 +46,26 @@ def test_each_flex_is_what_summary_set_gives_exactly(capsys, scenario):
                 (flex.name, value)
 
 
-def test_flexes_are_20_percent_kept_in_range_and_decline_moves_5_points():
-    inputs = make_inputs({"availability": 0.995, "discount_rate": 0.1})
+def test_ranges_are_the_spec_defaults_around_the_live_value():
+    """TFOM-SPEC §10.6's defaults: factors of the live value, offsets for the decline, the
+    availability and the discount rate, kept inside each driver's allowed range."""
+    inputs = make_inputs({"availability": 0.998, "discount_rate": 0.1})
     assert risk.flex_values(inputs, "discount_rate") == pytest.approx((0.08, 0.12))
-    assert risk.flex_values(inputs, "availability") == (0.995 * 0.8, 1.0)  # 1.194 kept at 100 %
-    base_decline = inputs["decline_per_quarter"][0]
-    assert risk.flex_values(inputs, "decline_per_quarter") == pytest.approx(
-        (base_decline - 0.05, base_decline + 0.05))
+    assert risk.flex_values(inputs, "availability") == pytest.approx((0.993, 1.0))  # 1.003 kept
+    assert risk.flex_values(inputs, "decline_per_quarter") == pytest.approx((0.05, 0.15))
+    assert risk.flex_values(inputs, "tef_target") == pytest.approx((0.3 * 0.75, 0.3 * 1.10))
+    assert risk.flex_values(inputs, "sell_through_target") == pytest.approx((0.72, 0.88))
+    assert risk.flex_values(inputs, "capex_per_gpu") == pytest.approx((34_000, 46_000))
+    assert risk.flex_values(inputs, "life_years") == pytest.approx((3.2, 4.8))
+    assert risk.flex_values(inputs, "resale_decline_per_quarter") == pytest.approx((0.05, 0.15))
+    # a market that shrinks: v × 0.5 is the higher end, so the range turns round
+    shrinking = make_inputs({"market_growth_per_quarter": -0.2})
+    assert risk.flex_values(shrinking, "market_growth_per_quarter") == pytest.approx((-0.3, -0.1))
+    # no demand limit (0): nothing to flex
+    assert risk.flex_values(inputs, "market_mtok_month1") == (0, 0)
+    # a range typed by the user
+    wide = make_inputs({"range_low_price_factor": 0.5, "range_high_price_factor": 1.0})
+    assert risk.flex_values(wide, "price_factor") == pytest.approx((0.5, 1.0))
 
 
 def test_the_tornado_is_sorted_by_swing():
@@ -88,27 +101,51 @@ def test_each_draw_is_the_model_run_with_the_drawn_values():
     npv, irr = risk.evaluate(inputs, draws)
     for i in (0, 17, 299):
         changed = {name: (values[i],) + tuple(inputs[name][1:])  # Base is live
+                   if isinstance(inputs[name], tuple) else values[i]
                    for name, values in draws.items()}
+        factor = draws["capex_per_gpu"][i] / inputs["capex_per_gpu"]  # every cohort alike
+        changed["cohorts"] = [{**c, "capex_per_gpu": c["capex_per_gpu"] * factor}
+                              for c in inputs.cohorts]
         result = run(inputs.replace(changed))
         assert npv[i] == result.summary["npv"]
         want = result.summary["irr"]
         assert (np.isnan(irr[i]) and want is None) or irr[i] == pytest.approx(want, rel=1e-12)
 
 
-def test_draws_are_triangular_between_the_scenarios():
-    inputs = make_inputs({"tef_target": (0.3, 0.65, 0.25),
-                          "decline_per_quarter": (0.10, 0.10, 0.25)})
+def test_draws_are_triangular_around_the_live_value():
+    inputs = make_inputs({"tef_target": (0.4, 0.65, 0.25)})
     draws = risk.draw(inputs, 5_000)
-    assert risk.triangle(inputs, "tef_target") == (0.25, 0.3, 0.3)  # high = the live value
-    assert draws["tef_target"].min() >= 0.25 and draws["tef_target"].max() <= 0.3
-    assert draws["decline_per_quarter"].min() >= 0.10
-    assert draws["decline_per_quarter"].max() <= 0.25
+    assert risk.triangle(inputs, "tef_target") == pytest.approx((0.3, 0.4, 0.44))
+    assert draws["tef_target"].min() >= 0.3 and draws["tef_target"].max() <= 0.44
     # the triangle's mean is (low + mode + high) / 3
-    assert draws["decline_per_quarter"].mean() == pytest.approx(0.15, abs=0.005)
+    assert draws["tef_target"].mean() == pytest.approx((0.3 + 0.4 + 0.44) / 3, abs=0.003)
+    assert draws["decline_per_quarter"].min() >= 0.05
+    assert draws["decline_per_quarter"].max() <= 0.15
+    assert draws["decline_per_quarter"].mean() == pytest.approx(0.10, abs=0.003)
+    assert list(draws) == list(risk.TORNADO_DRIVERS[:9])
 
 
-def test_three_equal_scenarios_collapse_to_the_live_npv():
-    same = {name: (BY_NAME[name].default[0],) * 3 for name in risk.RISK_DRIVERS}
+def test_the_live_npv_lies_inside_its_own_distribution():
+    """§10.6: on the default site the Base NPV lies between its P10 and P90."""
+    inputs = make_inputs({})
+    result = risk.risk(inputs, 2_000)
+    live = run(inputs).summary["npv"]
+    assert result.npv_p10 < live < result.npv_p90
+    assert result.npv_mean == pytest.approx(float(np.mean(result.npv)), rel=1e-15)
+
+
+def test_a_range_that_is_not_around_the_live_value_is_refused():
+    with pytest.raises(InputError) as caught:
+        make_inputs({"range_low_tef_target": 1.2, "range_high_tef_target": 1.1})
+    assert "range_low_tef_target=1.2: is above range_high_tef_target (1.1)" in str(caught.value)
+    with pytest.raises(InputError) as caught:
+        make_inputs({"range_high_discount_rate": -0.01})
+    assert "range_high_discount_rate=-0.01: leaves the live value" in str(caught.value)
+
+
+def test_degenerate_ranges_collapse_to_the_live_npv():
+    same = {f"range_{side}_{name}": 1 if risk._HOW[name] == "factor" else 0
+            for name in risk.RISK_DRIVERS for side in ("low", "high")}
     inputs = make_inputs({**SITE, **same})
     result = risk.risk(inputs, 1_000)
     live = run(inputs).summary
@@ -118,8 +155,9 @@ def test_three_equal_scenarios_collapse_to_the_live_npv():
 
 
 def test_a_median_among_draws_without_irr_is_none():
-    # an hour of GPU sold far below its cost: no draw pays back, no IRR
-    inputs = make_inputs({"price_factor": (0.05, 0.05, 0.04)})
+    # an hour of GPU sold far below its cost and a fleet sold at its (nil) book value at the
+    # horizon: no draw pays back, no IRR
+    inputs = make_inputs({"price_factor": (0.05, 0.05, 0.04), "residual_method": "book"})
     result = risk.risk(inputs, 500)
     assert result.irr_p50 is None and result.prob_npv_negative == 1.0
 
@@ -128,13 +166,13 @@ def test_risk_and_sensitivity_commands(capsys):
     status, out, err = main(capsys, "risk", "--json", "--draws", "400", "--set", "gpus=2048")
     assert status == 0, err
     figures = json.loads(out)
-    assert list(figures) == ["draws", "seed", "npv_p10", "npv_p50", "npv_p90",
+    assert list(figures) == ["draws", "seed", "npv_p10", "npv_p50", "npv_p90", "npv_mean",
                              "prob_npv_negative", "irr_p50"]
     want = risk.risk(make_inputs({"gpus": 2048}), 400).as_json()
     assert figures == want
     status, out, err = main(capsys, "risk", "--draws", "400")
     assert status == 0 and "NPV P10" in out and "seed 20261203" in out
-    assert "tef_target: 30.00% · 30.00% · 30.00%" in out
+    assert "tef_target: 22.50% · 30.00% · 33.00%" in out  # 0.30 × 0.75, 0.30, 0.30 × 1.10
     status, out, err = main(capsys, "sensitivity", "--json")
     assert status == 0
     document = json.loads(out)

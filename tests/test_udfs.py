@@ -90,6 +90,21 @@ def test_gpu_hour_cost_by_hand():
         36_000 / 35_040 + 0.254)
 
 
+def test_gpu_hour_cost_with_the_cost_of_capital():
+    """TFOM-SPEC §10.8: at 10 % a year the capital is an annuity: i = 1.1^(1/12) − 1, over
+    N = 48 months vᴺ = 1.1^−4; 40,000 × i ÷ (1 − vᴺ) ÷ 730 = 1.378416 a GPU-hour, and the
+    default site's GPU-hour costs 1.632415611. A salvage of 4,000 comes back after 4 years,
+    worth 4,000 × vᴺ today. Rate 0 (the default) is the straight line."""
+    i = 1.1 ** (1 / 12) - 1
+    v_n = 1.1 ** -4
+    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15, 0, 0.10) == approx(1.632415611,
+                                                                            rel=1e-9)
+    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15, 4_000, 0.10) == approx(
+        (40_000 - 4_000 * v_n) * i / (1 - v_n) / 730 + 0.254)
+    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15, 0, 0) == approx(
+        40_000 / 35_040 + 0.254)
+
+
 def test_blended_price_by_hand():
     input_price = 0.5 * 0.07 + 0.5 * 0.28
     list_price = 0.75 * input_price + 0.25 * 1.10

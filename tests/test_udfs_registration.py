@@ -39,7 +39,7 @@ TABLE = {
     "DAILY_TOKEN_VALUE": "tps_per_gpu, price_per_mtok, util",
     "IMPLIED_PRICE_PER_MTOK": "tokens_per_day, gpus, revenue_per_gpu_hour",
     "GPU_HOUR_COST": "capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, "
-                     "price_per_kwh, [opex_per_gpu_hour=0]",
+                     "price_per_kwh, [opex_per_gpu_hour=0], [discount_rate=0]",
     "BLENDED_PRICE": "price_input, price_output, output_share, [cache_hit_rate=0], "
                      "[price_cached_input=price_input], [batch_share=0], [batch_discount=0.5]",
     "PRICE_AFTER": "price_now, decline_per_quarter, months",

@@ -316,7 +316,8 @@ INPUTS: tuple[Input, ...] = (
     Input("capex_per_gpu", "CapEx per GPU", "money/GPU", _F, "number", 40_000,
           "All-in cost per GPU: server, network, installation share.", low=0),
     Input("salvage_per_gpu", "Salvage per GPU", "money/GPU", _F, "number", 0,
-          "Resale value per GPU, received at the end of the horizon (at most the CapEx).",
+          "The floor of a GPU's resale value (scrap), received when its cohort is sold (at "
+          "most the CapEx).",
           low=0),
     Input("life_years", "Depreciation life", "years", _F, "number", 4,
           "Straight-line depreciation life.", low=1, high=10),
@@ -390,8 +391,21 @@ INPUTS: tuple[Input, ...] = (
           "Last month in service of the site's own GPUs (cohort 1); blank: to the horizon.",
           low=1, high=120, optional=True),
     Input("residual_share", "Residual share", "fraction", _F, "fraction", 1.0,
-          "Share of the undepreciated value above salvage a buyer pays when a cohort is sold "
-          "or valued at the horizon.", low=0, high=1),
+          "What a buyer pays when a cohort is sold or valued at the horizon: with the market "
+          "method a share of the new price, with the book method a share of the "
+          "undepreciated value above salvage.", low=0, high=1),
+    Input("residual_method", "Residual value method", "market / book", _F, "choice", "market",
+          "How a cohort sold, or still held at the horizon, is valued: market (its resale "
+          "price, falling each quarter) or book (its net book value).",
+          choices=("market", "book")),
+    Input("resale_decline_per_quarter", "Resale price decline per quarter", "fraction", _F,
+          "fraction", (0.10, 0.10, 0.15),
+          "Share by which a used GPU's resale price falls each quarter (market method).",
+          low=0, high=0.99, per_scenario=True),
+    Input("shutdown_month", "Shutdown month", "month", _F, "integer", (None, None, None),
+          "Last month any GPU runs in the scenario; every cohort is sold then, a cohort due "
+          "later is never bought. Blank: no shutdown.", low=1, high=120, per_scenario=True,
+          optional=True),
     Input("market_mtok_month1", "Market demand, month 1", "Mtok/month", _D, "number", 0,
           "Market demand in month 1 in million tokens; 0 = the market takes whatever is "
           "offered.", low=0),
@@ -417,8 +431,58 @@ INPUTS: tuple[Input, ...] = (
           "Nominal yearly interest rate (monthly: ÷ 12).", low=0, high=1),
     Input("debt_tenor_months", "Debt tenor", "months", _X, "integer", 48,
           "Months of annuity repayments, from the month after the drawdown.", low=1, high=120),
+    Input("dscr_covenant", "DSCR covenant", "ratio", _X, "number", 1.20,
+          "The lowest yearly DSCR the lenders accept; a year below it is a warning.", low=0,
+          high=10),
 )
 
+
+# -- risk and tornado ranges around the live case (TFOM-SPEC §10.6) -----------------------------
+@dataclass(frozen=True)
+class RiskRange:
+    """A driver's default range around its live value v: ``factor`` (v × low … v × high) or
+    ``offset`` (v + low … v + high)."""
+
+    driver: str
+    how: Literal["factor", "offset"]
+    low: float
+    high: float
+
+
+#: The drivers the tornado flexes, in the spec's order; the Monte Carlo draws the first nine.
+RISK_RANGES: tuple[RiskRange, ...] = (
+    RiskRange("tef_target", "factor", 0.75, 1.10),
+    RiskRange("sell_through_target", "factor", 0.90, 1.10),
+    RiskRange("price_factor", "factor", 0.85, 1.15),
+    RiskRange("decline_per_quarter", "offset", -0.05, 0.05),
+    RiskRange("market_growth_per_quarter", "factor", 0.5, 1.5),
+    RiskRange("capex_per_gpu", "factor", 0.85, 1.15),
+    RiskRange("electricity_per_kwh", "factor", 0.75, 1.25),
+    RiskRange("resale_decline_per_quarter", "factor", 0.5, 1.5),
+    RiskRange("market_mtok_month1", "factor", 0.7, 1.3),
+    RiskRange("availability", "offset", -0.005, 0.005),
+    RiskRange("discount_rate", "offset", -0.02, 0.02),
+    RiskRange("life_years", "factor", 0.8, 1.2),
+)
+_RANGE_GROUP = "Risk and tornado ranges"
+_INPUT_LABELS = {i.name: i.label for i in INPUTS}
+
+
+def _range_input(r: RiskRange, side: str) -> Input:
+    label = _INPUT_LABELS[r.driver]
+    value = r.low if side == "low" else r.high
+    if r.how == "factor":
+        return Input(f"range_{side}_{r.driver}", f"{label}: {side} (× live value)", "factor",
+                     _RANGE_GROUP, "number", value,
+                     f"The {side} end of {r.driver}'s range for the tornado and the Monte Carlo, "
+                     f"as a factor of the live value (v × {value:g}).", low=0, high=10)
+    return Input(f"range_{side}_{r.driver}", f"{label}: {side} (+ live value)", "offset",
+                 _RANGE_GROUP, "number", value,
+                 f"The {side} end of {r.driver}'s range for the tornado and the Monte Carlo, "
+                 f"added to the live value (v {value:+g}).", low=-1, high=1)
+
+
+INPUTS += tuple(_range_input(r, side) for r in RISK_RANGES for side in ("low", "high"))
 BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 #: The input groups, in the order they appear.

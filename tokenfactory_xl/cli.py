@@ -291,23 +291,32 @@ def fraction_arg(text: str) -> float:
 
 # -- summary -------------------------------------------------------------------------------------
 def cmd_summary(args: argparse.Namespace) -> int:
-    from .operating_model import OUTPUTS, run
+    from .operating_model import BRIDGE_LINES, BRIDGE_NAMES, OUTPUTS, run
 
     form = table_format(args)
     inputs = inputs_from_args(args)
     result = run(inputs)
+    live = result.scenarios[result.scenario]
     if form == "csv":
         names = list(result.scenarios)
         print_csv(["name", "label", "unit", *(n.lower() for n in names)],
                   [[o.name, o.label, o.unit, *(result.scenarios[n].summary[o.name]
                                                for n in names)] for o in OUTPUTS]
                   + [["uplift_npv", "NPV: Optimised − Base", "money",
-                      *(result.uplift["npv"] if n == "Optimised" else None for n in names)]])
+                      *(result.uplift["npv"] if n == "Optimised" else None for n in names)]]
+                  + [[line.meta["output"], line.label, "money",
+                      *(result.uplift[line.meta["output"]] if n == "Optimised" else None
+                        for n in names)] for line in BRIDGE_LINES])
         return 0
     if args.json:
-        document = {**result.summary,
-                    "scenarios": {name: sc.summary for name, sc in result.scenarios.items()},
-                    "optimised_minus_base": result.uplift}
+        bridge = {"uplift_npv": result.uplift["npv"],
+                  **{name: result.uplift[name] for name in BRIDGE_NAMES}}
+        document = {**result.summary, "warning_rules": list(live.warnings),
+                    "scenarios": {name: {**sc.summary, "warning_rules": list(sc.warnings)}
+                                  for name, sc in result.scenarios.items()},
+                    "optimised_minus_base": {k: v for k, v in result.uplift.items()
+                                             if k not in BRIDGE_NAMES},
+                    "bridge": bridge}
         print(json.dumps(document, indent=2, allow_nan=False))
         return 0
     currency = str(inputs["currency"])
@@ -321,13 +330,25 @@ def cmd_summary(args: argparse.Namespace) -> int:
              o.name) for o in OUTPUTS]
     rows.append(("NPV: Optimised − Base", "money", "money", [None, result.uplift["npv"], None],
                  "uplift_npv"))
+    for line in BRIDGE_LINES:  # the uplift taken apart (TFOM-SPEC §10.3)
+        step = line.meta["output"]
+        rows.append((f"  {line.label.removeprefix('NPV uplift: ')}", "money", "money",
+                     [None, result.uplift[step], None], step))
     wide = _summary_wide(rows, marked, currency)
     width = terminal_width()
     lines = wide if width is None or max(map(len, wide)) <= width else \
         _summary_narrow(rows, marked, currency)
     for line in lines:
         print(line)
-    print("  * the live scenario (--scenario); --json gives every scenario's figures")
+    print("  * the live scenario (--scenario); --json gives its figures and every scenario's")
+    fired: dict[str, list[str]] = {}
+    for name, sc in result.scenarios.items():
+        for text in sc.warnings:
+            fired.setdefault(text, []).append(name)
+    if fired:
+        print("Warnings (they do not make the figures wrong; read them before the figures):")
+        for text, where in fired.items():
+            print(f"  ! {text} ({', '.join(where)})")
     return 0
 
 
@@ -400,8 +421,8 @@ def cmd_inputs(args: argparse.Namespace) -> int:
                                 break_on_hyphens=False))
 
     for spec in INPUTS:
-        default = (" / ".join(str(d) for d in spec.default) if spec.per_scenario
-                   else str(spec.default))
+        default = (" / ".join("blank" if d is None else str(d) for d in spec.default)
+                   if spec.per_scenario else str(spec.default))
         scen = f"  (per scenario: {' / '.join(SCENARIOS)})" if spec.per_scenario else ""
         say(f"{spec.name}  [{spec.unit}]  default {default}{scen}", "", "    ")
         say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")

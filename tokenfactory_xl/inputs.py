@@ -26,6 +26,7 @@ from .catalogue import (
     INPUTS,
     MAX_COHORTS,
     MISSING,
+    RISK_RANGES,
     SCENARIOS,
     BadValue,
     closest_name,
@@ -430,6 +431,24 @@ def _cross_checks(v: dict[str, object], typed: dict[str, object], where: str) ->
         found.append(Problem(given, typed[given], f"is given without {other}",
                              "give both (their blend sets the theoretical TPS) or neither",
                              where))
+    for r in RISK_RANGES:  # TFOM-SPEC §10.6: a range around the live value, low to high
+        low, high = v[f"range_low_{r.driver}"], v[f"range_high_{r.driver}"]
+        neutral = 1 if r.how == "factor" else 0
+        live = "v × 1" if r.how == "factor" else "v + 0"
+        if low > high:  # type: ignore[operator]
+            found.append(Problem(
+                f"range_low_{r.driver}", typed[f"range_low_{r.driver}"],
+                f"is above range_high_{r.driver} ({n(high)})",
+                f"give the low end of {r.driver}'s range first: low at most high (the range "
+                f"turns round by itself where the live value is negative)", where))
+        elif not low <= neutral <= high:  # type: ignore[operator]
+            found.append(Problem(
+                f"range_{'low' if low > neutral else 'high'}_{r.driver}",
+                typed[f"range_{'low' if low > neutral else 'high'}_{r.driver}"],
+                f"leaves the live value ({live}) outside {r.driver}'s range "
+                f"{n(low)} … {n(high)}",
+                f"the range is around the live case: keep the low at most {neutral} and the "
+                f"high at least {neutral}", where))
     theoretical = v["gpus"] * site_tps_per_gpu(v)  # type: ignore[operator]
     if v["measured_tps"] > theoretical:  # type: ignore[operator]
         found.append(Problem(

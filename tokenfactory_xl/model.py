@@ -237,15 +237,25 @@ def gpu_hour_cost(
     price_per_kwh: ArrayLike,
     opex_per_gpu_hour: ArrayLike = 0,
     salvage_per_gpu: ArrayLike = 0,
+    discount_rate: ArrayLike = 0,
 ) -> Numeric:
-    """Owned cost of a GPU-hour [money/GPU-h].
+    """Owned cost of a GPU-hour [money/GPU-h] (TFOM-SPEC §10.8).
 
-    (CapEx per GPU − salvage) ÷ (life years × 8,760) + the cash cost of
+    The capital charged as a monthly annuity at the yearly ``discount_rate`` r [fraction]:
+    (CapEx per GPU − salvage × vᴺ) × i ÷ (1 − vᴺ) ÷ 730, with i = (1 + r)^(1/12) − 1,
+    v = 1 ÷ (1 + i) and N = 12 × life years (not rounded); at r = 0 (the default, as Excel's
+    SLN) the straight line (CapEx − salvage) ÷ (life years × 8,760). Plus the cash cost of
     :func:`cash_gpu_hour_cost`.
     """
-    depreciation = _div(_f(capex_per_gpu) - _f(salvage_per_gpu), _f(life_years) * HOURS_PER_YEAR)
+    capex, salvage, life = _f(capex_per_gpu), _f(salvage_per_gpu), _f(life_years)
+    i = (1 + _f(discount_rate)) ** (1 / 12) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v_n = (1 + i) ** -(12 * life)
+        annuity = (capex - salvage * v_n) * i / (1 - v_n) / (HOURS_PER_YEAR / 12)
+    straight = _div(capex - salvage, life * HOURS_PER_YEAR)
+    capital = np.where(i == 0, straight, annuity)
     cash = cash_gpu_hour_cost(power_kw, pue, price_per_kwh, opex_per_gpu_hour)
-    return _out(depreciation + _f(cash))
+    return _out(capital + _f(cash))
 
 
 def blended_price(

@@ -140,6 +140,8 @@ CONSTANTS: tuple[Constant, ...] = (
              "margin against utilisation from 5% to 100%"),
     Constant("check_tolerance", "Checks: relative tolerance", "fraction", 1e-9,
              "how closely two ways of computing a total must agree"),
+    Constant("headroom_warning", "Warnings: the least TFI headroom", "fraction", 0.05,
+             "planned TFI less than 5 points above the lifetime breakeven TFI is a warning"),
     Constant("irr_smallest", "IRR grid: smallest monthly rate either side of 0", "fraction",
              0.0001, "the grid's rates nearest 0"),
     Constant("irr_step", "IRR grid: step from one rate to the next", "factor", 1.1,
@@ -167,16 +169,47 @@ FISCAL_YEARS = MAX_MONTHS // 12 + 1
 
 @dataclass(frozen=True)
 class Scenario:
-    """One of the three scenarios computed side by side: its name, the suffix of its lines
-    (``revenue_base``) and the constant holding its column in an S input."""
+    """One of the scenarios computed side by side: its name, the suffix of its lines
+    (``revenue_base``) and the constant holding its column in an S input. A step of the
+    uplift bridge (TFOM-SPEC §10.3) is a scenario too: Base's column, except the S inputs in
+    ``columns`` (input name → the constant of the column it takes instead)."""
 
     name: str
     key: str
     number: str
+    columns: tuple[tuple[str, str], ...] = ()
+
+    def column(self, name: str) -> str:
+        """The constant naming the column of S input ``name`` this scenario reads."""
+        return dict(self.columns).get(name, self.number)
 
 
 SCENARIOS: tuple[Scenario, ...] = tuple(
     Scenario(name, name.lower(), f"scenario_{name.lower()}") for name in SCENARIO_NAMES)
+
+#: The uplift bridge (TFOM-SPEC §10.3): Base's inputs with more and more of Optimised's. Each
+#: step is a scenario of its own, computed by live formulas; the last step is Optimised.
+BRIDGE_STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("tef", "TEF target", ("tef_target",)),
+    ("sell_through", "sell-through target", ("sell_through_target",)),
+    ("market", "prices, demand, resale and shutdown",
+     ("price_factor", "decline_per_quarter", "resale_decline_per_quarter",
+      "market_growth_per_quarter", "shutdown_month")),
+    ("programme", "programme cost", ("programme_cost_once", "programme_fee_per_month")),
+)
+
+
+def _bridge_scenarios() -> tuple[Scenario, ...]:
+    out, taken = [], ()
+    for key, what, names in BRIDGE_STEPS[:-1]:  # the last step is Optimised itself
+        taken += names
+        out.append(Scenario(f"Bridge: Base + Optimised {what}", f"step_{key}", "scenario_base",
+                            tuple((n, "scenario_optimised") for n in taken)))
+    return tuple(out)
+
+
+BRIDGE_SCENARIOS: tuple[Scenario, ...] = _bridge_scenarios()
+ALL_SCENARIOS: tuple[Scenario, ...] = SCENARIOS + BRIDGE_SCENARIOS
 
 # -- tables -----------------------------------------------------------------------------------
 MONTHS = Table("months", MAX_MONTHS + 1)  # the Timeline's header rows, month 0 … 120
@@ -290,14 +323,26 @@ CAPACITY: tuple[Line | str, ...] = (
     _scalar("blended_price", "Blended price today (P₀)", "money/Mtok", "price",
             N.list_price * (1 - I.batch_share * I.batch_discount),
             "list × (1 − batch share × discount)"),
+    "Finance",
+    _scalar("monthly_discount_rate", "Monthly discount rate", "fraction/month", "rate",
+            (1 + I.discount_rate) ** (1 / K.months_per_year) - 1, "(1 + r)^(1/12) − 1"),
+    _scalar("life_discount", "Discount factor over cohort 1's life (vᴺ)", "factor", "factor",
+            (1 + N.monthly_discount_rate) ** (-(I.life_years * K.months_per_year)),
+            "(1 + i)^−N, N = 12 × life in months (not rounded)"),
     "Cost of a GPU-hour (cohort 1)",
     _scalar("cash_opex_per_gpu_hour", "Power and other opex", "money/GPU-h", "price",
             I.power_kw_per_gpu * I.pue * I.electricity_per_kwh + I.opex_per_gpu_hour,
             "kW × PUE × price per kWh + other opex"),
-    _scalar("capital_per_gpu_hour", "Depreciation (owned) or rent (rented)", "money/GPU-h",
-            "price", IF(N.owned_flag.eq(1), (I.capex_per_gpu - I.salvage_per_gpu)
-                        / (I.life_years * K.hours_per_year), I.rent_per_gpu_hour),
-            "(CapEx − salvage) ÷ (life × 8,760), or the rent"),
+    _scalar("capital_per_gpu_hour", "Capital at the discount rate (owned) or rent (rented)",
+            "money/GPU-h", "price",
+            IF(N.owned_flag.eq(1), IF(N.monthly_discount_rate.eq(0),
+                                      (I.capex_per_gpu - I.salvage_per_gpu)
+                                      / (I.life_years * K.hours_per_year),
+                                      (I.capex_per_gpu - I.salvage_per_gpu * N.life_discount)
+                                      * N.monthly_discount_rate / (1 - N.life_discount)
+                                      / K.hours_per_month), I.rent_per_gpu_hour),
+            "(CapEx − salvage × vᴺ) × i ÷ (1 − vᴺ) ÷ 730: an annuity at the discount rate "
+            "(at 0: (CapEx − salvage) ÷ (life × 8,760)); or the rent"),
     _scalar("fixed_per_gpu_hour", "Fixed opex", "money/GPU-h", "price",
             I.fixed_opex_per_month / (I.gpus * K.hours_per_month), "fixed opex ÷ (GPUs × 730)"),
     _scalar("gpu_hour_cost", "GPU-hour cost", "money/GPU-h", "price",
@@ -305,13 +350,10 @@ CAPACITY: tuple[Line | str, ...] = (
             "the full cost of one GPU-hour"),
     _scalar("cash_cost_per_gpu_hour", "Cash cost per GPU-hour", "money/GPU-h", "price",
             IF(N.owned_flag.eq(1), 0, N.capital_per_gpu_hour) + N.cash_opex_per_gpu_hour
-            + N.fixed_per_gpu_hour, "the GPU-hour cost without depreciation"),
+            + N.fixed_per_gpu_hour, "the GPU-hour cost without the capital charge"),
     _scalar("revenue_per_gpu_hour", "Revenue per GPU-hour today", "money/GPU-h", "price",
             N.site_tps_per_gpu * K.seconds_per_hour * N.tfi_now * N.blended_price
             / K.tokens_per_mtok, "T × 3,600 × TFI × P₀ ÷ 10⁶"),
-    "Finance",
-    _scalar("monthly_discount_rate", "Monthly discount rate", "fraction/month", "rate",
-            (1 + I.discount_rate) ** (1 / K.months_per_year) - 1, "(1 + r)^(1/12) − 1"),
     _scalar("debt_monthly_rate", "Debt: monthly interest rate", "fraction/month", "rate",
             I.debt_rate / K.months_per_year, "debt rate ÷ 12 (a nominal yearly rate)"),
     _scalar("debt_growth", "Debt: (1 + i) to the tenor", "factor", "factor",
@@ -343,7 +385,7 @@ FLEET: tuple[Line, ...] = (
            "0 for an empty column", first=I.gpus),
     _fleet("online", "Online month", "month", "integer", _cohort_number("online_month", 1),
            "cohort 1: month 1", first=Num(1)),
-    _fleet("last", "Last month in service", "month", "integer",
+    _fleet("last", "Last month planned in service", "month", "integer",
            IF(_given(INDEX(Input("fleet_retire_month"), 1, Position() - 1)),
               MIN(INDEX(Input("fleet_retire_month"), 1, Position() - 1), I.horizon_months),
               I.horizon_months),
@@ -373,15 +415,6 @@ FLEET: tuple[Line, ...] = (
            "paid the month before the cohort comes online; 0 when rented"),
     _fleet("dep_per_month", "Depreciation per month", "money", "money",
            C.c_owned * C.c_gpus * (C.c_capex_per_gpu - C.c_salvage_per_gpu) / C.c_dep_months),
-    _fleet("dep_left", "Depreciation months left at retirement", "months", "integer",
-           MAX(0, C.c_online + C.c_dep_months - 1 - C.c_last)),
-    _fleet("book_value", "Net book value at retirement", "money", "money",
-           C.c_owned * C.c_gpus * (C.c_salvage_per_gpu + (C.c_capex_per_gpu - C.c_salvage_per_gpu)
-                                   * C.c_dep_left / C.c_dep_months)),
-    _fleet("proceeds", "Disposal proceeds", "money", "money",
-           C.c_owned * C.c_gpus * (C.c_salvage_per_gpu + (C.c_capex_per_gpu - C.c_salvage_per_gpu)
-                                   * C.c_dep_left / C.c_dep_months * I.residual_share),
-           "salvage + the undepreciated value above it × residual share"),
     _fleet("loan", "Debt drawn", "money", "money", I.debt_share * C.c_capex,
            "debt share × CapEx, drawn when the CapEx is paid"),
     _fleet("draw_month", "Drawdown month", "month", "integer", C.c_online - 1),
@@ -396,6 +429,9 @@ FLEET: tuple[Line, ...] = (
 FLEET_SCALARS: tuple[Line, ...] = (
     _scalar("fleet_gpus", "GPUs of all cohorts", "GPUs", "gpus", SUM(Row("c_gpus")),
             "the planned fleet"),
+    _scalar("fleet_equivalent", "Fleet in cohort-1 GPUs of equal throughput", "GPUs", "gpus",
+            SUMPRODUCT(Row("c_gpus"), Row("c_tps_per_gpu")) / N.site_tps_per_gpu,
+            "Σ GPUs × theoretical TPS per GPU ÷ cohort 1's"),
     _scalar("owned_gpus", "Owned GPUs", "GPUs", "gpus", SUMPRODUCT(Row("c_gpus"), Row("c_owned"))),
     _scalar("owned_capex", "CapEx of owned cohorts", "money", "money", SUM(Row("c_capex"))),
     _scalar("rented_gpus", "Rented GPUs", "GPUs", "gpus", N.fleet_gpus - N.owned_gpus),
@@ -404,24 +440,26 @@ FLEET_SCALARS: tuple[Line, ...] = (
 )
 
 
-def _in_service(month: Expr) -> Expr:
-    """1 where a cohort is in service in ``month`` (its online month … its last month)."""
-    return (Row("c_online") <= month) * (Row("c_last") >= month)
+def _in_service(month: Expr, k: str) -> Expr:
+    """1 where a cohort is in service in ``month`` in scenario ``k`` (its online month … its
+    last month in the scenario; a cohort never bought has its last month before its first)."""
+    return (Row("c_online") <= month) * (Row(f"c_last_{k}") >= month)
 
 
-def _owed(month: Expr) -> Expr:
-    """Σ over loans of what is owed after ``month``'s payment: k = month − drawdown month
-    payments made, D × ((1 + i)^n − (1 + i)^k) ÷ ((1 + i)^n − 1) for 0 ≤ k < n (D × (n − k) ÷ n
-    at rate 0), nothing before the drawdown or after the last payment."""
+def _owed(month: Expr, held: Expr) -> Expr:
+    """Σ over loans of what is owed after ``month``'s payment, of the cohorts where ``held``
+    (a row of flags) is 1: k = month − drawdown month payments made, D × ((1 + i)^n −
+    (1 + i)^k) ÷ ((1 + i)^n − 1) for 0 ≤ k < n (D × (n − k) ÷ n at rate 0), nothing before the
+    drawdown or after the last payment."""
     k = month - Row("c_draw_month")
-    open_loans = Row("c_loan") * (k >= 0) * (k < I.debt_tenor_months)
+    open_loans = Row("c_loan") * held * (k >= 0) * (k < I.debt_tenor_months)
     return IF(N.debt_monthly_rate.eq(0),
               SUMPRODUCT(open_loans * (I.debt_tenor_months - k)) / I.debt_tenor_months,
               SUMPRODUCT(open_loans * (N.debt_growth - (1 + N.debt_monthly_rate) ** k))
               / (N.debt_growth - 1))
 
 
-# -- Timeline: the header rows and the fleet, the same in every scenario -----------------------
+# -- Timeline: the header rows and what every scenario shares ----------------------------------
 TIMELINE_HEADER: tuple[Line, ...] = (
     Line("month", "Month", "", "integer", Position() - 1, table=MONTHS),
     Line("month_end", "Month ending", "", "month", EOMONTH(I.start_date, C.month - 1),
@@ -440,84 +478,75 @@ _FISCAL_YEARS = _scalar(
     MAX(Row("fiscal_index")), "the first and last may be partial")
 
 FLEET_LINES: tuple[Line | str, ...] = (
-    "Fleet (every scenario)",
+    "Every scenario",
     _monthly("hours", "Hours", "hours", "integer", DAY(C.month_end) * K.hours_per_day,
              total=True),
-    _monthly("gpus_in_service", "GPUs in service", "GPUs", "gpus",
-             SUMPRODUCT(Row("c_gpus") * _in_service(C.month))),
-) + tuple(
-    _monthly(f"gpus_cohort_{k + 1}", f"  of which cohort {k + 1}", "GPUs", "gpus",
-             At("c_gpus", k) * (At("c_online", k) <= C.month) * (At("c_last", k) >= C.month))
-    for k in range(MAX_COHORTS)
-) + (
-    _monthly("theoretical_tokens", "Theoretical tokens", "tokens, shown in millions",
-             "mtokens", SUMPRODUCT(Row("c_gpus") * Row("c_tps_per_gpu") * _in_service(C.month))
-             * K.seconds_per_hour * C.hours, total=True),
-    _monthly("facility_kw", "Facility power in service", "kW", "factor",
-             SUMPRODUCT(Row("c_kw") * _in_service(C.month))),
-    _monthly("mw_seconds", "Facility power × time", "MW·s", "tokens",
-             C.facility_kw / K.kw_per_mw * C.hours * K.seconds_per_hour, total=True),
-    _monthly("power", "Power", "money", "money", C.facility_kw * C.hours * I.electricity_per_kwh,
-             total=True),
-    _monthly("other_opex", "Other opex", "money", "money",
-             C.gpus_in_service * I.opex_per_gpu_hour * C.hours + I.fixed_opex_per_month,
-             total=True),
-    _monthly("rent", "Rent", "money", "money",
-             SUMPRODUCT(Row("c_gpus") * Row("c_rent_per_gpu_hour") * (1 - Row("c_owned"))
-                        * _in_service(C.month)) * C.hours, total=True),
-    _monthly("capex", "CapEx", "money", "money",
-             SUMPRODUCT(Row("c_capex") * (Row("c_draw_month")).eq(C.month)), month0=True,
-             total=True),
-    _monthly("depreciation", "Depreciation", "money", "money",
-             SUMPRODUCT(Row("c_dep_per_month") * _in_service(C.month)
-                        * (Row("c_online") + Row("c_dep_months") > C.month)), total=True),
-    _monthly("disposal_book_value", "Book value of disposals", "money", "money",
-             SUMPRODUCT(Row("c_book_value") * Row("c_last").eq(C.month)), total=True),
-    _monthly("disposal_proceeds", "Disposal proceeds", "money", "money",
-             SUMPRODUCT(Row("c_proceeds") * Row("c_last").eq(C.month)), total=True),
-    _monthly("disposal_gain", "Gain or loss on disposal", "money", "money",
-             C.disposal_proceeds - C.disposal_book_value, total=True),
     _monthly("contracted_tokens", "Contracted tokens", "tokens, shown in millions", "mtokens",
              IF(C.month <= I.contract_months, I.contract_mtok_per_month * K.tokens_per_mtok, 0),
              total=True),
     _monthly("discount_factor", "Discount factor", "factor", "factor",
              1 / (1 + N.monthly_discount_rate) ** C.month, month0=True),
-    "Debt (every scenario)",
-    _monthly("drawdown", "Debt drawn", "money", "money",
-             SUMPRODUCT(Row("c_loan") * Row("c_draw_month").eq(C.month)), month0=True,
-             total=True),
-    _monthly("debt_service", "Scheduled debt service", "money", "money",
-             SUMPRODUCT(Row("c_payment") * (C.month - Row("c_draw_month") >= 1)
-                        * (C.month - Row("c_draw_month") <= I.debt_tenor_months)), total=True),
-    _monthly("interest", "Interest", "money", "money",
-             IF(N.debt_monthly_rate.eq(0), 0,
-                SUMPRODUCT(Row("c_loan") * (C.month - Row("c_draw_month") >= 1)
-                           * (C.month - Row("c_draw_month") <= I.debt_tenor_months)
-                           * (N.debt_growth - (1 + N.debt_monthly_rate)
-                              ** (C.month - Row("c_draw_month") - 1)))
-                * N.debt_monthly_rate / (N.debt_growth - 1)),
-             note="i × the opening balance of each loan", total=True),
-    _monthly("repayment_at_h", "Repaid at the horizon", "money", "money",
-             IF(C.month.eq(I.horizon_months), _owed(C.month), 0),
-             note="what is still owed after month H's payment (a refinancing)", total=True),
-    _monthly("principal", "Principal repaid", "money", "money",
-             C.debt_service - C.interest + C.repayment_at_h, total=True),
-    _monthly("debt_balance", "Debt outstanding", "money", "money",
-             IF(C.month.eq(I.horizon_months), 0, _owed(C.month)), month0=True,
-             note="after the month's payments; nothing after the horizon's repayment"),
 )
 
 
 
-# -- each scenario: efficiency, demand, profit, tax and cash (TFOM-SPEC §4.2–§4.4) -------------
+# -- each scenario: the fleet, efficiency, demand, profit, tax and cash (§4.1–§4.4, §10) -------
 def _s_input(name: str, sc: Scenario) -> Expr:
     """An S input's value in scenario ``sc`` (its column of the input row)."""
-    return INDEX(Input(name), 1, Const(sc.number))
+    return INDEX(Input(name), 1, Const(sc.column(name)))
+
+
+def fleet_scenario_lines(sc: Scenario) -> tuple[Line, ...]:
+    """The cohorts' figures that depend on a scenario (TFOM-SPEC §10.1, §10.2): each cohort's
+    last month (its retire month, or the scenario's shutdown month if earlier), whether it is
+    bought at all, and what it fetches when sold."""
+    k = sc.key
+    shutdown = _s_input("shutdown_month", sc)
+
+    def cohort(name, label, unit, kind, formula, note="") -> Line:
+        return Line(f"c_{name}_{k}", f"{label} · {sc.name}", unit, kind, formula,
+                    table=COHORTS, note=note, meta={"line": f"c_{name}", "scenario": sc.name})
+
+    last, life_left = Cell(f"c_last_{k}"), Cell(f"c_dep_left_{k}")
+    above_salvage = C.c_capex_per_gpu - C.c_salvage_per_gpu
+    market_price = MAX(C.c_salvage_per_gpu,
+                       C.c_capex_per_gpu * I.residual_share
+                       * (1 - _s_input("resale_decline_per_quarter", sc))
+                       ** ((last - C.c_online + 1) / K.months_per_quarter))
+    book_price = C.c_salvage_per_gpu + above_salvage * life_left / C.c_dep_months
+    paid = last - C.c_draw_month  # annuity payments made by the last month
+    return (
+        cohort("last", "Last month in service", "month", "integer",
+               IF(_given(shutdown), MIN(C.c_last, shutdown), C.c_last),
+               "the retire month, or the shutdown month if earlier"),
+        cohort("bought", "Bought (1) or not (0)", "flag", "flag",
+               IF(C.c_online <= last, 1, 0), "a cohort due online after the shutdown is not"),
+        cohort("dep_left", "Depreciation months left when sold", "months", "integer",
+               MAX(0, C.c_online + C.c_dep_months - 1 - last)),
+        cohort("book_value", "Net book value when sold", "money", "money",
+               Cell(f"c_bought_{k}") * C.c_owned * C.c_gpus * book_price),
+        cohort("proceeds", "Disposal proceeds", "money", "money",
+               Cell(f"c_bought_{k}") * C.c_owned * C.c_gpus
+               * IF(I.residual_method.eq("market"), market_price,
+                    C.c_salvage_per_gpu + above_salvage * life_left / C.c_dep_months
+                    * I.residual_share),
+               "market: MAX(salvage, CapEx × residual share × (1 − resale decline)^(quarters "
+               "held)); book: salvage + undepreciated value above it × residual share"),
+        cohort("exit_owed", "Debt owed after its last month's payment", "money", "money",
+               Cell(f"c_bought_{k}") * IF(paid >= I.debt_tenor_months, 0, IF(
+                   N.debt_monthly_rate.eq(0),
+                   C.c_loan * (I.debt_tenor_months - paid) / I.debt_tenor_months,
+                   C.c_loan * (N.debt_growth - (1 + N.debt_monthly_rate) ** paid)
+                   / (N.debt_growth - 1))),
+               "prepaid from the proceeds when the cohort is sold (repaid at H if held)"),
+    )
 
 
 def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
-    """The monthly lines of one scenario, each declared once for all three."""
+    """The monthly lines of one scenario, each declared once for all of them. A step of the
+    uplift bridge needs only what its project NPV reads: no debt, no payback, no warnings."""
     k = sc.key
+    bridge = sc in BRIDGE_SCENARIOS
 
     def S(name: str) -> Cell:  # noqa: N802 - this scenario's line in the same month
         return Cell(f"{name}_{k}")
@@ -526,7 +555,85 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
         return _monthly(f"{name}_{k}", label, unit, kind, formula,
                         meta={"line": name, "scenario": sc.name}, **kw)
 
-    return (
+    def in_service() -> Expr:
+        return _in_service(C.month, k)
+
+    last, bought = Row(f"c_last_{k}"), Row(f"c_bought_{k}")
+    due = (C.month - Row("c_draw_month") >= 1) * (C.month - Row("c_draw_month")
+                                                  <= I.debt_tenor_months) * (last >= C.month)
+    fleet: tuple[Line | str, ...] = (
+        f"{sc.name}: the fleet",
+        line("gpus_in_service", "GPUs in service", "GPUs", "gpus",
+             SUMPRODUCT(Row("c_gpus") * in_service())),
+    ) + tuple(
+        line(f"gpus_cohort_{j + 1}", f"  of which cohort {j + 1}", "GPUs", "gpus",
+             At("c_gpus", j) * (At("c_online", j) <= C.month) * (At(f"c_last_{k}", j)
+                                                                 >= C.month))
+        for j in range(MAX_COHORTS) if not bridge
+    ) + (
+        line("fleet_running", "Some GPU in service now or later (1 = yes)", "flag", "flag",
+             IF(SUMPRODUCT(Row("c_gpus") * bought * (last >= C.month)) > 0, 1, 0),
+             note="fixed opex and the programme fee stop after the last month in service"),
+        line("theoretical_tokens", "Theoretical tokens", "tokens, shown in millions",
+             "mtokens", SUMPRODUCT(Row("c_gpus") * Row("c_tps_per_gpu") * in_service())
+             * K.seconds_per_hour * C.hours, total=True),
+        line("facility_kw", "Facility power in service", "kW", "factor",
+             SUMPRODUCT(Row("c_kw") * in_service())),
+        line("mw_seconds", "Facility power × time", "MW·s", "tokens",
+             S("facility_kw") / K.kw_per_mw * C.hours * K.seconds_per_hour, total=True),
+        line("power", "Power", "money", "money", S("facility_kw") * C.hours
+             * I.electricity_per_kwh, total=True),
+        line("other_opex", "Other opex", "money", "money",
+             S("gpus_in_service") * I.opex_per_gpu_hour * C.hours
+             + I.fixed_opex_per_month * S("fleet_running"), total=True),
+        line("rent", "Rent", "money", "money",
+             SUMPRODUCT(Row("c_gpus") * Row("c_rent_per_gpu_hour") * (1 - Row("c_owned"))
+                        * in_service()) * C.hours, total=True),
+        line("capex", "CapEx", "money", "money",
+             SUMPRODUCT(Row("c_capex") * bought * (Row("c_draw_month")).eq(C.month)),
+             month0=True, total=True),
+        line("depreciation", "Depreciation", "money", "money",
+             SUMPRODUCT(Row("c_dep_per_month") * in_service()
+                        * (Row("c_online") + Row("c_dep_months") > C.month)), total=True),
+        line("disposal_book_value", "Book value of disposals", "money", "money",
+             SUMPRODUCT(Row(f"c_book_value_{k}") * last.eq(C.month)), total=True),
+        line("disposal_proceeds", "Disposal proceeds", "money", "money",
+             SUMPRODUCT(Row(f"c_proceeds_{k}") * last.eq(C.month)), total=True),
+        line("disposal_gain", "Gain or loss on disposal", "money", "money",
+             S("disposal_proceeds") - S("disposal_book_value"), total=True),
+    )
+    debt: tuple[Line | str, ...] = () if bridge else (
+        f"{sc.name}: debt",
+        line("drawdown", "Debt drawn", "money", "money",
+             SUMPRODUCT(Row("c_loan") * bought * Row("c_draw_month").eq(C.month)),
+             month0=True, total=True),
+        line("debt_service", "Scheduled debt service", "money", "money",
+             SUMPRODUCT(Row("c_payment") * bought * due), total=True,
+             note="annuity payments due while the cohort is held"),
+        line("interest", "Interest", "money", "money",
+             IF(N.debt_monthly_rate.eq(0), 0,
+                SUMPRODUCT(Row("c_loan") * bought * due
+                           * (N.debt_growth - (1 + N.debt_monthly_rate)
+                              ** (C.month - Row("c_draw_month") - 1)))
+                * N.debt_monthly_rate / (N.debt_growth - 1)),
+             note="i × the opening balance of each loan", total=True),
+        line("prepayment", "Prepaid on disposal", "money", "money",
+             IF(C.month < I.horizon_months,
+                SUMPRODUCT(Row(f"c_exit_owed_{k}") * last.eq(C.month)), 0),
+             note="what a cohort sold before H still owes after the month's payment",
+             total=True),
+        line("repayment_at_h", "Repaid at the horizon", "money", "money",
+             IF(C.month.eq(I.horizon_months),
+                SUMPRODUCT(Row(f"c_exit_owed_{k}") * last.eq(C.month)), 0),
+             note="what is still owed after month H's payment (a refinancing)", total=True),
+        line("principal", "Principal repaid", "money", "money",
+             S("debt_service") - S("interest") + S("prepayment") + S("repayment_at_h"),
+             total=True),
+        line("debt_balance", "Debt outstanding", "money", "money",
+             IF(C.month.eq(I.horizon_months), 0, _owed(C.month, bought * (last > C.month))),
+             month0=True, note="after the month's payments; nothing once its cohort is sold"),
+    )
+    market: tuple[Line | str, ...] = (
         f"{sc.name}: efficiency, capacity and demand",
         line("tef", "TEF", "fraction", "fraction",
              N.tef_now + (_s_input("tef_target", sc) - N.tef_now)
@@ -535,7 +642,7 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
              I.sell_through_start + (_s_input("sell_through_target", sc) - I.sell_through_start)
              * _ramp_share(I.sell_through_ramp_months)),
         line("deliverable_tokens", "Deliverable tokens", "tokens, shown in millions", "mtokens",
-             C.theoretical_tokens * S("tef") * N.service_level, total=True),
+             S("theoretical_tokens") * S("tef") * N.service_level, total=True),
         line("sellable_tokens", "Sellable tokens", "tokens, shown in millions", "mtokens",
              S("deliverable_tokens") * S("sell_through"), total=True),
         line("market_demand", "Market demand", "tokens, shown in millions", "mtokens",
@@ -559,24 +666,35 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
              + S("market_sold") / K.tokens_per_mtok * S("price"), total=True),
         line("programme_cost", "Programme cost", "money", "money",
              IF(C.month.eq(1), _s_input("programme_cost_once", sc), 0)
-             + _s_input("programme_fee_per_month", sc), total=True),
+             + _s_input("programme_fee_per_month", sc) * S("fleet_running"), total=True),
         line("ebitda", "EBITDA", "money", "money",
-             S("revenue") - C.power - C.other_opex - C.rent - S("programme_cost"), total=True),
+             S("revenue") - S("power") - S("other_opex") - S("rent") - S("programme_cost"),
+             total=True),
         line("ebit", "EBIT", "money", "money",
-             S("ebitda") - C.depreciation + C.disposal_gain, total=True),
+             S("ebitda") - S("depreciation") + S("disposal_gain"), total=True),
         line("tax", "Tax (instalments of the year's tax)", "money", "money",
              INDEX(Row(f"fy_tax_{k}"), 1, C.fiscal_index)
              / INDEX(Row("fy_months"), 1, C.fiscal_index), total=True),
         f"{sc.name}: cash flow",
         line("cash_flow", "Project cash flow", "money", "money",
-             IF(C.month.eq(0), 0, S("ebitda") - S("tax") + C.disposal_proceeds) - C.capex,
+             IF(C.month.eq(0), 0, S("ebitda") - S("tax") + S("disposal_proceeds")) - S("capex"),
              month0=True, total=True),
-        line("cumulative_cash_flow", "Cumulative cash flow", "money", "money",
-             RunningSum(f"cash_flow_{k}"), month0=True),
         line("discounted_cash_flow", "Discounted cash flow", "money", "money",
              S("cash_flow") * C.discount_factor, month0=True, total=True),
+    )
+    if bridge:
+        return fleet + market
+    returns: tuple[Line | str, ...] = (
+        line("cumulative_cash_flow", "Cumulative cash flow", "money", "money",
+             RunningSum(f"cash_flow_{k}"), month0=True),
         line("cumulative_discounted", "Cumulative discounted cash flow", "money", "money",
              RunningSum(f"discounted_cash_flow_{k}"), month0=True),
+        line("discounted_inflow", "Discounted cash inflow", "money", "money",
+             MAX(0, S("discounted_cash_flow")), month0=True, total=True,
+             note="the positive discounted cash flows (MIRR)"),
+        line("discounted_outflow", "Discounted cash outflow", "money", "money",
+             MIN(0, S("discounted_cash_flow")), month0=True, total=True,
+             note="the negative discounted cash flows (MIRR)"),
         line("payback_crossing", "Payback crossing", "months", "months",
              IF(AND(S("cumulative_cash_flow") >= 0, Cell(f"cumulative_cash_flow_{k}", -1) < 0),
                 (C.month - 1) + (-Cell(f"cumulative_cash_flow_{k}", -1)) / S("cash_flow"), "")),
@@ -586,6 +704,9 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
                 / S("discounted_cash_flow"), "")),
         line("ebitda_month", "Month with positive EBITDA", "month", "integer",
              IF(S("ebitda") > 0, C.month, "")),
+        line("sign_change", "Cash flow changes sign (1 = yes)", "flag", "flag",
+             IF(S("cash_flow") * Cell(f"cash_flow_{k}", -1) < 0, 1, 0), total=True,
+             note="against the month before; more than one change: IRR is not unique"),
         f"{sc.name}: financing",
         line("levered_tax", "Tax after interest", "money", "money",
              INDEX(Row(f"fy_levered_tax_{k}"), 1, C.fiscal_index)
@@ -593,15 +714,28 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
         line("cfads", "Cash flow available for debt service", "money", "money",
              S("ebitda") - S("levered_tax"), total=True),
         line("equity_cash_flow", "Equity cash flow", "money", "money",
-             IF(C.month.eq(0), 0, S("ebitda") - S("levered_tax") - C.interest - C.principal
-                + C.disposal_proceeds) - C.capex + C.drawdown, month0=True, total=True),
+             IF(C.month.eq(0), 0, S("ebitda") - S("levered_tax") - S("interest")
+                - S("principal") + S("disposal_proceeds")) - S("capex") + S("drawdown"),
+             month0=True, total=True),
+        line("funding_need", "Equity funds operations (1 = yes)", "flag", "flag",
+             IF(AND(C.month > 1, S("equity_cash_flow") < 0, S("ebitda") < 0), 1, 0),
+             total=True, note="an equity contribution after month 1 with negative EBITDA"),
+        line("ebitda_loss", "EBITDA negative while GPUs run (1 = yes)", "flag", "flag",
+             IF(AND(S("gpus_in_service") > 0, S("ebitda") < 0), 1, 0), total=True),
     )
+    return fleet + debt + market + returns
 
 
 SCENARIO_LINES: dict[str, tuple[Line | str, ...]] = {
-    sc.key: scenario_lines(sc) for sc in SCENARIOS}
+    sc.key: scenario_lines(sc) for sc in ALL_SCENARIOS}
+FLEET_SCENARIO: dict[str, tuple[Line, ...]] = {
+    sc.key: fleet_scenario_lines(sc) for sc in ALL_SCENARIOS}
 #: The scenario lines a chart or the yearly summary shows for the live scenario.
 LIVE_SOURCES: tuple[str, ...] = (
+    "gpus_in_service", "theoretical_tokens", "facility_kw", "mw_seconds", "power", "other_opex",
+    "rent", "capex", "depreciation", "disposal_book_value", "disposal_proceeds",
+    "disposal_gain", "drawdown", "debt_service", "interest", "prepayment", "repayment_at_h",
+    "principal", "debt_balance",
     "tef", "sell_through", "deliverable_tokens", "sellable_tokens", "tokens_sold", "price",
     "revenue", "programme_cost", "ebitda", "ebit", "tax", "cash_flow", "cumulative_cash_flow",
     "discounted_cash_flow", "equity_cash_flow")
@@ -624,9 +758,9 @@ def _by_fiscal_year(line: str) -> Expr:
     return SUMIF(Row("fiscal_index"), Position(), Row(line))
 
 
-def _due(position: Expr) -> Expr:
+def _due(position: Expr, k: str) -> Expr:
     """1 for the months of fiscal year ``position`` with scheduled debt service."""
-    return (Row("fiscal_index").eq(position)) * (Row("debt_service") > 0)
+    return (Row("fiscal_index").eq(position)) * (Row(f"debt_service_{k}") > 0)
 
 
 FISCAL_COMMON: tuple[Line, ...] = (
@@ -635,8 +769,6 @@ FISCAL_COMMON: tuple[Line, ...] = (
          table=FISCAL),
     Line("fy_months", "Months in the horizon", "months", "integer",
          COUNTIF(Row("fiscal_index"), Position()), table=FISCAL),
-    Line("fy_debt_service", "Scheduled debt service", "money", "money",
-         SUMPRODUCT(Row("debt_service"), _due(Position())), table=FISCAL),
 )
 
 
@@ -644,12 +776,14 @@ def fiscal_lines(sc: Scenario) -> tuple[Line, ...]:
     """One scenario's yearly tax (unlevered and levered) and debt service cover."""
     k = sc.key
     out: list[Line] = []
-    for prefix, taxable, label in (("", f"ebit_{k}", "EBIT"),
-                                   ("levered_", f"ebit_{k}", "EBIT less interest")):
+    levels = (("", f"ebit_{k}", "EBIT"), ("levered_", f"ebit_{k}", "EBIT less interest"))
+    if sc in BRIDGE_SCENARIOS:  # a step of the bridge needs only the project's tax
+        levels = levels[:1]
+    for prefix, taxable, label in levels:
         pool = Table(f"loss_pool_{prefix}{k}", FISCAL_YEARS, guard=FISCAL.guard, recurrent=True)
         base = _by_fiscal_year(taxable)
         if prefix:
-            base = base - _by_fiscal_year("interest")
+            base = base - _by_fiscal_year(f"interest_{k}")
         t = f"fy_{prefix}taxable_{k}"
         out.append(Line(t, f"{sc.name}: taxable ({label})", "money", "money", base,
                         table=FISCAL, meta={"scenario": sc.name}))
@@ -663,16 +797,22 @@ def fiscal_lines(sc: Scenario) -> tuple[Line, ...]:
                         "money", "money",
                         MAX(0, Cell(f"fy_{prefix}loss_pool_{k}", -1) - Cell(t)), table=pool,
                         first=MAX(0, -Cell(t)), meta={"scenario": sc.name}))
+    if sc in BRIDGE_SCENARIOS:
+        return tuple(out)
+    service = Cell(f"fy_debt_service_{k}")
+    out.append(Line(f"fy_debt_service_{k}", f"{sc.name}: scheduled debt service", "money",
+                    "money", SUMPRODUCT(Row(f"debt_service_{k}"), _due(Position(), k)),
+                    table=FISCAL, meta={"scenario": sc.name}))
     out.append(Line(f"fy_cfads_{k}", f"{sc.name}: CFADS in months with debt service", "money",
-                    "money", SUMPRODUCT(Row(f"cfads_{k}"), _due(Position())), table=FISCAL,
+                    "money", SUMPRODUCT(Row(f"cfads_{k}"), _due(Position(), k)), table=FISCAL,
                     meta={"scenario": sc.name}))
     out.append(Line(f"fy_dscr_{k}", f"{sc.name}: DSCR", "ratio", "factor",
-                    IF(C.fy_debt_service > 0, Cell(f"fy_cfads_{k}") / C.fy_debt_service, ""),
+                    IF(service > 0, Cell(f"fy_cfads_{k}") / service, ""),
                     table=FISCAL, missing="", meta={"scenario": sc.name}))
     return tuple(out)
 
 
-FISCAL_LINES: dict[str, tuple[Line, ...]] = {sc.key: fiscal_lines(sc) for sc in SCENARIOS}
+FISCAL_LINES: dict[str, tuple[Line, ...]] = {sc.key: fiscal_lines(sc) for sc in ALL_SCENARIOS}
 
 
 # -- the IRR: the NPV on a grid of monthly rates, then halving the bracket nearest 0 ----------
@@ -795,7 +935,8 @@ def _lines(items) -> tuple[Line, ...]:
 
 #: Every Timeline row under the header, in order: the fleet and debt, each scenario, the live one.
 TIMELINE_LINES: tuple[Line | str, ...] = (
-    FLEET_LINES + tuple(x for sc in SCENARIOS for x in SCENARIO_LINES[sc.key]) + LIVE_LINES)
+    FLEET_LINES + tuple(x for sc in ALL_SCENARIOS for x in SCENARIO_LINES[sc.key])
+    + LIVE_LINES)
 TIMELINE_TOTALS: tuple[Line, ...] = tuple(
     _total(ln) for ln in _lines(TIMELINE_LINES) if ln.total)
 
@@ -848,13 +989,15 @@ def _payback(crossing: str, cumulative: str) -> Expr:
 
 def _outlay_pv(sc: Scenario) -> Expr:
     """PV of CapEx − disposal proceeds + power, opex, rent and programme cost."""
-    return (_pv("capex") - _pv("disposal_proceeds") + _pv("power") + _pv("other_opex")
-            + _pv("rent") + _pv(f"programme_cost_{sc.key}"))
+    k = sc.key
+    return (_pv(f"capex_{k}") - _pv(f"disposal_proceeds_{k}") + _pv(f"power_{k}")
+            + _pv(f"other_opex_{k}") + _pv(f"rent_{k}") + _pv(f"programme_cost_{k}"))
 
 
 def _cash_cost_h(sc: Scenario) -> Expr:
-    return (_last("power") + _last("other_opex") + _last("rent")
-            + _last(f"programme_cost_{sc.key}"))
+    k = sc.key
+    return (_last(f"power_{k}") + _last(f"other_opex_{k}") + _last(f"rent_{k}")
+            + _last(f"programme_cost_{k}"))
 
 
 def _economic_life(sc: Scenario) -> Expr:
@@ -873,8 +1016,18 @@ def _irr_yearly(tag: str) -> Expr:
 
 
 def _cost_total(sc: Scenario) -> Expr:
-    return (Name("total_power") + Name("total_other_opex") + Name("total_rent")
-            + _t("programme_cost", sc) + Name("total_depreciation"))
+    return (_t("power", sc) + _t("other_opex", sc) + _t("rent", sc)
+            + _t("programme_cost", sc) + _t("depreciation", sc))
+
+
+def _mirr(sc: Scenario) -> Expr:
+    """Excel's MIRR of months 0…H at the monthly discount rate i, financing and reinvesting:
+    (FV of the inflows ÷ −PV of the outflows)^(1/H) − 1 = (1 + i) × (PV in ÷ −PV out)^(1/H)
+    − 1, shown yearly; none without an outflow and an inflow."""
+    inflow, outflow = _t("discounted_inflow", sc), _t("discounted_outflow", sc)
+    return IF(AND(MIN(Row(f"cash_flow_{sc.key}")) < 0, MAX(Row(f"cash_flow_{sc.key}")) > 0),
+              ((1 + N.monthly_discount_rate) * (inflow / -outflow) ** (1 / I.horizon_months))
+              ** K.months_per_year - 1, NONE)
 
 
 OUTPUTS: tuple[Output, ...] = (
@@ -888,33 +1041,34 @@ OUTPUTS: tuple[Output, ...] = (
            "TEF × SLA × sell-through today"),
     Output("fleet_gpus", "Fleet GPUs", "GPUs", "gpus", lambda sc: N.fleet_gpus,
            "GPUs of all cohorts"),
-    Output("equivalent_gpus", "Equivalent GPUs", "GPUs", "gpus",
+    Output("equivalent_gpus", "Equivalent GPUs (cohort-1 GPUs)", "GPUs", "gpus",
            lambda sc: none_if(N.tef_now.eq(0),
-                              N.fleet_gpus * _s_input("tef_target", sc) / N.tef_now),
-           "fleet GPUs × TEF target ÷ TEF now: the fleet at today's TEF that makes as many "
-           "tokens"),
-    Output("avoided_capex", "Avoided GPU CapEx", "money", "money",
-           lambda sc: IF(OR(N.owned_gpus.eq(0), NOT(ISNUMBER(_o("equivalent_gpus", sc)))), NONE,
-                         (_o("equivalent_gpus", sc) - N.fleet_gpus) / N.fleet_gpus
-                         * N.owned_capex),
-           "(equivalent − fleet GPUs) × the owned share × their mean CapEx; none when "
-           "nothing is owned"),
-    Output("avoided_rent_per_year", "Avoided rent per year", "money/year", "money",
-           lambda sc: IF(OR(N.rented_gpus.eq(0), NOT(ISNUMBER(_o("equivalent_gpus", sc)))),
-                         NONE, (_o("equivalent_gpus", sc) - N.fleet_gpus) / N.fleet_gpus
-                         * N.rented_rent * K.hours_per_year),
-           "(equivalent − fleet GPUs) × the rented share × their mean rent × 8,760; none "
-           "when nothing is rented"),
+                              N.fleet_equivalent * _s_input("tef_target", sc) / N.tef_now),
+           "the fleet in cohort-1 GPUs of equal throughput × TEF target ÷ TEF now: the fleet "
+           "at today's TEF that makes as many tokens"),
+    Output("avoided_capex", "Buy instead of optimise: CapEx", "money", "money",
+           lambda sc: IF(OR(N.owned_flag.eq(0), NOT(ISNUMBER(_o("equivalent_gpus", sc)))), NONE,
+                         (_o("equivalent_gpus", sc) - N.fleet_equivalent) * I.capex_per_gpu),
+           "(equivalent GPUs − the fleet in cohort-1 GPUs) × cohort 1's CapEx per GPU; the "
+           "alternative to the programme, not a gain beside it; none when cohort 1 is rented"),
+    Output("avoided_rent_per_year", "Buy instead of optimise: rent per year", "money/year",
+           "money",
+           lambda sc: IF(OR(N.owned_flag.eq(1), NOT(ISNUMBER(_o("equivalent_gpus", sc)))),
+                         NONE, (_o("equivalent_gpus", sc) - N.fleet_equivalent)
+                         * I.rent_per_gpu_hour * K.hours_per_year),
+           "(equivalent GPUs − the fleet in cohort-1 GPUs) × cohort 1's rent × 8,760; none "
+           "when cohort 1 is owned"),
     Output("blended_price", "Blended price", "money/Mtok", "price", lambda sc: N.blended_price,
            "P₀: list prices after cache hits and the batch discount"),
     Output("gpu_hour_cost", "GPU-hour cost", "money/GPU-h", "price", lambda sc: N.gpu_hour_cost,
            "cohort 1's, fixed opex included"),
-    Output("breakeven_util", "Breakeven utilisation", "fraction", "fraction",
+    Output("breakeven_util", "Breakeven utilisation (at today's price)", "fraction", "fraction",
            lambda sc: none_if((N.blended_price * _s_input("price_factor", sc)).eq(0),
                               N.gpu_hour_cost / (N.site_tps_per_gpu * K.seconds_per_hour
                                                  * N.blended_price * _s_input("price_factor", sc)
                                                  / K.tokens_per_mtok)),
-           "the TFI at which cohort 1's GPU-hour at today's market price covers its cost"),
+           "the TFI at which cohort 1's GPU-hour (capital at the discount rate) is paid at "
+           "today's market price; over the plan's life see the lifetime breakeven TFI"),
     Output("tokens_sold_total", "Tokens sold", "tokens", "tokens",
            lambda sc: _t("tokens_sold", sc)),
     Output("revenue_total", "Revenue", "money", "money", lambda sc: _t("revenue", sc)),
@@ -924,9 +1078,23 @@ OUTPUTS: tuple[Output, ...] = (
                               _o("ebitda_total", sc) / _o("revenue_total", sc))),
     Output("npv", "NPV", "money", "money", lambda sc: _t("discounted_cash_flow", sc),
            "project cash flows; month 0 undiscounted; monthly rate (1 + r)^(1/12) − 1"),
+    Output("terminal_value_pv", "Terminal value (PV)", "money", "money",
+           lambda sc: SUMPRODUCT(Row(f"c_proceeds_{sc.key}"),
+                                 Row(f"c_last_{sc.key}").eq(I.horizon_months) * 1)
+           * _last("discount_factor"),
+           "present value of the proceeds at H of the cohorts still held then"),
+    Output("npv_excl_terminal", "NPV without the terminal value", "money", "money",
+           lambda sc: _o("npv", sc) - _o("terminal_value_pv", sc),
+           "NPV − the terminal value's PV: what the plan earns before its exit"),
+    Output("tax_losses_unused", "Tax losses unused", "money", "money",
+           lambda sc: INDEX(Row(f"fy_loss_pool_{sc.key}"), 1, N.fiscal_years),
+           "the loss pool after the last calendar year (unlevered); shown, never valued"),
     Output("irr", "IRR (yearly)", "fraction/year", "fraction",
            lambda sc: _irr_yearly(f"project_{sc.key}"),
            "monthly IRR of the project cash flows, shown yearly; none without one"),
+    Output("mirr", "MIRR (yearly)", "fraction/year", "fraction", _mirr,
+           "Excel's MIRR of months 0…H at the discount rate, shown yearly; read it when the "
+           "IRR is not unique"),
     Output("equity_irr", "Equity IRR (yearly)", "fraction/year", "fraction",
            lambda sc: IF(I.debt_share.eq(0), _o("irr", sc), _irr_yearly(f"equity_{sc.key}")),
            "of the equity cash flows; the project IRR without debt"),
@@ -935,8 +1103,8 @@ OUTPUTS: tuple[Output, ...] = (
                          MIN(Row(f"fy_dscr_{sc.key}"))),
            "the lowest yearly CFADS ÷ scheduled debt service; none without debt"),
     Output("avg_dscr", "Average DSCR", "ratio", "factor",
-           lambda sc: IF(SUM(Row("fy_debt_service")).eq(0), NONE,
-                         SUM(Row(f"fy_cfads_{sc.key}")) / SUM(Row("fy_debt_service"))),
+           lambda sc: IF(SUM(Row(f"fy_debt_service_{sc.key}")).eq(0), NONE,
+                         SUM(Row(f"fy_cfads_{sc.key}")) / SUM(Row(f"fy_debt_service_{sc.key}"))),
            "Σ CFADS ÷ Σ scheduled debt service over the months with debt service"),
     Output("payback_months", "Payback", "months", "months",
            lambda sc: _payback(f"payback_crossing_{sc.key}", f"cumulative_cash_flow_{sc.key}"),
@@ -946,17 +1114,25 @@ OUTPUTS: tuple[Output, ...] = (
                                f"cumulative_discounted_{sc.key}"),
            "the same on discounted cash flows"),
     Output("roi", "ROI over the horizon", "ratio", "fraction",
-           lambda sc: none_if(Name("total_capex").eq(0),
-                              _t("cash_flow", sc) / Name("total_capex")),
+           lambda sc: none_if(_t("capex", sc).eq(0), _t("cash_flow", sc) / _t("capex", sc)),
            "Σ cash flows (month 0 included) ÷ Σ CapEx; none without CapEx"),
     Output("lifetime_breakeven_tfi", "Lifetime breakeven TFI", "fraction", "fraction",
-           lambda sc: none_if(SUMPRODUCT(Row("discount_factor"), Row("theoretical_tokens"),
+           lambda sc: none_if(SUMPRODUCT(Row("discount_factor"),
+                                         Row(f"theoretical_tokens_{sc.key}"),
                                          Row(f"price_{sc.key}")).eq(0),
                               _outlay_pv(sc) / (SUMPRODUCT(Row("discount_factor"),
-                                                           Row("theoretical_tokens"),
+                                                           Row(f"theoretical_tokens_{sc.key}"),
                                                            Row(f"price_{sc.key}"))
                                                 / K.tokens_per_mtok)),
            "the constant TFI at which the pre-tax NPV is 0 at the market price path"),
+    Output("planned_tfi", "Planned TFI", "fraction", "fraction",
+           lambda sc: _s_input("tef_target", sc) * N.service_level
+           * _s_input("sell_through_target", sc),
+           "TEF target × SLA × sell-through target: the plan after its ramps"),
+    Output("tfi_headroom", "TFI headroom", "fraction", "fraction",
+           lambda sc: IF(ISNUMBER(_o("lifetime_breakeven_tfi", sc)),
+                         _o("planned_tfi", sc) - _o("lifetime_breakeven_tfi", sc), NONE),
+           "planned TFI − lifetime breakeven TFI: how far the plan may fall short"),
     Output("breakeven_price_per_mtok", "Breakeven price", "money/Mtok", "price",
            lambda sc: none_if(SUMPRODUCT(Row("discount_factor"), Row(f"tokens_sold_{sc.key}"),
                                          Row(f"price_path_{sc.key}")).eq(0),
@@ -966,8 +1142,8 @@ OUTPUTS: tuple[Output, ...] = (
                                                 / K.tokens_per_mtok)),
            "today's market price at which the pre-tax NPV is 0 with the tokens sold"),
     Output("tokens_per_mw", "Tokens per MW", "tokens/s per MW", "tokens",
-           lambda sc: none_if(Name("total_mw_seconds").eq(0),
-                              _o("tokens_sold_total", sc) / Name("total_mw_seconds")),
+           lambda sc: none_if(_t("mw_seconds", sc).eq(0),
+                              _o("tokens_sold_total", sc) / _t("mw_seconds", sc)),
            "tokens sold per second per MW of facility power in service"),
     Output("cost_per_mtok_input", "Cost per million input tokens", "money/Mtok", "price",
            lambda sc: IF(AND(N.split_costs.eq(1), ISNUMBER(_o("cost_per_mtok", sc))),
@@ -990,6 +1166,56 @@ OUTPUTS: tuple[Output, ...] = (
     Output("economic_life_months", "Economic life", "months", "months", _economic_life,
            "when revenue per GPU-hour falls to its cash cost"),
 )
+
+
+# -- warnings (TFOM-SPEC §10.5): what a committee should read before the figures --------------
+def _flag_if_number(x: Expr, condition: Callable[[Expr], Expr]) -> Expr:
+    """1 where ``x`` is a number meeting ``condition``; 0 where it is none."""
+    return IF(ISNUMBER(x), IF(condition(x), 1, 0), 0)
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """A rule of TFOM-SPEC §10.5: it never turns the master check red, it is counted in the
+    ``warnings`` output and printed by ``summary``."""
+
+    key: str
+    text: str
+    formula: Callable[[Scenario], Expr]
+
+    def line_for(self, sc: Scenario) -> Line:
+        return Line(f"warn_{self.key}_{sc.key}", self.text, "flag", "flag",
+                    self.formula(sc), meta={"warning": self.key, "scenario": sc.name})
+
+
+NO_DEMAND_LIMIT = "no market demand limit: every sellable token is assumed sold"
+WARNINGS: tuple[Warning_, ...] = (
+    Warning_("no_demand_limit", NO_DEMAND_LIMIT,
+             lambda sc: IF(I.market_mtok_month1.eq(0), 1, 0)),
+    Warning_("terminal_value", "the NPV rests on the terminal value: positive with it, "
+             "negative without it",
+             lambda sc: _flag_if_number(_o("npv_excl_terminal", sc), lambda x: AND(
+                 x < 0, _o("npv", sc) > 0))),
+    Warning_("dscr", "a year's DSCR is below the covenant, or below 1",
+             lambda sc: _flag_if_number(_o("min_dscr", sc),
+                                        lambda x: x < MAX(1, I.dscr_covenant))),
+    Warning_("funding", "operations need funding: equity pays in after month 1 in a month "
+             "of negative EBITDA", lambda sc: IF(_t("funding_need", sc) > 0, 1, 0)),
+    Warning_("ebitda_loss", "EBITDA is negative in a month while GPUs are in service",
+             lambda sc: IF(_t("ebitda_loss", sc) > 0, 1, 0)),
+    Warning_("headroom", "the planned TFI is less than 5 points above the lifetime breakeven "
+             "TFI", lambda sc: _flag_if_number(_o("tfi_headroom", sc),
+                                                lambda x: x < K.headroom_warning)),
+    Warning_("irr_not_unique", "the cash flows change sign more than once: the IRR is not "
+             "unique (read the MIRR)", lambda sc: IF(_t("sign_change", sc) > 1, 1, 0)),
+)
+WARNING_LINES: dict[str, tuple[Line, ...]] = {
+    sc.key: tuple(w.line_for(sc) for w in WARNINGS) for sc in SCENARIOS}
+OUTPUTS += (
+    Output("warnings", "Warnings", "", "integer",
+           lambda sc: SUM(*(Name(w.name) for w in WARNING_LINES[sc.key])),
+           "how many warning rules fire (Checks lists them; none turns the master check red)"),
+)
 OUTPUT_NAMES: tuple[str, ...] = tuple(o.name for o in OUTPUTS)
 #: The outputs the Scenarios sheet and the portfolio show as Optimised − Base.
 UPLIFT_NAMES: tuple[str, ...] = ("npv", "ebitda_total", "revenue_total", "tokens_sold_total",
@@ -1001,6 +1227,48 @@ UPLIFT_LINES: tuple[Line, ...] = tuple(
             _o(o.name, _OPTIMISED) - _o(o.name, _BASE), NONE),
          defined_name=True, meta={"output": o.name})
     for o in OUTPUTS if o.name in UPLIFT_NAMES)
+
+
+def _bridge_npv(step: int) -> Expr:
+    """The project NPV after ``step`` steps of the bridge (0: Base; the last: Optimised)."""
+    if step == 0:
+        return _o("npv", _BASE)
+    if step == len(BRIDGE_STEPS):
+        return _o("npv", _OPTIMISED)
+    return _t("discounted_cash_flow", BRIDGE_SCENARIOS[step - 1])
+
+
+#: The uplift bridge (TFOM-SPEC §10.3): each step's change of the project NPV; the steps sum
+#: to ``uplift_npv``.
+BRIDGE_LINES: tuple[Line, ...] = tuple(
+    Line(f"out_uplift_npv_{key}", f"NPV uplift: + Optimised {what}", "money", "money",
+         _bridge_npv(i + 1) - _bridge_npv(i), defined_name=True,
+         meta={"output": f"uplift_npv_{key}", "step": key})
+    for i, (key, what, _names) in enumerate(BRIDGE_STEPS))
+BRIDGE_NAMES: tuple[str, ...] = tuple(f"uplift_npv_{key}" for key, _w, _n in BRIDGE_STEPS)
+
+#: The bridge as a waterfall: Base's NPV, each step, Optimised's NPV. A chart draws each bar
+#: as a stack of an invisible part and a visible one, split at 0 (the way every engine's
+#: stacked bar chart can draw a waterfall).
+BRIDGE_BARS = Table("bridge_bars", len(BRIDGE_STEPS) + 2)
+_CUMULATIVE = tuple(_bridge_npv(i) for i in range(len(BRIDGE_STEPS) + 1))
+_LOW, _HIGH = (MIN(C.bridge_from, C.bridge_to), MAX(C.bridge_from, C.bridge_to))
+BRIDGE_BAR_LINES: tuple[Line, ...] = (
+    Line("bridge_from", "From", "money", "money",
+         CHOOSE(Position(), 0, *_CUMULATIVE[:-1], 0), table=BRIDGE_BARS),
+    Line("bridge_to", "To", "money", "money",
+         CHOOSE(Position(), *_CUMULATIVE, _CUMULATIVE[-1]), table=BRIDGE_BARS),
+    Line("bridge_change", "Change", "money", "money", C.bridge_to - C.bridge_from,
+         table=BRIDGE_BARS),
+    Line("bridge_hidden_up", "Invisible base above 0", "money", "money",
+         IF(_LOW > 0, _LOW, 0), table=BRIDGE_BARS),
+    Line("bridge_hidden_down", "Invisible base below 0", "money", "money",
+         IF(_HIGH < 0, _HIGH, 0), table=BRIDGE_BARS),
+    Line("bridge_shown_up", "Bar above 0", "money", "money",
+         IF(_LOW > 0, _HIGH - _LOW, MAX(_HIGH, 0)), table=BRIDGE_BARS),
+    Line("bridge_shown_down", "Bar below 0", "money", "money",
+         IF(_HIGH < 0, _LOW - _HIGH, MIN(_LOW, 0)), table=BRIDGE_BARS),
+)
 
 
 
@@ -1099,8 +1367,18 @@ INPUT_CHECKS: tuple[Line, ...] = tuple(
     for spec in COHORT_SPECS)
 
 
-_OUT_BLOCK = Each(tuple(f"out_{o.name}_{sc.key}" for o in OUTPUTS for sc in SCENARIOS),
-                  (len(OUTPUTS), len(SCENARIOS)))
+#: Outputs the Scenarios sheet shows apart from the others: what buying GPUs instead of the
+#: programme would cost (TFOM-SPEC §10.3), never beside the uplift.
+BUY_INSTEAD: tuple[str, ...] = ("avoided_capex", "avoided_rent_per_year")
+
+
+def _out_block(names: Sequence[str]) -> Each:
+    return Each(tuple(f"out_{n}_{sc.key}" for n in names for sc in SCENARIOS),
+                (len(names), len(SCENARIOS)))
+
+
+_OUT_BLOCKS = (_out_block([n for n in OUTPUT_NAMES if n not in BUY_INSTEAD]),
+               _out_block(BUY_INSTEAD))
 
 
 def _each_scenario(make: Callable[[Scenario], Expr]) -> Expr:
@@ -1121,8 +1399,9 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
     ("retire_after_online", "No cohort retires before it comes online",
      SUMPRODUCT((Row("c_last") < Row("c_online")) * 1).eq(0)),
     ("fleet_sum", "GPUs in service each month = the sum of the cohorts' GPUs in service",
-     _close(SUM(Row("gpus_in_service")),
-            SUM(*(Row(f"gpus_cohort_{k + 1}") for k in range(MAX_COHORTS))))),
+     _each_scenario(lambda sc: _close(
+         SUM(Row(f"gpus_in_service_{sc.key}")),
+         SUM(*(Row(f"gpus_cohort_{j + 1}_{sc.key}") for j in range(MAX_COHORTS)))))),
     ("tef_months_le_1", "Every month's TEF at most 100%",
      _each_scenario(lambda sc: MAX(Row(f"tef_{sc.key}")) <= 1)),
     ("months_counted", "One revenue figure per month of the horizon",
@@ -1138,12 +1417,12 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
                                    MIN(Row(f"fy_levered_loss_pool_{sc.key}")) >= 0))),
     ("tax_total", "Monthly tax instalments add up to the yearly tax",
      _each_scenario(lambda sc: _close(_t("tax", sc), SUM(Row(f"fy_tax_{sc.key}"))))),
-    ("debt_repaid", "Debt repaid by the horizon",
-     _close(Name("total_drawdown"), Name("total_principal"))),
+    ("debt_repaid", "Debt repaid by the horizon, or when its GPUs are sold",
+     _each_scenario(lambda sc: _close(_t("drawdown", sc), _t("principal", sc)))),
     ("ebitda_total", "EBITDA total = revenue − power − opex − rent − programme totals",
      _each_scenario(lambda sc: _close(
-         _t("ebitda", sc), _t("revenue", sc) - Name("total_power") - Name("total_other_opex")
-         - Name("total_rent") - _t("programme_cost", sc)))),
+         _t("ebitda", sc), _t("revenue", sc) - _t("power", sc) - _t("other_opex", sc)
+         - _t("rent", sc) - _t("programme_cost", sc)))),
     ("cash_total", "Σ monthly cash flows = last cumulative cash flow",
      _each_scenario(lambda sc: _close(_t("cash_flow", sc),
                                       _last(f"cumulative_cash_flow_{sc.key}")))),
@@ -1151,7 +1430,8 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
      _each_scenario(lambda sc: _close(_o("npv", sc), SUMPRODUCT(Row(f"cash_flow_{sc.key}"),
                                                                 Row("discount_factor"))))),
     ("outputs_compute", "Every summary output computes (a number or \"none\")",
-     (COUNT(_OUT_BLOCK) + COUNTIF(_OUT_BLOCK, NONE)).eq(ROWS(_OUT_BLOCK) * COLUMNS(_OUT_BLOCK))),
+     AND(*((COUNT(block) + COUNTIF(block, NONE)).eq(ROWS(block) * COLUMNS(block))
+           for block in _OUT_BLOCKS))),
 )
 CROSS_CHECKS: tuple[Line, ...] = tuple(
     Line(f"check_{key}", label, "", "text", IF(condition, "OK", "ERROR"))
@@ -1162,8 +1442,18 @@ MASTER_CHECK = _scalar(
     IF(COUNTIF(Each(CHECK_NAMES, (len(CHECK_NAMES), 1)), "ERROR").eq(0), "OK", "ERROR"))
 
 
+_DASHBOARD_NOTE = Text("Money in ").concat(I.currency).concat(
+    ". The terminal value is the fleet's resale at the horizon; breakeven utilisation (at "
+    "today's price) is on Returns.")
 #: Texts the sheets show about the site, in the same language as the model's lines.
 TEXT_LINES: tuple[Line, ...] = (
+    Line("dashboard_note", "", "", "text",
+         IF(I.market_mtok_month1.eq(0),
+            _DASHBOARD_NOTE.concat(" " + NO_DEMAND_LIMIT[:1].upper() + NO_DEMAND_LIMIT[1:] + "."),
+            _DASHBOARD_NOTE)),
+    Line("demand_note", "", "", "text",
+         IF(I.market_mtok_month1.eq(0), Text(NO_DEMAND_LIMIT[:1].upper() + NO_DEMAND_LIMIT[1:]),
+            Text("")), missing=""),
     # a whole number joins a text as its digits in every engine, so no TEXT() is needed
     Line("timeline_subtitle", "", "", "text",
          Text("Monthly operating model · ").concat(I.site_name).concat(" · live: ")
@@ -1192,13 +1482,17 @@ _COMPUTE_ORDER = tuple(sorted(OUTPUTS, key=lambda o: o.name.startswith("cost_per
 
 #: Every line of the model, in an order in which each needs only those before it.
 LINES: tuple[Line, ...] = (
-    _lines(CAPACITY) + FLEET + FLEET_SCALARS + TIMELINE_HEADER + (_FISCAL_YEARS,)
+    _lines(CAPACITY) + FLEET + tuple(ln for sc in ALL_SCENARIOS for ln in FLEET_SCENARIO[sc.key])
+    + FLEET_SCALARS + TIMELINE_HEADER + (_FISCAL_YEARS,)
     + _lines(FLEET_LINES) + FISCAL_COMMON
-    + tuple(ln for sc in SCENARIOS for ln in _scenario_in_order(sc))
+    + tuple(ln for sc in ALL_SCENARIOS for ln in _scenario_in_order(sc))
     + _lines(LIVE_LINES) + TIMELINE_TOTALS
     + tuple(ln for s in IRR_SEARCHES for ln in _irr_lines(s))
-    + tuple(o.line_for(sc) for o in _COMPUTE_ORDER for sc in SCENARIOS)
-    + tuple(o.line for o in OUTPUTS) + UPLIFT_LINES + YEARLY_LINES + UTIL_LINES
+    + tuple(o.line_for(sc) for o in _COMPUTE_ORDER if o.name != "warnings" for sc in SCENARIOS)
+    + tuple(ln for sc in SCENARIOS for ln in WARNING_LINES[sc.key])
+    + tuple(o.line_for(sc) for o in OUTPUTS if o.name == "warnings" for sc in SCENARIOS)
+    + tuple(o.line for o in OUTPUTS) + UPLIFT_LINES + BRIDGE_LINES + BRIDGE_BAR_LINES
+    + YEARLY_LINES + UTIL_LINES
     + INPUT_CHECKS + CROSS_CHECKS + (MASTER_CHECK,) + TEXT_LINES
 )
 BY_LINE: dict[str, Line] = {ln.name: ln for ln in LINES}
@@ -1253,7 +1547,8 @@ def formula_inputs(inputs: SiteInputs) -> dict[str, object]:
         elif spec.kind in ("text", "choice", "currency"):
             out[spec.name] = str(value)
         elif spec.per_scenario:
-            out[spec.name] = tuple(float(x) for x in value)  # type: ignore[union-attr]
+            out[spec.name] = tuple(np.nan if x is None else float(x)  # blank: not given
+                                   for x in value)  # type: ignore[union-attr]
         else:
             out[spec.name] = np.nan if value is None else float(value)  # type: ignore[arg-type]
     cohorts = inputs.cohorts
@@ -1288,6 +1583,7 @@ class ScenarioResult:
     name: str
     lines: dict[str, np.ndarray]
     summary: dict[str, float | None]
+    warnings: tuple[str, ...] = ()  # the texts of the warning rules that fire (§10.5)
 
 
 @dataclass(frozen=True)
@@ -1296,8 +1592,9 @@ class Result:
 
     ``lines`` maps each of :data:`LINE_NAMES` to its monthly array (the fleet's lines, and the
     live scenario's); ``summary`` maps each of :data:`OUTPUT_NAMES` to the live scenario's
-    float, or ``None`` where the spec says "none". ``scenarios`` holds every scenario's lines
-    and summary by name; ``uplift`` Optimised − Base of :data:`UPLIFT_NAMES`. ``values`` holds
+    float, or ``None`` where the spec says "none". ``scenarios`` holds every scenario's lines,
+    summary and warnings by name; ``uplift`` Optimised − Base of :data:`UPLIFT_NAMES` and the
+    steps of its bridge (:data:`BRIDGE_NAMES`). ``values`` holds
     every line of the model (:data:`LINES`) as computed, which the workbook stores beside its
     formulas.
     """
@@ -1443,8 +1740,10 @@ def result_from(inputs: SiteInputs, values: dict[str, np.ndarray]) -> Result:
     for sc in SCENARIOS:
         scenarios[sc.name] = ScenarioResult(
             sc.name, {name: months(f"{name}_{sc.key}", name) for name in SCENARIO_LINE_NAMES},
-            {name: _number(values[f"out_{name}_{sc.key}"]) for name in OUTPUT_NAMES})
-    uplift = {ln.meta["output"]: _number(values[ln.name]) for ln in UPLIFT_LINES}
+            {name: _number(values[f"out_{name}_{sc.key}"]) for name in OUTPUT_NAMES},
+            tuple(w.text for w in WARNINGS if float(values[f"warn_{w.key}_{sc.key}"]) == 1))
+    uplift = {ln.meta["output"]: _number(values[ln.name])
+              for ln in UPLIFT_LINES + BRIDGE_LINES}
     ends = tuple(from_serial(s).date() for s in values["month_end"][1:horizon + 1])
     starts = tuple(e.replace(day=1) for e in ends)
     return Result(inputs, inputs.scenario, starts, ends, lines, summary, values, scenarios,

@@ -55,7 +55,7 @@ from .catalogue import BY_NAME
 from .charts import with_caches
 from .files import write_atomically
 from .inputs import SiteInputs
-from .operating_model import OUTPUTS, SCENARIOS
+from .operating_model import BRIDGE_LINES, OUTPUTS, SCENARIOS
 from .stencil import repack_to
 
 if TYPE_CHECKING:
@@ -136,7 +136,9 @@ SCENARIO_COLUMNS: tuple[ScenarioColumn, ...] = tuple(
     ScenarioColumn(f"npv_{sc.key}", f"NPV, {sc.name}", _NPV.unit, _NPV.kind,
                    f"out_npv_{sc.key}") for sc in SCENARIOS) + (
     ScenarioColumn("uplift_npv", "NPV uplift, Optimised − Base", _NPV.unit, _NPV.kind,
-                   "out_uplift_npv"),)
+                   "out_uplift_npv"),) + tuple(  # its bridge (TFOM-SPEC §10.3)
+    ScenarioColumn(line.meta["output"], line.label, _NPV.unit, _NPV.kind, line.name)
+    for line in BRIDGE_LINES)
 #: Every output column, in the table's order.
 OUTPUT_COLUMNS: tuple[Output | ScenarioColumn, ...] = (*OUTPUTS, *SCENARIO_COLUMNS)
 #: The risk of each site's live NPV (TFOM-SPEC §8), when the batch computed it (``--risk-draws``).

@@ -1,9 +1,12 @@
-"""Sensitivity and risk (TFOM-SPEC §8): which assumptions move the NPV, and how likely a loss is.
+"""Sensitivity and risk (TFOM-SPEC §8, §10.6): which assumptions move the NPV, how likely a loss is.
 
 An investment committee does not sign one NPV. The **tornado** gives the live scenario's project
 NPV at a low and a high value of each driver, sorted by swing; **risk** draws the uncertain
-drivers from triangular distributions spanned by the three scenarios and gives the NPV's P10,
-P50 and P90, the probability of a loss and the median IRR.
+drivers from triangular distributions around the live value and gives the NPV's P10, P50, P90
+and mean, the probability of a loss and the median IRR. Each driver's range is an input
+(``range_low_<driver>``, ``range_high_<driver>``: a factor of the live value, or an offset for
+the decline, the availability and the discount rate), so the live case sits inside its own
+distribution.
 
 Both run the model itself, not an approximation of it: the compiled model evaluates a leading
 axis of variants in one numpy pass (every flex of the tornado, every draw of the risk at once,
@@ -20,37 +23,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .catalogue import BY_NAME, COHORT_INHERITED, Input
+from .catalogue import BY_NAME, COHORT_INHERITED, RISK_RANGES, Input
 from .inputs import SiteInputs
 from .operating_model import LINES, LISTS, SCENARIOS, _formula_constants, formula_inputs
 
-#: The tornado's drivers (TFOM-SPEC §8), in the spec's order; ties in swing keep it.
-TORNADO_DRIVERS: tuple[str, ...] = (
-    "tef_target", "sell_through_target", "price_factor", "decline_per_quarter",
-    "market_growth_per_quarter", "capex_per_gpu", "life_years", "electricity_per_kwh",
-    "availability", "discount_rate")
-#: A driver's low and high value: ± this share of its value …
-FLEX = 0.20
-#: … except the price decline, flexed by ± this much (a share of a share would barely move it).
-FLEX_ABSOLUTE: Mapping[str, float] = {"decline_per_quarter": 0.05}
+#: The tornado's drivers (TFOM-SPEC §10.6), in the spec's order; ties in swing keep it.
+TORNADO_DRIVERS: tuple[str, ...] = tuple(r.driver for r in RISK_RANGES)
 #: Drivers flexed in every cohort alike: a cohort's own value moves by the same factor.
 ALL_COHORTS: frozenset[str] = frozenset({"capex_per_gpu", "life_years"})
 
-#: The risk's drivers, drawn in this order from one generator.
-RISK_DRIVERS: tuple[str, ...] = (
-    "decline_per_quarter", "tef_target", "sell_through_target", "market_growth_per_quarter",
-    "price_factor")
-#: Drivers whose high is the live value: a plan's TEF can fall short, not overshoot without
-#: the programme.
-CAPPED_AT_LIVE: frozenset[str] = frozenset({"tef_target"})
+#: The risk's drivers (the first nine of the tornado's), drawn in this order from one generator.
+RISK_DRIVERS: tuple[str, ...] = TORNADO_DRIVERS[:9]
+_HOW: Mapping[str, str] = {r.driver: r.how for r in RISK_RANGES}
 DEFAULT_DRAWS = 10_000
 #: The fixed seed: the same inputs give the same figures, run after run.
 SEED = 20_261_203
 #: Variants evaluated together: bounds the memory (the IRR grid holds 221 rates per variant).
 CHUNK = 500
 #: The outputs of a risk run.
-RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "prob_npv_negative",
-                                 "irr_p50")
+RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "npv_mean",
+                                 "prob_npv_negative", "irr_p50")
 
 
 # -- many variants of one site, in one pass --------------------------------------------------------
@@ -167,12 +159,15 @@ class Tornado:
 
 
 def flex_values(inputs: SiteInputs, name: str) -> tuple[float, float]:
-    """A driver's low and high value (TFOM-SPEC §8), kept inside its allowed range."""
+    """A driver's low and high value (TFOM-SPEC §10.6): the live value v × the range's factors
+    (or v + its offsets), kept inside the driver's allowed range; turned round where v < 0
+    makes the low end the higher (a shrinking market)."""
     spec, value = BY_NAME[name], live_value(inputs, name)
-    step = FLEX_ABSOLUTE.get(name)
-    low, high = (value - step, value + step) if step is not None else \
-        (value * (1 - FLEX), value * (1 + FLEX))
-    return _clip(spec, low), _clip(spec, high)
+    lo = float(inputs[f"range_low_{name}"])  # type: ignore[arg-type]
+    hi = float(inputs[f"range_high_{name}"])  # type: ignore[arg-type]
+    low, high = (value * lo, value * hi) if _HOW[name] == "factor" else (value + lo, value + hi)
+    low, high = _clip(spec, low), _clip(spec, high)
+    return (high, low) if low > high else (low, high)
 
 
 def tornado(inputs: SiteInputs, drivers: Sequence[str] = TORNADO_DRIVERS) -> Tornado:
@@ -198,13 +193,14 @@ class Risk:
     npv_p10: float
     npv_p50: float
     npv_p90: float
+    npv_mean: float
     prob_npv_negative: float
     irr_p50: float | None
     npv: np.ndarray  # every draw's NPV, for the histogram
 
     def as_json(self) -> dict[str, object]:
         return {"draws": self.draws, "seed": self.seed, "npv_p10": self.npv_p10,
-                "npv_p50": self.npv_p50, "npv_p90": self.npv_p90,
+                "npv_p50": self.npv_p50, "npv_p90": self.npv_p90, "npv_mean": self.npv_mean,
                 "prob_npv_negative": self.prob_npv_negative, "irr_p50": self.irr_p50}
 
     def summary(self) -> dict[str, float | None]:
@@ -212,14 +208,10 @@ class Risk:
 
 
 def triangle(inputs: SiteInputs, name: str) -> tuple[float, float, float]:
-    """A risk driver's low, mode and high: the smallest and largest of the three scenarios'
-    values around the live one (the live value is the high of :data:`CAPPED_AT_LIVE`)."""
-    values = [float(v) for v in inputs[name]]  # type: ignore[union-attr]
-    mode = live_value(inputs, name)
-    low, high = min(values), max(values)
-    if name in CAPPED_AT_LIVE:
-        high = mode
-    return low, mode, high
+    """A risk driver's low, mode and high: its range around the live value (:func:`flex_values`),
+    the live value the mode."""
+    low, high = flex_values(inputs, name)
+    return low, live_value(inputs, name), high
 
 
 def draw(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED
@@ -250,4 +242,5 @@ def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED) -> Ri
     ranked = np.where(np.isnan(irr), -np.inf, irr)
     irr_p50 = percentile(ranked, 50) if draws else math.nan
     return Risk(draws, seed, percentile(npv, 10), percentile(npv, 50), percentile(npv, 90),
-                float(np.mean(npv < 0)), irr_p50 if math.isfinite(irr_p50) else None, npv)
+                float(np.mean(npv)), float(np.mean(npv < 0)),
+                irr_p50 if math.isfinite(irr_p50) else None, npv)

@@ -98,6 +98,8 @@ def cmd_risk(args: argparse.Namespace) -> int:
     figures = [("NPV P10", format_value(result.npv_p10, "money", currency, "money"), "npv_p10"),
                ("NPV P50", format_value(result.npv_p50, "money", currency, "money"), "npv_p50"),
                ("NPV P90", format_value(result.npv_p90, "money", currency, "money"), "npv_p90"),
+               ("NPV mean", format_value(result.npv_mean, "money", currency, "money"),
+                "npv_mean"),
                ("Probability NPV < 0", format_value(result.prob_npv_negative, "fraction"),
                 "prob_npv_negative"),
                ("IRR P50", format_value(result.irr_p50, "fraction", currency, "fraction"),
@@ -106,7 +108,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
     right = max(len(f[1]) for f in figures)
     for label, text, name in figures:
         print(f"  {label:<{width}}  {text:>{right}}  {name}")
-    print("  drawn, triangular (low · mode · high from the three scenarios):")
+    print("  drawn, triangular (low · live value · high: the range_low_/range_high_ inputs):")
     for name in RISK_DRIVERS:
         low, mode, high = triangle(inputs, name)
         print(f"    {name}: {_value(name, low)} · {_value(name, mode)} · {_value(name, high)}")
@@ -119,11 +121,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "sensitivity",
-        description="The tornado (TFOM-SPEC §8): the live scenario's project NPV at a low and a "
-                    "high value of each driver (tef_target, sell_through_target, price_factor, "
-                    "decline_per_quarter, market_growth_per_quarter, capex_per_gpu, life_years, "
-                    "electricity_per_kwh, availability, discount_rate), sorted by swing. Each "
-                    "NPV is what `summary --set DRIVER=VALUE` gives.",
+        description="The tornado (TFOM-SPEC §10.6): the live scenario's project NPV at the low "
+                    "and the high end of each driver's range (tef_target, sell_through_target, "
+                    "price_factor, decline_per_quarter, market_growth_per_quarter, "
+                    "capex_per_gpu, electricity_per_kwh, resale_decline_per_quarter, "
+                    "market_mtok_month1, availability, discount_rate, life_years), sorted by "
+                    "swing. A range is a factor of the live value, or an offset for the decline, "
+                    "availability and discount rate: the inputs range_low_<driver> and "
+                    "range_high_<driver>. Each NPV is what `summary --set DRIVER=VALUE` gives.",
         epilog="examples:\n  tokenfactory-xl sensitivity\n  tokenfactory-xl sensitivity "
                "--set gpus=2048 --scenario Optimised --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,12 +142,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "risk",
-        description="Monte Carlo (TFOM-SPEC §8): draws of decline_per_quarter, tef_target, "
-                    "sell_through_target, market_growth_per_quarter and price_factor, each "
-                    "triangular between the smallest and largest of the three scenarios' values "
-                    "with the live value as mode (tef_target: the live value is the high); the "
-                    "NPV's P10/P50/P90, the probability of a negative NPV and the median IRR. "
-                    "A fixed seed: the same inputs give the same figures.",
+        description="Monte Carlo (TFOM-SPEC §10.6): draws of the first nine drivers of the "
+                    "tornado, each triangular from the low end of its range through the live "
+                    "value to the high end (the inputs range_low_<driver>, range_high_<driver>); "
+                    "the NPV's P10/P50/P90 and mean, the probability of a negative NPV and the "
+                    "median IRR. A fixed seed: the same inputs give the same figures.",
         epilog="examples:\n  tokenfactory-xl risk\n  tokenfactory-xl risk --draws 50000 "
                "--set gpus=2048 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,7 +154,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--draws", type=positive_int, default=DEFAULT_DRAWS, metavar="N",
                    help=f"number of draws (default {DEFAULT_DRAWS:,})")
     p.add_argument("--json", action="store_true",
-                   help='print {"draws", "seed", "npv_p10", "npv_p50", "npv_p90", '
+                   help='print {"draws", "seed", "npv_p10", "npv_p50", "npv_p90", "npv_mean", '
                         '"prob_npv_negative", "irr_p50"} (none → null)')
     add_csv_option(p, "one row per figure (name, value)")
     add_print_output(p)

@@ -208,6 +208,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           f"Other opex (staff, colocation, network, software), {_PER_GPU_H}; default 0", 0.0),
     Param("salvage_per_gpu", _catalogue("salvage_per_gpu", "salvage_per_gpu"),
           "Resale value of one GPU at the end of its life, $ per GPU; default 0", 0.0),
+    Param("discount_rate", _catalogue("discount_rate", "discount_rate"),
+          "Yearly cost of capital the GPU must earn, a fraction; default 0 (straight line, "
+          "as Excel's SLN)", 0.0),
     Param("price_input", _catalogue("price_input_per_mtok", "price_input"),
           f"Price of uncached input tokens, {_PER_MTOK}"),
     Param("price_output", _catalogue("price_output_per_mtok", "price_output"),
@@ -780,17 +783,19 @@ def IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour):
 @xw.arg("pue", ndim=2, err_to_str=True, doc=_doc("pue"))
 @xw.arg("price_per_kwh", ndim=2, err_to_str=True, doc=_doc("price_per_kwh"))
 @xw.arg("opex_per_gpu_hour", ndim=2, err_to_str=True, doc=_doc("opex_per_gpu_hour"))
+@xw.arg("discount_rate", ndim=2, err_to_str=True, doc=_doc("discount_rate"))
 @_excel_help
 def GPU_HOUR_COST(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh,
-                  opex_per_gpu_hour=0):
-    """Owned cost of one GPU-hour, in $ per GPU-hour: (CapEx - salvage) / (life x 8,760) + kW x
-    PUE x $ per kWh + other opex. Cost, salvage, life first, as in Excel's SLN."""
-    return _call(lambda capex, salvage, life, kw, pue, kwh, opex: model.gpu_hour_cost(
-                     capex, life, kw, pue, kwh, opex, salvage),
+                  opex_per_gpu_hour=0, discount_rate=0):
+    """Owned cost of one GPU-hour, in $ per GPU-hour: the capital as a monthly annuity at the
+    discount rate (rate 0: (CapEx - salvage) / (life x 8,760), as Excel's SLN) + kW x PUE x $ per
+    kWh + other opex. Cost, salvage, life first, as in Excel's SLN."""
+    return _call(lambda capex, salvage, life, kw, pue, kwh, opex, rate: model.gpu_hour_cost(
+                     capex, life, kw, pue, kwh, opex, salvage, rate),
                  ("capex_per_gpu", "salvage_per_gpu", "life_years", "power_kw", "pue",
-                  "price_per_kwh", "opex_per_gpu_hour"),
+                  "price_per_kwh", "opex_per_gpu_hour", "discount_rate"),
                  (capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh,
-                  opex_per_gpu_hour),
+                  opex_per_gpu_hour, discount_rate),
                  check=_salvage_within_capex)
 
 

@@ -591,7 +591,8 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
     row += 1
     _header(ws, row, ["Cohort line"] + [f"Cohort {k}" for k in range(1, MAX_COHORTS + 1)])
     row += 1
-    for line in om.FLEET:
+    for line in om.FLEET + tuple(ln for sc in om.ALL_SCENARIOS
+                                 for ln in om.FLEET_SCENARIO[sc.key]):
         ws.cell(row, 1, line.label + (f" ({line.unit})" if line.unit else ""))
         b.along(ws, row, 2, line)
         row += 1
@@ -758,9 +759,10 @@ def _years_sheet(b: _Builder, ws: Worksheet) -> None:
             for k in range(om.FISCAL_YEARS):
                 ws.cell(row, 2 + k).number_format = "0"
         row += 1
-    for sc in om.SCENARIOS:
+    for sc in om.ALL_SCENARIOS:
         row += 1
-        _section(ws, row, f"{sc.name} scenario", 2 + om.FISCAL_YEARS)
+        _section(ws, row, f"{sc.name} scenario" if sc in om.SCENARIOS else sc.name,
+                 2 + om.FISCAL_YEARS)
         row += 1
         for line in om.FISCAL_LINES[sc.key]:
             ws.cell(row, 1, line.label.split(": ", 1)[1])
@@ -784,7 +786,8 @@ def _scenarios_sheet(b: _Builder, ws: Worksheet) -> None:
             + ["Optimised − Base", "Unit", "Names"])
     uplift = {ln.meta["output"]: ln for ln in om.UPLIFT_LINES}
     row = 5
-    for out in OUTPUTS:
+
+    def output_row(out, row: int) -> None:
         ws.cell(row, 1, out.label)
         kind = "fraction2" if out.kind == "fraction" else out.kind
         for col, sc in zip(SCENARIO_COLS, om.SCENARIOS, strict=True):
@@ -794,15 +797,85 @@ def _scenarios_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.cell(row, 6, out.unit).font = st.NOTE_FONT
         ws.cell(row, 7, f"out_{out.name}_base, …").font = st.NAME_FONT
         b.plan.rows[f"scenario_{out.name}"] = row
+
+    for out in OUTPUTS:
+        if out.name in om.BUY_INSTEAD:
+            continue
+        output_row(out, row)
         row += 1
     ws.cell(row + 1, 1, "Optimised − Base is shown where it measures the programme: NPV, "
             "revenue, EBITDA, tokens sold and equivalent GPUs (named out_uplift_<name>).").font \
         = st.NOTE_FONT
+    b.scalar(ws, f"A{row + 2}", om.BY_LINE["demand_note"], font=st.NOTE_FONT, kind="text")
+    row = _bridge_block(b, ws, row + 4)
+    _section(ws, row, "Buy instead of optimise: the GPUs the Optimised TEF saves, the "
+             "alternative to the programme (not a gain to add to the NPV uplift)", 7)
+    row += 1
+    for out in OUTPUTS:
+        if out.name in om.BUY_INSTEAD:
+            output_row(out, row)
+            row += 1
     for col, width in {"A": 34, "B": 21, "C": 21, "D": 21, "E": 22, "F": 14, "G": 38}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     _print_setup(ws, fit_height=1)
     ws.print_area = f"A1:G{row + 1}"
+
+
+_BAR_LABELS = ("Base NPV", "+ TEF target", "+ sell-through target",
+               "+ prices, demand, resale, shutdown", "+ programme cost", "Optimised NPV")
+
+
+def _bridge_block(b: _Builder, ws: Worksheet, row: int) -> int:
+    """Optimised − Base NPV in four steps (TFOM-SPEC §10.3), and its waterfall chart."""
+    _section(ws, row, "Optimised − Base NPV taken apart: each step is Base's inputs with more "
+             "of Optimised's (live formulas: the bridge scenarios on Timeline)", 7)
+    row += 1
+    _header(ws, row, ["Step", "NPV uplift", "", "", "", "Unit", "Name"])
+    row += 1
+    for line in om.BRIDGE_LINES:
+        ws.cell(row, 1, line.label)
+        b.scalar(ws, f"B{row}", line, font=st.TOTAL_FONT)
+        ws.cell(row, 6, line.unit).font = st.NOTE_FONT
+        ws.cell(row, 7, line.name).font = st.NAME_FONT
+        row += 1
+    ws.cell(row, 1, "Sum of the steps = NPV: Optimised − Base").font = st.TOTAL_FONT
+    b.echo(ws, f"B{row}", "out_uplift_npv", "money", font=st.TOTAL_FONT)
+    row += 2
+    _header(ws, row, ["Waterfall bar"] + [ln.label for ln in om.BRIDGE_BAR_LINES])
+    first = row + 1
+    for i, label in enumerate(_BAR_LABELS):
+        ws.cell(first + i, 1, label)
+    for j, line in enumerate(om.BRIDGE_BAR_LINES):
+        b.down(ws, 2 + j, first, line)
+    last = first + len(_BAR_LABELS) - 1
+    chart = BarChart()
+    chart.type = "col"
+    chart.grouping = "stacked"
+    chart.overlap = 100
+    chart.title = "NPV bridge: Base to Optimised"
+    chart.height, chart.width = 9, 20
+    parts = ("bridge_hidden_up", "bridge_hidden_down", "bridge_shown_up", "bridge_shown_down")
+    cols = {ln.name: 2 + j for j, ln in enumerate(om.BRIDGE_BAR_LINES)}
+    for name in parts:
+        ref = Reference(ws, min_col=cols[name], min_row=first, max_row=last)
+        chart.series.append(Series(ref, title=om.BY_LINE[name].label))
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    for series, name in zip(chart.series, parts, strict=True):
+        if "hidden" in name:
+            series.graphicalProperties.noFill = True
+            series.graphicalProperties.line.noFill = True
+        else:
+            series.graphicalProperties.solidFill = "1F3864"
+            series.graphicalProperties.line.solidFill = "1F3864"
+    chart.legend = None
+    chart.y_axis.number_format = '#,##0.0,,"m"'
+    chart.y_axis.title = "NPV (millions)"
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.gapWidth = 50
+    ws.add_chart(chart, f"A{last + 2}")
+    return last + 2 + 19
 
 
 # -- IRR: the searches of each scenario's project and equity IRR -------------------------------
@@ -915,6 +988,7 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
         ws[f"B{row}"].alignment = st.CENTER
         row += 1
     row += 1
+    row = _warnings_block(b, ws, row)
     _section(ws, row - 1, "Computed by tokenfactory_xl (values, not formulas)", 4)
     ws.cell(row, 1, workbook_risk.CHECK_LABEL).alignment = st.WRAP
     ws.row_dimensions[row].height = 30
@@ -936,6 +1010,26 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.freeze_panes = f"A{CHECK_FIRST}"
     _print_setup(ws, landscape=False, fit_height=0)
     ws.print_title_rows = f"{CHECK_FIRST - 1}:{CHECK_FIRST - 1}"
+
+def _warnings_block(b: _Builder, ws: Worksheet, row: int) -> int:
+    """The warnings of TFOM-SPEC §10.5, one row a rule and a column a scenario (1 = it fires):
+    apart from the checks, and never part of the master check."""
+    _section(ws, row - 1, "Warnings (not errors: they never turn the master check red)", 4)
+    _header(ws, row, ["Warning (1 = it applies)"] + [sc.name for sc in om.SCENARIOS])
+    row += 1
+    for i, warning in enumerate(om.WARNINGS):
+        ws.cell(row, 1, warning.text[:1].upper() + warning.text[1:]).alignment = st.WRAP
+        for j, sc in enumerate(om.SCENARIOS):
+            b.scalar(ws, f"{_col(2 + j)}{row}", om.WARNING_LINES[sc.key][i], kind="integer")
+            ws[f"{_col(2 + j)}{row}"].alignment = st.CENTER
+        row += 1
+    ws.cell(row, 1, "Warnings, count (out_warnings_<scenario>)").font = st.TOTAL_FONT
+    for j, sc in enumerate(om.SCENARIOS):
+        b.echo(ws, f"{_col(2 + j)}{row}", f"out_warnings_{sc.key}", "integer",
+               font=st.TOTAL_FONT)
+        ws[f"{_col(2 + j)}{row}"].alignment = st.CENTER
+    return row + 2
+
 
 # -- Cover ------------------------------------------------------------------------------------
 _HOW_TO = (
@@ -1039,13 +1133,22 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Dashboard --------------------------------------------------------------------------------
+#: The headline figures (TFOM-SPEC §10.5), two rows: the returns a committee asks first, then
+#: the plan against its lifetime breakeven and the uplift taken apart.
 _KPIS = (
-    ("npv", "NPV"), ("irr", "IRR (yearly)"), ("payback_months", "Payback (months)"),
-    ("ebitda_margin", "EBITDA margin"), ("revenue_total", "Revenue"),
-    ("tfi_now", "TFI now"), ("breakeven_util", "Breakeven utilisation"),
-    ("tef_now", "TEF now"), ("equivalent_gpus", "Equivalent GPUs"),
-    ("cost_per_mtok", "Cost per Mtok sold"), ("uplift_npv", "NPV: Optimised − Base"),
+    ("npv", "NPV"), ("npv_excl_terminal", "NPV excl. terminal"),
+    ("irr", "IRR (yearly)"), ("mirr", "MIRR (yearly)"), ("payback_months", "Payback (months)"),
+    ("equity_irr", "Equity IRR (yearly)"), ("min_dscr", "Minimum DSCR"),
+    ("warnings", "Warnings (see Checks)"),
 )
+_KPIS_PLAN = (
+    ("planned_tfi", "Planned TFI"), ("lifetime_breakeven_tfi", "Lifetime breakeven TFI"),
+    ("tfi_headroom", "TFI headroom"), ("uplift_npv", "NPV: Optimised − Base"),
+    ("uplift_npv_tef", "of which TEF"), ("uplift_npv_sell_through", "of which sell-through"),
+    ("uplift_npv_market", "of which market"), ("uplift_npv_programme", "of which programme"),
+)
+#: Rows of the Dashboard: the two rows of headline figures, the notes, the first charts.
+KPI_ROWS, PLAN_ROWS, NOTE_ROW, CHART_ROW = (4, 5), (7, 8), 9, 11
 
 
 def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
@@ -1062,20 +1165,26 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.conditional_formatting.add("J1", CellIsRule(operator="equal", formula=['"ERROR"'],
                                                    fill=st.CHECK_BAD_FILL,
                                                    font=st.CHECK_BAD_FONT))
-    kinds = {o.name: o.kind for o in OUTPUTS} | {"uplift_npv": "money"}
-    for i, (name, label) in enumerate(_KPIS):
-        col = _col(1 + i)
-        ws[f"{col}4"] = label
-        ws[f"{col}4"].font = st.KPI_LABEL_FONT
-        ws[f"{col}4"].alignment = st.CENTER
-        kind = kinds[name]
-        b.echo(ws, f"{col}5", f"out_{name}",
-               {"money": "money", "fraction": "fraction", "months": "months",
-                "gpus": "integer", "price": "price"}.get(kind, kind), font=st.KPI_VALUE_FONT)
-        ws[f"{col}5"].alignment = st.CENTER
-        ws[f"{col}4"].border = ws[f"{col}5"].border = st.BOX
-        ws.column_dimensions[col].width = 17
-    ws.row_dimensions[5].height = 30
+    kinds = {o.name: o.kind for o in OUTPUTS} | {"uplift_npv": "money"} | {
+        name: "money" for name in om.BRIDGE_NAMES}
+    for kpis, (label_row, value_row) in ((_KPIS, KPI_ROWS), (_KPIS_PLAN, PLAN_ROWS)):
+        for i, (name, label) in enumerate(kpis):
+            col = _col(1 + i)
+            ws[f"{col}{label_row}"] = label
+            ws[f"{col}{label_row}"].font = st.KPI_LABEL_FONT
+            ws[f"{col}{label_row}"].alignment = st.CENTER
+            kind = kinds[name]
+            b.echo(ws, f"{col}{value_row}", f"out_{name}",
+                   {"money": "money", "fraction": "fraction", "months": "months",
+                    "gpus": "integer", "price": "price"}.get(kind, kind),
+                   font=st.KPI_VALUE_FONT)
+            ws[f"{col}{value_row}"].alignment = st.CENTER
+            ws[f"{col}{label_row}"].border = ws[f"{col}{value_row}"].border = st.BOX
+            ws.column_dimensions[col].width = 17
+        ws.row_dimensions[value_row].height = 30
+    for i in range(11):  # the charts' two columns: A–E and F–K
+        ws.column_dimensions[_col(1 + i)].width = 17
+    b.scalar(ws, f"A{NOTE_ROW}", om.BY_LINE["dashboard_note"], font=st.NOTE_FONT, kind="text")
 
     # The monthly charts read the Timeline: months beyond the horizon show "" there, which
     # charts draw as zero-height columns (invisible) rather than a line falling to zero.
@@ -1116,9 +1225,9 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         return chart
 
     ws.add_chart(column_chart("Monthly revenue and EBITDA", ["revenue", "ebitda"],
-                              "per month (millions)"), "A7")
+                              "per month (millions)"), f"A{CHART_ROW}")
     ws.add_chart(column_chart("Cumulative cash flow", ["cumulative_cash_flow"],
-                              "millions (payback where it crosses 0)"), "F7")
+                              "millions (payback where it crosses 0)"), f"F{CHART_ROW}")
 
     cap = b.wb["Capacity"]
     funnel = BarChart()
@@ -1137,7 +1246,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     funnel.y_axis.delete = False
     funnel.series[0].graphicalProperties.solidFill = "1F3864"
     funnel.gapWidth = 40
-    ws.add_chart(funnel, "A28")
+    ws.add_chart(funnel, f"A{CHART_ROW + 21}")
 
     sens = b.wb["Sensitivity"]
     margin = LineChart()
@@ -1162,8 +1271,8 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
         series.smooth = False
         series.graphicalProperties.line.solidFill = "1F3864"
         series.graphicalProperties.line.width = 28000
-    ws.add_chart(margin, "F28")
-    ws.print_area = "A1:K48"
+    ws.add_chart(margin, f"F{CHART_ROW + 21}")
+    ws.print_area = f"A1:K{CHART_ROW + 41}"
     _print_setup(ws, fit_height=1)
     ws.page_setup.fitToHeight = 1
 

@@ -67,9 +67,9 @@ SNAP_HEADER = TORNADO_HEADER
 FIRST_SNAP = SNAP_HEADER + 1
 
 _RISK_LABELS = {"npv_p10": "NPV P10", "npv_p50": "NPV P50 (median)", "npv_p90": "NPV P90",
-                "prob_npv_negative": "Probability the NPV is negative",
+                "npv_mean": "NPV mean", "prob_npv_negative": "Probability the NPV is negative",
                 "irr_p50": "IRR P50 (median; none ranks lowest)"}
-_RISK_KINDS = {"npv_p10": "money", "npv_p50": "money", "npv_p90": "money",
+_RISK_KINDS = {"npv_p10": "money", "npv_p50": "money", "npv_p90": "money", "npv_mean": "money",
                "prob_npv_negative": "fraction", "irr_p50": "fraction"}
 
 
@@ -307,8 +307,8 @@ def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
                                  "Swing", "Low − centre", "High − centre"])
     ws[f"A{CENTRE_ROW}"] = "NPV as it is (the centre)"
     ws[f"A{CENTRE_ROW}"].font = st.TOTAL_FONT
-    _section(ws, RISK_TOP, "Monte Carlo: draws of decline, TEF, sell-through, market growth "
-             "and price factor, triangular between the scenarios", 9)
+    _section(ws, RISK_TOP, "Monte Carlo: draws of the first nine drivers, each triangular "
+             "around its live value (its range: the inputs range_low_/range_high_)", 9)
     for i, out in enumerate(RISK_OUTPUTS):
         ws.cell(FIRST_FIGURE + i, 1, _RISK_LABELS[out])
         ws.cell(FIRST_FIGURE + i, 3, f"risk_{out}").font = st.NAME_FONT

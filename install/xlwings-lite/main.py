@@ -329,15 +329,25 @@ def gpu_hour_cost(
     price_per_kwh: ArrayLike,
     opex_per_gpu_hour: ArrayLike = 0,
     salvage_per_gpu: ArrayLike = 0,
+    discount_rate: ArrayLike = 0,
 ) -> Numeric:
-    """Owned cost of a GPU-hour [money/GPU-h].
+    """Owned cost of a GPU-hour [money/GPU-h] (TFOM-SPEC §10.8).
 
-    (CapEx per GPU − salvage) ÷ (life years × 8,760) + the cash cost of
+    The capital charged as a monthly annuity at the yearly ``discount_rate`` r [fraction]:
+    (CapEx per GPU − salvage × vᴺ) × i ÷ (1 − vᴺ) ÷ 730, with i = (1 + r)^(1/12) − 1,
+    v = 1 ÷ (1 + i) and N = 12 × life years (not rounded); at r = 0 (the default, as Excel's
+    SLN) the straight line (CapEx − salvage) ÷ (life years × 8,760). Plus the cash cost of
     :func:`cash_gpu_hour_cost`.
     """
-    depreciation = _div(_f(capex_per_gpu) - _f(salvage_per_gpu), _f(life_years) * HOURS_PER_YEAR)
+    capex, salvage, life = _f(capex_per_gpu), _f(salvage_per_gpu), _f(life_years)
+    i = (1 + _f(discount_rate)) ** (1 / 12) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v_n = (1 + i) ** -(12 * life)
+        annuity = (capex - salvage * v_n) * i / (1 - v_n) / (HOURS_PER_YEAR / 12)
+    straight = _div(capex - salvage, life * HOURS_PER_YEAR)
+    capital = np.where(i == 0, straight, annuity)
     cash = cash_gpu_hour_cost(power_kw, pue, price_per_kwh, opex_per_gpu_hour)
-    return _out(depreciation + _f(cash))
+    return _out(capital + _f(cash))
 
 
 def blended_price(
@@ -2868,7 +2878,8 @@ INPUTS: tuple[Input, ...] = (
     Input("capex_per_gpu", "CapEx per GPU", "money/GPU", _F, "number", 40_000,
           "All-in cost per GPU: server, network, installation share.", low=0),
     Input("salvage_per_gpu", "Salvage per GPU", "money/GPU", _F, "number", 0,
-          "Resale value per GPU, received at the end of the horizon (at most the CapEx).",
+          "The floor of a GPU's resale value (scrap), received when its cohort is sold (at "
+          "most the CapEx).",
           low=0),
     Input("life_years", "Depreciation life", "years", _F, "number", 4,
           "Straight-line depreciation life.", low=1, high=10),
@@ -2942,8 +2953,21 @@ INPUTS: tuple[Input, ...] = (
           "Last month in service of the site's own GPUs (cohort 1); blank: to the horizon.",
           low=1, high=120, optional=True),
     Input("residual_share", "Residual share", "fraction", _F, "fraction", 1.0,
-          "Share of the undepreciated value above salvage a buyer pays when a cohort is sold "
-          "or valued at the horizon.", low=0, high=1),
+          "What a buyer pays when a cohort is sold or valued at the horizon: with the market "
+          "method a share of the new price, with the book method a share of the "
+          "undepreciated value above salvage.", low=0, high=1),
+    Input("residual_method", "Residual value method", "market / book", _F, "choice", "market",
+          "How a cohort sold, or still held at the horizon, is valued: market (its resale "
+          "price, falling each quarter) or book (its net book value).",
+          choices=("market", "book")),
+    Input("resale_decline_per_quarter", "Resale price decline per quarter", "fraction", _F,
+          "fraction", (0.10, 0.10, 0.15),
+          "Share by which a used GPU's resale price falls each quarter (market method).",
+          low=0, high=0.99, per_scenario=True),
+    Input("shutdown_month", "Shutdown month", "month", _F, "integer", (None, None, None),
+          "Last month any GPU runs in the scenario; every cohort is sold then, a cohort due "
+          "later is never bought. Blank: no shutdown.", low=1, high=120, per_scenario=True,
+          optional=True),
     Input("market_mtok_month1", "Market demand, month 1", "Mtok/month", _D, "number", 0,
           "Market demand in month 1 in million tokens; 0 = the market takes whatever is "
           "offered.", low=0),
@@ -2969,8 +2993,58 @@ INPUTS: tuple[Input, ...] = (
           "Nominal yearly interest rate (monthly: ÷ 12).", low=0, high=1),
     Input("debt_tenor_months", "Debt tenor", "months", _X, "integer", 48,
           "Months of annuity repayments, from the month after the drawdown.", low=1, high=120),
+    Input("dscr_covenant", "DSCR covenant", "ratio", _X, "number", 1.20,
+          "The lowest yearly DSCR the lenders accept; a year below it is a warning.", low=0,
+          high=10),
 )
 
+
+# -- risk and tornado ranges around the live case (TFOM-SPEC §10.6) -----------------------------
+@dataclass(frozen=True)
+class RiskRange:
+    """A driver's default range around its live value v: ``factor`` (v × low … v × high) or
+    ``offset`` (v + low … v + high)."""
+
+    driver: str
+    how: Literal["factor", "offset"]
+    low: float
+    high: float
+
+
+#: The drivers the tornado flexes, in the spec's order; the Monte Carlo draws the first nine.
+RISK_RANGES: tuple[RiskRange, ...] = (
+    RiskRange("tef_target", "factor", 0.75, 1.10),
+    RiskRange("sell_through_target", "factor", 0.90, 1.10),
+    RiskRange("price_factor", "factor", 0.85, 1.15),
+    RiskRange("decline_per_quarter", "offset", -0.05, 0.05),
+    RiskRange("market_growth_per_quarter", "factor", 0.5, 1.5),
+    RiskRange("capex_per_gpu", "factor", 0.85, 1.15),
+    RiskRange("electricity_per_kwh", "factor", 0.75, 1.25),
+    RiskRange("resale_decline_per_quarter", "factor", 0.5, 1.5),
+    RiskRange("market_mtok_month1", "factor", 0.7, 1.3),
+    RiskRange("availability", "offset", -0.005, 0.005),
+    RiskRange("discount_rate", "offset", -0.02, 0.02),
+    RiskRange("life_years", "factor", 0.8, 1.2),
+)
+_RANGE_GROUP = "Risk and tornado ranges"
+_INPUT_LABELS = {i.name: i.label for i in INPUTS}
+
+
+def _range_input(r: RiskRange, side: str) -> Input:
+    label = _INPUT_LABELS[r.driver]
+    value = r.low if side == "low" else r.high
+    if r.how == "factor":
+        return Input(f"range_{side}_{r.driver}", f"{label}: {side} (× live value)", "factor",
+                     _RANGE_GROUP, "number", value,
+                     f"The {side} end of {r.driver}'s range for the tornado and the Monte Carlo, "
+                     f"as a factor of the live value (v × {value:g}).", low=0, high=10)
+    return Input(f"range_{side}_{r.driver}", f"{label}: {side} (+ live value)", "offset",
+                 _RANGE_GROUP, "number", value,
+                 f"The {side} end of {r.driver}'s range for the tornado and the Monte Carlo, "
+                 f"added to the live value (v {value:+g}).", low=-1, high=1)
+
+
+INPUTS += tuple(_range_input(r, side) for r in RISK_RANGES for side in ("low", "high"))
 BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 #: The input groups, in the order they appear.
@@ -3218,6 +3292,9 @@ PARAMS: dict[str, Param] = {p.name: p for p in (
           f"Other opex (staff, colocation, network, software), {_PER_GPU_H}; default 0", 0.0),
     Param("salvage_per_gpu", _catalogue("salvage_per_gpu", "salvage_per_gpu"),
           "Resale value of one GPU at the end of its life, $ per GPU; default 0", 0.0),
+    Param("discount_rate", _catalogue("discount_rate", "discount_rate"),
+          "Yearly cost of capital the GPU must earn, a fraction; default 0 (straight line, "
+          "as Excel's SLN)", 0.0),
     Param("price_input", _catalogue("price_input_per_mtok", "price_input"),
           f"Price of uncached input tokens, {_PER_MTOK}"),
     Param("price_output", _catalogue("price_output_per_mtok", "price_output"),
@@ -3790,17 +3867,19 @@ def IMPLIED_PRICE_PER_MTOK(tokens_per_day, gpus, revenue_per_gpu_hour):
 @xw.arg("pue", ndim=2, err_to_str=True, doc=_doc("pue"))
 @xw.arg("price_per_kwh", ndim=2, err_to_str=True, doc=_doc("price_per_kwh"))
 @xw.arg("opex_per_gpu_hour", ndim=2, err_to_str=True, doc=_doc("opex_per_gpu_hour"))
+@xw.arg("discount_rate", ndim=2, err_to_str=True, doc=_doc("discount_rate"))
 @_excel_help
 def GPU_HOUR_COST(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh,
-                  opex_per_gpu_hour=0):
-    """Owned cost of one GPU-hour, in $ per GPU-hour: (CapEx - salvage) / (life x 8,760) + kW x
-    PUE x $ per kWh + other opex. Cost, salvage, life first, as in Excel's SLN."""
-    return _call(lambda capex, salvage, life, kw, pue, kwh, opex: model.gpu_hour_cost(
-                     capex, life, kw, pue, kwh, opex, salvage),
+                  opex_per_gpu_hour=0, discount_rate=0):
+    """Owned cost of one GPU-hour, in $ per GPU-hour: the capital as a monthly annuity at the
+    discount rate (rate 0: (CapEx - salvage) / (life x 8,760), as Excel's SLN) + kW x PUE x $ per
+    kWh + other opex. Cost, salvage, life first, as in Excel's SLN."""
+    return _call(lambda capex, salvage, life, kw, pue, kwh, opex, rate: model.gpu_hour_cost(
+                     capex, life, kw, pue, kwh, opex, salvage, rate),
                  ("capex_per_gpu", "salvage_per_gpu", "life_years", "power_kw", "pue",
-                  "price_per_kwh", "opex_per_gpu_hour"),
+                  "price_per_kwh", "opex_per_gpu_hour", "discount_rate"),
                  (capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh,
-                  opex_per_gpu_hour),
+                  opex_per_gpu_hour, discount_rate),
                  check=_salvage_within_capex)
 
 

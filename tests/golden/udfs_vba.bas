@@ -131,13 +131,13 @@ failed:
     EQUIV_GPU = Err.Description
 End Function
 
-Function GPU_HOUR_COST(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, Optional opex_per_gpu_hour)
+Function GPU_HOUR_COST(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, Optional opex_per_gpu_hour, Optional discount_rate)
     #If App = "Microsoft Excel" Then
         If TypeOf Application.Caller Is Range Then On Error GoTo failed
-        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour), ThisWorkbook, Application.Caller)
+        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour, discount_rate), ThisWorkbook, Application.Caller)
         Exit Function
     #Else
-        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour))
+        GPU_HOUR_COST = XLPy.CallUDF("tokenfactory_xl.udfs", "GPU_HOUR_COST", Array(capex_per_gpu, salvage_per_gpu, life_years, power_kw, pue, price_per_kwh, opex_per_gpu_hour, discount_rate))
         Exit Function
     #End If
 failed:

@@ -43,6 +43,15 @@ INPUT_SETS: dict[str, dict[str, object]] = {
              "theoretical_tps_per_gpu": 25_000, "life_years": 5},
             {"cohort": "Rented burst", "online_month": 7, "retire_month": 30, "gpus": 256,
              "ownership": "rent", "rent_per_gpu_hour": 2.4}]},
+    # version 3: a shutdown per scenario (a cohort due after the Downside's is never bought),
+    # loans prepaid on disposal, the market exit with its own resale decline, a demand limit
+    "v3_shutdown_prepaid_debt": {
+        "shutdown_month.Downside": 24, "shutdown_month.Optimised": 40,
+        "resale_decline_per_quarter.Base": 0.12, "salvage_per_gpu": 1_500,
+        "debt_share": 0.5, "debt_rate": 0.07, "debt_tenor_months": 36,
+        "market_mtok_month1": 3_000_000, "fixed_opex_per_month": 50_000,
+        "programme_fee_per_month.Optimised": 10_000, "start_date": "2027-03-01",
+        "cohorts": [{"cohort": "late", "online_month": 30, "gpus": 256}]},
     "debt_at_zero_rate_prefill_decode": {
         "debt_share": 0.9, "debt_rate": 0, "debt_tenor_months": 120, "horizon_months": 40,
         "prefill_tps_per_gpu": 30_000, "decode_tps_per_gpu": 6_000, "measured_tps": 2_500_000,

@@ -139,6 +139,27 @@ def test_short_horizon_leaves_later_months_blank(recalculated, input_sets):
                                             .lines["revenue"])), rel_tol=RTOL)
 
 
+def test_master_check_stays_ok_while_warnings_fire(recalculated):
+    """§10.5: the default site's Base has two warnings (no demand limit, TFI headroom below 5
+    points), its Downside five; the master check (integrity only) says OK in LibreOffice."""
+    cells = read_cells(recalculated["template"])
+    assert cells.named("check_master") == "OK"
+    assert [cells.named(f"out_warnings_{sc.key}") for sc in om.SCENARIOS] == [2, 1, 5]
+
+
+def test_a_loan_is_prepaid_when_its_gpus_are_sold(recalculated, input_sets):
+    """§10.2 in LibreOffice: the Downside shuts down in month 24; its loan is prepaid then and no
+    debt service is scheduled after it, so DSCR never divides by a payment after the sale."""
+    read = libreoffice_reader(recalculated["v3_shutdown_prepaid_debt"])
+    result = run(input_sets["v3_shutdown_prepaid_debt"]).scenarios["Downside"]
+    prepaid = read("Timeline", f"{wbm._col(wbm.FIRST_MONTH_COL + 23)}"
+                               f"{wbm.TIMELINE_ROWS['prepayment_downside']}")
+    assert prepaid > 0 and math.isclose(prepaid, result.lines["prepayment"][23], rel_tol=RTOL)
+    row = wbm.TIMELINE_ROWS["debt_service_downside"]
+    after = [read("Timeline", f"{wbm._col(wbm.FIRST_MONTH_COL + m)}{row}") for m in range(24, 60)]
+    assert all(v == 0 for v in after)
+
+
 def test_leap_year_february_has_29_days(recalculated):
     read = libreoffice_reader(recalculated["leap_february_120"])
     first = wbm.MONTH_COLS[0]

@@ -321,9 +321,10 @@ def test_cell_values_blank_beyond_the_horizon():
     assert all(isinstance(values[f"{c}{r}"], float) for c in cols[:7])
     assert all(values[f"{c}{r}"] == "" for c in cols[7:])
     assert len(cols) == 120
-    # the fleet, 7 months into its 48-month life, is valued at its book value at the horizon
+    # the fleet, held 7 months, is valued at its resale price at the horizon: 10 % less a
+    # quarter (TFOM-SPEC §10.1), 40,000 × 0.9^(7 ÷ 3) a GPU
     proceeds = values[f"{cols[6]}{wbm.TIMELINE_ROWS['disposal_proceeds']}"]
-    assert proceeds == pytest.approx(1024 * 40_000 * (48 - 7) / 48, rel=1e-12)
+    assert proceeds == pytest.approx(1024 * 40_000 * 0.9 ** (7 / 3), rel=1e-12)
 
 
 def test_cell_values_are_plain_python_values():
