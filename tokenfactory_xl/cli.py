@@ -352,13 +352,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The row whose empty cells are no figure at all (not a missing one, "none").
+#: The rows (the uplift and its bridge) whose empty cells are no figure at all (not "none").
 _UPLIFT = "uplift_npv"
 
 
 def _summary_wide(rows: list, marked: list[str], currency: str) -> list[str]:
     """One line per output: its label, each scenario's figure with its unit, its name."""
-    texts = [[("" if name == _UPLIFT and v is None else format_value(v, kind, currency, unit))
+    texts = [[("" if name.startswith(_UPLIFT) and v is None else format_value(v, kind, currency, unit))
               for v in values] for _, kind, unit, values, name in rows]
     width = max(len(label) for label, *_ in rows)
     right = [max(len(t[j]) for t in texts + [marked]) for j in range(len(marked))]
@@ -373,7 +373,7 @@ def _summary_wide(rows: list, marked: list[str], currency: str) -> list[str]:
 def _summary_narrow(rows: list, marked: list[str], currency: str) -> list[str]:
     """For a narrow terminal: each output's label, unit and name on one line, its figures
     (digits only) on the next, in the scenarios' columns."""
-    digits = [[("" if name == _UPLIFT and v is None else
+    digits = [[("" if name.startswith(_UPLIFT) and v is None else
                 "none" if v is None else format_number(v, kind)) for v in values]
               for _, kind, _, values, name in rows]
     right = max(len(t) for t in [*(c for r in digits for c in r), *marked])
