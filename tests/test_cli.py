@@ -219,8 +219,8 @@ def test_summary_prints_every_figure_with_its_unit():
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
     # whole GPUs without decimals: 1,024 × 0.30 ÷ 0.30 in the Base, 1,024 × 0.65 ÷ 0.30 in
     # the Optimised = 2,218.67 (TFOM-SPEC §1)
-    assert re.search(r"Equivalent GPUs\s+1,024 GPUs\s+2,218\.67 GPUs\s+1,024 GPUs  "
-                     r"equivalent_gpus$", lines["equivalent_gpus"])
+    assert re.search(r"Equivalent GPUs \(cohort-1 GPUs\)\s+1,024 GPUs\s+2,218\.67 GPUs\s+"
+                     r"1,024 GPUs  equivalent_gpus$", lines["equivalent_gpus"])
     # Optimised − Base stands in the Optimised column: 39,839,400.64 + 2,221,486.08, and its
     # bridge: TEF 38,066,188.80 + sell-through 3,994,697.92 (§10.9)
     assert re.search(r"NPV: Optimised − Base\s+USD 42,060,887\s+uplift_npv$", lines["uplift_npv"])
@@ -420,14 +420,14 @@ def test_summary_fits_the_terminal(monkeypatch):
     assert lines[0] == wide.splitlines()[0]
     assert lines[1].split() == ["Base*", "Optimised", "Downside"]
     # each output: its label, unit and name, then the three scenarios' digits
-    at = lines.index("  Equivalent GPUs [GPUs]  (equivalent_gpus)")
+    at = lines.index("  Equivalent GPUs (cohort-1 GPUs) [GPUs]  (equivalent_gpus)")
     assert lines[at + 1].split() == ["1,024", "2,218.67", "1,024"]
     at = lines.index("  Payback [months]  (payback_months)")
     assert lines[at + 1].split() == ["54.83", "16.27", "none"]
     at = lines.index("  Blended price [USD per Mtok]  (blended_price)")
     assert lines[at + 1].split() == ["0.3656"] * 3
     at = lines.index("  NPV: Optimised − Base [USD]  (uplift_npv)")
-    assert lines[at + 1].split() == ["42,868,720"]
+    assert lines[at + 1].split() == ["42,060,887"]
     # a pipe or a file gets the whole table, whatever the terminal
     assert command.run("summary", cwd=ROOT, env=WHOLE_WIDTH).stdout == wide
 
@@ -462,13 +462,19 @@ def test_csv_holds_what_json_holds():
 
     figures = json.loads(run_cli("summary", "--json").stdout)
     rows = list(csv.DictReader(io.StringIO(run_cli("summary", "--csv").stdout)))
-    assert [r["name"] for r in rows] == [*OUTPUT_NAMES, "uplift_npv"]
-    for row in rows[:-1]:
+    bridge = ["uplift_npv_tef", "uplift_npv_sell_through", "uplift_npv_market",
+              "uplift_npv_programme"]
+    assert [r["name"] for r in rows] == [*OUTPUT_NAMES, "uplift_npv", *bridge]
+    for name in ("uplift_npv", *bridge):  # in the Optimised column, as summary prints them
+        row = next(r for r in rows if r["name"] == name)
+        assert (row["base"], row["optimised"], row["downside"]) == (
+            "", repr(float(figures["bridge"][name])), "")
+    for row in rows[:len(OUTPUT_NAMES)]:
         for scenario in ("Base", "Optimised", "Downside"):
             want = figures["scenarios"][scenario][row["name"]]
             assert row[scenario.lower()] == ("" if want is None else repr(float(want))
                                              if not isinstance(want, int) else str(want))
-    assert float(rows[-1]["optimised"]) == figures["optimised_minus_base"]["npv"]
+    assert float(rows[len(OUTPUT_NAMES)]["optimised"]) == figures["optimised_minus_base"]["npv"]
     tornado = json.loads(run_cli("sensitivity", "--json").stdout)
     drivers = list(csv.DictReader(io.StringIO(run_cli("sensitivity", "--csv").stdout)))
     assert [(d["name"], float(d["npv_low"]), float(d["npv_high"])) for d in drivers] == [

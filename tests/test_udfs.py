@@ -97,11 +97,11 @@ def test_gpu_hour_cost_with_the_cost_of_capital():
     worth 4,000 × vᴺ today. Rate 0 (the default) is the straight line."""
     i = 1.1 ** (1 / 12) - 1
     v_n = 1.1 ** -4
-    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15, 0, 0.10) == approx(1.632415611,
+    assert GPU_HOUR_COST(40_000, 0, 4, 1.0, 1.3, 0.08, 0.15, 0.10) == approx(1.632415611,
                                                                             rel=1e-9)
-    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15, 4_000, 0.10) == approx(
+    assert GPU_HOUR_COST(40_000, 4_000, 4, 1.0, 1.3, 0.08, 0.15, 0.10) == approx(
         (40_000 - 4_000 * v_n) * i / (1 - v_n) / 730 + 0.254)
-    assert GPU_HOUR_COST(40_000, 4, 1.0, 1.3, 0.08, 0.15, 0, 0) == approx(
+    assert GPU_HOUR_COST(40_000, 0, 4, 1.0, 1.3, 0.08, 0.15, 0) == approx(
         40_000 / 35_040 + 0.254)
 
 

@@ -340,15 +340,18 @@ def cmd_summary(args: argparse.Namespace) -> int:
         _summary_narrow(rows, marked, currency)
     for line in lines:
         print(line)
-    print("  * the live scenario (--scenario); --json gives its figures and every scenario's")
+    print("  * the live scenario (--scenario); --json gives every scenario's figures")
     fired: dict[str, list[str]] = {}
     for name, sc in result.scenarios.items():
         for text in sc.warnings:
             fired.setdefault(text, []).append(name)
     if fired:
         print("Warnings (they do not make the figures wrong; read them before the figures):")
+        import textwrap
+
         for text, where in fired.items():
-            print(f"  ! {text} ({', '.join(where)})")
+            line = f"  ! {text} ({', '.join(where)})"
+            print(line if width is None else textwrap.fill(line, width, subsequent_indent="    "))
     return 0
 
 
@@ -358,7 +361,8 @@ _UPLIFT = "uplift_npv"
 
 def _summary_wide(rows: list, marked: list[str], currency: str) -> list[str]:
     """One line per output: its label, each scenario's figure with its unit, its name."""
-    texts = [[("" if name.startswith(_UPLIFT) and v is None else format_value(v, kind, currency, unit))
+    texts = [[("" if name.startswith(_UPLIFT) and v is None
+               else format_value(v, kind, currency, unit))
               for v in values] for _, kind, unit, values, name in rows]
     width = max(len(label) for label, *_ in rows)
     right = [max(len(t[j]) for t in texts + [marked]) for j in range(len(marked))]
