@@ -37,7 +37,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     ["template", "--cohorts", "c.csv", "-o", "c.csv", "--force"],
     ["actuals", "run.json", "-o", "run.json"],
     ["actuals", "run.json", "-o", "./sub/../run.json"],
-    ["cost", "run.json", "--gpu-hour", "2", "-o", "run.json"],
+    ["cost", "run.json", "--gpu-hour", "2", "--gpus", "1", "-o", "run.json"],
     ["actuals", "run.json", "--sites", "c.csv", "--site", "A", "-o", "c.csv"],
 ])
 def test_no_output_names_an_input_whatever_the_flags(tmp_path, args):
@@ -132,7 +132,7 @@ WRITERS = {
     "collect": ["collect", "WORKBOOK", "-o", "OUT/p.xlsx"],
     "actuals -o": ["actuals", "in/run.json", "-o", "OUT/a.txt"],
     "actuals --sites": ["actuals", "in/run.json", "--sites", "OUT/sites.csv", "--site", "Alpha"],
-    "cost": ["cost", "in/run.json", "--gpu-hour", "2", "-o", "OUT/c.xlsx"],
+    "cost": ["cost", "in/run.json", "--gpu-hour", "2", "--gpus", "1", "-o", "OUT/c.xlsx"],
     "lite": ["lite", "-o", "OUT/lite"],
     "render": ["render", "WORKBOOK", "-o", "OUT/d.png"],
 }

@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -232,6 +231,20 @@ def test_fifos_and_devices_are_refused_without_blocking(generated, tmp_path):
 
 
 # -- signals --------------------------------------------------------------------------------------
+#: ``tokenfactory-xl`` itself, saying "collecting" on its standard output once collect holds its
+#: signal handlers and starts on the files: the moment a signal must find it running.
+_SAYS_WHEN_COLLECTING = """
+import sys
+from tokenfactory_xl import cli, collect
+real = collect._collect_into
+def announced(*args, **kwargs):
+    print("collecting", flush=True)
+    return real(*args, **kwargs)
+collect._collect_into = announced
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_collect_quietly_with_nothing_written(generated, tmp_path, signum,
                                                             status):
@@ -240,11 +253,11 @@ def test_a_signal_ends_collect_quietly_with_nothing_written(generated, tmp_path,
         copy(generated["Alpha"], inbox, f"site{i:03}.xlsx")
     before = fingerprint(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "tokenfactory_xl", "collect", str(inbox),
+    proc = subprocess.Popen([sys.executable, "-c", _SAYS_WHEN_COLLECTING, "collect", str(inbox),
                              "-o", "p.xlsx", "--allow-duplicates"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.5)   # building the template and auditing the first workbooks
-    assert proc.poll() is None, "collect ended before it could be stopped"
+    # the readiness signal: collect has its signal handlers and starts on the files
+    assert proc.stdout.readline() == "collecting\n", "collect ended before it could be stopped"
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == status

@@ -11,10 +11,11 @@ import pytest
 
 from tests.collect_support import copy, edit_with_openpyxl, set_input
 from tests.tools import command
+from tokenfactory_xl.portfolio import SUMMARY_SHEET
 
 
 def _totals(path: Path) -> dict[str, tuple[object, str]]:
-    ws = openpyxl.load_workbook(path, read_only=True)["Totals"]
+    ws = openpyxl.load_workbook(path, read_only=True)[SUMMARY_SHEET]
     rows = list(ws.iter_rows(values_only=True))
     return {row[3]: (row[1], row[2]) for row in rows[1:] if len(row) > 3 and row[3]}
 

@@ -27,6 +27,8 @@ def main(capsys, *argv: str) -> tuple[int, str, str]:
 
 def put_back(inputs, key: str, value: float, scenario: str | None = None) -> dict:
     """The summary of the site with ``key`` set to ``value``, as ``summary --set`` computes it."""
+    if BY_NAME[key.partition(".")[0]].kind == "fraction" and value > 1:
+        value = f"{value * 100!r}%"  # as --set takes a fraction above 1 (a growth of 500 %)
     result = run(inputs.replace({key: value}))
     return result.scenarios[scenario or inputs.scenario].summary
 

@@ -136,7 +136,7 @@ class SiteInputs(FrozenMapping):
 
     def replace(self, changes: Mapping[str, object], *, bare: Literal["live", "all"] = "live"):
         """A checked copy with ``changes`` applied (same key forms as :func:`make_inputs`)."""
-        base = self.flat()
+        base = {key: _as_typed(key, value) for key, value in self.flat().items()}
         asked = str(changes.get("scenario", self.scenario)).strip().lower()
         live = next((s for s in SCENARIOS if s.lower() == asked), self.scenario)
         for key in changes:
@@ -177,6 +177,16 @@ class SiteInputs(FrozenMapping):
         """Measured ÷ theoretical throughput of cohort 1 (today's fleet) [fraction]."""
         theoretical = self["gpus"] * self.site_tps_per_gpu  # type: ignore[operator]
         return self["measured_tps"] / theoretical  # type: ignore[operator]
+
+
+def _as_typed(key: str, value: object) -> object:
+    """A checked value as a user would type it again: a fraction above 1 (a growth of 500 % a
+    quarter) as a percentage, since a bare 5 is refused as a likely typo for 5 %."""
+    spec = BY_NAME.get(split_key(key)[0])
+    if (spec is not None and spec.kind == "fraction" and isinstance(value, float)
+            and 1 < value <= 100):
+        return f"{value * 100!r}%"
+    return value
 
 
 def site_tps_per_gpu(v: Mapping[str, object]) -> float:
