@@ -1500,7 +1500,9 @@ _MODEL_LINES: tuple[Line, ...] = (
 # -- units in the site's currency (TFOM-SPEC §10.7) -------------------------------------------
 def unit_name(unit: str) -> str:
     """The line that spells a money unit in the site's currency: ``money/GPU-h`` →
-    ``unit_money_per_gpu_h`` (``USD/GPU-h``)."""
+    ``unit_money_per_gpu_h`` (``USD/GPU-h``); plain ``money`` is the input ``in_currency``."""
+    if unit == "money":
+        return "in_currency"
     return "unit_" + unit.lower().replace("/", "_per_").replace("-", "_").replace(" ", "_")
 
 
@@ -1508,10 +1510,11 @@ def unit_name(unit: str) -> str:
 MONEY_UNITS: tuple[str, ...] = tuple(sorted(
     u for u in {ln.unit for ln in _MODEL_LINES} | {o.unit for o in OUTPUTS}
     | {i.unit for i in INPUTS} if u.startswith("money")))
+# (the currency is only ever joined into a text, so sites of different currencies still share
+# a pass of run_many)
 UNIT_LINES: tuple[Line, ...] = tuple(
-    Line(unit_name(u), u, "", "text",
-         I.currency.concat(u[len("money"):]) if u != "money" else I.currency, meta={"unit": u})
-    for u in MONEY_UNITS)
+    Line(unit_name(u), u, "", "text", I.currency.concat(u[len("money"):]), meta={"unit": u})
+    for u in MONEY_UNITS if u != "money")
 
 #: Every line of the model, in an order in which each needs only those before it.
 LINES: tuple[Line, ...] = UNIT_LINES + _MODEL_LINES
