@@ -1278,7 +1278,7 @@ def _by_year(line: str) -> Expr:
 
 
 YEARLY_LINES: tuple[Line, ...] = (
-    Line("year_number", "Year", "", "integer", Position(), table=YEAR_TABLE),
+    Line("year_number", "Model year", "", "integer", Position(), table=YEAR_TABLE),
     Line("year_revenue", "Revenue", "money", "money", _by_year("revenue"), table=YEAR_TABLE),
     Line("year_ebitda", "EBITDA", "money", "money", _by_year("ebitda"), table=YEAR_TABLE),
     Line("year_margin", "EBITDA margin", "fraction", "fraction",
@@ -1481,7 +1481,7 @@ def _irr_lines(search: IrrSearch) -> tuple[Line, ...]:
 _COMPUTE_ORDER = tuple(sorted(OUTPUTS, key=lambda o: o.name.startswith("cost_per_mtok_")))
 
 #: Every line of the model, in an order in which each needs only those before it.
-LINES: tuple[Line, ...] = (
+_MODEL_LINES: tuple[Line, ...] = (
     _lines(CAPACITY) + FLEET + tuple(ln for sc in ALL_SCENARIOS for ln in FLEET_SCENARIO[sc.key])
     + FLEET_SCALARS + TIMELINE_HEADER + (_FISCAL_YEARS,)
     + _lines(FLEET_LINES) + FISCAL_COMMON
@@ -1495,6 +1495,29 @@ LINES: tuple[Line, ...] = (
     + YEARLY_LINES + UTIL_LINES
     + INPUT_CHECKS + CROSS_CHECKS + (MASTER_CHECK,) + TEXT_LINES
 )
+
+
+# -- units in the site's currency (TFOM-SPEC §10.7) -------------------------------------------
+def unit_name(unit: str) -> str:
+    """The line that spells a money unit in the site's currency: ``money/GPU-h`` →
+    ``unit_money_per_gpu_h`` (``USD/GPU-h``); plain ``money`` is the input ``in_currency``."""
+    if unit == "money":
+        return "in_currency"
+    return "unit_" + unit.lower().replace("/", "_per_").replace("-", "_").replace(" ", "_")
+
+
+#: Every money unit a line, an output or an input is stated in.
+MONEY_UNITS: tuple[str, ...] = tuple(sorted(
+    u for u in {ln.unit for ln in _MODEL_LINES} | {o.unit for o in OUTPUTS}
+    | {i.unit for i in INPUTS} if u.startswith("money")))
+# (the currency is only ever joined into a text, so sites of different currencies still share
+# a pass of run_many)
+UNIT_LINES: tuple[Line, ...] = tuple(
+    Line(unit_name(u), u, "", "text", I.currency.concat(u[len("money"):]), meta={"unit": u})
+    for u in MONEY_UNITS if u != "money")
+
+#: Every line of the model, in an order in which each needs only those before it.
+LINES: tuple[Line, ...] = UNIT_LINES + _MODEL_LINES
 BY_LINE: dict[str, Line] = {ln.name: ln for ln in LINES}
 
 #: The monthly lines :func:`run` returns, in the Timeline's order: the fleet's, and the live

@@ -448,6 +448,15 @@ def _validation(spec: Input, lists: dict[str, str]) -> DataValidation:
         error=f"{spec.label} must be {allowed}. {spec.description}"[:255])
 
 
+def _unit(b: _Builder, ws: Worksheet, row: int, col: int, unit: str) -> None:
+    """A unit cell: a money unit in the site's currency (``USD/Mtok``, a formula reading
+    in_currency through its line on Capacity, TFOM-SPEC §10.7), any other unit as text."""
+    if unit.startswith("money"):
+        b.echo(ws, f"{_col(col)}{row}", om.unit_name(unit), "text", font=st.NOTE_FONT)
+    else:
+        ws.cell(row, col, unit).font = st.NOTE_FONT
+
+
 def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     _title(ws, "Inputs", "Every assumption of the model, and only here. Type over the blue "
            "cells; each one says what it allows when selected.")
@@ -478,7 +487,7 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
         for spec in (i for i in INPUTS if i.group == group):
             ws.cell(row, 1, spec.label)
             ws.cell(row, 3, f"in_{spec.name}").font = st.NAME_FONT
-            ws.cell(row, 4, spec.unit).font = st.NOTE_FONT
+            _unit(b, ws, row, 4, spec.unit)
             ws.cell(row, 8, spec.allowed[:1].upper() + spec.allowed[1:]).font = st.NOTE_FONT
             ws.cell(row, 9, spec.description).font = st.NOTE_FONT
             cols = _VALUE_COLS if spec.per_scenario else _VALUE_COLS[:1]
@@ -581,7 +590,7 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
             continue
         ws.cell(row, 1, item.label)
         b.scalar(ws, f"B{row}", item)
-        ws.cell(row, 3, item.unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 3, item.unit)
         ws.cell(row, 4, item.note).font = st.NOTE_FONT
         b.plan.rows[item.name] = row
         row += 1
@@ -600,9 +609,17 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
     for line in om.FLEET_SCALARS:
         ws.cell(row, 1, line.label)
         b.scalar(ws, f"B{row}", line)
-        ws.cell(row, 3, line.unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 3, line.unit)
         ws.cell(row, 4, line.note).font = st.NOTE_FONT
         b.plan.rows[line.name] = row
+        row += 1
+    row += 1
+    _section(ws, row, "Money units in the site's currency (in_currency; shown in every unit "
+             "column)", 9)
+    row += 1
+    for line in om.UNIT_LINES:
+        ws.cell(row, 1, line.label).font = st.NOTE_FONT
+        b.scalar(ws, f"B{row}", line, kind="text")
         row += 1
     for col, width in {"A": 40, "B": 22, "C": 13, "D": 14, "E": 12, "F": 12, "G": 12,
                        "H": 12, "I": 30}.items():
@@ -655,7 +672,7 @@ def _timeline_sheet(b: _Builder, ws: Worksheet) -> None:
             _section(ws, row, item, 3)
             continue
         ws.cell(row, 1, item.label)
-        ws.cell(row, 2, item.unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 2, item.unit)
         bold = item.name in _BOLD_LINES
         b.along(ws, row, MONTH0_COL, item, font=st.TOTAL_FONT if bold else st.CALC_FONT)
         if bold:
@@ -711,7 +728,7 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.cell(row, 1, out.label)
         kind = "fraction2" if out.kind == "fraction" else out.kind
         b.scalar(ws, f"B{row}", out.line, kind=kind)
-        ws.cell(row, 3, out.unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 3, out.unit)
         ws.cell(row, 4, f"out_{out.name}").font = st.NAME_FONT
         ws.cell(row, 5, out.note).font = st.NOTE_FONT
         b.plan.rows[f"out_{out.name}"] = row
@@ -794,7 +811,7 @@ def _scenarios_sheet(b: _Builder, ws: Worksheet) -> None:
             b.scalar(ws, f"{col}{row}", out.line_for(sc), kind=kind)
         if out.name in uplift:
             b.scalar(ws, f"E{row}", uplift[out.name], kind=kind, font=st.TOTAL_FONT)
-        ws.cell(row, 6, out.unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 6, out.unit)
         ws.cell(row, 7, f"out_{out.name}_base, …").font = st.NAME_FONT
         b.plan.rows[f"scenario_{out.name}"] = row
 
@@ -836,7 +853,7 @@ def _bridge_block(b: _Builder, ws: Worksheet, row: int) -> int:
     for line in om.BRIDGE_LINES:
         ws.cell(row, 1, line.label)
         b.scalar(ws, f"B{row}", line, font=st.TOTAL_FONT)
-        ws.cell(row, 6, line.unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 6, line.unit)
         ws.cell(row, 7, line.name).font = st.NAME_FONT
         row += 1
     ws.cell(row, 1, "Sum of the steps = NPV: Optimised − Base").font = st.TOTAL_FONT
