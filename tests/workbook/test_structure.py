@@ -56,8 +56,8 @@ def destination(book, name):
 
 def test_sheets_in_order(book):
     assert book.sheetnames == list(wbm.SHEETS) == [
-        "Cover", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios", "IRR",
-        "Sensitivity", "Risk", "Dashboard", "Checks"]
+        "Cover", "Inputs", "Capacity", "Timeline", "Years", "Statements", "Returns", "Scenarios",
+        "IRR", "Sensitivity", "Risk", "Dashboard", "Checks"]
 
 
 def test_the_fleet_block_holds_seven_cohorts_of_named_input_cells(book):
