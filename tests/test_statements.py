@@ -156,3 +156,29 @@ def test_a_blank_tax_life_takes_each_cohorts_own_life():
     assert np.array_equal(blank["tax_depreciation"], blank["depreciation"])
     four = run(make_inputs({"cohorts": cohorts, "tax_life_years": 4})).scenarios["Base"].lines
     assert four["tax_depreciation"][2] < four["depreciation"][2]  # month 3: 4 years, not 2
+
+
+NO_FINANCING = {"power_escalation_per_year": 0.0, "opex_escalation_per_year": 0.0,
+                "receivable_days": 0.0, "payable_days": 0.0, "capex_deposit_share": 0.0,
+                "tax_life_years": None}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=sites())
+def test_without_financing_the_lines_are_version_3s_own(case):
+    """Zero escalation, zero receivable and payable days, no deposit and a blank tax life: tax
+    depreciation is the book's, taxable profit is EBIT, no working capital, and the project and
+    equity cash flows are §4.3's and §4.4's formulas to the last bit."""
+    site, cohorts = case
+    result = run(_inputs({**site, **NO_FINANCING}, cohorts, "Base"))
+    for sc in result.scenarios.values():
+        x = sc.lines
+        assert np.array_equal(x["tax_depreciation"], x["depreciation"])
+        assert np.array_equal(x["taxable_profit"], x["ebit"])
+        assert not np.any(x["working_capital"]) and not np.any(x["wc_change"])
+        cash = x["ebitda"] - x["tax"] + x["disposal_proceeds"] - x["capex"][1:]
+        assert np.array_equal(x["cash_flow"][1:], cash)
+        equity = (x["ebitda"] - x["levered_tax"] - x["interest"] - x["principal"]
+                  + x["disposal_proceeds"] - x["capex"][1:] + x["drawdown"][1:])
+        assert np.array_equal(x["equity_cash_flow"][1:], equity)
+        assert np.array_equal(x["cfads"], x["ebitda"] - x["levered_tax"])
