@@ -94,6 +94,14 @@ DEFAULTS: dict[str, Any] = {
     "resale_decline_per_quarter": (0.10, 0.10, 0.15),
     "shutdown_month": (None, None, None),
     "dscr_covenant": 1.20,
+    # §10.4: escalation, working capital, CapEx terms, tax depreciation
+    "power_escalation_per_year": 0.02,
+    "opex_escalation_per_year": 0.02,
+    "receivable_days": 30.0,
+    "payable_days": 30.0,
+    "capex_deposit_share": 0.0,
+    "capex_lead_months": 0,
+    "tax_life_years": None,
 }
 
 #: The "S" inputs of §6: one value per scenario.
@@ -182,6 +190,9 @@ def cohort_table(v: dict[str, Any], cohorts: list[dict[str, Any]] | None) -> lis
         r["bought"] = r["online_month"] <= r["last"]
         r["owned"] = r["ownership"] == "own"
         r["n_dep"] = excel_round(12 * r["life_years"])
+        # §10.4: one tax life for every cohort, or each cohort's own book life when blank
+        r["n_tax"] = (r["n_dep"] if v["tax_life_years"] is None
+                      else excel_round(12 * v["tax_life_years"]))
     return rows
 
 
@@ -252,18 +263,36 @@ def fleet(v: dict[str, Any], rows: list[dict[str, Any]], hours: list[float]) -> 
     zeros = [0.0] * (horizon + 1)
     gpus_in_service, theoretical, power, mw_seconds = (list(zeros) for _ in range(4))
     capex, depreciation, nbv, proceeds, gain, rent = (list(zeros) for _ in range(6))
+    tax_depreciation, tax_value, loan_base_c = list(zeros), list(zeros), []
     in_service, gpus_by_cohort, capex_c, depreciation_c = [], [], [], []
+    # §10.4: escalation from month 1, compounded monthly at the yearly rate
+    power_up = [(1 + v["power_escalation_per_year"]) ** ((m - 1) / 12) for m in months]
+    opex_up = [(1 + v["opex_escalation_per_year"]) ** ((m - 1) / 12) for m in months]
     terminal = 0.0  # §10.1: proceeds at H of the cohorts still held then
     for r in rows:
         s = [1.0 if r["online_month"] <= m <= r["last"] else 0.0 for m in months]
-        cap_c, dep_c = list(zeros), list(zeros)
+        cap_c, dep_c, loan_c = list(zeros), list(zeros), list(zeros)
         if r["owned"] and r["bought"]:
             on, n, last = r["online_month"], r["n_dep"], r["last"]
-            cap_c[on - 1] = r["gpus"] * r["capex_per_gpu"]
+            whole = r["gpus"] * r["capex_per_gpu"]
+            # §10.4: the deposit share paid capex_lead_months earlier (not before month 0), the
+            # rest the month before online; the loan is on the whole CapEx, at online − 1
+            deposit_month = max(0, on - 1 - v["capex_lead_months"])
+            cap_c[deposit_month] += v["capex_deposit_share"] * whole
+            cap_c[on - 1] += (1 - v["capex_deposit_share"]) * whole
+            loan_c[on - 1] = whole
             per_month = r["gpus"] * (r["capex_per_gpu"] - r["salvage_per_gpu"]) / n
             for m in months:
                 if s[m] and m < on + n:
                     dep_c[m] = per_month
+            n_tax = r["n_tax"]
+            tax_per_month = r["gpus"] * (r["capex_per_gpu"] - r["salvage_per_gpu"]) / n_tax
+            for m in months:
+                if s[m] and m < on + n_tax:
+                    tax_depreciation[m] += tax_per_month
+            tax_left = max(0, on + n_tax - 1 - last)
+            tax_value[last] += r["gpus"] * (r["salvage_per_gpu"] + (
+                r["capex_per_gpu"] - r["salvage_per_gpu"]) * tax_left / n_tax)
             remaining = max(0, on + n - 1 - last)
             above_salvage = (r["capex_per_gpu"] - r["salvage_per_gpu"]) * remaining / n
             book = r["gpus"] * (r["salvage_per_gpu"] + above_salvage)
@@ -283,7 +312,7 @@ def fleet(v: dict[str, Any], rows: list[dict[str, Any]], hours: list[float]) -> 
             gpus_in_service[m] += r["gpus"] * s[m]
             theoretical[m] += r["gpus"] * r["theoretical_tps_per_gpu"] * s[m] * 3600 * hours[m]
             kw = r["gpus"] * r["power_kw_per_gpu"] * s[m] * v["pue"]
-            power[m] += kw * hours[m] * v["electricity_per_kwh"]
+            power[m] += kw * hours[m] * v["electricity_per_kwh"] * power_up[m]
             # Facility power in service [MW·s]: the denominator of §7's tokens_per_mw.
             mw_seconds[m] += kw / 1000 * hours[m] * 3600
             if not r["owned"]:
@@ -293,11 +322,12 @@ def fleet(v: dict[str, Any], rows: list[dict[str, Any]], hours: list[float]) -> 
         in_service.append(s)
         gpus_by_cohort.append([r["gpus"] * s[m] for m in months])
         capex_c.append(cap_c)
+        loan_base_c.append(loan_c)
         depreciation_c.append(dep_c)
     # §10.2: the fixed opex (and the programme fee) stop after the last month any GPU runs
     fleet_end = max((r["last"] for r in rows if r["bought"] and r["gpus"] > 0), default=0)
-    other_opex = [0.0] + [gpus_in_service[m] * v["opex_per_gpu_hour"] * hours[m]
-                          + (v["fixed_opex_per_month"] if m <= fleet_end else 0.0)
+    other_opex = [0.0] + [(gpus_in_service[m] * v["opex_per_gpu_hour"] * hours[m]
+                           + (v["fixed_opex_per_month"] if m <= fleet_end else 0.0)) * opex_up[m]
                           for m in months[1:]]
     return {
         "fleet_end": fleet_end, "terminal_proceeds": terminal,
@@ -305,6 +335,8 @@ def fleet(v: dict[str, Any], rows: list[dict[str, Any]], hours: list[float]) -> 
         "hours": hours, "in_service": in_service, "gpus_in_service": gpus_in_service,
         "gpus_in_service_by_cohort": gpus_by_cohort,
         "theoretical_tokens": theoretical, "capex": capex, "capex_by_cohort": capex_c,
+        "loan_base_by_cohort": loan_base_c, "opex_escalation": opex_up,
+        "tax_depreciation": tax_depreciation, "disposal_tax_value": tax_value,
         "depreciation": depreciation, "depreciation_by_cohort": depreciation_c,
         "disposal_nbv": nbv, "disposal_proceeds": proceeds, "disposal_gain": gain,
         "rent": rent, "power": power, "other_opex": other_opex, "mw_seconds": mw_seconds,
@@ -587,32 +619,61 @@ def profit_and_cash(v: dict[str, Any], f: dict[str, Any], s: dict[str, Any],
                     years: list[int | None]) -> dict[str, Any]:
     """§4.3: programme cost, EBITDA, EBIT, yearly tax (unlevered), project and discounted cash."""
     months = range(len(years))
-    programme = [0.0] + [(v["programme_fee_per_month"] if m <= f["fleet_end"] else 0.0)
+    programme = [0.0] + [(v["programme_fee_per_month"] * f["opex_escalation"][m]
+                          if m <= f["fleet_end"] else 0.0)
                          + (v["programme_cost_once"] if m == 1 else 0.0) for m in months[1:]]
     ebitda = [s["revenue"][m] - f["power"][m] - f["other_opex"][m] - f["rent"][m] - programme[m]
               for m in months]
     ebit = [ebitda[m] - f["depreciation"][m] + f["disposal_gain"][m] for m in months]
-    tax = yearly_tax(ebit, years, v["tax_rate"])
+    # §10.4: taxable profit with tax depreciation and the tax gain on disposal
+    taxable = [ebitda[m] - f["tax_depreciation"][m]
+               + (f["disposal_proceeds"][m] - f["disposal_tax_value"][m]) for m in months]
+    tax = yearly_tax(taxable, years, v["tax_rate"])
+    wc = working_capital(v, f, s["revenue"], programme)
     project_cf = [ebitda[m] - tax["tax"][m] - f["capex"][m] + f["disposal_proceeds"][m]
-                  for m in months]
-    return {"programme_cost": programme, "ebitda": ebitda, "ebit": ebit, **tax,
-            "project_cash_flow": project_cf,
+                  - wc["wc_flow"][m] for m in months]
+    return {"programme_cost": programme, "ebitda": ebitda, "ebit": ebit, **tax, **wc,
+            "taxable_profit": taxable, "project_cash_flow": project_cf,
             "discounted_cash_flow": present_values(project_cf, monthly_rate(v["discount_rate"]))}
+
+
+def working_capital(v: dict[str, Any], f: dict[str, Any], revenue: list[float],
+                    programme: list[float]) -> dict[str, list[float]]:
+    """§10.4: receivables_m = revenue_m × receivable_days ÷ days_m, payables_m = (power + other
+    opex + rent + programme cost)_m × payable_days ÷ days_m (days_m = hours_m ÷ 24), WC =
+    receivables − payables with WC_0 = 0; a month's cash flow loses WC_m − WC_(m−1), and month H
+    adds WC_H back (the release). ``wc_flow`` is what each month's cash flow loses to it."""
+    horizon = len(revenue) - 1
+    receivables, payables, wc, flow = ([0.0] * (horizon + 1) for _ in range(4))
+    for m in range(1, horizon + 1):
+        days = f["hours"][m] / 24
+        receivables[m] = revenue[m] * v["receivable_days"] / days
+        payables[m] = (f["power"][m] + f["other_opex"][m] + f["rent"][m] + programme[m]) \
+            * v["payable_days"] / days
+        wc[m] = receivables[m] - payables[m]
+        flow[m] = wc[m] - wc[m - 1]
+    flow[horizon] -= wc[horizon]  # released at H: the month's cash flow adds WC_H back
+    return {"receivables": receivables, "payables": payables, "working_capital": wc,
+            "wc_flow": flow}
 
 
 def financing(v: dict[str, Any], f: dict[str, Any], p: dict[str, Any],
               years: list[int | None]) -> dict[str, Any]:
     """§4.4: the debt schedule, levered tax (interest deductible), CFADS, DSCR, equity cash."""
     months = range(len(years))
-    debt = debt_schedule(v, f["capex_by_cohort"], f["last_by_cohort"])
-    levered = yearly_tax([p["ebit"][m] - debt["interest"][m] for m in months], years,
+    debt = debt_schedule(v, f["loan_base_by_cohort"], f["last_by_cohort"])
+    levered = yearly_tax([p["taxable_profit"][m] - debt["interest"][m] for m in months], years,
                          v["tax_rate"])
-    cfads = [p["ebitda"][m] - levered["tax"][m] for m in months]
+    cfads = [p["ebitda"][m] - levered["tax"][m] - p["wc_flow"][m] for m in months]
     equity_cf = [-f["capex"][m] + debt["drawdown"][m] + p["ebitda"][m] - levered["tax"][m]
                  - debt["interest"][m] - debt["principal"][m] + f["disposal_proceeds"][m]
-                 for m in months]
+                 - p["wc_flow"][m] for m in months]
+    # §10.4 funding: the company keeps no cash
+    contributions = [max(0.0, -x) for x in equity_cf]
+    distributions = [max(0.0, x) for x in equity_cf]
     return {**debt, **{"levered_" + k: value for k, value in levered.items()},
             "cfads": cfads, "equity_cash_flow": equity_cf,
+            "contributions": contributions, "distributions": distributions,
             "dscr_by_year": debt_service_cover(cfads, debt["scheduled_debt_service"],
                                                years)["dscr_by_year"]}
 
@@ -765,6 +826,7 @@ def summary_outputs(v: dict[str, Any], rows: list[dict[str, Any]], d: dict[str, 
                        else irr),
         "min_dscr": cover["min_dscr"],
         "avg_dscr": cover["avg_dscr"],
+        **funding(v, lines, cover["dscr_by_year"]),
         "payback_months": payback(lines["project_cash_flow"]),
         "discounted_payback_months": payback(lines["discounted_cash_flow"]),
         "roi": sum(lines["project_cash_flow"]) / total_capex if total_capex else None,
@@ -781,6 +843,20 @@ def summary_outputs(v: dict[str, Any], rows: list[dict[str, Any]], d: dict[str, 
         **version3_outputs(v, d, lines, cover["min_dscr"], pv_outlay / pv_theoretical_value
                            if pv_theoretical_value else None),
     }
+
+
+def funding(v: dict[str, Any], lines: dict[str, Any],
+            dscr_by_year: dict[int, float]) -> dict[str, float]:
+    """§10.4: equity_contributed = Σ contributions; peak_funding = −(the lowest cumulative
+    equity cash flow), 0 when it never falls below 0; dscr_breaches = the fiscal years whose
+    DSCR is below dscr_covenant."""
+    cumulative, lowest = 0.0, 0.0
+    for x in lines["equity_cash_flow"]:
+        cumulative += x
+        lowest = min(lowest, cumulative)
+    return {"equity_contributed": sum(lines["contributions"]), "peak_funding": -lowest,
+            "dscr_breaches": float(sum(1 for d in dscr_by_year.values()
+                                       if d < v["dscr_covenant"]))}
 
 
 def mirr(flows: list[float], rate_m: float) -> float | None:

@@ -202,29 +202,33 @@ def test_summary_prints_every_figure_with_its_unit():
     end = next(i for i, line in enumerate(out) if line.startswith("  * the live scenario"))
     lines = {line.split()[-1]: line for line in out[2:end]}
     assert set(lines) == {*OUTPUT_NAMES, "uplift_npv", *BRIDGE_NAMES}
-    # The defaults (TFOM-SPEC §7's worked examples): payback 54.83 months in the Base,
-    # 16.27 in the Optimised, none in the Downside; blended price 0.28 × 0.75 × (0.5 + 0.5 ×
+    # The defaults (TFOM-SPEC §10.9's worked examples): payback 59.01 months in the Base,
+    # 17.46 in the Optimised, none in the Downside; blended price 0.28 × 0.75 × (0.5 + 0.5 ×
     # 0.25) + 1.10 × 0.25, with 20 % of tokens sold at half price: × 0.9 = 0.365625 per Mtok.
-    assert re.search(r"Payback\s+54\.83 months\s+16\.27 months\s+none  payback_months$",
+    assert re.search(r"Payback\s+59\.01 months\s+17\.46 months\s+none  payback_months$",
                      lines["payback_months"])
     assert re.search(r"\d months  economic_life_months$", lines["economic_life_months"])
     assert "USD 0.3656 per Mtok  blended_price" in lines["blended_price"]
     # §10.8: 1.632415611 on the default site
     assert "USD 1.6324 per GPU-h  gpu_hour_cost" in lines["gpu_hour_cost"]
     assert re.search(r"USD -?[\d,]+  npv$", lines["npv"])
-    # §10.9 without financing: NPV −2,221,486 / 39,839,401 / −34,198,456
-    assert re.search(r"USD -2,221,486\s+USD 39,839,401\s+USD -34,198,456  npv$", lines["npv"])
-    assert re.search(r"USD -5,313,538\s+USD 36,747,349\s+USD -35,184,224  npv_excl_terminal$",
+    # §10.9 with every input at its default: NPV −2,910,841 / 38,804,238 / −34,658,966
+    assert re.search(r"USD -2,910,841\s+USD 38,804,238\s+USD -34,658,966  npv$", lines["npv"])
+    assert re.search(r"USD -6,002,892\s+USD 35,712,187\s+USD -35,644,735  npv_excl_terminal$",
                      lines["npv_excl_terminal"])
+    assert re.search(r"USD 41,051,141\s+USD 41,441,949\s+USD 40,960,000  peak_funding$",
+                     lines["peak_funding"])
+    assert re.search(r"\s0 years\s+0 years\s+0 years  dscr_breaches$",
+                     lines["dscr_breaches"])  # no debt
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
     # whole GPUs without decimals: 1,024 × 0.30 ÷ 0.30 in the Base, 1,024 × 0.65 ÷ 0.30 in
     # the Optimised = 2,218.67 (TFOM-SPEC §1)
     assert re.search(r"Equivalent GPUs \(cohort-1 GPUs\)\s+1,024 GPUs\s+2,218\.67 GPUs\s+"
                      r"1,024 GPUs  equivalent_gpus$", lines["equivalent_gpus"])
-    # Optimised − Base stands in the Optimised column: 39,839,400.64 + 2,221,486.08, and its
-    # bridge: TEF 38,066,188.80 + sell-through 3,994,697.92 (§10.9)
-    assert re.search(r"NPV: Optimised − Base\s+USD 42,060,887\s+uplift_npv$", lines["uplift_npv"])
-    assert re.search(r"TEF target\s+USD 38,066,189\s+uplift_npv_tef$", lines["uplift_npv_tef"])
+    # Optimised − Base stands in the Optimised column: 38,804,238.20 + 2,910,841.00, and its
+    # bridge: TEF 37,761,711.54 + sell-through 3,953,367.67 (§10.9)
+    assert re.search(r"NPV: Optimised − Base\s+USD 41,715,079\s+uplift_npv$", lines["uplift_npv"])
+    assert re.search(r"TEF target\s+USD 37,761,712\s+uplift_npv_tef$", lines["uplift_npv_tef"])
     assert re.search(r"\s2\s+1\s+5  warnings$", lines["warnings"])
     # the figures line up on the right
     assert len({line.index(name) for name, line in lines.items()}) == 1
@@ -243,7 +247,7 @@ def test_summary_json_has_the_bridge_and_the_warnings():
     assert set(bridge) == {"uplift_npv", *BRIDGE_NAMES}
     assert sum(bridge[name] for name in BRIDGE_NAMES) == pytest.approx(bridge["uplift_npv"],
                                                                       rel=1e-12)
-    assert bridge["uplift_npv_tef"] == pytest.approx(38_066_188.80, abs=0.01)  # §10.9
+    assert bridge["uplift_npv_tef"] == pytest.approx(37_761_711.54, abs=0.01)  # §10.9
     assert document["warnings"] == 2 and len(document["warning_rules"]) == 2
     assert "no market demand limit: every sellable token is assumed sold" in \
         document["warning_rules"]

@@ -208,3 +208,33 @@ def test_gnumeric_recalculates_instead_of_keeping_stored_values(ssconvert, workb
     (computed,) = gnumeric.recalculate([tampered], tmp_path / "out")
     got = engine_values(computed)["out_tef_now"]
     assert got == pytest.approx(1_400_000 / (512 * 10_000), rel=RTOL)  # measured ÷ theoretical
+
+
+def test_gnumeric_recalculates_the_statements_as_the_model(workbooks, recalculated):
+    """TFOM-SPEC §10.4 in Gnumeric: every cell of the template's Statements sheet (each
+    scenario's income statement, cash-flow statement and balance sheet by calendar year) is the
+    model's figure, blank after the horizon's last year, and the master check says OK."""
+    from tokenfactory_xl import operating_model as om
+    from tokenfactory_xl import workbook as wbm
+
+    result = run(audit_workbook(workbooks["template"]).inputs)
+    cells = read_cells(recalculated["template"])
+    plan = wbm.plan()
+    years = int(result.values["fiscal_years"])
+    wrong = []
+    for sc in om.SCENARIOS:
+        for line in om.STATEMENT_LINES[sc.key]:
+            placement = plan.lines[line.name]
+            assert placement.sheet == "Statements"
+            for k, coord in enumerate(placement.coords):
+                got = cells.get("Statements", coord)
+                want = float(result.values[line.name][k])
+                if k >= years:
+                    ok = got in (None, "")
+                else:
+                    ok = isinstance(got, (int, float)) and math.isclose(
+                        got, want, rel_tol=RTOL, abs_tol=1e-6)
+                if not ok:
+                    wrong.append(f"{line.name} {coord}: Gnumeric {got!r}, model {want!r}")
+    assert not wrong, f"{len(wrong)} cells differ, e.g. {wrong[:5]}"
+    assert cells.named("check_master") == "OK"

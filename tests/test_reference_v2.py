@@ -52,9 +52,17 @@ def approx(value: float, rel: float = REL) -> object:
     return pytest.approx(value, rel=rel, abs=1e-9)
 
 
+#: §10.9 "without the financing of §10.4": no escalation, no working capital (no deposit and a
+#: blank tax life are the defaults).
+WITHOUT_FINANCING = {"power_escalation_per_year": 0.0, "opex_escalation_per_year": 0.0,
+                     "receivable_days": 0.0, "payable_days": 0.0}
+
+
 def simple_site(**overrides: object) -> dict:
-    """The simple site of the module docstring, 10 owned GPUs, 24 months, no tax."""
+    """The simple site of the module docstring, 10 owned GPUs, 24 months, no tax, and none of
+    §10.4's financing (its own tests below add it)."""
     site = {
+        **WITHOUT_FINANCING,
         "start_date": dt.date(2029, 1, 1),
         "horizon_months": 24,
         "gpus": 10,
@@ -121,7 +129,7 @@ def assert_prints_as(value: float | None, printed: str) -> None:
 
 @pytest.fixture
 def defaults_run(implementation) -> dict[str, dict]:
-    return reference_scenarios({"residual_method": "book"})
+    return reference_scenarios({"residual_method": "book", **WITHOUT_FINANCING})
 
 
 @pytest.mark.parametrize("name", list(SPEC_TABLE))
@@ -147,7 +155,7 @@ SPEC_V3_TABLE = {
 
 @pytest.fixture
 def defaults_v3(implementation) -> dict[str, dict]:
-    return reference_scenarios({})
+    return reference_scenarios(dict(WITHOUT_FINANCING))
 
 
 @pytest.mark.parametrize("name", list(SPEC_V3_TABLE))
@@ -165,10 +173,10 @@ def test_spec_v3_bridge(implementation) -> None:
     """§10.9 without financing: the uplift of 42,060,886.72 is TEF 38,066,188.80 +
     sell-through 3,994,697.921 + market 0 + programme 0."""
     if implementation == "reference":
-        bridge = reference_v2.reference_bridge({})
+        bridge = reference_v2.reference_bridge(dict(WITHOUT_FINANCING))
     else:
         from tokenfactory_xl import make_inputs, run
-        bridge = run(make_inputs({})).uplift
+        bridge = run(make_inputs(dict(WITHOUT_FINANCING))).uplift
     assert_prints_as(bridge["uplift_npv_tef"], "38,066,188.80")
     assert_prints_as(bridge["uplift_npv_sell_through"], "3,994,697.921")
     assert bridge["uplift_npv_market"] == 0
@@ -178,7 +186,7 @@ def test_spec_v3_bridge(implementation) -> None:
 def test_spec_debt_example() -> None:
     """§7: debt_share 0.5 at 7 % over 36 months (Base); the project figures are unchanged."""
     r = reference_run({"debt_share": 0.5, "debt_rate": 0.07, "debt_tenor_months": 36,
-                       "residual_method": "book"})
+                       "residual_method": "book", **WITHOUT_FINANCING})
     assert_prints_as(r["equity_irr"], "-0.02935883874")
     assert_prints_as(r["min_dscr"], "1.023661502")
     assert_prints_as(r["avg_dscr"], "1.571233299")
@@ -788,3 +796,105 @@ def test_warnings_and_mirr_by_hand() -> None:
     inflows = 9 * (8_760 + 8_760) + 10_000
     monthly = (inflows / 20_000) ** (1 / 24) - 1
     assert r["mirr"] == approx((1 + monthly) ** 12 - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# §10.4: escalation, working capital, CapEx terms, tax depreciation, funding (§10.9's figures)
+# --------------------------------------------------------------------------------------------
+
+#: §10.9's table with every input at its default (escalation 0.02, receivable and payable days
+#: 30), as the spec prints it.
+SPEC_V3_FINANCED = {
+    "ebitda_total": ("43,393,309.03", "109,943,251.1", "4,168,067.883"),
+    "npv": ("-2,910,841.000", "38,804,238.20", "-34,658,966.42"),
+    "npv_excl_terminal": ("-6,002,892.445", "35,712,186.76", "-35,644,735.15"),
+    "terminal_value_pv": ("3,092,051.445", "3,092,051.445", "985,768.7274"),
+    "irr": ("0.05905447208", "0.6559833718", "-0.8341535195"),
+    "mirr": ("0.08393775394", "0.2554325856", "-0.1846220623"),
+    "payback_months": ("59.01312176", "17.45507800", "none"),
+    "lifetime_breakeven_tfi": ("0.2210473693", "0.2210473693", "0.5569967570"),
+    "tfi_headroom": ("0.01720148688", "0.3274213517", "-0.3783101149"),
+    "peak_funding": ("41,051,141.27", "41,441,948.73", "40,960,000.00"),
+    "warnings": ("2", "1", "5"),
+}
+
+
+@pytest.fixture
+def defaults_financed(implementation) -> dict[str, dict]:
+    return reference_scenarios({})
+
+
+@pytest.mark.parametrize("name", list(SPEC_V3_FINANCED))
+@pytest.mark.parametrize("k, scenario", list(enumerate(("Base", "Optimised", "Downside"))))
+def test_spec_v3_financed_worked_examples(defaults_financed: dict, name: str, k: int,
+                                         scenario: str) -> None:
+    assert_prints_as(defaults_financed[scenario][name], SPEC_V3_FINANCED[name][k])
+
+
+def test_spec_v3_financed_debt_and_shutdown_examples() -> None:
+    """§10.9: the debt example (Base) and a Downside shutdown in month 24, every other input at
+    its default."""
+    r = reference_run({"debt_share": 0.5, "debt_rate": 0.07, "debt_tenor_months": 36})
+    assert_prints_as(r["equity_irr"], "0.06099666956")
+    assert_prints_as(r["min_dscr"], "1.055894456")
+    assert_prints_as(r["avg_dscr"], "1.542342773")
+    assert r["dscr_breaches"] == 1
+    assert_prints_as(r["peak_funding"], "21,177,832.45")
+    d = reference_run({"shutdown_month": (None, None, 24)}, scenario="Downside")
+    assert_prints_as(d["npv"], "-22,499,327.34")
+    assert_prints_as(d["irr"], "-0.3639751595")
+    assert_prints_as(d["tax_losses_unused"], "19,982,740.76")
+
+
+def test_escalation_compounds_monthly_from_month_1() -> None:
+    """Power at 21 % a year is 1.21 times month 1's price in month 13; opex at 44 % (per GPU-hour
+    and fixed alike) 1.44 times: January 2030 has 744 hours, so power = 10 GPUs × 1 kW × 744 h ×
+    0.1 × 1.21 = 900.24 and other opex = (10 × 0.5 × 744 + 100) × 1.44 = 5,500.8."""
+    r = reference_run(simple_site(power_escalation_per_year=0.21, opex_escalation_per_year=0.44,
+                                  opex_per_gpu_hour=0.5, fixed_opex_per_month=100.0))
+    assert r["power"][1] == approx(744.0) and r["other_opex"][1] == approx(3_820.0)
+    assert r["power"][13] == approx(900.24)
+    assert r["other_opex"][13] == approx(5_500.8)
+    assert r["rent"][13] == 0  # rent is a contract price (none here: owned)
+
+
+def test_working_capital_is_held_then_released_at_h() -> None:
+    """10 GPUs sell 1 Mtok an hour each at 1 per Mtok: revenue 10 × hours, power 1 × hours.
+    With 31 receivable days and 15.5 payable days, every month holds receivables of
+    10 × 24 × 31 = 7,440 and payables of 24 × 15.5 = 372, whatever its length:
+    working capital 7,068 from month 1. Month 1's cash flow is EBITDA 6,696 − 7,068 = −372;
+    February's is its EBITDA 6,048 (no change); month 24 (H) adds the 7,068 back, with the
+    book value 10,000 of GPUs half depreciated."""
+    r = reference_run(simple_site(receivable_days=31.0, payable_days=15.5))
+    cf = r["project_cash_flow"]
+    assert cf[0] == approx(-20_000.0)
+    assert cf[1] == approx(6_696 - 7_068)
+    assert cf[2] == approx(6_048.0)
+    assert cf[24] == approx(9 * 744 + 10_000 + 7_068)
+    assert sum(cf) == approx(-20_000 + 9 * 17_520 + 10_000)  # the working capital nets out
+    assert r["cfads"][24] == approx(9 * 744 + 7_068)
+
+
+def test_deposit_paid_ahead_loan_on_the_whole_capex_and_tax_life() -> None:
+    """A second cohort of 10 GPUs online in month 7 pays a quarter of its 20,000 three months
+    ahead of the month before online (month 3), the rest in month 6, when the loan is drawn on
+    half of the whole 20,000. Cohort 1 (online in month 1) has its deposit at month 0 as well.
+    A tax life of 1 year writes cohort 1 off for tax in 2029 (20,000) while the books take
+    5,000 a year; at H its GPUs sell for their book value 10,000, a tax gain of 10,000."""
+    r = reference_run(simple_site(capex_deposit_share=0.25, capex_lead_months=3,
+                                  debt_share=0.5, debt_rate=0.0, debt_tenor_months=24,
+                                  tax_rate=0.5, tax_life_years=1.0))
+    assert r["capex"][0] == approx(20_000.0)
+    assert r["drawdown"][0] == approx(10_000.0)
+    assert r["taxable_by_year"][2029] == approx(9 * 8_760 - 20_000)
+    assert r["taxable_by_year"][2030] == approx(9 * 8_760 + 10_000)
+    assert r["tax_by_year"][2029] == approx(0.5 * (9 * 8_760 - 20_000))
+    assert sum(r["ebit"][1:13]) == approx(9 * 8_760 - 5_000)  # the books keep 4 years
+    two = reference_run(simple_site(capex_deposit_share=0.25, capex_lead_months=3,
+                                    debt_share=0.5, debt_rate=0.0, debt_tenor_months=24),
+                        [{"cohort": "2", "online_month": 7, "gpus": 10}])
+    assert two["capex"][3] == approx(5_000.0) and two["capex"][6] == approx(15_000.0)
+    assert two["drawdown"][6] == approx(10_000.0) and two["drawdown"][3] == 0
+    # month 6: the delivery payment less the loan, from equity with the month's cash
+    assert two["equity_cash_flow"][6] == approx(two["ebitda"][6] - 15_000 + 10_000
+                                                - two["principal"][6])

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("summary", "tokenfactory_xl.cli", "print the summary outputs of one site"),
     ("inputs", "tokenfactory_xl.cli", "list every input: name, unit, default, what is allowed"),
+    ("statements", "tokenfactory_xl.statements_cli",
+     "income statement, cash-flow statement and balance sheet by calendar year"),
     ("sensitivity", "tokenfactory_xl.risk_cli",
      "the tornado: NPV at a low and a high value of each driver"),
     ("risk", "tokenfactory_xl.risk_cli",

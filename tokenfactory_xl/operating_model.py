@@ -140,6 +140,8 @@ CONSTANTS: tuple[Constant, ...] = (
              "margin against utilisation from 5% to 100%"),
     Constant("check_tolerance", "Checks: relative tolerance", "fraction", 1e-9,
              "how closely two ways of computing a total must agree"),
+    Constant("cent", "Statements: half a cent", "money", 0.005,
+             "the balance sheet balances, and the cash-flow statement sums to 0, to the cent"),
     Constant("headroom_warning", "Warnings: the least TFI headroom", "fraction", 0.05,
              "planned TFI less than 5 points above the lifetime breakeven TFI is a warning"),
     Constant("irr_smallest", "IRR grid: smallest monthly rate either side of 0", "fraction",
@@ -418,6 +420,14 @@ FLEET: tuple[Line, ...] = (
     _fleet("loan", "Debt drawn", "money", "money", I.debt_share * C.c_capex,
            "debt share × CapEx, drawn when the CapEx is paid"),
     _fleet("draw_month", "Drawdown month", "month", "integer", C.c_online - 1),
+    _fleet("deposit_month", "Deposit month", "month", "integer",
+           MAX(0, C.c_draw_month - I.capex_lead_months),
+           "the deposit share of the CapEx is paid then, never before month 0"),
+    _fleet("tax_months", "Tax depreciation months", "months", "integer",
+           IF(_given(I.tax_life_years), ROUND(I.tax_life_years * K.months_per_year, 0),
+              C.c_dep_months), "ROUND(12 × tax life); blank tax life: the book months"),
+    _fleet("tax_dep_per_month", "Tax depreciation per month", "money", "money",
+           C.c_owned * C.c_gpus * (C.c_capex_per_gpu - C.c_salvage_per_gpu) / C.c_tax_months),
     _fleet("payment", "Annuity payment", "money/month", "money",
            IF(N.debt_monthly_rate.eq(0), C.c_loan / I.debt_tenor_months,
               C.c_loan * N.debt_monthly_rate / (1 - 1 / N.debt_growth)),
@@ -486,6 +496,14 @@ FLEET_LINES: tuple[Line | str, ...] = (
              total=True),
     _monthly("discount_factor", "Discount factor", "factor", "factor",
              1 / (1 + N.monthly_discount_rate) ** C.month, month0=True),
+    _monthly("days", "Days", "days", "integer", C.hours / K.hours_per_day,
+             note="of working capital: a balance is the days' share of the month's flow"),
+    _monthly("power_index", "Power price escalation index", "factor", "factor",
+             (1 + I.power_escalation_per_year) ** ((C.month - 1) / K.months_per_year),
+             note="(1 + power escalation)^((m − 1) ÷ 12)"),
+    _monthly("opex_index", "Opex escalation index", "factor", "factor",
+             (1 + I.opex_escalation_per_year) ** ((C.month - 1) / K.months_per_year),
+             note="(1 + opex escalation)^((m − 1) ÷ 12): opex, fixed opex, programme fee"),
 )
 
 
@@ -508,6 +526,7 @@ def fleet_scenario_lines(sc: Scenario) -> tuple[Line, ...]:
                     table=COHORTS, note=note, meta={"line": f"c_{name}", "scenario": sc.name})
 
     last, life_left = Cell(f"c_last_{k}"), Cell(f"c_dep_left_{k}")
+    tax_left = Cell(f"c_tax_left_{k}")
     above_salvage = C.c_capex_per_gpu - C.c_salvage_per_gpu
     market_price = MAX(C.c_salvage_per_gpu,
                        C.c_capex_per_gpu * I.residual_share
@@ -525,6 +544,11 @@ def fleet_scenario_lines(sc: Scenario) -> tuple[Line, ...]:
                MAX(0, C.c_online + C.c_dep_months - 1 - last)),
         cohort("book_value", "Net book value when sold", "money", "money",
                Cell(f"c_bought_{k}") * C.c_owned * C.c_gpus * book_price),
+        cohort("tax_left", "Tax depreciation months left when sold", "months", "integer",
+               MAX(0, C.c_online + C.c_tax_months - 1 - last)),
+        cohort("tax_value", "Tax written-down value when sold", "money", "money",
+               Cell(f"c_bought_{k}") * C.c_owned * C.c_gpus
+               * (C.c_salvage_per_gpu + above_salvage * tax_left / C.c_tax_months)),
         cohort("proceeds", "Disposal proceeds", "money", "money",
                Cell(f"c_bought_{k}") * C.c_owned * C.c_gpus
                * IF(I.residual_method.eq("market"), market_price,
@@ -582,25 +606,35 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
         line("mw_seconds", "Facility power × time", "MW·s", "tokens",
              S("facility_kw") / K.kw_per_mw * C.hours * K.seconds_per_hour, total=True),
         line("power", "Power", "money", "money", S("facility_kw") * C.hours
-             * I.electricity_per_kwh, total=True),
+             * I.electricity_per_kwh * C.power_index, total=True),
         line("other_opex", "Other opex", "money", "money",
-             S("gpus_in_service") * I.opex_per_gpu_hour * C.hours
-             + I.fixed_opex_per_month * S("fleet_running"), total=True),
+             (S("gpus_in_service") * I.opex_per_gpu_hour * C.hours
+              + I.fixed_opex_per_month * S("fleet_running")) * C.opex_index, total=True),
         line("rent", "Rent", "money", "money",
              SUMPRODUCT(Row("c_gpus") * Row("c_rent_per_gpu_hour") * (1 - Row("c_owned"))
                         * in_service()) * C.hours, total=True),
         line("capex", "CapEx", "money", "money",
-             SUMPRODUCT(Row("c_capex") * bought * (Row("c_draw_month")).eq(C.month)),
-             month0=True, total=True),
+             SUMPRODUCT(Row("c_capex") * bought
+                        * ((1 - I.capex_deposit_share) * Row("c_draw_month").eq(C.month)
+                           + I.capex_deposit_share * Row("c_deposit_month").eq(C.month))),
+             month0=True, total=True,
+             note="the deposit at the deposit month, the rest the month before online"),
         line("depreciation", "Depreciation", "money", "money",
              SUMPRODUCT(Row("c_dep_per_month") * in_service()
                         * (Row("c_online") + Row("c_dep_months") > C.month)), total=True),
+        line("tax_depreciation", "Tax depreciation", "money", "money",
+             SUMPRODUCT(Row("c_tax_dep_per_month") * in_service()
+                        * (Row("c_online") + Row("c_tax_months") > C.month)), total=True),
         line("disposal_book_value", "Book value of disposals", "money", "money",
              SUMPRODUCT(Row(f"c_book_value_{k}") * last.eq(C.month)), total=True),
         line("disposal_proceeds", "Disposal proceeds", "money", "money",
              SUMPRODUCT(Row(f"c_proceeds_{k}") * last.eq(C.month)), total=True),
         line("disposal_gain", "Gain or loss on disposal", "money", "money",
              S("disposal_proceeds") - S("disposal_book_value"), total=True),
+        line("disposal_tax_value", "Tax written-down value of disposals", "money", "money",
+             SUMPRODUCT(Row(f"c_tax_value_{k}") * last.eq(C.month)), total=True),
+        line("tax_disposal_gain", "Tax gain or loss on disposal", "money", "money",
+             S("disposal_proceeds") - S("disposal_tax_value"), total=True),
     )
     debt: tuple[Line | str, ...] = () if bridge else (
         f"{sc.name}: debt",
@@ -666,18 +700,38 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
              + S("market_sold") / K.tokens_per_mtok * S("price"), total=True),
         line("programme_cost", "Programme cost", "money", "money",
              IF(C.month.eq(1), _s_input("programme_cost_once", sc), 0)
-             + _s_input("programme_fee_per_month", sc) * S("fleet_running"), total=True),
+             + _s_input("programme_fee_per_month", sc) * S("fleet_running") * C.opex_index,
+             total=True),
         line("ebitda", "EBITDA", "money", "money",
              S("revenue") - S("power") - S("other_opex") - S("rent") - S("programme_cost"),
              total=True),
         line("ebit", "EBIT", "money", "money",
              S("ebitda") - S("depreciation") + S("disposal_gain"), total=True),
+        line("taxable_profit", "Taxable profit (before interest)", "money", "money",
+             S("ebitda") - S("tax_depreciation") + S("tax_disposal_gain"), total=True,
+             note="EBIT with tax depreciation and the tax gain on disposal"),
         line("tax", "Tax (instalments of the year's tax)", "money", "money",
              INDEX(Row(f"fy_tax_{k}"), 1, C.fiscal_index)
              / INDEX(Row("fy_months"), 1, C.fiscal_index), total=True),
+        f"{sc.name}: working capital",
+        line("receivables", "Receivables", "money", "money",
+             IF(C.month.eq(I.horizon_months), 0, S("revenue") * I.receivable_days / C.days),
+             note="revenue × receivable days ÷ the month's days; released at H"),
+        line("payables", "Payables", "money", "money",
+             IF(C.month.eq(I.horizon_months), 0,
+                (S("power") + S("other_opex") + S("rent") + S("programme_cost"))
+                * I.payable_days / C.days),
+             note="power, opex, rent and programme cost × payable days ÷ the month's days; "
+                  "released at H"),
+        line("working_capital", "Working capital", "money", "money",
+             IF(C.month.eq(0), 0, S("receivables") - S("payables")), month0=True),
+        line("wc_change", "Increase in working capital", "money", "money",
+             S("working_capital") - Cell(f"working_capital_{k}", -1), total=True,
+             note="what the cash flows lose to it; it unwinds when the fleet stops or at H"),
         f"{sc.name}: cash flow",
         line("cash_flow", "Project cash flow", "money", "money",
-             IF(C.month.eq(0), 0, S("ebitda") - S("tax") + S("disposal_proceeds")) - S("capex"),
+             IF(C.month.eq(0), 0, S("ebitda") - S("tax") + S("disposal_proceeds")
+                - S("wc_change")) - S("capex"),
              month0=True, total=True),
         line("discounted_cash_flow", "Discounted cash flow", "money", "money",
              S("cash_flow") * C.discount_factor, month0=True, total=True),
@@ -712,11 +766,22 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
              INDEX(Row(f"fy_levered_tax_{k}"), 1, C.fiscal_index)
              / INDEX(Row("fy_months"), 1, C.fiscal_index), total=True),
         line("cfads", "Cash flow available for debt service", "money", "money",
-             S("ebitda") - S("levered_tax"), total=True),
+             S("ebitda") - S("levered_tax") - S("wc_change"), total=True,
+             note="after working capital"),
         line("equity_cash_flow", "Equity cash flow", "money", "money",
              IF(C.month.eq(0), 0, S("ebitda") - S("levered_tax") - S("interest")
-                - S("principal") + S("disposal_proceeds")) - S("capex") + S("drawdown"),
+                - S("principal") + S("disposal_proceeds") - S("wc_change"))
+             - S("capex") + S("drawdown"),
              month0=True, total=True),
+        line("contributions", "Equity contributions", "money", "money",
+             MAX(0, -S("equity_cash_flow")), month0=True, total=True,
+             note="the company keeps no cash: equity pays in what the month lacks"),
+        line("distributions", "Distributions to equity", "money", "money",
+             MAX(0, S("equity_cash_flow")), month0=True, total=True),
+        line("cumulative_equity", "Cumulative equity cash flow", "money", "money",
+             RunningSum(f"equity_cash_flow_{k}"), month0=True),
+        line("net_income", "Net income", "money", "money",
+             S("ebit") - S("interest") - S("levered_tax"), total=True),
         line("funding_need", "Equity funds operations (1 = yes)", "flag", "flag",
              IF(AND(C.month > 1, S("equity_cash_flow") < 0, S("ebitda") < 0), 1, 0),
              total=True, note="an equity contribution after month 1 with negative EBITDA"),
@@ -769,6 +834,9 @@ FISCAL_COMMON: tuple[Line, ...] = (
          table=FISCAL),
     Line("fy_months", "Months in the horizon", "months", "integer",
          COUNTIF(Row("fiscal_index"), Position()), table=FISCAL),
+    Line("fy_end_month", "Last month of the year in the horizon", "month", "integer",
+         SUMPRODUCT((Row("fiscal_index") <= Position()) * Row("in_horizon")) - 1,
+         table=FISCAL, note="the balance sheet's date"),
 )
 
 
@@ -776,7 +844,8 @@ def fiscal_lines(sc: Scenario) -> tuple[Line, ...]:
     """One scenario's yearly tax (unlevered and levered) and debt service cover."""
     k = sc.key
     out: list[Line] = []
-    levels = (("", f"ebit_{k}", "EBIT"), ("levered_", f"ebit_{k}", "EBIT less interest"))
+    levels = (("", f"taxable_profit_{k}", "taxable profit"),
+              ("levered_", f"taxable_profit_{k}", "taxable profit less interest"))
     if sc in BRIDGE_SCENARIOS:  # a step of the bridge needs only the project's tax
         levels = levels[:1]
     for prefix, taxable, label in levels:
@@ -809,10 +878,95 @@ def fiscal_lines(sc: Scenario) -> tuple[Line, ...]:
     out.append(Line(f"fy_dscr_{k}", f"{sc.name}: DSCR", "ratio", "factor",
                     IF(service > 0, Cell(f"fy_cfads_{k}") / service, ""),
                     table=FISCAL, missing="", meta={"scenario": sc.name}))
+    out.append(Line(f"fy_dscr_breach_{k}", f"{sc.name}: DSCR below the covenant (1 = yes)",
+                    "flag", "flag",
+                    IF(service > 0, IF(Cell(f"fy_dscr_{k}") < I.dscr_covenant, 1, 0), 0),
+                    table=FISCAL, meta={"scenario": sc.name}))
     return tuple(out)
 
 
 FISCAL_LINES: dict[str, tuple[Line, ...]] = {sc.key: fiscal_lines(sc) for sc in ALL_SCENARIOS}
+
+
+# -- the three statements by calendar year (TFOM-SPEC §10.4) -----------------------------------
+def _in_statement_year(line: str) -> Expr:
+    """Σ a monthly line over the statement's year (month 0 counts in the first)."""
+    return SUMPRODUCT(Row(line), Row("fiscal_index").eq(Position())
+                      + Row("month").eq(0) * Position().eq(1))
+
+
+def _to_year_end(line: str) -> Expr:
+    """Σ a monthly line from month 0 to the year's end."""
+    return SUMPRODUCT(Row(line), (Row("fiscal_index") <= Position()) * Row("in_horizon"))
+
+
+def _at_year_end(line: str) -> Expr:
+    """A monthly balance at the year's end."""
+    return INDEX(Row(line), 1, C.fy_end_month + 1)
+
+
+#: Each statement's part and the keys ``tokenfactory-xl statements --json`` gives them.
+STATEMENT_PARTS: tuple[tuple[str, str], ...] = (
+    ("income", "Income statement"), ("cash_flow", "Cash-flow statement"),
+    ("balance", "Balance sheet at the year's end"))
+
+
+def statement_lines(sc: Scenario) -> tuple[Line, ...]:
+    """One scenario's income statement, cash-flow statement and balance sheet by calendar
+    year: the income statement keeps book depreciation; the cash-flow statement's four parts
+    sum to 0 (the company keeps no cash); the balance sheet balances, and is 0 after H."""
+    k = sc.key
+
+    def st(part: str, key: str, label: str, formula: Expr, note: str = "") -> Line:
+        name = "equity_flow" if (part, key) == ("cash_flow", "equity") else key
+        return Line(f"st_{name}_{k}", f"{sc.name}: {label}", "money", "money", formula,
+                    table=FISCAL, note=note,
+                    meta={"scenario": sc.name, "statement": part, "key": key})
+
+    def y(line: str) -> Expr:
+        return _in_statement_year(f"{line}_{k}")
+
+    return (
+        st("income", "revenue", "Revenue", y("revenue")),
+        st("income", "ebitda", "EBITDA", y("ebitda")),
+        st("income", "depreciation", "Depreciation", y("depreciation"), "book depreciation"),
+        st("income", "gain_on_disposal", "Gain or loss on disposal", y("disposal_gain")),
+        st("income", "ebit", "EBIT", y("ebit")),
+        st("income", "interest", "Interest", y("interest")),
+        st("income", "tax", "Tax", y("levered_tax"), "the year's tax after interest"),
+        st("income", "net_income", "Net income",
+           Cell(f"st_ebit_{k}") - Cell(f"st_interest_{k}") - Cell(f"st_tax_{k}")),
+        st("cash_flow", "operating", "Operating cash flow",
+           y("ebitda") - y("levered_tax") - y("wc_change"), "EBITDA − tax − ΔWC"),
+        st("cash_flow", "investing", "Investing cash flow",
+           y("disposal_proceeds") - y("capex"), "disposal proceeds − CapEx (deposits included)"),
+        st("cash_flow", "financing", "Financing cash flow",
+           y("drawdown") - y("interest") - y("principal"),
+           "drawdowns − interest − principal (prepayments and the repayment at H included)"),
+        st("cash_flow", "equity", "Equity: contributions − distributions",
+           y("contributions") - y("distributions")),
+        st("cash_flow", "cash_change", "Change in cash (the company keeps none: 0)",
+           Cell(f"st_operating_{k}") + Cell(f"st_investing_{k}") + Cell(f"st_financing_{k}")
+           + Cell(f"st_equity_flow_{k}")),
+        st("balance", "fixed_assets", "Fixed assets at net book value",
+           _to_year_end(f"capex_{k}") - _to_year_end(f"depreciation_{k}")
+           - _to_year_end(f"disposal_book_value_{k}"),
+           "CapEx paid (deposits included) − depreciation − book value of disposals"),
+        st("balance", "receivables", "Receivables", _at_year_end(f"receivables_{k}")),
+        st("balance", "debt", "Debt", _at_year_end(f"debt_balance_{k}")),
+        st("balance", "payables", "Payables", _at_year_end(f"payables_{k}")),
+        st("balance", "equity", "Equity",
+           _to_year_end(f"contributions_{k}") - _to_year_end(f"distributions_{k}")
+           + _to_year_end(f"net_income_{k}"),
+           "Σ contributions − distributions + net income"),
+        st("balance", "balance_gap", "Assets − debt − payables − equity (0: it balances)",
+           Cell(f"st_fixed_assets_{k}") + Cell(f"st_receivables_{k}") - Cell(f"st_debt_{k}")
+           - Cell(f"st_payables_{k}") - Cell(f"st_equity_{k}")),
+    )
+
+
+STATEMENT_LINES: dict[str, tuple[Line, ...]] = {sc.key: statement_lines(sc)
+                                                for sc in SCENARIOS}
 
 
 # -- the IRR: the NPV on a grid of monthly rates, then halving the bracket nearest 0 ----------
@@ -1106,6 +1260,15 @@ OUTPUTS: tuple[Output, ...] = (
            lambda sc: IF(SUM(Row(f"fy_debt_service_{sc.key}")).eq(0), NONE,
                          SUM(Row(f"fy_cfads_{sc.key}")) / SUM(Row(f"fy_debt_service_{sc.key}"))),
            "Σ CFADS ÷ Σ scheduled debt service over the months with debt service"),
+    Output("equity_contributed", "Equity contributed", "money", "money",
+           lambda sc: _t("contributions", sc),
+           "Σ the months' equity contributions (deposits, CapEx less debt, shortfalls)"),
+    Output("peak_funding", "Peak funding", "money", "money",
+           lambda sc: MAX(0, -MIN(Row(f"cumulative_equity_{sc.key}"))),
+           "the most equity in the plan at once: −(lowest cumulative equity cash flow)"),
+    Output("dscr_breaches", "DSCR breaches", "years", "integer",
+           lambda sc: SUM(Row(f"fy_dscr_breach_{sc.key}")),
+           "calendar years whose DSCR is below the covenant; 0 without debt"),
     Output("payback_months", "Payback", "months", "months",
            lambda sc: _payback(f"payback_crossing_{sc.key}", f"cumulative_cash_flow_{sc.key}"),
            "after the last month the cumulative cash flow crosses 0; none when it ends below"),
@@ -1429,6 +1592,13 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
     ("npv_total", "NPV = Σ cash flows × discount factors",
      _each_scenario(lambda sc: _close(_o("npv", sc), SUMPRODUCT(Row(f"cash_flow_{sc.key}"),
                                                                 Row("discount_factor"))))),
+    ("statements_balance", "The balance sheet balances and the cash-flow statement sums to 0, "
+     "to the cent, every year and scenario",
+     _each_scenario(lambda sc: AND(
+         MAX(Row(f"st_balance_gap_{sc.key}")) <= K.cent,
+         MIN(Row(f"st_balance_gap_{sc.key}")) >= -K.cent,
+         MAX(Row(f"st_cash_change_{sc.key}")) <= K.cent,
+         MIN(Row(f"st_cash_change_{sc.key}")) >= -K.cent))),
     ("outputs_compute", "Every summary output computes (a number or \"none\")",
      AND(*((COUNT(block) + COUNTIF(block, NONE)).eq(ROWS(block) * COLUMNS(block))
            for block in _OUT_BLOCKS))),
@@ -1468,7 +1638,7 @@ def _scenario_in_order(sc: Scenario) -> tuple[Line, ...]:
     """A scenario's monthly and fiscal lines in an order in which each needs only those before:
     profit to EBIT, the year's tax, then cash flows, then debt service cover."""
     monthly = _lines(SCENARIO_LINES[sc.key])
-    cut = next(i for i, ln in enumerate(monthly) if ln.meta["line"] == "ebit") + 1
+    cut = next(i for i, ln in enumerate(monthly) if ln.meta["line"] == "taxable_profit") + 1
     fiscal = FISCAL_LINES[sc.key]
     return monthly[:cut] + fiscal[:6] + monthly[cut:] + fiscal[6:]
 
@@ -1486,6 +1656,7 @@ _MODEL_LINES: tuple[Line, ...] = (
     + FLEET_SCALARS + TIMELINE_HEADER + (_FISCAL_YEARS,)
     + _lines(FLEET_LINES) + FISCAL_COMMON
     + tuple(ln for sc in ALL_SCENARIOS for ln in _scenario_in_order(sc))
+    + tuple(ln for sc in SCENARIOS for ln in STATEMENT_LINES[sc.key])
     + _lines(LIVE_LINES) + TIMELINE_TOTALS
     + tuple(ln for s in IRR_SEARCHES for ln in _irr_lines(s))
     + tuple(o.line_for(sc) for o in _COMPUTE_ORDER if o.name != "warnings" for sc in SCENARIOS)

@@ -56,8 +56,8 @@ from .stencil import Stencil
 #: shows the live scenario's NPV, IRR and payback beside the master check, the Dashboard the
 #: headline figures and charts; the workings follow in the order the model runs.
 SHEETS: tuple[str, ...] = (
-    "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios",
-    "IRR", "Sensitivity", "Risk", "Actuals", "Checks",
+    "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Statements", "Returns",
+    "Scenarios", "IRR", "Sensitivity", "Risk", "Actuals", "Checks",
 )
 
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
@@ -792,6 +792,41 @@ def _years_sheet(b: _Builder, ws: Worksheet) -> None:
     _print_setup(ws, fit_height=1)
 
 
+# -- Statements: income, cash flow and balance sheet by calendar year, each scenario -----------
+def _statements_sheet(b: _Builder, ws: Worksheet) -> None:
+    _title(ws, "Statements", "Income statement, cash-flow statement and balance sheet by "
+           "calendar year, for each scenario (month 0 counts in the first year). The company "
+           "keeps no cash: equity pays in what a year lacks and takes out what it earns.")
+    row = 4
+    ws.cell(row, 1, "Calendar year").font = st.TOTAL_FONT
+    b.along(ws, row, 2, om.BY_LINE["fy_year"], font=st.TOTAL_FONT)
+    for k in range(om.FISCAL_YEARS):
+        ws.cell(row, 2 + k).number_format = "0"
+    row += 1
+    line = om.BY_LINE["fy_end_month"]
+    ws.cell(row, 1, line.label).font = st.CALC_FONT
+    b.along(ws, row, 2, line)
+    parts = dict(om.STATEMENT_PARTS)
+    totals = ("net_income", "cash_change", "balance_gap", "ebit", "ebitda")
+    for sc in om.SCENARIOS:
+        part = None
+        for line in om.STATEMENT_LINES[sc.key]:
+            if line.meta["statement"] != part:
+                part = line.meta["statement"]
+                row += 2
+                _section(ws, row, f"{sc.name} scenario: {parts[part]}", 2 + om.FISCAL_YEARS)
+            row += 1
+            bold = line.meta["key"] in totals
+            ws.cell(row, 1, line.label.split(": ", 1)[1]).font = (
+                st.TOTAL_FONT if bold else st.CALC_FONT)
+            b.along(ws, row, 2, line, font=st.TOTAL_FONT if bold else st.CALC_FONT)
+    ws.column_dimensions["A"].width = 48
+    for k in range(om.FISCAL_YEARS):
+        ws.column_dimensions[_col(2 + k)].width = 15
+    ws.freeze_panes = "B5"
+    _print_setup(ws, fit_height=0)
+
+
 # -- Scenarios: the three side by side, and the value of the optimisation programme ------------
 SCENARIO_COLS = ("B", "C", "D")
 
@@ -1304,6 +1339,7 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     _capacity_sheet(b, sheets["Capacity"])
     _timeline_sheet(b, sheets["Timeline"])
     _years_sheet(b, sheets["Years"])
+    _statements_sheet(b, sheets["Statements"])
     _returns_sheet(b, sheets["Returns"])
     _scenarios_sheet(b, sheets["Scenarios"])
     _irr_sheet(b, sheets["IRR"])

@@ -2996,6 +2996,28 @@ INPUTS: tuple[Input, ...] = (
     Input("dscr_covenant", "DSCR covenant", "ratio", _X, "number", 1.20,
           "The lowest yearly DSCR the lenders accept; a year below it is a warning.", low=0,
           high=10),
+    Input("power_escalation_per_year", "Power price escalation", "fraction/year", _X,
+          "number", 0.02,
+          "Yearly growth of the electricity price, compounded month by month from month 1 "
+          "(nominal, like the discount rate).", low=-0.5, high=1),
+    Input("opex_escalation_per_year", "Opex escalation", "fraction/year", _X, "number", 0.02,
+          "Yearly growth of the opex per GPU-hour, the fixed opex and the programme fee "
+          "(rent is a contract price: not escalated).", low=-0.5, high=1),
+    Input("receivable_days", "Receivable days", "days", _X, "number", 30,
+          "Days of revenue customers owe at a month's end (working capital).", low=0,
+          high=365),
+    Input("payable_days", "Payable days", "days", _X, "number", 30,
+          "Days of power, opex, rent and programme cost owed to suppliers at a month's end.",
+          low=0, high=365),
+    Input("capex_deposit_share", "CapEx deposit share", "fraction", _X, "fraction", 0,
+          "Share of a cohort's CapEx paid as a deposit ahead of delivery, funded by equity.",
+          low=0, high=1),
+    Input("capex_lead_months", "CapEx deposit lead", "months", _X, "integer", 0,
+          "Months before the delivery payment (the month before online) the deposit is paid "
+          "(never before month 0).", low=0, high=120),
+    Input("tax_life_years", "Tax depreciation life", "years", _X, "number", None,
+          "Straight-line life of every cohort for tax; blank: each cohort's own "
+          "depreciation life.", low=1, high=30, optional=True),
 )
 
 

@@ -52,6 +52,16 @@ INPUT_SETS: dict[str, dict[str, object]] = {
         "market_mtok_month1": 3_000_000, "fixed_opex_per_month": 50_000,
         "programme_fee_per_month.Optimised": 10_000, "start_date": "2027-03-01",
         "cohorts": [{"cohort": "late", "online_month": 30, "gpus": 256}]},
+    # version 3's financing: escalation, working capital, deposits paid ahead, a tax life of
+    # its own, debt, a Downside shutdown that releases working capital before H, a late cohort
+    "v3_financing_statements": {
+        "power_escalation_per_year": 0.04, "opex_escalation_per_year": 0.03,
+        "receivable_days": 45, "payable_days": 20, "capex_deposit_share": 0.3,
+        "capex_lead_months": 4, "tax_life_years": 3, "dscr_covenant": 1.4,
+        "debt_share": 0.6, "debt_rate": 0.06, "debt_tenor_months": 30,
+        "shutdown_month.Downside": 30, "start_date": "2027-05-01", "horizon_months": 54,
+        "programme_fee_per_month.Optimised": 15_000, "fixed_opex_per_month": 30_000,
+        "cohorts": [{"cohort": "late", "online_month": 9, "gpus": 128, "capex_per_gpu": 50_000}]},
     "debt_at_zero_rate_prefill_decode": {
         "debt_share": 0.9, "debt_rate": 0, "debt_tenor_months": 120, "horizon_months": 40,
         "prefill_tps_per_gpu": 30_000, "decode_tps_per_gpu": 6_000, "measured_tps": 2_500_000,

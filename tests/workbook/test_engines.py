@@ -166,3 +166,35 @@ def test_leap_year_february_has_29_days(recalculated):
     assert read("Timeline", f"{first}{wbm.TIMELINE_ROWS['hours']}") == 29 * 24
     end = read("Timeline", f"{first}{wbm.TIMELINE_ROWS['month_end']}")
     assert end.date() == dt.date(2028, 2, 29)
+
+
+def test_statements_balance_in_libreoffice(recalculated, input_sets):
+    """§10.4 in LibreOffice: with escalation, working capital, deposits paid ahead, a tax life of
+    its own, debt and a Downside shutdown, each scenario's balance sheet balances to the cent in
+    every calendar year, the cash-flow statement's four parts sum to 0, and the last year's
+    balance sheet is all 0 (everything sold, repaid and released at H)."""
+    cells = read_cells(recalculated["v3_financing_statements"])
+    plan = wbm.plan()
+    years = int(run(input_sets["v3_financing_statements"]).values["fiscal_years"])
+    assert years == 5  # May 2027 … October 2031
+
+    def row(key: str, sc) -> list[object]:
+        placement = plan.lines[f"st_{key}_{sc.key}"]
+        return [cells.get("Statements", c) for c in placement.coords]
+
+    for sc in om.SCENARIOS:
+        lines = {key: row(key, sc) for key in ("fixed_assets", "receivables", "debt", "payables",
+                                               "equity", "operating", "investing", "financing",
+                                               "equity_flow")}
+        for y in range(years):
+            assets = lines["fixed_assets"][y] + lines["receivables"][y]
+            claims = lines["debt"][y] + lines["payables"][y] + lines["equity"][y]
+            assert abs(assets - claims) < 0.005, (sc.name, y)
+            parts = sum(lines[k][y] for k in ("operating", "investing", "financing",
+                                              "equity_flow"))
+            assert abs(parts) < 0.005, (sc.name, y)
+        for key in ("fixed_assets", "receivables", "debt", "payables", "equity"):
+            assert abs(lines[key][years - 1]) < 0.005, (sc.name, key)  # all 0 at H
+            assert all(x in (None, "") for x in lines[key][years:])  # no year after H
+        assert lines["receivables"][0] > 0 and lines["payables"][0] > 0
+    assert cells.named("check_master") == "OK"

@@ -58,8 +58,8 @@ def destination(book, name):
 def test_sheets_in_order(book):
     # the answer first (Cover, Dashboard), then the workings in the order the model runs
     assert book.sheetnames == list(wbm.SHEETS) == [
-        "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Returns", "Scenarios",
-        "IRR", "Sensitivity", "Risk", "Actuals", "Checks"]
+        "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Statements",
+        "Returns", "Scenarios", "IRR", "Sensitivity", "Risk", "Actuals", "Checks"]
     assert book.active.title == "Cover"
 
 
