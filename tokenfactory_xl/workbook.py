@@ -63,9 +63,10 @@ SHEETS: tuple[str, ...] = (
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
 IRR_SHEET = "IRR"
 #: Sheets read on screen that print no page: the Timeline's 120 monthly columns would take a
-#: ream (the model's years are printed on Years and Returns), and the IRR searches are working,
-#: not an answer (the IRRs are on Returns and Scenarios).
-UNPRINTED_SHEETS: tuple[str, ...] = ("Timeline", IRR_SHEET)
+#: ream (the model's years are printed on Years and Returns), and Capacity (constants and the
+#: capacity a month rests on) and the IRR searches are working, not an answer (TEF, TFI and the
+#: IRRs are on the Dashboard, Returns and Scenarios).
+UNPRINTED_SHEETS: tuple[str, ...] = ("Capacity", "Timeline", IRR_SHEET)
 
 MONTH0_COL = 4  # column D holds month 0 (the investment)
 FIRST_MONTH_COL = MONTH0_COL + 1
@@ -824,7 +825,8 @@ def _statements_sheet(b: _Builder, ws: Worksheet) -> None:
     for k in range(om.FISCAL_YEARS):
         ws.column_dimensions[_col(2 + k)].width = 15
     ws.freeze_panes = "B5"
-    _print_setup(ws, fit_height=0)
+    # one page: a year a column, up to eleven, is narrow enough to stand upright
+    _print_setup(ws, landscape=False, fit_height=1)
 
 
 # -- Scenarios: the three side by side, and the value of the optimisation programme ------------
@@ -1017,23 +1019,13 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
     ws["A4"] = "Master check"
     ws["A4"].font = st.SECTION_FONT
     _header(ws, CHECK_FIRST - 1, ["Check", "Status", "Low", "High"])
+    # What a reviewer reads first, and prints: the model's integrity, the warnings and the Risk
+    # sheet's status. The check of each input against its range follows, read on screen (the
+    # master check includes every one of them).
     row = CHECK_FIRST
-    _section(ws, row, "Inputs within their allowed ranges", 4)
+    _section(ws, row, "Model integrity", 4)
     row += 1
     first = row
-    for line in om.INPUT_CHECKS:
-        spec = line.meta.get("spec") or BY_NAME[str(line.meta["input"])]
-        ws.cell(row, 1, line.label)
-        for col, bound in zip((3, 4), om.check_bounds(spec), strict=True):
-            if bound is not None:
-                cell = ws.cell(row, col, int(bound) if float(bound).is_integer() else bound)
-                cell.font, cell.fill, cell.protection = (st.CONSTANT_FONT, st.CONSTANT_FILL,
-                                                         st.LOCKED)
-        b.scalar(ws, f"B{row}", line)
-        ws[f"B{row}"].alignment = st.CENTER
-        row += 1
-    row += 1
-    _section(ws, row - 1, "Model integrity", 4)
     for line in om.CROSS_CHECKS:
         ws.cell(row, 1, line.label)
         b.scalar(ws, f"B{row}", line)
@@ -1052,7 +1044,20 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
     red = CellIsRule(operator="equal", formula=['"STALE"'], fill=st.CHECK_BAD_FILL,
                      font=st.CHECK_BAD_FONT)
     ws.conditional_formatting.add(f"B{row}", red)
-    row += 1
+    printed = row
+    row += 2
+    _section(ws, row - 1, "Inputs within their allowed ranges (on screen; not printed)", 4)
+    for line in om.INPUT_CHECKS:
+        spec = line.meta.get("spec") or BY_NAME[str(line.meta["input"])]
+        ws.cell(row, 1, line.label)
+        for col, bound in zip((3, 4), om.check_bounds(spec), strict=True):
+            if bound is not None:
+                cell = ws.cell(row, col, int(bound) if float(bound).is_integer() else bound)
+                cell.font, cell.fill, cell.protection = (st.CONSTANT_FONT, st.CONSTANT_FILL,
+                                                         st.LOCKED)
+        b.scalar(ws, f"B{row}", line)
+        ws[f"B{row}"].alignment = st.CENTER
+        row += 1
     b.scalar(ws, "B4", om.MASTER_CHECK)
     ws["B4"].alignment = st.CENTER
     for ref in (f"B{first}:B{row - 1}", "B4"):
@@ -1060,8 +1065,9 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
     for col, width in {"A": 90, "B": 12, "C": 12, "D": 12}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = f"A{CHECK_FIRST}"
-    _print_setup(ws, landscape=False, fit_height=0)
-    ws.print_title_rows = f"{CHECK_FIRST - 1}:{CHECK_FIRST - 1}"
+    _print_setup(ws, landscape=False, fit_height=1)
+    ws.print_area = f"A1:D{printed}"
+
 
 def _warnings_block(b: _Builder, ws: Worksheet, row: int) -> int:
     """The warnings of TFOM-SPEC §10.5, one row a rule and a column a scenario (1 = it fires):

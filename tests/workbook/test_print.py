@@ -46,12 +46,13 @@ def test_a_60_month_site_prints_in_twelve_pages_at_most(pages):
     count = Counter(sheet for sheet, _ in pages)
     # the answer first, each on one page
     assert [sheet for sheet, _ in pages[:2]] == ["Cover", "Dashboard"]
-    for sheet in ("Cover", "Dashboard", "Returns", "Scenarios", "Years", "Capacity"):
+    for sheet in ("Cover", "Dashboard", "Returns", "Scenarios", "Years", "Statements",
+                  "Checks"):
         assert count[sheet] == 1, sheet
-    # 120 monthly columns and the IRR searches' grid are read on screen
-    assert wbm.UNPRINTED_SHEETS == ("Timeline", "IRR")
-    assert count["Timeline"] == count["IRR"] == 0
-    assert set(count) == set(wbm.SHEETS) - {"Timeline", "IRR"}
+    # 120 monthly columns, the constants and the IRR searches' grid are read on screen
+    assert wbm.UNPRINTED_SHEETS == ("Capacity", "Timeline", "IRR")
+    assert count["Capacity"] == count["Timeline"] == count["IRR"] == 0
+    assert set(count) == set(wbm.SHEETS) - {"Capacity", "Timeline", "IRR"}
 
 
 def test_the_inputs_print_readable(pages):
