@@ -161,7 +161,8 @@ def test_qwen_and_the_moe_models():
     assert ds.kv_elements_per_token == 61 * 576
     oss = specs.model("gpt-oss-120b")
     assert oss.kind == "moe" and round(oss.total_params / 1e9) == 117
-    assert round(oss.active_params / 1e9, 1) == 5.1
+    # the model card's 5.13 B active leave out the input embedding (201,088 × 2,880)
+    assert oss.active_params == pytest.approx(5.13e9 + 201_088 * 2_880, rel=1e-3)
     assert (oss.layers, oss.kv_heads, oss.head_dim) == (36, 8, 64)
     assert (oss.sliding_window, oss.sliding_window_layers) == (128, 18)
     for m in specs.load_models().values():
