@@ -914,7 +914,8 @@ def _yes(row: dict[str, str], column: str, where: str, problems: list[Problem]) 
     """A yes/no cell: ``yes`` or blank (``no``)."""
     text = (row.get(column) or "").strip().lower()
     if text not in ("", "yes", "no"):
-        problems.append(Problem(column, row.get(column), "must be yes, no or blank", "", where))
+        problems.append(Problem(column, row.get(column), "must be yes, no or blank",
+                                "write yes or leave the cell blank (no)", where))
     return text == "yes"
 
 
