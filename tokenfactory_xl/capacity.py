@@ -495,6 +495,8 @@ def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
     return {"id": row.get("id", ""), "metric": metric, "gpu": s.gpu.name, "model": s.model.name,
             "setup": f"{s.gpus} × {s.gpu.name}, {s.parallel}, {s.precision} weights, "
                      f"{s.dense_precision} dense, {s.kv_precision} KV"
+                     + (f", experts computed at {s.expert_compute}"
+                        if s.expert_compute != s.precision else "")
                      + (f", {s.speculative:g} tokens/step" if s.speculative != 1 else ""),
             "measured": measured, "bound": figures["bound"],
             "attainable": figures["attainable"],
