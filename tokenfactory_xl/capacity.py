@@ -147,6 +147,9 @@ class Setup:
         four_bit = roofline.PRECISIONS[weights] < 1
         if dense_precision:
             dense = roofline._precision(dense_precision, "dense_precision")
+        elif m.released_dense_precision:
+            # the release quantises only the experts
+            dense = roofline._precision(m.released_dense_precision, "released_dense_precision")
         else:
             dense = "fp8" if (four_bit and m.experts) else weights
         if kv_precision:
@@ -168,6 +171,17 @@ class Setup:
     def _bytes(self) -> tuple[float, float, float]:
         p = roofline.PRECISIONS
         return p[self.precision], p[self.dense_precision], p[self.kv_precision]
+
+    @property
+    def expert_compute(self) -> str:
+        """The precision whose dense peak the routed-expert GEMMs compute at: the weights',
+        except for a release's weight-only 4-bit experts (:attr:`specs.Model.
+        weight_only_experts`): their activations are not 4-bit, so they compute at 8 bits
+        (MXFP4 × MXFP8, the FP8 rate) on a GPU with FP4 tensor cores and at 16 bits (W4A16)
+        on one without."""
+        if self.model.weight_only_experts and self.precision == "fp4":
+            return "fp8" if self.gpu.fp4_tflops else "bf16"
+        return self.precision
 
     @property
     def _kv_split(self) -> float:
@@ -252,7 +266,7 @@ def step(setup: Setup, batch: float, context: float, mode: str = "attainable",
     f_dense, f_moe, f_attn = tokens * per_token_dense / n, tokens * per_token_moe / n, \
         attn_flops / n
     p_dense = activation_tflops(g, s.dense_precision) * TERA
-    p_moe = activation_tflops(g, s.precision) * TERA
+    p_moe = activation_tflops(g, s.expert_compute) * TERA
     p_attn = (g.fp8_tflops if kv_b <= 1 else g.bf16_tflops) * TERA
     bw = g.bandwidth_tbps * TERA
     weights_gb = (dense_read + expert_read) / GIGA
@@ -481,6 +495,8 @@ def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
     return {"id": row.get("id", ""), "metric": metric, "gpu": s.gpu.name, "model": s.model.name,
             "setup": f"{s.gpus} × {s.gpu.name}, {s.parallel}, {s.precision} weights, "
                      f"{s.dense_precision} dense, {s.kv_precision} KV"
+                     + (f", experts computed at {s.expert_compute}"
+                        if s.expert_compute != s.precision else "")
                      + (f", {s.speculative:g} tokens/step" if s.speculative != 1 else ""),
             "measured": measured, "bound": figures["bound"],
             "attainable": figures["attainable"],
@@ -546,7 +562,7 @@ def prefill_tps_per_gpu(setup: Setup, prompt_tokens: float, mode: str = "attaina
     attention, rest = s._dense_parts(total=False)
     attainable = mode == "attainable"
     parts = ((2 * (attention + rest), activation_tflops(g, s.dense_precision), "dense_mfu"),
-             (2 * m.routed_active_params, activation_tflops(g, s.precision), "moe_mfu"),
+             (2 * m.routed_active_params, activation_tflops(g, s.expert_compute), "moe_mfu"),
              (float(roofline.attention_flops_for(m, prompt_tokens / 2)),
               g.fp8_tflops if s._bytes[2] <= 1 else g.bf16_tflops, "attention_mfu"))
     seconds = sum(flops / (peak * TERA * (_c(mfu) if attainable else 1.0))

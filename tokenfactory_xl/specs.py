@@ -116,6 +116,12 @@ class Model:
     experts_per_token : routed experts each token uses (k)
     expert_params : parameters of one routed expert in one layer (3 × hidden × expert
         intermediate size for a SwiGLU expert) [parameters]
+    released_dense_precision : the precision the model's own release keeps its attention,
+        dense and shared-expert layers and LM head at (``bf16`` for gpt-oss, whose release
+        quantises only the experts); blank when unstated
+    weight_only_experts : the release's 4-bit experts are weight-only (activations are not
+        quantised with them), so their GEMMs compute at 8 bits on a GPU with FP4 tensor cores
+        and at 16 bits on one without
     attention_params : the attention projections of every layer [parameters]; 0 (blank) for
         ordinary attention means hidden × head dim × 2 × (query heads + KV heads) per layer
         (:attr:`attention_weight_params`); an MLA model states its own
@@ -145,6 +151,8 @@ class Model:
     experts_per_token: int = 0
     expert_params: float = 0.0
     attention_params: float = 0.0
+    released_dense_precision: str = ""
+    weight_only_experts: bool = False
     source: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
@@ -306,12 +314,29 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
             experts_per_token=int(extra["experts_per_token"] or 0),
             expert_params=float(extra["expert_params"] or 0),
             attention_params=float(extra["attention_params"] or 0),
+            released_dense_precision=_released_precision(row, where, problems),
+            weight_only_experts=_yes(row, "weight_only_experts", where, problems),
             source=row.get("source", ""), sources=sources, notes=row.get("notes", ""),
             aliases=_aliases(row),
         )
     if problems:
         raise InputError(problems)
     return out
+
+
+def _released_precision(row: dict[str, str], where: str, problems: list[Problem]) -> str:
+    """The ``released_dense_precision`` cell, lower case (the capacity method checks it is a
+    precision it knows when it uses it)."""
+    return (row.get("released_dense_precision") or "").strip().lower()
+
+
+def _yes(row: dict[str, str], column: str, where: str, problems: list[Problem]) -> bool:
+    """A yes/no cell: ``yes`` or blank (``no``)."""
+    text = (row.get(column) or "").strip().lower()
+    if text not in ("", "yes", "no"):
+        problems.append(Problem(column, row.get(column), "must be yes, no or blank",
+                                "write yes or leave the cell blank (no)", where))
+    return text == "yes"
 
 
 def _moe_ok(kind: str, values: dict, extra: dict, row: dict[str, str], where: str,

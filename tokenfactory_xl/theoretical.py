@@ -32,7 +32,8 @@ def v3_figures(args: argparse.Namespace) -> dict[str, object]:
     s = setup_of(args)
     out: dict[str, object] = {
         "parallel": s.parallel, "dense_precision": s.dense_precision,
-        "kv_precision": s.kv_precision, "speculative_tokens_per_step": s.speculative,
+        "expert_compute_precision": s.expert_compute, "kv_precision": s.kv_precision,
+        "speculative_tokens_per_step": s.speculative,
         "weights_gb_per_gpu": s.resident_gb()}
     if args.isl is not None:
         for mode in capacity.MODES:
@@ -145,6 +146,7 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
     print(f"{out['model']} on {out['gpus_per_replica']} × {out['gpu']}, {out['precision']} "
           f"weights, batch {out['batch']:,}, context {out['context_tokens']:,} tokens")
     setup = (f"{out['parallel']}, {out['dense_precision']} dense, {out['v3_kv_precision']} KV"
+             + _computed_at(out)
              + (f", {out['speculative_tokens_per_step']:g} tokens/step"
                 if out["speculative_tokens_per_step"] != 1 else ""))
     v3 = [
@@ -183,9 +185,16 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
     return 0
 
 
+def _computed_at(out: dict[str, object]) -> str:
+    """Where weight-only experts compute at another precision than their weights: say so."""
+    at = out.get("expert_compute_precision")
+    return f", experts computed at {at}" if at and at != str(out["precision"]).lower() else ""
+
+
 def _print_throughput(out: dict[str, object]) -> None:
     print(f"{out['model']} on {out['gpus_per_replica']} × {out['gpu']}, {out['precision']} "
-          f"weights ({out['dense_precision']} dense, {out['kv_precision']} KV), "
+          f"weights ({out['dense_precision']} dense, {out['kv_precision']} KV"
+          f"{_computed_at(out)}), "
           f"{out['parallel']}, prompts of {out['isl']:,} and outputs of {out['osl']:,} tokens")
     for mode in capacity.MODES:
         print(f"  {mode:<10}  {out[f'{mode}_output_tps_per_gpu']:>12,.1f} output tokens/s per "

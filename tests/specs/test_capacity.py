@@ -77,6 +77,29 @@ def test_defaults_under_4_bit_weights():
     assert capacity.activation_tflops(specs.gpu("B200"), "int4") == 2250
 
 
+def test_a_release_with_weight_only_4_bit_experts_computes_them_at_its_activations():
+    # gpt-oss's config.json keeps self_attn, router, embed_tokens and lm_head out of its MXFP4
+    # quantisation (BF16), and its experts have no 4-bit activations: MXFP8 on Blackwell (the
+    # FP8 rate), BF16 on Hopper
+    b200 = capacity.Setup.of("B200", "gpt-oss-120b", "fp4", 2, "dep", kv_precision="fp8")
+    assert (b200.dense_precision, b200.kv_precision, b200.expert_compute) == (
+        "bf16", "fp8", "fp8")
+    h100 = capacity.Setup.of("H100 SXM", "gpt-oss-120b", "fp4", 4, "dep")
+    assert (h100.dense_precision, h100.kv_precision, h100.expert_compute) == (
+        "bf16", "fp8", "bf16")
+    # a checkpoint that quantises activations too keeps the FP4 peak
+    assert capacity.Setup.of("B200", "Qwen3-30B-A3B", "fp4").expert_compute == "fp4"
+    # the caller's dense precision wins over the release's
+    assert capacity.Setup.of("B200", "gpt-oss-120b", "fp4",
+                             dense_precision="fp8").dense_precision == "fp8"
+    # bound prefill on B200 by hand (config.json figures): routed = 4 experts × 36 layers ×
+    # 3 × 2,880 × 2,880 = 3,583,180,800; the rest = 5.13e9 active (model card, no input
+    # embedding) − routed = 1,546,819,200 (attention, LM head, router), at the BF16 peak
+    # (2,250 TFLOPS); the experts at the FP8 peak (4,500)
+    seconds = 2 * 1_546_819_200 / 2250e12 + 2 * 3_583_180_800 / 4500e12
+    assert capacity.prefill_tps_per_gpu(b200, 0, "bound") == pytest.approx(1 / seconds)
+
+
 def test_speculative_tokens_come_from_the_catalogue_or_the_caller():
     # MTP: 1 + 0.85 + 0.85² + 0.85³ (DeepSeek-V3's acceptance over three draft tokens)
     assert capacity.speculative_tokens("MTP") == C["accepted_tokens_mtp"] == round(
@@ -162,9 +185,9 @@ def test_the_check_holds_every_row_under_its_bound_and_attainable_figure():
     vendor = [got[r["id"]]["measured_over_attainable"] for r in rows
               if r["speculative"] == "none" and re.search("TRT-LLM|NIM", r["engine"])]
     # most vendor-tuned results reach half the attainable figure (TensorRT-LLM's gpt-oss-120b
-    # results do not: see the README's capacity section)
+    # on H100 does not: see the README's capacity section)
     assert statistics.median(vendor) > 0.65
-    assert sum(v >= 0.5 for v in vendor) >= len(vendor) - 2
+    assert sum(v >= 0.5 for v in vendor) >= len(vendor) - 1
 
 
 def test_the_check_row_of_the_spec_check_value_by_hand():

@@ -114,6 +114,25 @@ def test_a_moe_row_must_name_its_experts(tmp_path):
     assert "expert_params" in str(err.value)
 
 
+def test_a_release_format_cell_is_checked(tmp_path):
+    head = ("name,kind,total_params,active_params,layers,kv_heads,head_dim,moe_layers,experts,"
+            "experts_per_token,expert_params,released_dense_precision,weight_only_experts\n")
+    (tmp_path / "models.csv").write_text(
+        head + "Mine,moe,100e9,10e9,40,8,128,40,64,8,1e7,bf16,maybe\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        specs.load_models(tmp_path)
+    assert "weight_only_experts=maybe" in str(err.value) and "yes, no or blank" in str(
+        err.value)
+    (tmp_path / "models.csv").write_text(
+        head + "Mine,moe,100e9,10e9,40,8,128,40,64,8,1e7,fp6,yes\n", encoding="utf-8")
+    mine = specs.load_models(tmp_path)["mine"]
+    assert (mine.released_dense_precision, mine.weight_only_experts) == ("fp6", True)
+    from tokenfactory_xl import capacity  # the precision is checked where it is used
+    with pytest.raises(InputError) as err:
+        capacity.Setup.of("B200", mine, "fp4")
+    assert "released_dense_precision" in str(err.value) and "fp6" in str(err.value)
+
+
 def test_datasheet_figures():
     # dense = the datasheet's sparse figure ÷ 2 (NVIDIA), or AMD's dense figure as printed
     h100 = specs.gpu("H100 SXM")
@@ -161,7 +180,8 @@ def test_qwen_and_the_moe_models():
     assert ds.kv_elements_per_token == 61 * 576
     oss = specs.model("gpt-oss-120b")
     assert oss.kind == "moe" and round(oss.total_params / 1e9) == 117
-    assert round(oss.active_params / 1e9, 1) == 5.1
+    # the model card's 5.13 B active leave out the input embedding (201,088 × 2,880)
+    assert oss.active_params == pytest.approx(5.13e9 + 201_088 * 2_880, rel=1e-3)
     assert (oss.layers, oss.kv_heads, oss.head_dim) == (36, 8, 64)
     assert (oss.sliding_window, oss.sliding_window_layers) == (128, 18)
     for m in specs.load_models().values():

@@ -67,3 +67,15 @@ def test_a_users_catalogue_folder_reaches_the_command(tmp_path):
     # fp8: (8,030,261,248 − 525,336,576 embedding + one 4,096 row) bytes + 1,000 × 65,536 KV
     assert got["decode_tps_per_gpu"] == pytest.approx(
         2e12 / (8_030_261_248 - 128_256 * 4096 + 4096 + 1000 * 2 * 32 * 8 * 128))
+
+
+def test_weight_only_experts_say_what_they_compute_at(capsys):
+    # gpt-oss's MXFP4 experts have no 4-bit activations: BF16 on Hopper (W4A16)
+    assert cli.main(["theoretical", "--gpu", "H100", "--model", "gpt-oss-120b", "--precision",
+                     "FP4", "--gpus", "4", "--parallel", "dep", "--isl", "1024", "--osl", "1024"]
+                    ) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "fp4 weights (bf16 dense, fp8 KV, experts computed at bf16)" in first
+    assert cli.main(["theoretical", "--gpu", "B200", "--model", "Qwen3-30B-A3B", "--precision",
+                     "fp4", "--isl", "1024", "--osl", "1024", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["expert_compute_precision"] == "fp4"
