@@ -2784,8 +2784,10 @@ class Input:
             and number > self.high
             and (self.low is None or number / 12 >= self.low)
             and number / 12 <= self.high
+            and number % 6 == 0
         ):
-            # 48 typed for a life of 4 years: a number of months where years belong
+            # 48 typed for a life of 4 years: a number of months where years belong (a whole
+            # or half year of months; 31 for a 30-year limit is no such slip)
             years = fmt_number(round(number / 12, 4))
             raise BadValue(f"looks like months; allowed: {self.allowed}",
                            f"enter {years} (years: {fmt_number(number)} months is {years} years)")
