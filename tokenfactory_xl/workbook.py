@@ -46,6 +46,7 @@ from . import __version__, build_cache, ooxml, workbook_actuals, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
+from .errors import InputError, Problem
 from .files import write_atomically
 from .formula import ExcelContext, Line, excel, from_serial
 from .inputs import SiteInputs, default_inputs
@@ -123,6 +124,8 @@ class Plan:
     rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
     #: the Checks sheet's cell saying whether the Risk sheet's figures are current
     risk_check: tuple[str, str] = ("", "")
+    #: the Cover's cell holding the date the workbook was built (:func:`build_date`)
+    build_date: tuple[str, str] = ("", "")
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a workbook's formulas name the same cells many times
@@ -1084,6 +1087,29 @@ def _warnings_block(b: _Builder, ws: Worksheet, row: int) -> int:
 
 
 # -- Cover ------------------------------------------------------------------------------------
+#: The version of the specification (TFOM-SPEC) the model implements, shown on the Cover.
+SPEC_VERSION = 3
+
+
+def build_date() -> dt.date:
+    """The date a workbook is built on, shown on the Cover: the UTC day of ``SOURCE_DATE_EPOCH``
+    (seconds since 1970-01-01 UTC, the reproducible-builds convention) when that environment
+    variable is set, today otherwise. Written as each workbook is filled, so a template kept
+    between runs never carries yesterday's date."""
+    text = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not text:
+        return dt.date.today()
+    try:
+        seconds = int(text)
+        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).date()
+    except (ValueError, OverflowError, OSError):
+        raise InputError([Problem(
+            "SOURCE_DATE_EPOCH", text,
+            "the environment variable must be a whole number of seconds since 1970-01-01 UTC",
+            "set it to e.g. 1767225600 (2026-01-01), or unset it to date workbooks today")]
+        ) from None
+
+
 _HOW_TO = (
     "1. Dashboard (the next tab) shows the headline figures and charts; Checks must all say OK.",
     "2. On Inputs, pick the live scenario (Base, Optimised or Downside) and type over the blue "
@@ -1151,9 +1177,23 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
     ws[f"B{check}"].alignment = st.CENTER
     _status_format(ws, f"B{check}")
     r = check + 1
-    ws.cell(r, 1, "Template version").font = st.NOTE_FONT
+    ws.cell(r, 1, "Model version").font = st.NOTE_FONT
     ws.cell(r, 2, __version__).font = st.NOTE_FONT
     b.name("tfom_version", ws, f"B{r}")
+    ws.cell(r, 4, "tokenfactory_xl, the package that wrote this workbook").font = st.NOTE_FONT
+    ws.cell(r + 1, 1, "Specification version").font = st.NOTE_FONT
+    ws.cell(r + 1, 2, SPEC_VERSION).font = st.NOTE_FONT
+    ws.cell(r + 1, 4, "TFOM-SPEC, the text the model implements").font = st.NOTE_FONT
+    ws.cell(r + 2, 1, "Built on").font = st.NOTE_FONT
+    # a value each workbook gets as it is written (fill_cells), not part of the kept template
+    date = ws.cell(r + 2, 2, DOC_TIME.date())
+    date.font, date.number_format = st.NOTE_FONT, "yyyy-mm-dd"
+    b.plan.build_date = (ws.title, f"B{r + 2}")
+    ws.cell(r + 2, 4, "the day the workbook was written (SOURCE_DATE_EPOCH when set)"
+            ).font = st.NOTE_FONT
+    for row in (r, r + 1, r + 2):
+        ws[f"B{row}"].alignment = st.Alignment(horizontal="left")
+    r += 2
     r += 2
     ws.cell(r, 1, "What it is").font = st.SECTION_FONT
     about = ws.cell(r + 1, 1, (
@@ -1633,6 +1673,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
     sink.sheet(workbook_risk.SHEET, workbook_risk.cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
     sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
+    sink.one(*p.build_date, dt.datetime.combine(build_date(), dt.time()))
     for sheet_name, coord, source in p.echoes:
         if source.startswith("in_"):
             spec = BY_NAME[source[3:]]
