@@ -764,34 +764,44 @@ def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Years: tax by calendar year with losses carried forward, debt service cover ---------------
+#: The yearly sheets' (Years, Statements) units column and first year's column.
+YEAR_UNIT_COL, YEAR_FIRST_COL = 2, 3
+
+
 def _years_sheet(b: _Builder, ws: Worksheet) -> None:
     _title(ws, "Years", "Tax by calendar year, losses carried forward (unlevered and after "
            "interest), and debt service cover, for each scenario.")
     row = 4
     ws.cell(row, 1, om.BY_LINE["fiscal_years"].label)
-    b.scalar(ws, f"B{row}", om.BY_LINE["fiscal_years"])
+    b.scalar(ws, f"{_col(YEAR_FIRST_COL)}{row}", om.BY_LINE["fiscal_years"])
     row += 2
     for line in om.FISCAL_COMMON:
         header = line.name in ("fy_number", "fy_year")
         ws.cell(row, 1, line.label).font = st.TOTAL_FONT if header else st.CALC_FONT
-        b.along(ws, row, 2, line, font=st.TOTAL_FONT if header else st.CALC_FONT)
+        if line.name == "fy_number":
+            ws.cell(row, YEAR_UNIT_COL, "Unit").font = st.TOTAL_FONT
+        else:
+            _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+        b.along(ws, row, YEAR_FIRST_COL, line, font=st.TOTAL_FONT if header else st.CALC_FONT)
         if line.name == "fy_year":
             for k in range(om.FISCAL_YEARS):
-                ws.cell(row, 2 + k).number_format = "0"
+                ws.cell(row, YEAR_FIRST_COL + k).number_format = "0"
         row += 1
     for sc in om.ALL_SCENARIOS:
         row += 1
         _section(ws, row, f"{sc.name} scenario" if sc in om.SCENARIOS else sc.name,
-                 2 + om.FISCAL_YEARS)
+                 YEAR_FIRST_COL + om.FISCAL_YEARS)
         row += 1
         for line in om.FISCAL_LINES[sc.key]:
             ws.cell(row, 1, line.label.split(": ", 1)[1])
-            b.along(ws, row, 2, line)
+            _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+            b.along(ws, row, YEAR_FIRST_COL, line)
             row += 1
     ws.column_dimensions["A"].width = 42
+    ws.column_dimensions[_col(YEAR_UNIT_COL)].width = 10
     for k in range(om.FISCAL_YEARS):
-        ws.column_dimensions[_col(2 + k)].width = 15
-    ws.freeze_panes = "B8"
+        ws.column_dimensions[_col(YEAR_FIRST_COL + k)].width = 15
+    ws.freeze_panes = f"{_col(YEAR_FIRST_COL)}8"
     _print_setup(ws, fit_height=1)
 
 
@@ -802,13 +812,15 @@ def _statements_sheet(b: _Builder, ws: Worksheet) -> None:
            "keeps no cash: equity pays in what a year lacks and takes out what it earns.")
     row = 4
     ws.cell(row, 1, "Calendar year").font = st.TOTAL_FONT
-    b.along(ws, row, 2, om.BY_LINE["fy_year"], font=st.TOTAL_FONT)
+    ws.cell(row, YEAR_UNIT_COL, "Unit").font = st.TOTAL_FONT
+    b.along(ws, row, YEAR_FIRST_COL, om.BY_LINE["fy_year"], font=st.TOTAL_FONT)
     for k in range(om.FISCAL_YEARS):
-        ws.cell(row, 2 + k).number_format = "0"
+        ws.cell(row, YEAR_FIRST_COL + k).number_format = "0"
     row += 1
     line = om.BY_LINE["fy_end_month"]
     ws.cell(row, 1, line.label).font = st.CALC_FONT
-    b.along(ws, row, 2, line)
+    _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+    b.along(ws, row, YEAR_FIRST_COL, line)
     parts = dict(om.STATEMENT_PARTS)
     totals = ("net_income", "cash_change", "balance_gap", "ebit", "ebitda")
     for sc in om.SCENARIOS:
@@ -817,16 +829,19 @@ def _statements_sheet(b: _Builder, ws: Worksheet) -> None:
             if line.meta["statement"] != part:
                 part = line.meta["statement"]
                 row += 2
-                _section(ws, row, f"{sc.name} scenario: {parts[part]}", 2 + om.FISCAL_YEARS)
+                _section(ws, row, f"{sc.name} scenario: {parts[part]}",
+                         YEAR_FIRST_COL + om.FISCAL_YEARS)
             row += 1
             bold = line.meta["key"] in totals
             ws.cell(row, 1, line.label.split(": ", 1)[1]).font = (
                 st.TOTAL_FONT if bold else st.CALC_FONT)
-            b.along(ws, row, 2, line, font=st.TOTAL_FONT if bold else st.CALC_FONT)
+            _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+            b.along(ws, row, YEAR_FIRST_COL, line, font=st.TOTAL_FONT if bold else st.CALC_FONT)
     ws.column_dimensions["A"].width = 48
+    ws.column_dimensions[_col(YEAR_UNIT_COL)].width = 10
     for k in range(om.FISCAL_YEARS):
-        ws.column_dimensions[_col(2 + k)].width = 15
-    ws.freeze_panes = "B5"
+        ws.column_dimensions[_col(YEAR_FIRST_COL + k)].width = 15
+    ws.freeze_panes = f"{_col(YEAR_FIRST_COL)}5"
     _print_setup(ws, fit_height=0)
 
 
