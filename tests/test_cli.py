@@ -61,8 +61,8 @@ def assert_matches_reference(got: dict, overrides: dict) -> None:
 
 def test_summary_json_keys_and_values(capsys):
     got = summary_json(capsys)
-    assert list(got) == [*OUTPUT_NAMES, "warning_rules", "scenarios", "optimised_minus_base",
-                         "bridge"]
+    assert list(got) == [*OUTPUT_NAMES, "warning_rules", "not_meaningful", "scenarios",
+                         "optimised_minus_base", "bridge"]
     assert list(got["scenarios"]) == ["Base", "Optimised", "Downside"]
     assert got["optimised_minus_base"]["npv"] == pytest.approx(
         got["scenarios"]["Optimised"]["npv"] - got["scenarios"]["Base"]["npv"])

@@ -69,7 +69,7 @@ def test_workbook_formula_and_stored_value():
     coord = ref.replace("$", "")
     formula = book[sheet][coord].value
     mw_row = wbm.TIMELINE_ROWS["mw_seconds_base"]  # the Base scenario's fleet line
-    assert formula == (f'=IF(Timeline!$C${mw_row}=0,"none",'
+    assert formula == (f'=IF(Timeline!$C${mw_row}=0,"n/m",'
                        f'out_tokens_sold_total_base/Timeline!$C${mw_row})')
     assert values[sheet][coord] == pytest.approx(hand_tokens_per_mw(), rel=1e-12)
     # the MW·s of the denominator: facility kW ÷ 1,000 × hours × 3,600, by named constants

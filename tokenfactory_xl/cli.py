@@ -212,8 +212,10 @@ def unit_text(kind: str, currency: str = "", unit: str = "") -> tuple[str, str]:
     return "", unit
 
 
-def format_value(value: float | None, kind: str, currency: str = "", unit: str = "") -> str:
-    """A summary value as the table shows it, with its unit (``None`` → ``none``).
+def format_value(value: float | None, kind: str, currency: str = "", unit: str = "",
+                 missing: str = "none") -> str:
+    """A summary value as the table shows it, with its unit (``None`` → ``missing``: "none",
+    or "n/m" for a ratio without meaning).
 
     ``kind`` picks the digits (an output's display kind, :func:`format_number`), ``unit`` is the
     output's unit: ``money/Mtok`` with currency ``USD`` gives ``USD 0.3656 per Mtok``,
@@ -221,7 +223,7 @@ def format_value(value: float | None, kind: str, currency: str = "", unit: str =
     ``0.96% a year``), whole GPUs as ``1,024 GPUs``.
     """
     if value is None:
-        return "none"
+        return missing
     before, after = unit_text(kind, currency, unit)
     return " ".join(t for t in (before, format_number(value, kind), after) if t)
 
@@ -314,7 +316,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
         bridge = {"uplift_npv": result.uplift["npv"],
                   **{name: result.uplift[name] for name in BRIDGE_NAMES}}
         document = {**result.summary, "warning_rules": list(live.warnings),
-                    "scenarios": {name: {**sc.summary, "warning_rules": list(sc.warnings)}
+                    "not_meaningful": _not_meaningful(result.summary),
+                    "scenarios": {name: {**sc.summary, "warning_rules": list(sc.warnings),
+                                         "not_meaningful": _not_meaningful(sc.summary)}
                                   for name, sc in result.scenarios.items()},
                     "optimised_minus_base": {k: v for k, v in result.uplift.items()
                                              if k not in BRIDGE_NAMES},
@@ -357,14 +361,25 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _not_meaningful(summary: dict[str, float | None]) -> list[str]:
+    """The outputs whose ``null`` in ``--json`` is a ratio without meaning ("n/m" in the table
+    and the workbook), not a figure that does not exist ("none")."""
+    from .operating_model import NM, OUTPUT_MISSING
+
+    return [name for name, missing in OUTPUT_MISSING.items()
+            if missing == NM and summary.get(name) is None]
+
+
 #: The rows (the uplift and its bridge) whose empty cells are no figure at all (not "none").
 _UPLIFT = "uplift_npv"
 
 
 def _summary_wide(rows: list, marked: list[str], currency: str) -> list[str]:
     """One line per output: its label, each scenario's figure with its unit, its name."""
+    from .operating_model import OUTPUT_MISSING
+
     texts = [[("" if name.startswith(_UPLIFT) and v is None
-               else format_value(v, kind, currency, unit))
+               else format_value(v, kind, currency, unit, OUTPUT_MISSING.get(name, "none")))
               for v in values] for _, kind, unit, values, name in rows]
     width = max(len(label) for label, *_ in rows)
     right = [max(len(t[j]) for t in texts + [marked]) for j in range(len(marked))]
@@ -379,8 +394,11 @@ def _summary_wide(rows: list, marked: list[str], currency: str) -> list[str]:
 def _summary_narrow(rows: list, marked: list[str], currency: str) -> list[str]:
     """For a narrow terminal: each output's label, unit and name on one line, its figures
     (digits only) on the next, in the scenarios' columns."""
+    from .operating_model import OUTPUT_MISSING
+
     digits = [[("" if name.startswith(_UPLIFT) and v is None else
-                "none" if v is None else format_number(v, kind)) for v in values]
+                OUTPUT_MISSING.get(name, "none") if v is None else format_number(v, kind))
+               for v in values]
               for _, kind, _, values, name in rows]
     right = max(len(t) for t in [*(c for r in digits for c in r), *marked])
     out = ["    " + "  ".join(f"{n:>{right}}" for n in marked)]

@@ -224,6 +224,15 @@ def none_if(condition: Expr, value: object) -> Expr:
     return IF(condition, NONE, value)
 
 
+NM = "n/m"  # what a ratio shows where it has no meaning (a margin on revenue ≤ 0)
+
+
+def nm_if(condition: Expr, value: object) -> Expr:
+    """``IF(condition, "n/m", value)``: a ratio without meaning, "not meaningful" (NaN in
+    Python; a line declared with it says ``missing=NM`` so that its stored value is "n/m")."""
+    return IF(condition, NM, value)
+
+
 # -- lines and tables -------------------------------------------------------------------------
 
 
@@ -250,8 +259,8 @@ class Line:
     ``table`` is ``None`` for a scalar (one cell). ``first``, for a table line, is the formula
     of its first position where that differs (the start of a bisection). ``skip_first`` leaves
     the first position of the table empty (the Timeline's month 0 for monthly flows).
-    ``missing`` is what a NaN shows: ``"none"`` for the spec's "no figure", ``""`` for a
-    blank.
+    ``missing`` is what a NaN shows: ``"none"`` for the spec's "no figure", ``"n/m"`` for a
+    ratio without meaning (:func:`nm_if`), ``""`` for a blank.
     """
 
     name: str
@@ -467,7 +476,7 @@ def _python(e: Expr, ctx: PythonContext) -> str:
     if isinstance(e, Num):
         return repr(e.value)
     if isinstance(e, Text):
-        return "_nan" if e.value in ("", NONE) else repr(e.value)
+        return "_nan" if e.value in ("", NONE, NM) else repr(e.value)
     if isinstance(e, Const):
         return f"K[{e.name!r}]"
     if isinstance(e, ListRef):
@@ -508,6 +517,10 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         if isinstance(arg, Each):
             return repr(float(arg.shape[0 if e.name == "ROWS" else 1]))
         return f"_columns({python(arg, ctx)})"
+    if e.name == "COUNTIF" and isinstance(e.args[1], Text) and e.args[1].value == NM:
+        # Python holds "n/m" as NaN, as it holds "none": COUNTIF(…, "none") counts both there,
+        # where a spreadsheet counts the two texts apart
+        return "0.0"
     args = [python(a, ctx) for a in e.args]
     if e.name in _AGGREGATES:
         return f"_{e.name.lower()}({', '.join(args)})"

@@ -47,6 +47,7 @@ from .formula import (
     MATCH,
     MAX,
     MIN,
+    NM,
     NONE,
     NORMSDIST,
     NORMSINV,
@@ -77,6 +78,7 @@ from .formula import (
     Text,
     compile_model,
     from_serial,
+    nm_if,
     none_if,
     to_serial,
 )
@@ -1107,11 +1109,14 @@ class Output:
     kind: str  # fraction | money | gpus | tokens | months | price | ratio
     formula: Callable[[Scenario], Expr]
     note: str = ""
+    #: what the output shows where it has no figure: "none" (the spec's "no figure") or "n/m"
+    #: (a ratio without meaning, :func:`formula.nm_if`)
+    missing: str = NONE
 
     def line_for(self, sc: Scenario) -> Line:
         return Line(f"out_{self.name}_{sc.key}", f"{self.label} · {sc.name}", self.unit,
                     self.kind, self.formula(sc), note=self.note, defined_name=True,
-                    meta={"output": self.name, "scenario": sc.name})
+                    missing=self.missing, meta={"output": self.name, "scenario": sc.name})
 
     @property
     def line(self) -> Line:
@@ -1119,7 +1124,8 @@ class Output:
         return Line(f"out_{self.name}", self.label, self.unit, self.kind,
                     CHOOSE(N.scenario_number,
                            *(Name(f"out_{self.name}_{sc.key}") for sc in SCENARIOS)),
-                    note=self.note, defined_name=True, meta={"output": self.name})
+                    note=self.note, defined_name=True, missing=self.missing,
+                    meta={"output": self.name})
 
 
 def _t(name: str, sc: Scenario) -> Name:
@@ -1228,8 +1234,9 @@ OUTPUTS: tuple[Output, ...] = (
     Output("revenue_total", "Revenue", "money", "money", lambda sc: _t("revenue", sc)),
     Output("ebitda_total", "EBITDA", "money", "money", lambda sc: _t("ebitda", sc)),
     Output("ebitda_margin", "EBITDA margin", "fraction", "fraction",
-           lambda sc: none_if(_o("revenue_total", sc).eq(0),
-                              _o("ebitda_total", sc) / _o("revenue_total", sc))),
+           lambda sc: nm_if(_o("revenue_total", sc) <= 0,
+                            _o("ebitda_total", sc) / _o("revenue_total", sc)),
+           "EBITDA ÷ revenue; n/m when revenue ≤ 0", missing=NM),
     Output("npv", "NPV", "money", "money", lambda sc: _t("discounted_cash_flow", sc),
            "project cash flows; month 0 undiscounted; monthly rate (1 + r)^(1/12) − 1"),
     Output("terminal_value_pv", "Terminal value (PV)", "money", "money",
@@ -1305,9 +1312,10 @@ OUTPUTS: tuple[Output, ...] = (
                                                 / K.tokens_per_mtok)),
            "today's market price at which the pre-tax NPV is 0 with the tokens sold"),
     Output("tokens_per_mw", "Tokens per MW", "tokens/s per MW", "tokens",
-           lambda sc: none_if(_t("mw_seconds", sc).eq(0),
-                              _o("tokens_sold_total", sc) / _t("mw_seconds", sc)),
-           "tokens sold per second per MW of facility power in service"),
+           lambda sc: nm_if(_t("mw_seconds", sc).eq(0),
+                            _o("tokens_sold_total", sc) / _t("mw_seconds", sc)),
+           "tokens sold per second per MW of facility power in service; n/m with none in "
+           "service", missing=NM),
     Output("cost_per_mtok_input", "Cost per million input tokens", "money/Mtok", "price",
            lambda sc: IF(AND(N.split_costs.eq(1), ISNUMBER(_o("cost_per_mtok", sc))),
                          _o("cost_per_mtok", sc) * N.site_tps_per_gpu / I.prefill_tps_per_gpu,
@@ -1319,13 +1327,14 @@ OUTPUTS: tuple[Output, ...] = (
                          NONE),
            "cost per Mtok × T ÷ decode TPS; none without prefill and decode TPS"),
     Output("realised_sell_through", "Realised sell-through", "fraction", "fraction",
-           lambda sc: none_if(_t("deliverable_tokens", sc).eq(0),
-                              _o("tokens_sold_total", sc) / _t("deliverable_tokens", sc)),
-           "tokens sold ÷ deliverable tokens"),
+           lambda sc: nm_if(_t("deliverable_tokens", sc).eq(0),
+                            _o("tokens_sold_total", sc) / _t("deliverable_tokens", sc)),
+           "tokens sold ÷ deliverable tokens; n/m when none are deliverable", missing=NM),
     Output("cost_per_mtok", "Cost per million tokens sold", "money/Mtok", "price",
-           lambda sc: none_if(_o("tokens_sold_total", sc).eq(0),
-                              _cost_total(sc) / (_o("tokens_sold_total", sc) / K.tokens_per_mtok)),
-           "(Σ power, opex, rent, programme cost and depreciation) ÷ Mtok sold"),
+           lambda sc: nm_if(_o("tokens_sold_total", sc).eq(0),
+                            _cost_total(sc) / (_o("tokens_sold_total", sc) / K.tokens_per_mtok)),
+           "(Σ power, opex, rent, programme cost and depreciation) ÷ Mtok sold; n/m when none "
+           "is sold", missing=NM),
     Output("economic_life_months", "Economic life", "months", "months", _economic_life,
            "when revenue per GPU-hour falls to its cash cost"),
 )
@@ -1380,6 +1389,8 @@ OUTPUTS += (
            "how many warning rules fire (Checks lists them; none turns the master check red)"),
 )
 OUTPUT_NAMES: tuple[str, ...] = tuple(o.name for o in OUTPUTS)
+#: What each output shows where it has no figure: "none" or "n/m" (a ratio without meaning).
+OUTPUT_MISSING: dict[str, str] = {o.name: o.missing for o in OUTPUTS}
 #: The outputs the Scenarios sheet and the portfolio show as Optimised − Base.
 UPLIFT_NAMES: tuple[str, ...] = ("npv", "ebitda_total", "revenue_total", "tokens_sold_total",
                                  "equivalent_gpus")
@@ -1445,7 +1456,8 @@ YEARLY_LINES: tuple[Line, ...] = (
     Line("year_revenue", "Revenue", "money", "money", _by_year("revenue"), table=YEAR_TABLE),
     Line("year_ebitda", "EBITDA", "money", "money", _by_year("ebitda"), table=YEAR_TABLE),
     Line("year_margin", "EBITDA margin", "fraction", "fraction",
-         none_if(C.year_revenue.eq(0), C.year_ebitda / C.year_revenue), table=YEAR_TABLE),
+         nm_if(C.year_revenue <= 0, C.year_ebitda / C.year_revenue), table=YEAR_TABLE,
+         missing=NM),
     # months of the year only: the month-0 investment is year 0 of the Timeline
     Line("year_cash_flow", "Cash flow", "money", "money", _by_year("cash_flow"),
          table=YEAR_TABLE),
@@ -1599,8 +1611,9 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
          MIN(Row(f"st_balance_gap_{sc.key}")) >= -K.cent,
          MAX(Row(f"st_cash_change_{sc.key}")) <= K.cent,
          MIN(Row(f"st_cash_change_{sc.key}")) >= -K.cent))),
-    ("outputs_compute", "Every summary output computes (a number or \"none\")",
-     AND(*((COUNT(block) + COUNTIF(block, NONE)).eq(ROWS(block) * COLUMNS(block))
+    ("outputs_compute", "Every summary output computes (a number, \"none\" or \"n/m\")",
+     AND(*((COUNT(block) + COUNTIF(block, NONE) + COUNTIF(block, NM))
+           .eq(ROWS(block) * COLUMNS(block))
            for block in _OUT_BLOCKS))),
 )
 CROSS_CHECKS: tuple[Line, ...] = tuple(

@@ -46,6 +46,7 @@ from . import __version__, build_cache, ooxml, workbook_actuals, workbook_risk
 from . import operating_model as om
 from . import workbook_style as st
 from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
+from .errors import InputError, Problem
 from .files import write_atomically
 from .formula import ExcelContext, Line, excel, from_serial
 from .inputs import SiteInputs, default_inputs
@@ -124,6 +125,8 @@ class Plan:
     rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
     #: the Checks sheet's cell saying whether the Risk sheet's figures are current
     risk_check: tuple[str, str] = ("", "")
+    #: the Cover's cell holding the date the workbook was built (:func:`build_date`)
+    build_date: tuple[str, str] = ("", "")
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a workbook's formulas name the same cells many times
@@ -762,34 +765,44 @@ def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Years: tax by calendar year with losses carried forward, debt service cover ---------------
+#: The yearly sheets' (Years, Statements) units column and first year's column.
+YEAR_UNIT_COL, YEAR_FIRST_COL = 2, 3
+
+
 def _years_sheet(b: _Builder, ws: Worksheet) -> None:
     _title(ws, "Years", "Tax by calendar year, losses carried forward (unlevered and after "
            "interest), and debt service cover, for each scenario.")
     row = 4
     ws.cell(row, 1, om.BY_LINE["fiscal_years"].label)
-    b.scalar(ws, f"B{row}", om.BY_LINE["fiscal_years"])
+    b.scalar(ws, f"{_col(YEAR_FIRST_COL)}{row}", om.BY_LINE["fiscal_years"])
     row += 2
     for line in om.FISCAL_COMMON:
         header = line.name in ("fy_number", "fy_year")
         ws.cell(row, 1, line.label).font = st.TOTAL_FONT if header else st.CALC_FONT
-        b.along(ws, row, 2, line, font=st.TOTAL_FONT if header else st.CALC_FONT)
+        if line.name == "fy_number":
+            ws.cell(row, YEAR_UNIT_COL, "Unit").font = st.TOTAL_FONT
+        else:
+            _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+        b.along(ws, row, YEAR_FIRST_COL, line, font=st.TOTAL_FONT if header else st.CALC_FONT)
         if line.name == "fy_year":
             for k in range(om.FISCAL_YEARS):
-                ws.cell(row, 2 + k).number_format = "0"
+                ws.cell(row, YEAR_FIRST_COL + k).number_format = "0"
         row += 1
     for sc in om.ALL_SCENARIOS:
         row += 1
         _section(ws, row, f"{sc.name} scenario" if sc in om.SCENARIOS else sc.name,
-                 2 + om.FISCAL_YEARS)
+                 YEAR_FIRST_COL + om.FISCAL_YEARS)
         row += 1
         for line in om.FISCAL_LINES[sc.key]:
             ws.cell(row, 1, line.label.split(": ", 1)[1])
-            b.along(ws, row, 2, line)
+            _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+            b.along(ws, row, YEAR_FIRST_COL, line)
             row += 1
     ws.column_dimensions["A"].width = 42
+    ws.column_dimensions[_col(YEAR_UNIT_COL)].width = 10
     for k in range(om.FISCAL_YEARS):
-        ws.column_dimensions[_col(2 + k)].width = 15
-    ws.freeze_panes = "B8"
+        ws.column_dimensions[_col(YEAR_FIRST_COL + k)].width = 15
+    ws.freeze_panes = f"{_col(YEAR_FIRST_COL)}8"
     _print_setup(ws, fit_height=1)
 
 
@@ -800,13 +813,15 @@ def _statements_sheet(b: _Builder, ws: Worksheet) -> None:
            "keeps no cash: equity pays in what a year lacks and takes out what it earns.")
     row = 4
     ws.cell(row, 1, "Calendar year").font = st.TOTAL_FONT
-    b.along(ws, row, 2, om.BY_LINE["fy_year"], font=st.TOTAL_FONT)
+    ws.cell(row, YEAR_UNIT_COL, "Unit").font = st.TOTAL_FONT
+    b.along(ws, row, YEAR_FIRST_COL, om.BY_LINE["fy_year"], font=st.TOTAL_FONT)
     for k in range(om.FISCAL_YEARS):
-        ws.cell(row, 2 + k).number_format = "0"
+        ws.cell(row, YEAR_FIRST_COL + k).number_format = "0"
     row += 1
     line = om.BY_LINE["fy_end_month"]
     ws.cell(row, 1, line.label).font = st.CALC_FONT
-    b.along(ws, row, 2, line)
+    _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+    b.along(ws, row, YEAR_FIRST_COL, line)
     parts = dict(om.STATEMENT_PARTS)
     totals = ("net_income", "cash_change", "balance_gap", "ebit", "ebitda")
     for sc in om.SCENARIOS:
@@ -815,16 +830,19 @@ def _statements_sheet(b: _Builder, ws: Worksheet) -> None:
             if line.meta["statement"] != part:
                 part = line.meta["statement"]
                 row += 2
-                _section(ws, row, f"{sc.name} scenario: {parts[part]}", 2 + om.FISCAL_YEARS)
+                _section(ws, row, f"{sc.name} scenario: {parts[part]}",
+                         YEAR_FIRST_COL + om.FISCAL_YEARS)
             row += 1
             bold = line.meta["key"] in totals
             ws.cell(row, 1, line.label.split(": ", 1)[1]).font = (
                 st.TOTAL_FONT if bold else st.CALC_FONT)
-            b.along(ws, row, 2, line, font=st.TOTAL_FONT if bold else st.CALC_FONT)
+            _unit(b, ws, row, YEAR_UNIT_COL, line.unit)
+            b.along(ws, row, YEAR_FIRST_COL, line, font=st.TOTAL_FONT if bold else st.CALC_FONT)
     ws.column_dimensions["A"].width = 48
+    ws.column_dimensions[_col(YEAR_UNIT_COL)].width = 10
     for k in range(om.FISCAL_YEARS):
-        ws.column_dimensions[_col(2 + k)].width = 15
-    ws.freeze_panes = "B5"
+        ws.column_dimensions[_col(YEAR_FIRST_COL + k)].width = 15
+    ws.freeze_panes = f"{_col(YEAR_FIRST_COL)}5"
     # one page: a year a column, up to eleven, is narrow enough to stand upright
     _print_setup(ws, landscape=False, fit_height=1)
 
@@ -1090,6 +1108,29 @@ def _warnings_block(b: _Builder, ws: Worksheet, row: int) -> int:
 
 
 # -- Cover ------------------------------------------------------------------------------------
+#: The version of the specification (TFOM-SPEC) the model implements, shown on the Cover.
+SPEC_VERSION = 3
+
+
+def build_date() -> dt.date:
+    """The date a workbook is built on, shown on the Cover: the UTC day of ``SOURCE_DATE_EPOCH``
+    (seconds since 1970-01-01 UTC, the reproducible-builds convention) when that environment
+    variable is set, today otherwise. Written as each workbook is filled, so a template kept
+    between runs never carries yesterday's date."""
+    text = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not text:
+        return dt.date.today()
+    try:
+        seconds = int(text)
+        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).date()
+    except (ValueError, OverflowError, OSError):
+        raise InputError([Problem(
+            "SOURCE_DATE_EPOCH", text,
+            "the environment variable must be a whole number of seconds since 1970-01-01 UTC",
+            "set it to e.g. 1767225600 (2026-01-01), or unset it to date workbooks today")]
+        ) from None
+
+
 _HOW_TO = (
     "1. Dashboard (the next tab) shows the headline figures and charts; Checks must all say OK.",
     "2. On Inputs, pick the live scenario (Base, Optimised or Downside) and type over the blue "
@@ -1157,9 +1198,23 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
     ws[f"B{check}"].alignment = st.CENTER
     _status_format(ws, f"B{check}")
     r = check + 1
-    ws.cell(r, 1, "Template version").font = st.NOTE_FONT
+    ws.cell(r, 1, "Model version").font = st.NOTE_FONT
     ws.cell(r, 2, __version__).font = st.NOTE_FONT
     b.name("tfom_version", ws, f"B{r}")
+    ws.cell(r, 4, "tokenfactory_xl, the package that wrote this workbook").font = st.NOTE_FONT
+    ws.cell(r + 1, 1, "Specification version").font = st.NOTE_FONT
+    ws.cell(r + 1, 2, SPEC_VERSION).font = st.NOTE_FONT
+    ws.cell(r + 1, 4, "TFOM-SPEC, the text the model implements").font = st.NOTE_FONT
+    ws.cell(r + 2, 1, "Built on").font = st.NOTE_FONT
+    # a value each workbook gets as it is written (fill_cells), not part of the kept template
+    date = ws.cell(r + 2, 2, DOC_TIME.date())
+    date.font, date.number_format = st.NOTE_FONT, "yyyy-mm-dd"
+    b.plan.build_date = (ws.title, f"B{r + 2}")
+    ws.cell(r + 2, 4, "the day the workbook was written (SOURCE_DATE_EPOCH when set)"
+            ).font = st.NOTE_FONT
+    for row in (r, r + 1, r + 2):
+        ws[f"B{row}"].alignment = st.Alignment(horizontal="left")
+    r += 2
     r += 2
     ws.cell(r, 1, "What it is").font = st.SECTION_FONT
     about = ws.cell(r + 1, 1, (
@@ -1639,6 +1694,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
     sink.sheet(workbook_risk.SHEET, workbook_risk.cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
     sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
+    sink.one(*p.build_date, dt.datetime.combine(build_date(), dt.time()))
     for sheet_name, coord, source in p.echoes:
         if source.startswith("in_"):
             spec = BY_NAME[source[3:]]

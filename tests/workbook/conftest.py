@@ -62,6 +62,11 @@ INPUT_SETS: dict[str, dict[str, object]] = {
         "shutdown_month.Downside": 30, "start_date": "2027-05-01", "horizon_months": 54,
         "programme_fee_per_month.Optimised": 15_000, "fixed_opex_per_month": 30_000,
         "cohorts": [{"cohort": "late", "online_month": 9, "gpus": 128, "capex_per_gpu": 50_000}]},
+    # a Downside that sells nothing, live: a margin on no revenue and a cost per Mtok of no
+    # tokens have no meaning ("n/m"), nor the Years sheet's margins
+    "nothing_sold_downside": {
+        "scenario": "Downside", "horizon_months": 24, "sell_through_start": 0,
+        "sell_through_target.Downside": 0},
     "debt_at_zero_rate_prefill_decode": {
         "debt_share": 0.9, "debt_rate": 0, "debt_tenor_months": 120, "horizon_months": 40,
         "prefill_tps_per_gpu": 30_000, "decode_tps_per_gpu": 6_000, "measured_tps": 2_500_000,

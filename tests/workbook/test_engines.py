@@ -20,7 +20,13 @@ from tests.tools.cells import read_cells
 from tokenfactory_xl import operating_model as om
 from tokenfactory_xl import workbook as wbm
 from tokenfactory_xl import workbook_risk
-from tokenfactory_xl.operating_model import FROM_MONTH0, LINE_NAMES, OUTPUT_NAMES, run
+from tokenfactory_xl.operating_model import (
+    FROM_MONTH0,
+    LINE_NAMES,
+    OUTPUT_MISSING,
+    OUTPUT_NAMES,
+    run,
+)
 
 from .conftest import INPUT_SETS, RISK_DRAWS, excel_serial
 
@@ -50,7 +56,7 @@ def check_against_model(read, inputs) -> list[str]:
     for name in OUTPUT_NAMES:
         expected = result.summary[name]
         got = read("out", name)
-        if not same(got, "none" if expected is None else expected):
+        if not same(got, OUTPUT_MISSING[name] if expected is None else expected):
             bad.append(f"out_{name}: {got!r} != {expected!r}")
     horizon = int(inputs["horizon_months"])
     for line in LINE_NAMES:
@@ -68,7 +74,7 @@ def check_against_model(read, inputs) -> list[str]:
         for name in OUTPUT_NAMES:
             expected = result.scenarios[sc.name].summary[name]
             got = read("out", f"{name}_{sc.key}")
-            if not same(got, "none" if expected is None else expected):
+            if not same(got, OUTPUT_MISSING[name] if expected is None else expected):
                 bad.append(f"out_{name}_{sc.key}: {got!r} != {expected!r}")
     return bad
 
