@@ -1,4 +1,4 @@
-"""How fast the risk and the tornado run (TFOM-SPEC §8), against a plain loop of model runs.
+"""How fast the risk and the tornado run (methodology §8), against a plain loop of model runs.
 
 In the same run on the same machine, for one site over 120 months:
 

@@ -1,4 +1,4 @@
-"""An independent reference implementation of the TFOM (TFOM-SPEC §4, §6, §7 and §10).
+"""An independent reference implementation of the TFOM (methodology §4, §6, §7 and §10).
 
 Version 2 of the spec, with version 3's exit at a market value and shutdown per scenario
 (§10.1, §10.2), the bridge and equivalent GPUs of §10.3, the warnings and MIRR of §10.5 and the
@@ -32,7 +32,7 @@ from typing import Any
 
 SCENARIOS = ("Base", "Optimised", "Downside")
 
-#: The site inputs and their defaults, TFOM-SPEC §6 (a per-scenario "S" input is a
+#: The site inputs and their defaults, methodology §6 (a per-scenario "S" input is a
 #: (Base, Optimised, Downside) tuple). Restated here on purpose: the oracle must not read
 #: the production catalogue, or a wrong default there would be copied into the oracle.
 DEFAULTS: dict[str, Any] = {

@@ -179,7 +179,7 @@ def test_risk_draws_0_leaves_the_risk_columns_out(tmp_path):
                 "--summary-csv", str(tmp_path / "s.csv"), "--quiet")
     assert proc.returncode == 0, proc.stderr
     header = (tmp_path / "s.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
-    # the last columns: the uplift's bridge (TFOM-SPEC §10.3); no risk column
+    # the last columns: the uplift's bridge (methodology §10.3); no risk column
     assert header[-1] == "uplift_npv_programme" and "npv_p10" not in header
     bad = tfxl("batch", str(sites), "-o", str(tmp_path / "out2"), "--risk-draws", "-5")
     assert bad.returncode == 2 and "-5: give 0 (no risk columns) or more draws" in bad.stderr

@@ -1,4 +1,4 @@
-"""Each site's charts end at its horizon and carry the values they show (TFOM-SPEC §9)."""
+"""Each site's charts end at its horizon and carry the values they show (methodology §9)."""
 
 from __future__ import annotations
 

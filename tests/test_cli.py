@@ -202,7 +202,7 @@ def test_summary_prints_every_figure_with_its_unit():
     end = next(i for i, line in enumerate(out) if line.startswith("  * the live scenario"))
     lines = {line.split()[-1]: line for line in out[2:end]}
     assert set(lines) == {*OUTPUT_NAMES, "uplift_npv", *BRIDGE_NAMES}
-    # The defaults (TFOM-SPEC §10.9's worked examples): payback 59.01 months in the Base,
+    # The defaults (methodology §10.9's worked examples): payback 59.01 months in the Base,
     # 17.46 in the Optimised, none in the Downside; blended price 0.28 × 0.75 × (0.5 + 0.5 ×
     # 0.25) + 1.10 × 0.25, with 20 % of tokens sold at half price: × 0.9 = 0.365625 per Mtok.
     assert re.search(r"Payback\s+59\.01 months\s+17\.46 months\s+none  payback_months$",
@@ -222,7 +222,7 @@ def test_summary_prints_every_figure_with_its_unit():
                      lines["dscr_breaches"])  # no debt
     assert " tokens  tokens_sold_total" in lines["tokens_sold_total"]
     # whole GPUs without decimals: 1,024 × 0.30 ÷ 0.30 in the Base, 1,024 × 0.65 ÷ 0.30 in
-    # the Optimised = 2,218.67 (TFOM-SPEC §1)
+    # the Optimised = 2,218.67 (methodology §1)
     assert re.search(r"Equivalent GPUs \(cohort-1 GPUs\)\s+1,024 GPUs\s+2,218\.67 GPUs\s+"
                      r"1,024 GPUs  equivalent_gpus$", lines["equivalent_gpus"])
     # Optimised − Base stands in the Optimised column: 38,804,238.20 + 2,910,841.00, and its

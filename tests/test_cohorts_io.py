@@ -1,4 +1,4 @@
-"""Cohorts tables (TFOM-SPEC §4.1, §6 "Cohorts"): read beside a sites file (``--cohorts FILE`` or a
+"""Cohorts tables (methodology §4.1, §6): read beside a sites file (``--cohorts FILE`` or a
 ``cohorts`` sheet), for one site (``summary``/``template --cohorts``), and read back by collect."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A line of the model is one declaration: its formula reaches every rendering from there.
 
-``tokens_per_mw`` (TFOM-SPEC §7) was added as one :class:`~tokenfactory_xl.operating_model.Output`
+``tokens_per_mw`` (methodology §7) was added as one :class:`~tokenfactory_xl.operating_model.Output`
 in ``operating_model.OUTPUTS`` and nothing else. These tests find it in the Python model, in the
 workbook as ``out_tokens_per_mw`` with its Excel formula, in the values batch stores beside
 that formula, and in ``summary --json`` — all equal to one hand computation.

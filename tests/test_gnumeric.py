@@ -1,6 +1,6 @@
 """A second open-source engine, Gnumeric, recalculates the workbooks and agrees with the model.
 
-TFOM-SPEC section 9: the workbook computes the same numbers in every engine. Gnumeric
+methodology section 9: the workbook computes the same numbers in every engine. Gnumeric
 (``ssconvert --recalc``) recomputes the committed template and a batch-generated workbook (two
 sites: an owned fleet in the Base scenario, a rented one in the Optimised scenario, a short
 horizon); every ``out_`` defined name must equal the Python model's figure for the workbook's
@@ -224,7 +224,7 @@ def test_gnumeric_recalculates_instead_of_keeping_stored_values(ssconvert, workb
 
 
 def test_gnumeric_recalculates_the_statements_as_the_model(workbooks, recalculated):
-    """TFOM-SPEC §10.4 in Gnumeric: every cell of the template's Statements sheet (each
+    """methodology §10.4 in Gnumeric: every cell of the template's Statements sheet (each
     scenario's income statement, cash-flow statement and balance sheet by calendar year) is the
     model's figure, blank after the horizon's last year, and the master check says OK."""
     from tokenfactory_xl import operating_model as om

@@ -1,4 +1,4 @@
-"""The spec's formulas (TFOM-SPEC sections 1–3): worked examples, broadcasting, properties."""
+"""The spec's formulas (methodology sections 1–3): worked examples, broadcasting, properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A ratio without meaning shows "n/m", not a number and not "none" (TFOM-SPEC §10.7): the
+"""A ratio without meaning shows "n/m", not a number and not "none" (methodology §10.7): the
 EBITDA margin on revenue ≤ 0, the cost per Mtok with no tokens sold. One declaration gives the
 workbook's formula, the Python model's value (NaN: ``None`` in a summary) and the stored text;
 LibreOffice and Gnumeric recompute it in ``tests/workbook/test_engines.py`` (input set

@@ -1,4 +1,4 @@
-"""The production model (TFOM-SPEC §4, §6, §7) against the independent reference.
+"""The production model (methodology §4, §6, §7) against the independent reference.
 
 ``tests/reference_v2.py`` implements the spec from its text with plain loops and shares no
 code with ``tokenfactory_xl.operating_model``; ``tests/test_reference_v2.py`` pins it, and the

@@ -1,4 +1,4 @@
-"""Every function the workbooks use is one that every engine has (TFOM-SPEC section 9).
+"""Every function the workbooks use is one that every engine has (methodology section 9).
 
 ``tests/data/portable_functions.txt`` lists the functions that Excel, LibreOffice, Google Sheets
 and Apple Numbers all implement under one name. Every formula of the committed template and of a

@@ -94,7 +94,7 @@ def test_headers_are_labels_with_units_and_the_names_in_comments(entries, path):
 
 
 def test_each_scenario_npv_and_the_uplift_are_the_model_s(entries, path):
-    # TFOM-SPEC §4.5: whatever the live scenario, the row carries the three NPVs and the uplift.
+    # methodology §4.5: whatever the live scenario, the row carries the three NPVs and the uplift.
     header = pf.headers(names_of(entries), "USD")
     for row, (_, result) in zip(table_rows(path), entries, strict=True):
         for sc in ("Base", "Optimised", "Downside"):

@@ -1,6 +1,6 @@
 """The reference implementation of the TFOM version 2 (tests/reference_v2.py) against the spec.
 
-First the spec's own worked examples (TFOM-SPEC §7, every input at its default, and the debt
+First the spec's own worked examples (methodology §7, every input at its default, and the debt
 example), to the digits the spec prints. Then small cases computed by hand, each comment
 giving the arithmetic. The hand cases share one "simple site" in which every rate is 1 or 0
 so that a GPU-hour is one million tokens sold at 1 per Mtok:
@@ -97,7 +97,7 @@ def simple_site(**overrides: object) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-# The spec's worked examples (TFOM-SPEC §7)
+# The spec's worked examples (methodology §7)
 # --------------------------------------------------------------------------------------------
 
 #: §7's worked examples as the spec prints them (Base, Optimised, Downside).

@@ -1,4 +1,4 @@
-"""Sensitivity and risk (TFOM-SPEC §8): the tornado and the Monte Carlo run the model itself."""
+"""Sensitivity and risk (methodology §8): the tornado and the Monte Carlo run the model itself."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_each_flex_is_what_summary_set_gives_exactly(capsys, scenario):
 
 
 def test_ranges_are_the_spec_defaults_around_the_live_value():
-    """TFOM-SPEC §10.6's defaults: factors of the live value, offsets for the decline, the
+    """methodology §10.6's defaults: factors of the live value, offsets for the decline, the
     availability and the discount rate, kept inside each driver's allowed range."""
     inputs = make_inputs({"availability": 0.998, "discount_rate": 0.1})
     assert risk.flex_values(inputs, "discount_rate") == pytest.approx((0.08, 0.12))

@@ -1,4 +1,4 @@
-"""The Risk sheet (TFOM-SPEC §8): the figures stored beside the inputs they were computed for, a
+"""The Risk sheet (methodology §8): the figures stored beside the inputs they were computed for, a
 status that a spreadsheet engine turns STALE when an input changes, and ``refresh``."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_the_check_line_printed_is_a_command_that_meets_the_target(capsys):
 
 
 def test_irr_at_the_hurdle_is_where_npv_at_the_hurdle_is_zero():
-    # NPV at the discount rate r is zero exactly where the IRR is r (TFOM-SPEC §4.3): two
+    # NPV at the discount rate r is zero exactly where the IRR is r (methodology §4.3): two
     # different outputs, one answer
     inputs = make_inputs({})
     rate = float(inputs["discount_rate"])  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The three statements of TFOM-SPEC §10.4: income statement, cash-flow statement, balance sheet.
+"""The three statements of methodology §10.4: income statement, cash-flow statement, balance sheet.
 
 On random sites (cohorts, debt, shutdowns, escalation, working capital, deposits paid ahead and
 a tax life of their own) every scenario's balance sheet balances to the cent in every calendar

@@ -2,7 +2,7 @@
 
 The result files are real published ones (tests/fixtures/track/SOURCES.md); every TEF, plan,
 variance and revenue figure below is recomputed by hand from the files' own fields and the spec's
-rules (TFOM-SPEC §1, §2, §4.2), not read back from the code.
+rules (methodology §1, §2, §4.2), not read back from the code.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Excel functions called as Python, the way xlwings calls them.
 
-Values are checked against the spec's worked examples (TFOM-SPEC sections 1–3, the seeds) and
+Values are checked against the spec's worked examples (methodology sections 1–3, the seeds) and
 against hand computations written out here, not against the model's own output. Ranges are
 passed as xlwings passes them with ``ndim=2``: lists of rows; 1-D lists are what a Python caller
 may pass.
@@ -91,7 +91,7 @@ def test_gpu_hour_cost_by_hand():
 
 
 def test_gpu_hour_cost_with_the_cost_of_capital():
-    """TFOM-SPEC §10.8: at 10 % a year the capital is an annuity: i = 1.1^(1/12) − 1, over
+    """methodology §10.8: at 10 % a year the capital is an annuity: i = 1.1^(1/12) − 1, over
     N = 48 months vᴺ = 1.1^−4; 40,000 × i ÷ (1 − vᴺ) ÷ 730 = 1.378416 a GPU-hour, and the
     default site's GPU-hour costs 1.632415611. A salvage of 4,000 comes back after 4 years,
     worth 4,000 × vᴺ today. Rate 0 (the default) is the straight line."""

@@ -3,7 +3,7 @@
 A token factory already measures itself: its benchmark tools write result files and its
 inference servers expose Prometheus counters. This module reads those, in the field names the
 tools themselves write, and turns them into the site inputs the TFOM takes — measured TPS,
-TTFT p50 and p99, cache-hit share — plus the SLO attainment (TFOM-SPEC section 1) and the TEF
+TTFT p50 and p99, cache-hit share — plus the SLO attainment (methodology section 1) and the TEF
 against a theoretical figure (given, or the roofline of :mod:`tokenfactory_xl.roofline`).
 
 Formats, and the source file each reader follows:
@@ -856,7 +856,7 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
 
 # -- what the numbers mean -----------------------------------------------------------------------
 def slo_attainment(found: Measurement, slo_ms: float) -> float | None:
-    """SLO attainment of TFOM-SPEC section 1 from the measured p50/p99, or None."""
+    """SLO attainment of methodology section 1 from the measured p50/p99, or None."""
     if found.ttft_p50_ms is None or found.ttft_p99_ms is None:
         return None
     if not found.ttft_p50_ms > 0 or not found.ttft_p99_ms > found.ttft_p50_ms:
@@ -874,7 +874,7 @@ class Theoretical:
     prefill_tps_per_gpu: float | None = None
 
 
-#: The theoretical figures TEF can be taken against (TFOM-SPEC section 5.1; the first is the
+#: The theoretical figures TEF can be taken against (methodology section 5.1; the first is the
 #: default); ``roofline`` is the version-2 bound of section 5 with its MBU and MFU.
 FIGURES = ("attainable", "bound", "roofline")
 

@@ -1,7 +1,7 @@
 """Capacity you can quote: the bound and the attainable throughput of one serving setup.
 
 TEF = actual ÷ theoretical, so the theoretical figure decides whether a finance team trusts
-every number after it. TFOM-SPEC section 5.1 gives two figures for one setup (a GPU, a model,
+every number after it. methodology section 5.1 gives two figures for one setup (a GPU, a model,
 its precisions, its parallelism):
 
 - **bound** — physics only, never beaten by a real measurement. A decode step of B sequences
@@ -237,7 +237,7 @@ class Step:
 
 def step(setup: Setup, batch: float, context: float, mode: str = "attainable",
          prompt_per_output: float = 0.0, prompt_tokens: float = 0.0) -> Step:
-    """Time of one decode step of ``batch`` sequences of ``context`` tokens (TFOM-SPEC §5.1).
+    """Time of one decode step of ``batch`` sequences of ``context`` tokens (methodology §5.1).
 
     ``prompt_per_output`` prompt tokens ride along per output token (an output-throughput
     figure's prefill, attention at half of ``prompt_tokens``). See the module docstring for

@@ -1,6 +1,6 @@
 """The input catalogue: every input of a token-factory site, stated once.
 
-A site is described by the inputs of TFOM-SPEC section 6: the fleet (GPUs, ownership, CapEx),
+A site is described by the inputs of methodology section 6: the fleet (GPUs, ownership, CapEx),
 its running costs (power, PUE, opex), its capacity and efficiency (theoretical and measured
 tokens per second), its latency (TTFT p50/p99 against the objective sold), how much of what it
 produces it sells, at what prices, and the finance assumptions. Three of them (the TEF target,
@@ -50,7 +50,7 @@ class BadValue(ValueError):
 
 @dataclass(frozen=True)
 class Input:
-    """One input of the site schema (TFOM-SPEC section 6).
+    """One input of the site schema (methodology section 6).
 
     ``low``/``high`` bound numbers (``low_open`` makes the lower bound strict: "> 0").
     ``default`` is one value, or a tuple with one value per scenario when ``per_scenario``.
@@ -461,7 +461,7 @@ INPUTS: tuple[Input, ...] = (
 )
 
 
-# -- risk and tornado ranges around the live case (TFOM-SPEC §10.6) -----------------------------
+# -- risk and tornado ranges around the live case (methodology §10.6) -----------------------------
 @dataclass(frozen=True)
 class RiskRange:
     """A driver's default range around its live value v: ``factor`` (v × low … v × high) or
@@ -512,7 +512,7 @@ BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 #: The input groups, in the order they appear.
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.group for i in INPUTS))
 
-# -- the fleet's cohorts (TFOM-SPEC §4.1, §6 "Cohorts") ------------------------------------------
+# -- the fleet's cohorts (methodology §4.1, §6 "Cohorts") ------------------------------------------
 #: The workbook's fleet block has room for this many cohorts, cohort 1 being the site's columns.
 MAX_COHORTS = 8
 

@@ -2,7 +2,7 @@
 carries a cache of the values it shows.
 
 The template's charts are drawn once, for the longest horizon. A site's workbook rewrites them
-(as the stencil fills its cells, TFOM-SPEC §9): a series over the Timeline's months stops at the
+(as the stencil fills its cells, methodology §9): a series over the Timeline's months stops at the
 site's last month, so a 48-month site's charts end at month 48 in Excel and in LibreOffice, and
 each reference gets the values it points at as a cache (``numCache``/``strCache``), which
 previewers and Excel show before any recalculation. The values come from the same

@@ -336,7 +336,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
              o.name) for o in OUTPUTS]
     rows.append(("NPV: Optimised − Base", "money", "money", [None, result.uplift["npv"], None],
                  "uplift_npv"))
-    for line in BRIDGE_LINES:  # the uplift taken apart (TFOM-SPEC §10.3)
+    for line in BRIDGE_LINES:  # the uplift taken apart (methodology §10.3)
         step = line.meta["output"]
         rows.append((f"  {line.label.removeprefix('NPV uplift: ')}", "money", "money",
                      [None, result.uplift[step], None], step))

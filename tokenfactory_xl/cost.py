@@ -8,14 +8,14 @@ the throughput per GPU, the output tokens per second one user sees, and the cost
 input and of a million output tokens at ``--gpu-hour`` dollars per GPU-hour.
 
 **Input vs output.** Prefill reads a prompt token far faster than decode writes an output token
-(TFOM-SPEC §2), so an output token costs more. A run measures the blend T of both, with output
+(methodology §2), so an output token costs more. A run measures the blend T of both, with output
 share o; splitting it needs the ratio r of the prefill to the decode rate: how the GPUs' time
 divides between prefill and decode. Never from the TTFT, which holds the time a request waited
 in the queue (at high concurrency most of it: an input token would come out dearer than an
 output token). In order: ``--prefill-decode-ratio`` as given; the file's measured prefill
 throughput (AIPerf's active prefill rate: tokens per second while prefilling), with T_d from
 the blend; else, given ``--gpu``/``--model``/``--precision``, the attainable model of
-TFOM-SPEC §5.1 at the run's batch (its concurrency) and context
+methodology §5.1 at the run's batch (its concurrency) and context
 (:func:`tokenfactory_xl.capacity.gpu_seconds_per_token`). The output says which.
 Then T_d = T × ((1 − o) ÷ r + o) and T_p = r × T_d
 (:func:`tokenfactory_xl.model.decode_tps_from_blend`), and the costs are §2's
@@ -111,7 +111,7 @@ def measured_prefill_ratio(found: actuals.Measurement, gpus: int) -> float | Non
 
 
 def model_ratio(found: actuals.Measurement, setup: capacity.Setup) -> float | None:
-    """r = T_p ÷ T_d from the attainable model of TFOM-SPEC §5.1 at the run's batch (its
+    """r = T_p ÷ T_d from the attainable model of methodology §5.1 at the run's batch (its
     concurrency) and context (mean prompt + half the mean output); None without them."""
     if not (found.concurrency and found.prompt_tokens):
         return None

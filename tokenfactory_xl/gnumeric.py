@@ -1,6 +1,6 @@
 """Gnumeric's ``ssconvert``: a second open-source spreadsheet engine to recalculate workbooks.
 
-The TFOM workbook must compute the same numbers in every engine its users open it in (TFOM-SPEC
+The TFOM workbook must compute the same numbers in every engine its users open it in (methodology
 section 9). LibreOffice is one engine (:mod:`tokenfactory_xl.libreoffice`); Gnumeric is another,
 with its own formula parser and function library, and its command-line converter recalculates
 a workbook headlessly: ``ssconvert --recalc in.xlsx out.xlsx`` loads the file, recomputes every

@@ -190,7 +190,7 @@ def _as_typed(key: str, value: object) -> object:
 
 
 def site_tps_per_gpu(v: Mapping[str, object]) -> float:
-    """TFOM-SPEC §2/§6: with prefill and decode TPS both given, theoretical TPS per GPU is
+    """methodology §2/§6: with prefill and decode TPS both given, theoretical TPS per GPU is
     1 ÷ ((1 − o) ÷ T_p + o ÷ T_d); otherwise the theoretical_tps_per_gpu input."""
     prefill, decode = v.get("prefill_tps_per_gpu"), v.get("decode_tps_per_gpu")
     if prefill and decode:
@@ -327,7 +327,7 @@ def make_inputs(
 
 def _cohorts(rows: object, site: dict[str, object], problems: list[Problem],
              where: str, cohort_where: Sequence[str] = ()) -> tuple[dict[str, object], ...]:
-    """Check the cohort rows after the first (TFOM-SPEC §4.1, §6 "Cohorts")."""
+    """Check the cohort rows after the first (methodology §4.1, §6 "Cohorts")."""
     if isinstance(rows, Mapping) or not isinstance(rows, Sequence) or isinstance(rows, str):
         problems.append(Problem("cohorts", rows, "must be a list of cohort rows",
                                 "give a list of dicts with cohort, online_month and gpus",
@@ -441,7 +441,7 @@ def _cross_checks(v: dict[str, object], typed: dict[str, object], where: str) ->
         found.append(Problem(given, typed[given], f"is given without {other}",
                              "give both (their blend sets the theoretical TPS) or neither",
                              where))
-    for r in RISK_RANGES:  # TFOM-SPEC §10.6: a range around the live value, low to high
+    for r in RISK_RANGES:  # methodology §10.6: a range around the live value, low to high
         low, high = v[f"range_low_{r.driver}"], v[f"range_high_{r.driver}"]
         neutral = 1 if r.how == "factor" else 0
         live = "v × 1" if r.how == "factor" else "v + 0"

@@ -9,7 +9,7 @@ second and the price of a million tokens: the **breakeven utilisation** is the T
 revenue pays the GPU-hour (seed 004). Prices fall each quarter (the Red Queen of seed 001), which
 limits how long a GPU earns more than its cash cost.
 
-Every function here is TFOM-SPEC sections 1–3, stated once. Each takes scalars or numpy arrays
+Every function here is methodology sections 1–3, stated once. Each takes scalars or numpy arrays
 and broadcasts, so one call computes a whole spreadsheet column; a scalar call returns a float.
 Where a result is undefined (a division by zero) the element is ``nan`` or ``inf``, never an
 exception: callers (the Excel functions) turn those into Excel's own error values.
@@ -94,7 +94,7 @@ def tfi(tef: ArrayLike, sla: ArrayLike, sell_through: ArrayLike) -> Numeric:
 def load_factor(tokens_paid: ArrayLike, tokens_theoretical: ArrayLike) -> Numeric:
     """The airline load factor of seed 001 [fraction]: tokens paid ÷ theoretical tokens.
 
-    With the definitions of TFOM-SPEC section 1 it equals the TFI.
+    With the definitions of methodology section 1 it equals the TFI.
     """
     return _out(_div(tokens_paid, tokens_theoretical))
 
@@ -143,7 +143,7 @@ def _norm_cdf(z: np.ndarray) -> np.ndarray:
 
 
 def sla(availability: ArrayLike, slo_attainment: ArrayLike) -> Numeric:
-    """Service level [fraction]: availability × SLO attainment (TFOM-SPEC section 1)."""
+    """Service level [fraction]: availability × SLO attainment (methodology section 1)."""
     return _out(_f(availability) * _f(slo_attainment))
 
 
@@ -239,7 +239,7 @@ def gpu_hour_cost(
     salvage_per_gpu: ArrayLike = 0,
     discount_rate: ArrayLike = 0,
 ) -> Numeric:
-    """Owned cost of a GPU-hour [money/GPU-h] (TFOM-SPEC §10.8).
+    """Owned cost of a GPU-hour [money/GPU-h] (methodology §10.8).
 
     The capital charged as a monthly annuity at the yearly ``discount_rate`` r [fraction]:
     (CapEx per GPU − salvage × vᴺ) × i ÷ (1 − vᴺ) ÷ 730, with i = (1 + r)^(1/12) − 1,
@@ -267,7 +267,7 @@ def blended_price(
     batch_share: ArrayLike = 0,
     batch_discount: ArrayLike = 0.5,
 ) -> Numeric:
-    """Average price of a million sold tokens [money/Mtok] (TFOM-SPEC section 2).
+    """Average price of a million sold tokens [money/Mtok] (methodology section 2).
 
     input price = h × P_cached + (1 − h) × P_input; list price = (1 − o) × input price + o ×
     P_output; blended = list price × (1 − b × d). ``price_cached_input`` defaults to
@@ -411,7 +411,7 @@ def payback_months(cash_flows: ArrayLike) -> float | None:
 # -- 2. Input and output tokens: prefill vs decode -------------------------------------------
 def blended_capacity(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                      output_share: ArrayLike) -> Numeric:
-    """Tokens per GPU-second of a mix of input and output tokens [tokens/s] (TFOM-SPEC §2).
+    """Tokens per GPU-second of a mix of input and output tokens [tokens/s] (methodology §2).
 
     T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d): a GPU spends (1 − o) ÷ T_p seconds on the input and
     o ÷ T_d on the output of each token of a mix whose output share is o. The
@@ -437,7 +437,7 @@ def blended_capacity(prefill_tps: ArrayLike, decode_tps: ArrayLike,
 
 def input_time_share(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                      output_share: ArrayLike) -> Numeric:
-    """Share of GPU time spent on input tokens [fraction] (TFOM-SPEC §2): s_in =
+    """Share of GPU time spent on input tokens [fraction] (methodology §2): s_in =
     ((1 − o) ÷ T_p) ÷ ((1 − o) ÷ T_p + o ÷ T_d); output tokens take 1 − s_in.
 
     >>> round(input_time_share(40_000, 4_000, 0.25), 4)  # 0.00001875 ÷ 0.00008125
@@ -451,7 +451,7 @@ def input_time_share(prefill_tps: ArrayLike, decode_tps: ArrayLike,
 def cost_per_mtok_input(gpu_hour_cost: ArrayLike, prefill_tps: ArrayLike,
                         util: ArrayLike) -> Numeric:
     """Cost of a million input (prompt) tokens at utilisation u [$ per million tokens]
-    (TFOM-SPEC §2): C × 10⁶ ÷ (3,600 × T_p × u), :func:`cost_per_mtok` at the prefill rate.
+    (methodology §2): C × 10⁶ ÷ (3,600 × T_p × u), :func:`cost_per_mtok` at the prefill rate.
 
     >>> round(cost_per_mtok_input(2.10, 40_000, 1), 5)  # 2.10 × 10⁶ ÷ 144,000,000
     0.01458
@@ -461,7 +461,7 @@ def cost_per_mtok_input(gpu_hour_cost: ArrayLike, prefill_tps: ArrayLike,
 
 def cost_per_mtok_output(gpu_hour_cost: ArrayLike, decode_tps: ArrayLike,
                          util: ArrayLike) -> Numeric:
-    """Cost of a million output tokens at utilisation u [$ per million tokens] (TFOM-SPEC §2):
+    """Cost of a million output tokens at utilisation u [$ per million tokens] (methodology §2):
     C × 10⁶ ÷ (3,600 × T_d × u). The token-weighted mean of the input and output costs,
     (1 − o) × input + o × output, is :func:`cost_per_mtok` at the :func:`blended_capacity`.
 
@@ -473,7 +473,7 @@ def cost_per_mtok_output(gpu_hour_cost: ArrayLike, decode_tps: ArrayLike,
 
 def tokens_per_mw(tps_per_gpu: ArrayLike, util: ArrayLike, power_kw_per_gpu: ArrayLike,
                   pue: ArrayLike) -> Numeric:
-    """Facility tokens per second per megawatt [tokens/s/MW] (TFOM-SPEC §2): T × u × 1,000 ÷
+    """Facility tokens per second per megawatt [tokens/s/MW] (methodology §2): T × u × 1,000 ÷
     (kW per GPU × PUE), the GPUs a megawatt of facility power feeds times what each produces.
 
     >>> tokens_per_mw(10_000, 0.5, 1.0, 1.25)  # 5,000 tokens/s per 1.25 kW → 800 GPUs a MW
@@ -486,7 +486,7 @@ def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
                           prefill_decode_ratio: ArrayLike) -> Numeric:
     """Decode (output) tokens per GPU-second T_d behind a blended throughput [tokens/s].
 
-    TFOM-SPEC §2's blend T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d) solved for T_d when the prefill rate
+    methodology §2's blend T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d) solved for T_d when the prefill rate
     is r times the decode rate (T_p = r × T_d): T_d = T × ((1 − o) ÷ r + o). With T_p = r × T_d,
     :func:`blended_capacity` of the two gives T back. Used to split a measured throughput into
     the input and output rates that price input and output tokens.

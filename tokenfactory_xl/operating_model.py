@@ -4,7 +4,7 @@ TFOM links the technical indicators of a token factory (TPS, TTFT, TEF) to the f
 (revenue, EBITDA, ROI) for one site (seed 000). Month 0 holds the investment; months 1…H sell
 tokens. Each month the TEF and the sell-through move along linear ramps to their targets, the
 price falls by the quarterly decline, and power, opex, rent, depreciation and tax follow the
-calendar hours of the month. TFOM-SPEC section 4 is the contract; section 7 names the summary.
+calendar hours of the month. methodology section 4 is the contract; section 7 names the summary.
 
 **Every line is declared once**, below, as a :class:`~tokenfactory_xl.formula.Line`: its name,
 label, unit and formula, written in the expression language of :mod:`tokenfactory_xl.formula`
@@ -84,7 +84,7 @@ from .formula import (
 )
 from .inputs import SiteInputs
 
-#: The timeline has this many month columns (TFOM-SPEC §6: horizons of 1–120 months).
+#: The timeline has this many month columns (methodology §6: horizons of 1–120 months).
 MAX_MONTHS = int(BY_NAME["horizon_months"].high)  # type: ignore[arg-type]
 YEARS = MAX_MONTHS // 12
 
@@ -126,7 +126,7 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("seconds_per_minute", "Seconds in a minute", "s", 60, "TPM = TPS × 60"),
     Constant("seconds_per_hour", "Seconds in an hour", "s", 3_600, "tokens per hour = TPS × 3,600"),
     Constant("hours_per_day", "Hours in a day", "hours", 24, "a month's hours = its days × 24"),
-    Constant("hours_per_year", "Hours in a year", "hours", 8_760, "365 days × 24 (TFOM-SPEC §2)"),
+    Constant("hours_per_year", "Hours in a year", "hours", 8_760, "365 days × 24 (methodology §2)"),
     Constant("hours_per_month", "Average hours in a month", "hours", 730,
              "8,760 ÷ 12: spreads the fixed opex over GPU-hours (§7)"),
     Constant("months_per_year", "Months in a year", "months", 12,
@@ -175,7 +175,7 @@ FISCAL_YEARS = MAX_MONTHS // 12 + 1
 class Scenario:
     """One of the scenarios computed side by side: its name, the suffix of its lines
     (``revenue_base``) and the constant holding its column in an S input. A step of the
-    uplift bridge (TFOM-SPEC §10.3) is a scenario too: Base's column, except the S inputs in
+    uplift bridge (methodology §10.3) is a scenario too: Base's column, except the S inputs in
     ``columns`` (input name → the constant of the column it takes instead)."""
 
     name: str
@@ -191,7 +191,7 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = tuple(
     Scenario(name, name.lower(), f"scenario_{name.lower()}") for name in SCENARIO_NAMES)
 
-#: The uplift bridge (TFOM-SPEC §10.3): Base's inputs with more and more of Optimised's. Each
+#: The uplift bridge (methodology §10.3): Base's inputs with more and more of Optimised's. Each
 #: step is a scenario of its own, computed by live formulas; the last step is Optimised.
 BRIDGE_STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("tef", "TEF target", ("tef_target",)),
@@ -261,7 +261,7 @@ def _npv_at(cash_flow: str, rate: Expr) -> Expr:
     return SUMPRODUCT(Row(cash_flow), (1 + rate) ** (-(Row("month") * Row("in_horizon"))))
 
 
-# -- Capacity: what the site computes once (TFOM-SPEC §1–§3, §6 "Derived once") -----------------
+# -- Capacity: what the site computes once (methodology §1–§3, §6 "Derived once") -----------------
 CAPACITY: tuple[Line | str, ...] = (
     "Live scenario",
     _scalar("scenario_number", "Live scenario number", "1–3", "integer",
@@ -369,7 +369,7 @@ CAPACITY: tuple[Line | str, ...] = (
 )
 
 
-# -- the fleet block: one column per cohort (TFOM-SPEC §4.1) -----------------------------------
+# -- the fleet block: one column per cohort (methodology §4.1) -----------------------------------
 def _cohort_number(field: str, site: Expr) -> Expr:
     """Cohort k ≥ 2's number in the fleet block, or the site's own value when left blank."""
     typed = INDEX(Input(f"fleet_{field}"), 1, Position() - 1)
@@ -517,7 +517,7 @@ def _s_input(name: str, sc: Scenario) -> Expr:
 
 
 def fleet_scenario_lines(sc: Scenario) -> tuple[Line, ...]:
-    """The cohorts' figures that depend on a scenario (TFOM-SPEC §10.1, §10.2): each cohort's
+    """The cohorts' figures that depend on a scenario (methodology §10.1, §10.2): each cohort's
     last month (its retire month, or the scenario's shutdown month if earlier), whether it is
     bought at all, and what it fetches when sold."""
     k = sc.key
@@ -820,7 +820,7 @@ LIVE_LINES: tuple[Line | str, ...] = ("Live scenario (the one selected on Inputs
     _live_line(name) for name in LIVE_SOURCES)
 
 
-# -- tax by fiscal year, losses carried forward; debt service cover (TFOM-SPEC §4.3, §4.4) ----
+# -- tax by fiscal year, losses carried forward; debt service cover (methodology §4.3, §4.4) ----
 def _by_fiscal_year(line: str) -> Expr:
     return SUMIF(Row("fiscal_index"), Position(), Row(line))
 
@@ -890,7 +890,7 @@ def fiscal_lines(sc: Scenario) -> tuple[Line, ...]:
 FISCAL_LINES: dict[str, tuple[Line, ...]] = {sc.key: fiscal_lines(sc) for sc in ALL_SCENARIOS}
 
 
-# -- the three statements by calendar year (TFOM-SPEC §10.4) -----------------------------------
+# -- the three statements by calendar year (methodology §10.4) -----------------------------------
 def _in_statement_year(line: str) -> Expr:
     """Σ a monthly line over the statement's year (month 0 counts in the first)."""
     return SUMPRODUCT(Row(line), Row("fiscal_index").eq(Position())
@@ -1097,10 +1097,10 @@ TIMELINE_TOTALS: tuple[Line, ...] = tuple(
     _total(ln) for ln in _lines(TIMELINE_LINES) if ln.total)
 
 
-# -- the summary outputs (TFOM-SPEC §7), for each scenario -----------------------------------
+# -- the summary outputs (methodology §7), for each scenario -----------------------------------
 @dataclass(frozen=True)
 class Output:
-    """One summary output of TFOM-SPEC section 7: its name, label, unit, display kind and its
+    """One summary output of methodology section 7: its name, label, unit, display kind and its
     formula for one scenario (a function of the scenario, so that it is written once)."""
 
     name: str
@@ -1340,7 +1340,7 @@ OUTPUTS: tuple[Output, ...] = (
 )
 
 
-# -- warnings (TFOM-SPEC §10.5): what a committee should read before the figures --------------
+# -- warnings (methodology §10.5): what a committee should read before the figures --------------
 def _flag_if_number(x: Expr, condition: Callable[[Expr], Expr]) -> Expr:
     """1 where ``x`` is a number meeting ``condition``; 0 where it is none."""
     return IF(ISNUMBER(x), IF(condition(x), 1, 0), 0)
@@ -1348,7 +1348,7 @@ def _flag_if_number(x: Expr, condition: Callable[[Expr], Expr]) -> Expr:
 
 @dataclass(frozen=True)
 class Warning_:
-    """A rule of TFOM-SPEC §10.5: it never turns the master check red, it is counted in the
+    """A rule of methodology §10.5: it never turns the master check red, it is counted in the
     ``warnings`` output and printed by ``summary``."""
 
     key: str
@@ -1412,7 +1412,7 @@ def _bridge_npv(step: int) -> Expr:
     return _t("discounted_cash_flow", BRIDGE_SCENARIOS[step - 1])
 
 
-#: The uplift bridge (TFOM-SPEC §10.3): each step's change of the project NPV; the steps sum
+#: The uplift bridge (methodology §10.3): each step's change of the project NPV; the steps sum
 #: to ``uplift_npv``.
 BRIDGE_LINES: tuple[Line, ...] = tuple(
     Line(f"out_uplift_npv_{key}", f"NPV uplift: + Optimised {what}", "money", "money",
@@ -1543,7 +1543,7 @@ INPUT_CHECKS: tuple[Line, ...] = tuple(
 
 
 #: Outputs the Scenarios sheet shows apart from the others: what buying GPUs instead of the
-#: programme would cost (TFOM-SPEC §10.3), never beside the uplift.
+#: programme would cost (methodology §10.3), never beside the uplift.
 BUY_INSTEAD: tuple[str, ...] = ("avoided_capex", "avoided_rent_per_year")
 
 
@@ -1681,7 +1681,7 @@ _MODEL_LINES: tuple[Line, ...] = (
 )
 
 
-# -- units in the site's currency (TFOM-SPEC §10.7) -------------------------------------------
+# -- units in the site's currency (methodology §10.7) -------------------------------------------
 def unit_name(unit: str) -> str:
     """The line that spells a money unit in the site's currency: ``money/GPU-h`` →
     ``unit_money_per_gpu_h`` (``USD/GPU-h``); plain ``money`` is the input ``in_currency``."""
@@ -1795,7 +1795,7 @@ class ScenarioResult:
 
 @dataclass(frozen=True)
 class Result:
-    """What :func:`run` computes for one site: all three scenarios at once (TFOM-SPEC §4.5).
+    """What :func:`run` computes for one site: all three scenarios at once (methodology §4.5).
 
     ``lines`` maps each of :data:`LINE_NAMES` to its monthly array (the fleet's lines, and the
     live scenario's); ``summary`` maps each of :data:`OUTPUT_NAMES` to the live scenario's

@@ -3,9 +3,9 @@
 An operator with forty sites asks which of them clear their breakeven, how much EBITDA and NPV
 the fleet adds up to, and where a TEF programme pays most. The portfolio answers with one row per
 site: its name, the inputs that differ between the sites (``gpus`` always), and every summary
-output of TFOM-SPEC section 7.
+output of methodology section 7.
 
-The workbook is laid out for readers of stored values as much as for people (TFOM-SPEC
+The workbook is laid out for readers of stored values as much as for people (docs/methodology.md
 section 9). Its first sheet, ``Portfolio``, holds one Excel Table (``Sites``): one header row,
 one row per site and nothing under it, so ``pandas.read_excel`` and Power Query read exactly the
 sites. Each header is the catalogue's or the output's label with its unit, the currency put in
@@ -84,7 +84,7 @@ _MONEY = frozenset({"avoided_capex", "revenue_total", "ebitda_total", "npv", "np
                     "npv_optimised", "npv_downside", "uplift_npv"})
 #: Inputs that are always columns, whether or not they differ between the sites.
 ALWAYS: tuple[str, ...] = ("site_name", "gpus")
-#: Columns that apply only to one ownership (TFOM-SPEC section 6: "CapEx = gpus × capex_per_gpu
+#: Columns that apply only to one ownership (methodology section 6: "CapEx = gpus × capex_per_gpu
 #: when owned, 0 when rented; rent_per_gpu_hour counts only when rented"); blank otherwise.
 APPLIES_WHEN: dict[str, str] = {
     "capex_per_gpu": "own", "salvage_per_gpu": "own", "life_years": "own",
@@ -120,7 +120,7 @@ _MIN_WIDTH, _MAX_WIDTH, _PADDING = 8, 60, 3
 @dataclass(frozen=True)
 class ScenarioColumn:
     """A column of the portfolio beside the live scenario's outputs: one scenario's figure or
-    the uplift (TFOM-SPEC §4.5), read from the model's line (and workbook cell) ``line``."""
+    the uplift (methodology §4.5), read from the model's line (and workbook cell) ``line``."""
 
     name: str
     label: str
@@ -136,12 +136,12 @@ SCENARIO_COLUMNS: tuple[ScenarioColumn, ...] = tuple(
     ScenarioColumn(f"npv_{sc.key}", f"NPV, {sc.name}", _NPV.unit, _NPV.kind,
                    f"out_npv_{sc.key}") for sc in SCENARIOS) + (
     ScenarioColumn("uplift_npv", "NPV uplift, Optimised − Base", _NPV.unit, _NPV.kind,
-                   "out_uplift_npv"),) + tuple(  # its bridge (TFOM-SPEC §10.3)
+                   "out_uplift_npv"),) + tuple(  # its bridge (methodology §10.3)
     ScenarioColumn(line.meta["output"], line.label, _NPV.unit, _NPV.kind, line.name)
     for line in BRIDGE_LINES)
 #: Every output column, in the table's order.
 OUTPUT_COLUMNS: tuple[Output | ScenarioColumn, ...] = (*OUTPUTS, *SCENARIO_COLUMNS)
-#: The risk of each site's live NPV (TFOM-SPEC §8), when the batch computed it (``--risk-draws``).
+#: The risk of each site's live NPV (methodology §8), when the batch computed it (``--risk-draws``).
 RISK_COLUMNS: tuple[ScenarioColumn, ...] = (
     ScenarioColumn("npv_p10", "NPV P10", _NPV.unit, _NPV.kind, ""),
     ScenarioColumn("npv_p50", "NPV P50", _NPV.unit, _NPV.kind, ""),

@@ -1,4 +1,5 @@
-"""Sensitivity and risk (TFOM-SPEC §8, §10.6): which assumptions move the NPV, how likely a loss is.
+"""Sensitivity and risk (methodology §8, §10.6): which assumptions move the NPV, how likely a
+loss is.
 
 An investment committee does not sign one NPV. The **tornado** gives the live scenario's project
 NPV at a low and a high value of each driver, sorted by swing; **risk** draws the uncertain
@@ -27,7 +28,7 @@ from .catalogue import BY_NAME, COHORT_INHERITED, RISK_RANGES, Input
 from .inputs import SiteInputs
 from .operating_model import LINES, LISTS, SCENARIOS, _formula_constants, formula_inputs
 
-#: The tornado's drivers (TFOM-SPEC §10.6), in the spec's order; ties in swing keep it.
+#: The tornado's drivers (methodology §10.6), in the spec's order; ties in swing keep it.
 TORNADO_DRIVERS: tuple[str, ...] = tuple(r.driver for r in RISK_RANGES)
 #: Drivers flexed in every cohort alike: a cohort's own value moves by the same factor.
 ALL_COHORTS: frozenset[str] = frozenset({"capex_per_gpu", "life_years"})
@@ -159,7 +160,7 @@ class Tornado:
 
 
 def flex_values(inputs: SiteInputs, name: str) -> tuple[float, float]:
-    """A driver's low and high value (TFOM-SPEC §10.6): the live value v × the range's factors
+    """A driver's low and high value (methodology §10.6): the live value v × the range's factors
     (or v + its offsets), kept inside the driver's allowed range; turned round where v < 0
     makes the low end the higher (a shrinking market)."""
     spec, value = BY_NAME[name], live_value(inputs, name)

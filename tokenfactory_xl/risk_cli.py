@@ -1,5 +1,5 @@
 """``tokenfactory-xl sensitivity`` and ``tokenfactory-xl risk``: the tornado and the Monte Carlo
-of TFOM-SPEC §8 for one site, as text or JSON."""
+of methodology §8 for one site, as text or JSON."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "sensitivity",
-        description="The tornado (TFOM-SPEC §10.6): the live scenario's project NPV at the low "
+        description="The tornado (methodology §10.6): the live scenario's project NPV at the low "
                     "and the high end of each driver's range (tef_target, sell_through_target, "
                     "price_factor, decline_per_quarter, market_growth_per_quarter, "
                     "capex_per_gpu, electricity_per_kwh, resale_decline_per_quarter, "
@@ -142,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "risk",
-        description="Monte Carlo (TFOM-SPEC §10.6): draws of the first nine drivers of the "
+        description="Monte Carlo (methodology §10.6): draws of the first nine drivers of the "
                     "tornado, each triangular from the low end of its range through the live "
                     "value to the high end (the inputs range_low_<driver>, range_high_<driver>); "
                     "the NPV's P10/P50/P90 and mean, the probability of a negative NPV and the "

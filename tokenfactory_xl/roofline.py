@@ -1,7 +1,7 @@
 """Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
 
 A decode step of a batch of B sequences on one replica reads the weights it needs and every
-sequence's KV cache, and does the matrix and attention arithmetic (TFOM-SPEC section 5,
+sequence's KV cache, and does the matrix and attention arithmetic (methodology section 5,
 version 2). Whichever takes longer, moving the bytes or doing the FLOPs, sets the step time;
 B tokens come out of each step. Prefill is compute bound. These are upper bounds: what a
 replica would produce if nothing but memory bandwidth and tensor throughput limited it.
@@ -147,7 +147,7 @@ def kv_bytes_per_sequence(
 ) -> Numeric:
     """KV-cache bytes of one sequence at ``context_tokens`` [bytes].
 
-    KV bytes per token × context (TFOM-SPEC section 5). Where a share ``sliding_share`` of the
+    KV bytes per token × context (methodology section 5). Where a share ``sliding_share`` of the
     layers attends over a sliding window of ``sliding_window`` tokens, those layers cache at
     most the window: bytes per token × ((1 − s) × context + s × min(context, window)).
     """
@@ -160,7 +160,7 @@ def experts_touched(experts: ArrayLike, experts_per_token: ArrayLike,
                     batch: ArrayLike) -> Numeric:
     """Distinct experts a batch routes to in one MoE layer, in expectation [experts].
 
-    E × (1 − (1 − k ÷ E)^B) under uniform routing (TFOM-SPEC section 5): each expert is missed
+    E × (1 − (1 − k ÷ E)^B) under uniform routing (methodology section 5): each expert is missed
     by one token with probability 1 − k ÷ E, by all B tokens with that to the power B. k at
     B = 1, nearly E at large B. 0 for a dense model (E = 0).
 
@@ -179,7 +179,7 @@ def weights_read_per_step(
     hidden_size: ArrayLike = 0, moe_layers: ArrayLike = 0, experts: ArrayLike = 0,
     experts_per_token: ArrayLike = 0, expert_params: ArrayLike = 0,
 ) -> Numeric:
-    """Parameters one decode step of B sequences reads [parameters] (TFOM-SPEC section 5).
+    """Parameters one decode step of B sequences reads [parameters] (methodology section 5).
 
     (active − input embedding − k × L_moe × p_expert) + B × hidden + L_moe × E_touched(B) ×
     p_expert: the weights every token uses (attention, dense and shared-expert layers, LM head)
@@ -206,7 +206,7 @@ def bytes_per_step(
     kv_bytes_per_sequence: ArrayLike,
 ) -> Numeric:
     """Bytes one decode step reads [bytes]: weights read × bytes per weight + B × KV bytes per
-    sequence (TFOM-SPEC section 5). ``weights_read`` comes from :func:`weights_read_per_step`."""
+    sequence (methodology section 5). ``weights_read`` comes from :func:`weights_read_per_step`."""
     return _out(_f(weights_read) * _f(bytes_per_weight) + _f(batch) * _f(kv_bytes_per_sequence))
 
 
@@ -220,7 +220,7 @@ def attention_flops_per_token(
     MHA/GQA: 4 × layers × query heads × head dim × n (scores and the weighted sum of values,
     a multiply and an add each). MLA in its absorbed form (``latent_dim`` > 0): 2 × layers ×
     query heads × n × (2 × latent + rope dim), the scores over latent and rotary part and the
-    sum over the latent (TFOM-SPEC section 5). A share ``sliding_share`` of the layers attends
+    sum over the latent (methodology section 5). A share ``sliding_share`` of the layers attends
     over at most ``sliding_window`` tokens.
     """
     n, s = _f(context_tokens), _f(sliding_share)
@@ -272,7 +272,7 @@ def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
     embedding) params + attention FLOPs per prompt token).
 
     ``peak_flops`` is one GPU's [FLOP/s]; a replica of g GPUs does g times as much over g GPUs.
-    ``attention_flops_per_token`` is taken at half the prompt length (TFOM-SPEC section 5): the
+    ``attention_flops_per_token`` is taken at half the prompt length (methodology section 5): the
     average position of a prompt token.
     """
     per_token = 2 * (_f(active_params) - _f(embedding_params)) + _f(attention_flops_per_token)
@@ -281,7 +281,7 @@ def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
 
 def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                 output_share: ArrayLike) -> Numeric:
-    """Tokens per second of a mix of prompt and output tokens [tokens/s]: TFOM-SPEC section 2's
+    """Tokens per second of a mix of prompt and output tokens [tokens/s]: methodology section 2's
     blended capacity 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d), stated once in
     :func:`tokenfactory_xl.model.blended_capacity`."""
     return blended_capacity(prefill_tps, decode_tps, output_share)
@@ -478,7 +478,7 @@ def decode_step_for(
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None,
 ) -> dict[str, Numeric]:
-    """The working of one decode step of a catalogue GPU and model (TFOM-SPEC section 5).
+    """The working of one decode step of a catalogue GPU and model (methodology section 5).
 
     Returns
     -------
@@ -527,7 +527,7 @@ def theoretical_tps(
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None, check_memory: bool = True,
 ) -> Numeric:
-    """Theoretical decode throughput per GPU [tokens/s] (TFOM-SPEC section 5, version 2).
+    """Theoretical decode throughput per GPU [tokens/s] (methodology section 5, version 2).
 
     One replica spans ``gpus_per_replica`` GPUs: its bandwidth and FLOPS are that many times
     one GPU's, and its tokens per second are divided by the same number.
@@ -583,7 +583,7 @@ def theoretical_tps_over(
 
 def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str,
                     mfu: ArrayLike = DEFAULT_MFU, prompt_tokens: ArrayLike = 0) -> Numeric:
-    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (TFOM-SPEC section 5):
+    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (methodology section 5):
     peak × MFU ÷ (2 × (active − embedding) params + attention FLOPs at half the prompt length),
     peak at ``precision``. ``prompt_tokens`` 0 leaves attention out (a short prompt).
 

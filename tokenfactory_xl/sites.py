@@ -2,7 +2,7 @@
 
 An operator with forty sites, or an investor screening two thousand candidates, keeps one row per
 site in a spreadsheet or a CSV file. The header row holds input names of the catalogue
-(TFOM-SPEC section 6): ``site_name`` is required, every other column is optional and an absent
+(methodology section 6): ``site_name`` is required, every other column is optional and an absent
 column or an empty cell takes the catalogue default. A per-scenario input is one column for all
 three scenarios (``tef_target``) or one column per scenario (``tef_target.Optimised``); both may
 appear, the scenario column winning for its scenario.
@@ -961,7 +961,7 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
     return out
 
 
-# -- the cohorts table (TFOM-SPEC §4.1, §6 "Cohorts") --------------------------------------------
+# -- the cohorts table (methodology §4.1, §6 "Cohorts") --------------------------------------------
 @dataclass(frozen=True)
 class CohortRow:
     """One row of a cohorts table: the site it belongs to, where it was read, its columns."""

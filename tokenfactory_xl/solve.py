@@ -69,7 +69,7 @@ NUMERIC_KINDS = ("number", "integer", "fraction")
 
 @dataclass(frozen=True)
 class Target:
-    """``output = value``: a summary output of TFOM-SPEC §7 and the value it should take."""
+    """``output = value``: a summary output of methodology §7 and the value it should take."""
 
     output: str
     value: float

@@ -12,7 +12,7 @@ Blackwell tensor throughput *with* sparsity (marked with an asterisk); the catal
 those and says so in the source column. Memory is in the vendor's GB (10⁹ bytes; the HBM a
 card actually exposes is slightly larger, so capacity limits come out a little conservative).
 
-Model rows carry what the version-2 roofline (TFOM-SPEC section 5) needs beyond sizes: the hidden
+Model rows carry what the version-2 roofline (methodology section 5) needs beyond sizes: the hidden
 size and input-embedding table (a decode step looks up B rows of it), the query heads and the
 MLA rope dimension (attention FLOPs), and for mixture-of-experts models the MoE layers, routed
 experts, experts per token and parameters of one expert (a batch reads every expert it touches).
@@ -524,7 +524,7 @@ METHOD_FILE = "method.csv"
 
 @dataclass(frozen=True)
 class Constant:
-    """One constant of the capacity method (TFOM-SPEC section 5.1), with its source.
+    """One constant of the capacity method (methodology section 5.1), with its source.
 
     Attributes
     ----------

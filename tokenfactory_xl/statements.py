@@ -1,6 +1,6 @@
 """The three statements of a site by calendar year: income, cash flow and balance sheet.
 
-TFOM-SPEC §10.4: for each scenario and calendar year (month 0 counts in the first), the income
+methodology §10.4: for each scenario and calendar year (month 0 counts in the first), the income
 statement (revenue to net income, book depreciation), the cash-flow statement (operating,
 investing, financing and equity, which sum to 0 because the company keeps no cash) and the
 balance sheet at the year's end (fixed assets at net book value + receivables = debt + payables
@@ -27,7 +27,7 @@ def statements(result: Result, scenario: str | None = None
     scenario : one scenario's name, or every scenario (None).
 
     Years are calendar years as text (``"2027"``), in order; the keys of each part are those of
-    TFOM-SPEC §10.4: ``income`` revenue, ebitda, depreciation, gain_on_disposal, ebit, interest,
+    methodology §10.4: ``income`` revenue, ebitda, depreciation, gain_on_disposal, ebit, interest,
     tax, net_income; ``cash_flow`` operating, investing, financing, equity; ``balance``
     fixed_assets, receivables, debt, payables, equity.
     """

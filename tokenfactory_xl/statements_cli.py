@@ -1,5 +1,5 @@
 """``tokenfactory-xl statements``: the income statement, cash-flow statement and balance sheet
-of one site by calendar year (TFOM-SPEC §10.4), as text, JSON or CSV."""
+of one site by calendar year (methodology §10.4), as text, JSON or CSV."""
 
 from __future__ import annotations
 

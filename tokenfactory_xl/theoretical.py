@@ -3,7 +3,7 @@
 The TEF denominator, ``theoretical_tps_per_gpu``, is the one input finance teams find hardest
 to fill in. This command answers it from the GPU and model catalogues of
 :mod:`tokenfactory_xl.specs`: the **bound** and the **attainable** figure of
-:mod:`tokenfactory_xl.capacity` (TFOM-SPEC section 5.1) — for a batch and context, or with
+:mod:`tokenfactory_xl.capacity` (methodology section 5.1) — for a batch and context, or with
 ``--isl``/``--osl`` the best output throughput per GPU — beside the version-2 roofline of
 :mod:`tokenfactory_xl.roofline` (section 5) and its working: what a decode step reads and
 computes, which bound it hits, how large a batch fits. ``--check TABLE.csv`` puts both figures
@@ -28,7 +28,7 @@ def setup_of(args: argparse.Namespace) -> capacity.Setup:
 
 
 def v3_figures(args: argparse.Namespace) -> dict[str, object]:
-    """The bound and the attainable figure (TFOM-SPEC section 5.1) the options ask for."""
+    """The bound and the attainable figure (methodology section 5.1) the options ask for."""
     s = setup_of(args)
     out: dict[str, object] = {
         "parallel": s.parallel, "dense_precision": s.dense_precision,
@@ -61,7 +61,7 @@ def v3_figures(args: argparse.Namespace) -> dict[str, object]:
 
 
 def figures(args: argparse.Namespace) -> dict[str, object]:
-    """The version-2 roofline's figures (TFOM-SPEC section 5) and their working."""
+    """The version-2 roofline's figures (methodology section 5) and their working."""
     g, m = specs.gpu(args.gpu), specs.model(args.model)
     w_bytes = roofline.bytes_per_element(args.precision)
     n = args.gpus
@@ -228,7 +228,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "theoretical",
         description="The bound (physics only) and the attainable figure (what the best "
-                    "engines reach; TEF's default denominator) of TFOM-SPEC section 5.1 for a "
+                    "engines reach; TEF's default denominator) of methodology section 5.1 for a "
                     "GPU and a model of the catalogues, beside the version-2 roofline of "
                     "section 5: decode and prefill tokens per second per GPU, the bound the "
                     "step hits, the largest batch that fits. Use the decode TPS per GPU as the "

@@ -7,7 +7,7 @@ per measurement:
 
 - the measured throughput of the instance [tokens/s] and the GPUs that served it (``--gpus``, or
   the GPU count the file states); the throughput per GPU;
-- **TEF actual** = measured TPS per GPU ÷ cohort 1's theoretical TPS per GPU (TFOM-SPEC §1: the
+- **TEF actual** = measured TPS per GPU ÷ cohort 1's theoretical TPS per GPU (methodology §1: the
   TEF the site's ``measured_tps`` stands for), cohort 1 being in service that month;
 - **TEF plan**: the model's TEF of the workbook's live scenario in that month (the ramp of
   §4.2); the **variance** = actual − plan;

@@ -3,7 +3,7 @@
 A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
 ``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
 call that spills down the column. Each function here is a thin adapter: it checks the cells it is
-given, calls the formula of :mod:`tokenfactory_xl.model` (TFOM-SPEC sections 1–4) once over whole
+given, calls the formula of :mod:`tokenfactory_xl.model` (methodology sections 1–4) once over whole
 arrays, and gives the result back in the shape Excel expects. No formula is stated here.
 
 The same module serves three runtimes through xlwings' decorators ``func``/``arg``/``ret``:
@@ -889,7 +889,7 @@ def _series(raw: object) -> np.ndarray:
     return flows[: filled[-1] + 1]
 
 
-# -- input and output tokens: prefill vs decode (TFOM-SPEC section 2) ---------------------------
+# -- input and output tokens: prefill vs decode (methodology section 2) ---------------------------
 @xw.func(category=CATEGORY)
 @xw.arg("prefill_tps", ndim=2, err_to_str=True, doc=_doc("prefill_tps"))
 @xw.arg("decode_tps", ndim=2, err_to_str=True, doc=_doc("decode_tps"))
@@ -946,7 +946,7 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
 # tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
 # the close matches.
 
-#: THEORETICAL_TPS's figures: the two of TFOM-SPEC section 5.1 and the version-2 roofline.
+#: THEORETICAL_TPS's figures: the two of methodology section 5.1 and the version-2 roofline.
 THEORETICAL_MODES = ("attainable", "bound", "roofline")
 
 

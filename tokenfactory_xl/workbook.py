@@ -454,7 +454,7 @@ def _validation(spec: Input, lists: dict[str, str]) -> DataValidation:
 
 def _unit(b: _Builder, ws: Worksheet, row: int, col: int, unit: str) -> None:
     """A unit cell: a money unit in the site's currency (``USD/Mtok``, a formula reading
-    in_currency through its line on Capacity, TFOM-SPEC §10.7), any other unit as text."""
+    in_currency through its line on Capacity, methodology §10.7), any other unit as text."""
     if unit.startswith("money"):
         b.echo(ws, f"{_col(col)}{row}", om.unit_name(unit), "text", font=st.NOTE_FONT)
     else:
@@ -527,7 +527,7 @@ FLEET_COLS: tuple[str, ...] = tuple(_col(FLEET_LABEL_COL + 1 + i)
 
 
 def _fleet_block(b: _Builder, ws: Worksheet, inputs: SiteInputs, lists: dict[str, str]) -> None:
-    """Cohorts 2…8 (TFOM-SPEC §4.1): one column each, one row per cohort column, named
+    """Cohorts 2…8 (methodology §4.1): one column each, one row per cohort column, named
     ``in_fleet_<column>``; a blank cell takes the site's own value (except the retire month)."""
     top, label_col = FLEET_TOP, FLEET_LABEL_COL
     name_col = label_col + MAX_COHORTS
@@ -724,7 +724,7 @@ _RETURNS_EXTRAS = (
 
 
 def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
-    _title(ws, "Returns", "The summary outputs of the live scenario (TFOM-SPEC §7), each a "
+    _title(ws, "Returns", "The summary outputs of the live scenario (methodology §7), each a "
            "defined name out_<name>; every scenario side by side on Scenarios.")
     _header(ws, 4, ["Output", "Value", "Unit", "Name", "Definition"])
     row = 5
@@ -899,7 +899,7 @@ _BAR_LABELS = ("Base NPV", "+ TEF target", "+ sell-through target",
 
 
 def _bridge_block(b: _Builder, ws: Worksheet, row: int) -> int:
-    """Optimised − Base NPV in four steps (TFOM-SPEC §10.3), and its waterfall chart."""
+    """Optimised − Base NPV in four steps (methodology §10.3), and its waterfall chart."""
     _section(ws, row, "Optimised − Base NPV taken apart: each step is Base's inputs with more "
              "of Optimised's (live formulas: the bridge scenarios on Timeline)", 7)
     row += 1
@@ -1088,7 +1088,7 @@ def _checks_sheet(b: _Builder, ws: Worksheet) -> None:
 
 
 def _warnings_block(b: _Builder, ws: Worksheet, row: int) -> int:
-    """The warnings of TFOM-SPEC §10.5, one row a rule and a column a scenario (1 = it fires):
+    """The warnings of methodology §10.5, one row a rule and a column a scenario (1 = it fires):
     apart from the checks, and never part of the master check."""
     _section(ws, row - 1, "Warnings (not errors: they never turn the master check red)", 4)
     _header(ws, row, ["Warning (1 = it applies)"] + [sc.name for sc in om.SCENARIOS])
@@ -1108,7 +1108,7 @@ def _warnings_block(b: _Builder, ws: Worksheet, row: int) -> int:
 
 
 # -- Cover ------------------------------------------------------------------------------------
-#: The version of the specification (TFOM-SPEC) the model implements, shown on the Cover.
+#: The version of the method (docs/methodology.md) the model implements, shown on the Cover.
 SPEC_VERSION = 3
 
 
@@ -1204,7 +1204,7 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
     ws.cell(r, 4, "tokenfactory_xl, the package that wrote this workbook").font = st.NOTE_FONT
     ws.cell(r + 1, 1, "Specification version").font = st.NOTE_FONT
     ws.cell(r + 1, 2, SPEC_VERSION).font = st.NOTE_FONT
-    ws.cell(r + 1, 4, "TFOM-SPEC, the text the model implements").font = st.NOTE_FONT
+    ws.cell(r + 1, 4, "the method the model implements (docs/methodology.md)").font = st.NOTE_FONT
     ws.cell(r + 2, 1, "Built on").font = st.NOTE_FONT
     # a value each workbook gets as it is written (fill_cells), not part of the kept template
     date = ws.cell(r + 2, 2, DOC_TIME.date())
@@ -1246,7 +1246,7 @@ def _cover_sheet(b: _Builder, ws: Worksheet) -> None:
 
 
 # -- Dashboard --------------------------------------------------------------------------------
-#: The headline figures (TFOM-SPEC §10.5), two rows: the returns a committee asks first, then
+#: The headline figures (methodology §10.5), two rows: the returns a committee asks first, then
 #: the plan against its lifetime breakeven and the uplift taken apart.
 _KPIS = (
     ("npv", "NPV"), ("npv_excl_terminal", "NPV excl. terminal"),

@@ -1,4 +1,4 @@
-"""The Risk sheet of the TFOM workbook: the tornado and the Monte Carlo (TFOM-SPEC §8) as values.
+"""The Risk sheet of the TFOM workbook: the tornado and the Monte Carlo (methodology §8) as values.
 
 Neither can be a formula in every engine (10,000 draws of a 120-month model), so the Python
 model computes them (:mod:`tokenfactory_xl.risk`) and the sheet holds its figures beside a copy
@@ -285,7 +285,7 @@ def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
     """Lay out the sheet with ``figures`` (or blanks) and the copy of ``inputs``; ``name`` adds a
     defined name (``name(defined_name, ws, ref)``)."""
     _title, _header, _section, _print_setup = st.title, st.header, st.section, st.print_setup
-    _title(ws, "Risk", "Tornado and Monte Carlo of the live scenario's project NPV (TFOM-SPEC "
+    _title(ws, "Risk", "Tornado and Monte Carlo of the live scenario's project NPV (methodology "
            "§8): values computed by tokenfactory_xl for the inputs copied in columns U–AC, "
            "not live formulas. When an input changes, the status says STALE.")
     ws["A4"] = "Status"

@@ -101,7 +101,7 @@ second and the price of a million tokens: the **breakeven utilisation** is the T
 revenue pays the GPU-hour (seed 004). Prices fall each quarter (the Red Queen of seed 001), which
 limits how long a GPU earns more than its cash cost.
 
-Every function here is TFOM-SPEC sections 1–3, stated once. Each takes scalars or numpy arrays
+Every function here is methodology sections 1–3, stated once. Each takes scalars or numpy arrays
 and broadcasts, so one call computes a whole spreadsheet column; a scalar call returns a float.
 Where a result is undefined (a division by zero) the element is ``nan`` or ``inf``, never an
 exception: callers (the Excel functions) turn those into Excel's own error values.
@@ -186,7 +186,7 @@ def tfi(tef: ArrayLike, sla: ArrayLike, sell_through: ArrayLike) -> Numeric:
 def load_factor(tokens_paid: ArrayLike, tokens_theoretical: ArrayLike) -> Numeric:
     """The airline load factor of seed 001 [fraction]: tokens paid ÷ theoretical tokens.
 
-    With the definitions of TFOM-SPEC section 1 it equals the TFI.
+    With the definitions of methodology section 1 it equals the TFI.
     """
     return _out(_div(tokens_paid, tokens_theoretical))
 
@@ -235,7 +235,7 @@ def _norm_cdf(z: np.ndarray) -> np.ndarray:
 
 
 def sla(availability: ArrayLike, slo_attainment: ArrayLike) -> Numeric:
-    """Service level [fraction]: availability × SLO attainment (TFOM-SPEC section 1)."""
+    """Service level [fraction]: availability × SLO attainment (methodology section 1)."""
     return _out(_f(availability) * _f(slo_attainment))
 
 
@@ -331,7 +331,7 @@ def gpu_hour_cost(
     salvage_per_gpu: ArrayLike = 0,
     discount_rate: ArrayLike = 0,
 ) -> Numeric:
-    """Owned cost of a GPU-hour [money/GPU-h] (TFOM-SPEC §10.8).
+    """Owned cost of a GPU-hour [money/GPU-h] (methodology §10.8).
 
     The capital charged as a monthly annuity at the yearly ``discount_rate`` r [fraction]:
     (CapEx per GPU − salvage × vᴺ) × i ÷ (1 − vᴺ) ÷ 730, with i = (1 + r)^(1/12) − 1,
@@ -359,7 +359,7 @@ def blended_price(
     batch_share: ArrayLike = 0,
     batch_discount: ArrayLike = 0.5,
 ) -> Numeric:
-    """Average price of a million sold tokens [money/Mtok] (TFOM-SPEC section 2).
+    """Average price of a million sold tokens [money/Mtok] (methodology section 2).
 
     input price = h × P_cached + (1 − h) × P_input; list price = (1 − o) × input price + o ×
     P_output; blended = list price × (1 − b × d). ``price_cached_input`` defaults to
@@ -503,7 +503,7 @@ def payback_months(cash_flows: ArrayLike) -> float | None:
 # -- 2. Input and output tokens: prefill vs decode -------------------------------------------
 def blended_capacity(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                      output_share: ArrayLike) -> Numeric:
-    """Tokens per GPU-second of a mix of input and output tokens [tokens/s] (TFOM-SPEC §2).
+    """Tokens per GPU-second of a mix of input and output tokens [tokens/s] (methodology §2).
 
     T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d): a GPU spends (1 − o) ÷ T_p seconds on the input and
     o ÷ T_d on the output of each token of a mix whose output share is o. The
@@ -529,7 +529,7 @@ def blended_capacity(prefill_tps: ArrayLike, decode_tps: ArrayLike,
 
 def input_time_share(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                      output_share: ArrayLike) -> Numeric:
-    """Share of GPU time spent on input tokens [fraction] (TFOM-SPEC §2): s_in =
+    """Share of GPU time spent on input tokens [fraction] (methodology §2): s_in =
     ((1 − o) ÷ T_p) ÷ ((1 − o) ÷ T_p + o ÷ T_d); output tokens take 1 − s_in.
 
     >>> round(input_time_share(40_000, 4_000, 0.25), 4)  # 0.00001875 ÷ 0.00008125
@@ -543,7 +543,7 @@ def input_time_share(prefill_tps: ArrayLike, decode_tps: ArrayLike,
 def cost_per_mtok_input(gpu_hour_cost: ArrayLike, prefill_tps: ArrayLike,
                         util: ArrayLike) -> Numeric:
     """Cost of a million input (prompt) tokens at utilisation u [$ per million tokens]
-    (TFOM-SPEC §2): C × 10⁶ ÷ (3,600 × T_p × u), :func:`cost_per_mtok` at the prefill rate.
+    (methodology §2): C × 10⁶ ÷ (3,600 × T_p × u), :func:`cost_per_mtok` at the prefill rate.
 
     >>> round(cost_per_mtok_input(2.10, 40_000, 1), 5)  # 2.10 × 10⁶ ÷ 144,000,000
     0.01458
@@ -553,7 +553,7 @@ def cost_per_mtok_input(gpu_hour_cost: ArrayLike, prefill_tps: ArrayLike,
 
 def cost_per_mtok_output(gpu_hour_cost: ArrayLike, decode_tps: ArrayLike,
                          util: ArrayLike) -> Numeric:
-    """Cost of a million output tokens at utilisation u [$ per million tokens] (TFOM-SPEC §2):
+    """Cost of a million output tokens at utilisation u [$ per million tokens] (methodology §2):
     C × 10⁶ ÷ (3,600 × T_d × u). The token-weighted mean of the input and output costs,
     (1 − o) × input + o × output, is :func:`cost_per_mtok` at the :func:`blended_capacity`.
 
@@ -565,7 +565,7 @@ def cost_per_mtok_output(gpu_hour_cost: ArrayLike, decode_tps: ArrayLike,
 
 def tokens_per_mw(tps_per_gpu: ArrayLike, util: ArrayLike, power_kw_per_gpu: ArrayLike,
                   pue: ArrayLike) -> Numeric:
-    """Facility tokens per second per megawatt [tokens/s/MW] (TFOM-SPEC §2): T × u × 1,000 ÷
+    """Facility tokens per second per megawatt [tokens/s/MW] (methodology §2): T × u × 1,000 ÷
     (kW per GPU × PUE), the GPUs a megawatt of facility power feeds times what each produces.
 
     >>> tokens_per_mw(10_000, 0.5, 1.0, 1.25)  # 5,000 tokens/s per 1.25 kW → 800 GPUs a MW
@@ -578,7 +578,7 @@ def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
                           prefill_decode_ratio: ArrayLike) -> Numeric:
     """Decode (output) tokens per GPU-second T_d behind a blended throughput [tokens/s].
 
-    TFOM-SPEC §2's blend T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d) solved for T_d when the prefill rate
+    methodology §2's blend T = 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d) solved for T_d when the prefill rate
     is r times the decode rate (T_p = r × T_d): T_d = T × ((1 − o) ÷ r + o). With T_p = r × T_d,
     :func:`blended_capacity` of the two gives T back. Used to split a measured throughput into
     the input and output rates that price input and output tokens.
@@ -603,7 +603,7 @@ Blackwell tensor throughput *with* sparsity (marked with an asterisk); the catal
 those and says so in the source column. Memory is in the vendor's GB (10⁹ bytes; the HBM a
 card actually exposes is slightly larger, so capacity limits come out a little conservative).
 
-Model rows carry what the version-2 roofline (TFOM-SPEC section 5) needs beyond sizes: the hidden
+Model rows carry what the version-2 roofline (methodology section 5) needs beyond sizes: the hidden
 size and input-embedding table (a decode step looks up B rows of it), the query heads and the
 MLA rope dimension (attention FLOPs), and for mixture-of-experts models the MoE layers, routed
 experts, experts per token and parameters of one expert (a batch reads every expert it touches).
@@ -1115,7 +1115,7 @@ METHOD_FILE = "method.csv"
 
 @dataclass(frozen=True)
 class Constant:
-    """One constant of the capacity method (TFOM-SPEC section 5.1), with its source.
+    """One constant of the capacity method (methodology section 5.1), with its source.
 
     Attributes
     ----------
@@ -1155,7 +1155,7 @@ def method_constant(name: str) -> float:
     'tokenfactory_xl.roofline': r'''"""Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
 
 A decode step of a batch of B sequences on one replica reads the weights it needs and every
-sequence's KV cache, and does the matrix and attention arithmetic (TFOM-SPEC section 5,
+sequence's KV cache, and does the matrix and attention arithmetic (methodology section 5,
 version 2). Whichever takes longer, moving the bytes or doing the FLOPs, sets the step time;
 B tokens come out of each step. Prefill is compute bound. These are upper bounds: what a
 replica would produce if nothing but memory bandwidth and tensor throughput limited it.
@@ -1301,7 +1301,7 @@ def kv_bytes_per_sequence(
 ) -> Numeric:
     """KV-cache bytes of one sequence at ``context_tokens`` [bytes].
 
-    KV bytes per token × context (TFOM-SPEC section 5). Where a share ``sliding_share`` of the
+    KV bytes per token × context (methodology section 5). Where a share ``sliding_share`` of the
     layers attends over a sliding window of ``sliding_window`` tokens, those layers cache at
     most the window: bytes per token × ((1 − s) × context + s × min(context, window)).
     """
@@ -1314,7 +1314,7 @@ def experts_touched(experts: ArrayLike, experts_per_token: ArrayLike,
                     batch: ArrayLike) -> Numeric:
     """Distinct experts a batch routes to in one MoE layer, in expectation [experts].
 
-    E × (1 − (1 − k ÷ E)^B) under uniform routing (TFOM-SPEC section 5): each expert is missed
+    E × (1 − (1 − k ÷ E)^B) under uniform routing (methodology section 5): each expert is missed
     by one token with probability 1 − k ÷ E, by all B tokens with that to the power B. k at
     B = 1, nearly E at large B. 0 for a dense model (E = 0).
 
@@ -1333,7 +1333,7 @@ def weights_read_per_step(
     hidden_size: ArrayLike = 0, moe_layers: ArrayLike = 0, experts: ArrayLike = 0,
     experts_per_token: ArrayLike = 0, expert_params: ArrayLike = 0,
 ) -> Numeric:
-    """Parameters one decode step of B sequences reads [parameters] (TFOM-SPEC section 5).
+    """Parameters one decode step of B sequences reads [parameters] (methodology section 5).
 
     (active − input embedding − k × L_moe × p_expert) + B × hidden + L_moe × E_touched(B) ×
     p_expert: the weights every token uses (attention, dense and shared-expert layers, LM head)
@@ -1360,7 +1360,7 @@ def bytes_per_step(
     kv_bytes_per_sequence: ArrayLike,
 ) -> Numeric:
     """Bytes one decode step reads [bytes]: weights read × bytes per weight + B × KV bytes per
-    sequence (TFOM-SPEC section 5). ``weights_read`` comes from :func:`weights_read_per_step`."""
+    sequence (methodology section 5). ``weights_read`` comes from :func:`weights_read_per_step`."""
     return _out(_f(weights_read) * _f(bytes_per_weight) + _f(batch) * _f(kv_bytes_per_sequence))
 
 
@@ -1374,7 +1374,7 @@ def attention_flops_per_token(
     MHA/GQA: 4 × layers × query heads × head dim × n (scores and the weighted sum of values,
     a multiply and an add each). MLA in its absorbed form (``latent_dim`` > 0): 2 × layers ×
     query heads × n × (2 × latent + rope dim), the scores over latent and rotary part and the
-    sum over the latent (TFOM-SPEC section 5). A share ``sliding_share`` of the layers attends
+    sum over the latent (methodology section 5). A share ``sliding_share`` of the layers attends
     over at most ``sliding_window`` tokens.
     """
     n, s = _f(context_tokens), _f(sliding_share)
@@ -1426,7 +1426,7 @@ def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
     embedding) params + attention FLOPs per prompt token).
 
     ``peak_flops`` is one GPU's [FLOP/s]; a replica of g GPUs does g times as much over g GPUs.
-    ``attention_flops_per_token`` is taken at half the prompt length (TFOM-SPEC section 5): the
+    ``attention_flops_per_token`` is taken at half the prompt length (methodology section 5): the
     average position of a prompt token.
     """
     per_token = 2 * (_f(active_params) - _f(embedding_params)) + _f(attention_flops_per_token)
@@ -1435,7 +1435,7 @@ def prefill_tps_per_gpu(peak_flops: ArrayLike, active_params: ArrayLike,
 
 def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                 output_share: ArrayLike) -> Numeric:
-    """Tokens per second of a mix of prompt and output tokens [tokens/s]: TFOM-SPEC section 2's
+    """Tokens per second of a mix of prompt and output tokens [tokens/s]: methodology section 2's
     blended capacity 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d), stated once in
     :func:`tokenfactory_xl.model.blended_capacity`."""
     return blended_capacity(prefill_tps, decode_tps, output_share)
@@ -1632,7 +1632,7 @@ def decode_step_for(
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None,
 ) -> dict[str, Numeric]:
-    """The working of one decode step of a catalogue GPU and model (TFOM-SPEC section 5).
+    """The working of one decode step of a catalogue GPU and model (methodology section 5).
 
     Returns
     -------
@@ -1681,7 +1681,7 @@ def theoretical_tps(
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None, check_memory: bool = True,
 ) -> Numeric:
-    """Theoretical decode throughput per GPU [tokens/s] (TFOM-SPEC section 5, version 2).
+    """Theoretical decode throughput per GPU [tokens/s] (methodology section 5, version 2).
 
     One replica spans ``gpus_per_replica`` GPUs: its bandwidth and FLOPS are that many times
     one GPU's, and its tokens per second are divided by the same number.
@@ -1737,7 +1737,7 @@ def theoretical_tps_over(
 
 def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str,
                     mfu: ArrayLike = DEFAULT_MFU, prompt_tokens: ArrayLike = 0) -> Numeric:
-    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (TFOM-SPEC section 5):
+    """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (methodology section 5):
     peak × MFU ÷ (2 × (active − embedding) params + attention FLOPs at half the prompt length),
     peak at ``precision``. ``prompt_tokens`` 0 leaves attention out (a short prompt).
 
@@ -1756,7 +1756,7 @@ def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str
     'tokenfactory_xl.capacity': r'''"""Capacity you can quote: the bound and the attainable throughput of one serving setup.
 
 TEF = actual ÷ theoretical, so the theoretical figure decides whether a finance team trusts
-every number after it. TFOM-SPEC section 5.1 gives two figures for one setup (a GPU, a model,
+every number after it. methodology section 5.1 gives two figures for one setup (a GPU, a model,
 its precisions, its parallelism):
 
 - **bound** — physics only, never beaten by a real measurement. A decode step of B sequences
@@ -1992,7 +1992,7 @@ class Step:
 
 def step(setup: Setup, batch: float, context: float, mode: str = "attainable",
          prompt_per_output: float = 0.0, prompt_tokens: float = 0.0) -> Step:
-    """Time of one decode step of ``batch`` sequences of ``context`` tokens (TFOM-SPEC §5.1).
+    """Time of one decode step of ``batch`` sequences of ``context`` tokens (methodology §5.1).
 
     ``prompt_per_output`` prompt tokens ride along per output token (an output-throughput
     figure's prefill, attention at half of ``prompt_tokens``). See the module docstring for
@@ -2603,7 +2603,7 @@ def read(text: str, decimal: str | None = None) -> tuple[float, bool]:
 ''',
     'tokenfactory_xl.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
 
-A site is described by the inputs of TFOM-SPEC section 6: the fleet (GPUs, ownership, CapEx),
+A site is described by the inputs of methodology section 6: the fleet (GPUs, ownership, CapEx),
 its running costs (power, PUE, opex), its capacity and efficiency (theoretical and measured
 tokens per second), its latency (TTFT p50/p99 against the objective sold), how much of what it
 produces it sells, at what prices, and the finance assumptions. Three of them (the TEF target,
@@ -2653,7 +2653,7 @@ class BadValue(ValueError):
 
 @dataclass(frozen=True)
 class Input:
-    """One input of the site schema (TFOM-SPEC section 6).
+    """One input of the site schema (methodology section 6).
 
     ``low``/``high`` bound numbers (``low_open`` makes the lower bound strict: "> 0").
     ``default`` is one value, or a tuple with one value per scenario when ``per_scenario``.
@@ -3064,7 +3064,7 @@ INPUTS: tuple[Input, ...] = (
 )
 
 
-# -- risk and tornado ranges around the live case (TFOM-SPEC §10.6) -----------------------------
+# -- risk and tornado ranges around the live case (methodology §10.6) -----------------------------
 @dataclass(frozen=True)
 class RiskRange:
     """A driver's default range around its live value v: ``factor`` (v × low … v × high) or
@@ -3115,7 +3115,7 @@ BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 #: The input groups, in the order they appear.
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.group for i in INPUTS))
 
-# -- the fleet's cohorts (TFOM-SPEC §4.1, §6 "Cohorts") ------------------------------------------
+# -- the fleet's cohorts (methodology §4.1, §6 "Cohorts") ------------------------------------------
 #: The workbook's fleet block has room for this many cohorts, cohort 1 being the site's columns.
 MAX_COHORTS = 8
 
@@ -3152,7 +3152,7 @@ COHORT_REQUIRED: tuple[str, ...] = ("cohort", "online_month", "gpus")
 A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
 ``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
 call that spills down the column. Each function here is a thin adapter: it checks the cells it is
-given, calls the formula of :mod:`tokenfactory_xl.model` (TFOM-SPEC sections 1–4) once over whole
+given, calls the formula of :mod:`tokenfactory_xl.model` (methodology sections 1–4) once over whole
 arrays, and gives the result back in the shape Excel expects. No formula is stated here.
 
 The same module serves three runtimes through xlwings' decorators ``func``/``arg``/``ret``:
@@ -4038,7 +4038,7 @@ def _series(raw: object) -> np.ndarray:
     return flows[: filled[-1] + 1]
 
 
-# -- input and output tokens: prefill vs decode (TFOM-SPEC section 2) ---------------------------
+# -- input and output tokens: prefill vs decode (methodology section 2) ---------------------------
 @xw.func(category=CATEGORY)
 @xw.arg("prefill_tps", ndim=2, err_to_str=True, doc=_doc("prefill_tps"))
 @xw.arg("decode_tps", ndim=2, err_to_str=True, doc=_doc("decode_tps"))
@@ -4095,7 +4095,7 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
 # tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
 # the close matches.
 
-#: THEORETICAL_TPS's figures: the two of TFOM-SPEC section 5.1 and the version-2 roofline.
+#: THEORETICAL_TPS's figures: the two of methodology section 5.1 and the version-2 roofline.
 THEORETICAL_MODES = ("attainable", "bound", "roofline")
 
 

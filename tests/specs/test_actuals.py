@@ -28,7 +28,7 @@ def fixture(name: str) -> str:
 
 
 def hand_slo(p50: float, p99: float, slo: float) -> float:
-    """TFOM-SPEC section 1: log-normal TTFT through its p50 and p99."""
+    """methodology section 1: log-normal TTFT through its p50 and p99."""
     sigma = math.log(p99 / p50) / Z99
     return NormalDist().cdf(math.log(slo / p50) / sigma)
 

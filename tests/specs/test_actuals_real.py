@@ -74,7 +74,7 @@ def test_the_real_deepseek_run_reads_its_infinite_request_rate():
 def _best_bound(gpu: str, name: str, precision: str, context: int, gpus: int,
                 prompt: float, output_share: float) -> float:
     """The roofline ceiling for a token mix: decode at the largest batch that fits (decode TPS
-    grows with the batch), blended with prefill by the output share (TFOM-SPEC sections 2, 5)."""
+    grows with the batch), blended with prefill by the output share (methodology sections 2, 5)."""
     batch = roofline.max_batch_for(gpu, name, precision, context, gpus)
     decode = roofline.theoretical_tps(gpu, name, precision, batch, context, gpus)
     prefill = roofline.prefill_tps_for(gpu, name, precision, 1.0, prompt)

@@ -1,4 +1,4 @@
-"""The bound and the attainable figure of TFOM-SPEC section 5.1, worked by hand from the
+"""The bound and the attainable figure of methodology section 5.1, worked by hand from the
 catalogue's figures (config.json sizes, datasheet bandwidth and FLOPS) and the method's
 constants (tokenfactory_xl/data/method.csv), and held against published measurements."""
 

@@ -1,5 +1,5 @@
 """`tokenfactory-xl cost`: throughput per GPU, tokens/s per user and the input/output cost split
-of TFOM-SPEC section 2, on the real SGLang sweep (tests/fixtures/actuals/SOURCES.md)."""
+of methodology section 2, on the real SGLang sweep (tests/fixtures/actuals/SOURCES.md)."""
 
 from __future__ import annotations
 

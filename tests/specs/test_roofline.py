@@ -1,4 +1,4 @@
-"""The roofline of TFOM-SPEC section 5 against a hand computation from the catalogue CSVs."""
+"""The roofline of methodology section 5 against a hand computation from the catalogue CSVs."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_a_worked_example():
 
 
 def test_spec_check_value_llama_8b_stays_above_the_published_measurement():
-    # TFOM-SPEC section 5: H100 SXM, bf16, B = 1, context 1,100: ≈ 220 and above NVIDIA NIM's
+    # methodology section 5: H100 SXM, bf16, B = 1, context 1,100: ≈ 220 and above NVIDIA NIM's
     # measured 212.8 tokens/s (ITL 4.70 ms, Llama-3-8B, concurrency 1, ISL 1,000 / OSL 200).
     # (8,030,261,248 − 525,336,576 + 4,096) × 2 bytes + 131,072 × 1,100 bytes of KV cache
     # = 15,154,036,736 bytes at 3.35 TB/s: 4.5236 ms a token.
@@ -146,7 +146,7 @@ def test_spec_check_value_llama_8b_stays_above_the_published_measurement():
 
 
 def test_spec_check_value_deepseek_v3_on_eight_h200():
-    # TFOM-SPEC section 5: DeepSeek-V3, 8 × H200, fp8, B = 256, context 4,096: ≈ 1,740.
+    # methodology section 5: DeepSeek-V3, 8 × H200, fp8, B = 256, context 4,096: ≈ 1,740.
     # touched = 256 × (1 − (1 − 8/256)^256) = 255.92 of 256 experts in each of 58 MoE layers;
     # weights read = 37e9 − 926.7e6 − 8 × 58 × 44.04e6 + 256 × 7,168 + 58 × 255.92 × 44.04e6
     # = 669.36e9 bytes at fp8; KV 256 × 61 × 576 × 4,096 = 36.84e9 bytes; ÷ 38.4 TB/s = 18.39 ms

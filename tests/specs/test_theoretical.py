@@ -30,7 +30,7 @@ def test_json_figures_agree_with_a_hand_computation(capsys, gpu, m):
     assert got["decode_tps_per_gpu"] == pytest.approx(hand_tps(gpu, m, "fp8", 16, 8192, 4,
                                                                mbu=0.85))
     assert got["decode_tps_per_replica"] == pytest.approx(4 * got["decode_tps_per_gpu"])
-    # prefill: attention at half the 8,192-token prompt (TFOM-SPEC section 5)
+    # prefill: attention at half the 8,192-token prompt (methodology section 5)
     assert got["prefill_tps_per_gpu"] == pytest.approx(hand_prefill(gpu, m, "fp8", 8192))
     assert got["max_batch"] == hand_max_batch(gpu, m, "fp8", 8192, 4)
     assert got["weights_gb"] == pytest.approx(float(m["total_params"]) / 1e9)

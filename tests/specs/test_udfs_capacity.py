@@ -1,7 +1,7 @@
 """The capacity Excel functions: THEORETICAL_TPS, MAX_BATCH, GPU_SPEC, MODEL_SPEC.
 
 Called as xlwings calls them (ranges as lists of rows) and checked against the hand
-computation of TFOM-SPEC section 5 in ``test_roofline`` and against the catalogue CSVs.
+computation of methodology section 5 in ``test_roofline`` and against the catalogue CSVs.
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def test_an_unknown_name_is_refused_only_where_its_row_computes():
 
 
 def test_the_default_figure_is_the_attainable_one_and_the_bound_is_a_mode():
-    # TEF's default denominator (TFOM-SPEC section 5.1): the same as the capacity module's
+    # TEF's default denominator (methodology section 5.1): the same as the capacity module's
     from tokenfactory_xl import capacity
 
     setup = capacity.Setup.of("H200", "Llama-3.1-70B", "fp8", 8)

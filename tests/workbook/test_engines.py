@@ -70,7 +70,7 @@ def check_against_model(read, inputs) -> list[str]:
             if not same(got, want):
                 bad.append(f"{line} {coord}: {got!r} != {want!r}")
     assert len(result.lines["revenue"]) == horizon
-    for sc in om.SCENARIOS:  # every scenario's outputs, side by side (TFOM-SPEC §4.5)
+    for sc in om.SCENARIOS:  # every scenario's outputs, side by side (methodology §4.5)
         for name in OUTPUT_NAMES:
             expected = result.scenarios[sc.name].summary[name]
             got = read("out", f"{name}_{sc.key}")

@@ -201,7 +201,7 @@ def test_defined_names_are_valid_excel_names(book):
 
 def test_timeline_has_every_month_column_and_month_ends(book):
     ws = book["Timeline"]
-    assert wbm.MAX_MONTHS == 120  # TFOM-SPEC §6: horizons of 1–120 months
+    assert wbm.MAX_MONTHS == 120  # methodology §6: horizons of 1–120 months
     row = wbm.TIMELINE_ROWS["month_end"]
     assert ws.cell(row, wbm.MONTH0_COL + 120).value.startswith("=EOMONTH(")
     assert ws.cell(row, wbm.MONTH0_COL + 121).value is None
@@ -342,7 +342,7 @@ def test_cell_values_blank_beyond_the_horizon():
     assert all(values[f"{c}{r}"] == "" for c in cols[7:])
     assert len(cols) == 120
     # the fleet, held 7 months, is valued at its resale price at the horizon: 10 % less a
-    # quarter (TFOM-SPEC §10.1), 40,000 × 0.9^(7 ÷ 3) a GPU
+    # quarter (methodology §10.1), 40,000 × 0.9^(7 ÷ 3) a GPU
     proceeds = values[f"{cols[6]}{wbm.TIMELINE_ROWS['disposal_proceeds']}"]
     assert proceeds == pytest.approx(1024 * 40_000 * 0.9 ** (7 / 3), rel=1e-12)
 

@@ -1,4 +1,4 @@
-"""Every sheet with figures has a units column (TFOM-SPEC §10.7): the yearly sheets, Years and
+"""Every sheet with figures has a units column (methodology §10.7): the yearly sheets, Years and
 Statements, show each line's unit between its label and its first year, money in the site's
 currency."""
 
