@@ -107,8 +107,21 @@ def _list() -> None:
               f"{m.active_params / 1e9:>6,.1f}B active  {m.layers:>3} layers  {kv}{moe}")
 
 
+def _printed_as_data(args: argparse.Namespace, out: dict) -> bool:
+    """Print ``out`` as one CSV row (``--csv``) or a JSON object (``--json``); False when
+    neither is asked and the text report is wanted."""
+    from .cli import print_records_csv, table_format
+
+    shape = table_format(args)
+    if shape == "csv":
+        print_records_csv([out])
+    elif shape == "json":
+        print(json.dumps(out, indent=2))
+    return shape != "text"
+
+
 def cmd_theoretical(args: argparse.Namespace) -> int:
-    from .cli import UserError, print_records_csv, table_format
+    from .cli import UserError
 
     if args.list:
         _list()
@@ -126,21 +139,12 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
     if args.isl is not None:
         out = {"gpu": specs.gpu(args.gpu).name, "model": specs.model(args.model).name,
                "precision": args.precision, "gpus_per_replica": args.gpus, **v3_figures(args)}
-        if table_format(args) == "csv":
-            print_records_csv([out])
-            return 0
-        if args.json:
-            print(json.dumps(out, indent=2))
-            return 0
-        _print_throughput(out)
+        if not _printed_as_data(args, out):
+            _print_throughput(out)
         return 0
     out = {**figures(args), **{f"v3_{k}" if k == "kv_precision" else k: v
                                  for k, v in v3_figures(args).items()}}
-    if table_format(args) == "csv":
-        print_records_csv([out])
-        return 0
-    if args.json:
-        print(json.dumps(out, indent=2))
+    if _printed_as_data(args, out):
         return 0
     fit = "fits" if out["fits"] else "does NOT fit: the figures below cannot be reached"
     print(f"{out['model']} on {out['gpus_per_replica']} × {out['gpu']}, {out['precision']} "
