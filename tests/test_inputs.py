@@ -210,3 +210,14 @@ def test_version_3_inputs_refuse_bad_values_with_the_fix():
     assert "shutdown_month=121" in str(caught.value)
     site = make_inputs({"shutdown_month.Downside": 24})
     assert site["shutdown_month"] == (None, None, 24)
+
+
+def test_a_growth_above_100_percent_survives_a_change_to_the_last_bit():
+    # a growth of 560.64…% a quarter is typed with its sign; a later change of another input
+    # hands it back as the checked number it is, not as a bare 5.6 read as a likely typo
+    site = make_inputs({"market_growth_per_quarter": "560.6443440139841%"})
+    changed = site.replace({"gpus": 2048})
+    assert changed["market_growth_per_quarter"] == site["market_growth_per_quarter"]
+    assert changed["market_growth_per_quarter"][0] == 5.606443440139841
+    with pytest.raises(InputError, match="looks like a percentage"):
+        make_inputs({"market_growth_per_quarter": 5.606443440139841})

@@ -29,6 +29,7 @@ from .catalogue import (
     RISK_RANGES,
     SCENARIOS,
     BadValue,
+    CheckedNumber,
     closest_name,
     fmt_number,
 )
@@ -136,7 +137,10 @@ class SiteInputs(FrozenMapping):
 
     def replace(self, changes: Mapping[str, object], *, bare: Literal["live", "all"] = "live"):
         """A checked copy with ``changes`` applied (same key forms as :func:`make_inputs`)."""
-        base = {key: _as_typed(key, value) for key, value in self.flat().items()}
+        # values already checked are handed back as such: taken as they are, not read again as
+        # a user's typing (a growth of 5.0, 500 % a quarter, is no 5 typed for 5 %)
+        base = {key: CheckedNumber(value) if type(value) is float else value
+                for key, value in self.flat().items()}
         asked = str(changes.get("scenario", self.scenario)).strip().lower()
         live = next((s for s in SCENARIOS if s.lower() == asked), self.scenario)
         for key in changes:
