@@ -2642,6 +2642,11 @@ MISSING = None
 MAX_MAGNITUDE = 1e12
 
 
+class CheckedNumber(float):
+    """A number already checked against its input (what a checked site hands back when one of
+    its values changes): taken as it is, never read as a percentage typed without its sign."""
+
+
 class BadValue(ValueError):
     """A single value is not allowed: ``message`` says why, ``fix`` what to enter instead."""
 
@@ -2768,7 +2773,8 @@ class Input:
                            f"to {fmt_number(MAX_MAGNITUDE)} (beyond, a sum of them overflows "
                            "or loses its cents); allowed: " + self.allowed,
                            "check the unit (per GPU, per hour, per month)")
-        if self.kind == "fraction" and not percent and 1 < number <= 100:
+        if (self.kind == "fraction" and not percent and 1 < number <= 100
+                and not isinstance(value, CheckedNumber)):
             # A share or a rate typed as a whole percentage: 5 for 5 %. Where the range allows
             # such a number (growth of up to 1,000 % a quarter) it is still refused unmarked:
             # "5" is far likelier to be 5 % than 500 %.
