@@ -6,7 +6,7 @@ the figure numpy computes in one pass; ``--mode attainable`` times the default f
 once per distinct setup and batch). The Excel function reads the cells,
 groups the rows by GPU and runs the roofline once per group. This script times that one call
 against the baseline of the same computation done directly with numpy
-(:func:`tokenfactory_xl.roofline.theoretical_tps` once per GPU over that GPU's batches), and
+(:func:`tokenfactory_xl.core.roofline.theoretical_tps` once per GPU over that GPU's batches), and
 against single-cell calls (``=THEORETICAL_TPS(A2, …)`` filled down), and prints the ratios.
 
     python benchmarks/capacity.py [--rows 100000] [--cells 2000]
@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from tokenfactory_xl import roofline, specs
-from tokenfactory_xl.udfs import THEORETICAL_TPS
+from tokenfactory_xl.addin.udfs import THEORETICAL_TPS
+from tokenfactory_xl.core import roofline, specs
 
 
 def best_of(runs: int, f) -> tuple[float, object]:

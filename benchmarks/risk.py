@@ -43,9 +43,9 @@ def main() -> None:
     parser.add_argument("--plain", type=int, default=200, help="draws run one by one")
     args = parser.parse_args()
 
-    from tokenfactory_xl import risk
-    from tokenfactory_xl.inputs import make_inputs
-    from tokenfactory_xl.operating_model import run
+    from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.inputs import make_inputs
+    from tokenfactory_xl.tfom.operating_model import run
 
     print(f"one site, 120 months; {os.cpu_count()} cores; load average "
           f"{os.getloadavg()[0]:.1f} (the machine may be shared)")

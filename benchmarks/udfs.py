@@ -29,7 +29,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tokenfactory_xl import roofline, specs, udfs
+from tokenfactory_xl.addin import udfs
+from tokenfactory_xl.core import roofline, specs
 
 GOAL_SECONDS = 0.050
 

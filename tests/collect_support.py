@@ -14,9 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import openpyxl
-
-from tokenfactory_xl.audit import current_template
-from tokenfactory_xl.safe_xlsx import open_xlsx, parse_reference
+from tokenfactory_xl.files.disk.safe_xlsx import open_xlsx, parse_reference
+from tokenfactory_xl.portfolio.book.audit import current_template
 
 #: The sites of the test batch: every value typed here, so the tests can recompute them.
 SITES_CSV = """\
@@ -30,7 +29,7 @@ SITES = ("Alpha", "Beta", "Gamma")
 
 def generate(folder: Path) -> dict[str, Path]:
     """Run the batch on :data:`SITES_CSV`; site name → its workbook."""
-    from tokenfactory_xl.batch import run_batch
+    from tokenfactory_xl.portfolio.book.batch import run_batch
 
     folder.mkdir(parents=True, exist_ok=True)
     sites = folder / "sites.csv"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tokenfactory_xl import make_inputs, run
-from tokenfactory_xl import operating_model as om
+from tokenfactory_xl.tfom import operating_model as om
 
 #: Reference name → production line (``{k}``: the scenario's key), one per monthly line.
 MONTHLY = {

@@ -11,17 +11,20 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from tokenfactory_xl.files.disk.disk import TEMP_PREFIX
+from tokenfactory_xl.sites.load.load import read_sites
 
 from tests.tools import command
 from tests.tools.cells import read_cells
-from tokenfactory_xl import batch, cli, risk, workbook_risk
-from tokenfactory_xl import portfolio as pf
-from tokenfactory_xl.files import TEMP_PREFIX
-from tokenfactory_xl.libreoffice import recalculate
-from tokenfactory_xl.operating_model import OUTPUT_NAMES, run
-from tokenfactory_xl.sites import read_sites
+from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.engines.libreoffice import recalculate
+from tokenfactory_xl.portfolio.book import batch
+from tokenfactory_xl.portfolio.book import book as pf
+from tokenfactory_xl.tfom import risk
+from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES, run
+from tokenfactory_xl.workbook.build import risk_sheet as workbook_risk
 
-workbook = pytest.importorskip("tokenfactory_xl.workbook")
+workbook = pytest.importorskip("tokenfactory_xl.workbook.build")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "templates" / "sites-example.csv"
@@ -103,7 +106,7 @@ def test_the_stencil_fills_every_formula_cell_of_the_template():
 def test_a_workbook_is_the_same_whichever_formatter_writes_its_numbers():
     # orjson writes the ~15,000 numbers of a workbook in bulk; without it ``repr`` writes each:
     # the files are byte for byte the same.
-    from tokenfactory_xl import stencil
+    from tokenfactory_xl.workbook.build import stencil
 
     factory = batch.WorkbookFactory()
     inputs = read_sites(EXAMPLE)[0].inputs
@@ -390,7 +393,8 @@ def test_the_portfolio_of_many_sites_is_made_from_compact_summaries():
 def test_the_shared_default_workbook_is_read_never_changed():
     """The plan, the batch's stencil and the audit's template share one build; reading it for
     the audit and the charts adds no cell (a cell added would change the batch's bytes)."""
-    from tokenfactory_xl import audit, workbook
+    from tokenfactory_xl.portfolio.book import audit
+    from tokenfactory_xl.workbook.build import build as workbook
 
     audit.current_template()
     batch.WorkbookFactory()

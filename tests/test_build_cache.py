@@ -11,11 +11,12 @@ import zlib
 from pathlib import Path
 
 import pytest
+from tokenfactory_xl.portfolio.book.batch import WorkbookFactory
 
-from tokenfactory_xl import build_cache, workbook
-from tokenfactory_xl import operating_model as om
-from tokenfactory_xl.batch import WorkbookFactory
-from tokenfactory_xl.inputs import default_inputs
+from tokenfactory_xl.tfom import operating_model as om
+from tokenfactory_xl.tfom.inputs import default_inputs
+from tokenfactory_xl.workbook.build import build as workbook
+from tokenfactory_xl.workbook.build import build_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,12 +9,12 @@ from xml.etree import ElementTree
 
 import openpyxl
 import pytest
+from tokenfactory_xl.cli.main.workbook import template_bytes
+from tokenfactory_xl.files.disk.safe_xlsx import parse_reference
+from tokenfactory_xl.workbook.build.stencil import excel_serial
 
-from tokenfactory_xl import workbook as wbm
-from tokenfactory_xl.inputs import make_inputs
-from tokenfactory_xl.safe_xlsx import parse_reference
-from tokenfactory_xl.stencil import excel_serial
-from tokenfactory_xl.workbook_cli import template_bytes
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.workbook.build import build as wbm
 
 C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 

@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 from tests.reference_v2 import reference_run
 from tests.test_readme import commands as readme_commands
 from tests.tools import command
-from tokenfactory_xl import cli, make_inputs
-from tokenfactory_xl.catalogue import INPUTS
-from tokenfactory_xl.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
+from tokenfactory_xl import make_inputs
+from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.core.catalogue import INPUTS
+from tokenfactory_xl.tfom.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -302,9 +303,10 @@ def test_help_loads_no_command_module():
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "collect" in proc.stdout
     loaded = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
-    for module in ("openpyxl", "xlwings", "tokenfactory_xl.workbook", "tokenfactory_xl.batch",
-                   "tokenfactory_xl.collect", "tokenfactory_xl.actuals",
-                   "tokenfactory_xl.audit", "tokenfactory_xl.lite"):
+    for module in ("openpyxl", "xlwings", "tokenfactory_xl.workbook.build",
+                   "tokenfactory_xl.portfolio.batch", "tokenfactory_xl.portfolio.collect",
+                   "tokenfactory_xl.capacity.actuals",
+                   "tokenfactory_xl.portfolio.audit", "tokenfactory_xl.addin.lite"):
         assert module not in loaded, module
 
 

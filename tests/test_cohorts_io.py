@@ -9,13 +9,13 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from tokenfactory_xl.files.disk.safe_xlsx import parse_reference
+from tokenfactory_xl.portfolio.book.collect import collect
+from tokenfactory_xl.sites.load.load import load_cohorts, load_sites
 
-from tokenfactory_xl import cli
-from tokenfactory_xl.collect import collect
-from tokenfactory_xl.inputs import make_inputs
-from tokenfactory_xl.operating_model import run
-from tokenfactory_xl.safe_xlsx import parse_reference
-from tokenfactory_xl.sites import load_cohorts, load_sites
+from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.tfom.operating_model import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SITES = "site_name,gpus,measured_tps\nLyon,512,500000\nOslo,256,200000\n"

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from tests.tools import command
-from tokenfactory_xl import cli
-from tokenfactory_xl.catalogue import INPUTS, SCENARIOS
+from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.core.catalogue import INPUTS, SCENARIOS
 
 BASH = shutil.which("bash")
 

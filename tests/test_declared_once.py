@@ -1,7 +1,8 @@
 """A line of the model is one declaration: its formula reaches every rendering from there.
 
-``tokens_per_mw`` (methodology §7) was added as one :class:`~tokenfactory_xl.operating_model.Output`
-in ``operating_model.OUTPUTS`` and nothing else. These tests find it in the Python model, in the
+``tokens_per_mw`` (methodology §7) was added as one
+:class:`~tokenfactory_xl.tfom.operating_model.Output` in ``operating_model.OUTPUTS`` and nothing
+else. These tests find it in the Python model, in the
 workbook as ``out_tokens_per_mw`` with its Excel formula, in the values batch stores beside
 that formula, and in ``summary --json`` — all equal to one hand computation.
 """
@@ -16,9 +17,8 @@ import pytest
 
 from tests.tools import command
 from tokenfactory_xl import make_inputs, run
-from tokenfactory_xl import operating_model as om
-from tokenfactory_xl import workbook as wbm
-from tokenfactory_xl.formula import (
+from tokenfactory_xl.tfom import operating_model as om
+from tokenfactory_xl.tfom.formula import (
     SUM,
     Cell,
     Const,
@@ -30,6 +30,7 @@ from tokenfactory_xl.formula import (
     compile_model,
     excel,
 )
+from tokenfactory_xl.workbook.build import build as wbm
 
 ROOT = Path(__file__).resolve().parents[1]
 

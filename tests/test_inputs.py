@@ -8,7 +8,7 @@ import math
 import pytest
 
 from tokenfactory_xl import InputError, make_inputs
-from tokenfactory_xl.catalogue import BY_NAME, INPUTS, SCENARIOS
+from tokenfactory_xl.core.catalogue import BY_NAME, INPUTS, SCENARIOS
 
 
 def problems(values, **kw) -> list[str]:
@@ -164,7 +164,7 @@ def test_replace_and_flat_round_trip():
 
 # -- memory: many sites hold each repeated value once --------------------------------------------
 def test_sharing_keeps_every_value_and_its_type():
-    from tokenfactory_xl.inputs import SiteInputs
+    from tokenfactory_xl.tfom.inputs import SiteInputs
 
     memo: dict[object, object] = {}
     first = SiteInputs({"a": 1.2, "b": (0.1, 0.2, 0.3), "c": 1, "d": "own",
@@ -184,7 +184,7 @@ def test_sharing_keeps_every_value_and_its_type():
 
 
 def test_the_sites_of_a_file_share_their_repeated_values(tmp_path):
-    from tokenfactory_xl.sites import load_sites
+    from tokenfactory_xl.sites.load.load import load_sites
 
     path = tmp_path / "sites.csv"
     path.write_text("site_name,gpus,pue,tef_target\nA,512,1.25,0.4\nB,512,1.25,0.4\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tokenfactory_xl.libreoffice import recalculate
+from tokenfactory_xl.engines.libreoffice import recalculate
 
 
 def test_two_files_of_one_name_are_refused_before_anything_is_written(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokenfactory_xl import model
+from tokenfactory_xl.core import economics as model
 
 positive = st.floats(min_value=1e-3, max_value=1e6, allow_nan=False, allow_infinity=False)
 fraction = st.floats(min_value=0.01, max_value=1.0)

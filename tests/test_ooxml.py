@@ -1,9 +1,9 @@
-"""The package spellings every reader expects (tokenfactory_xl.ooxml), on parts as openpyxl
+"""The package spellings every reader expects (tokenfactory_xl.files.ooxml), on parts as openpyxl
 writes them."""
 
 from __future__ import annotations
 
-from tokenfactory_xl import ooxml
+from tokenfactory_xl.files.disk import ooxml
 
 XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"

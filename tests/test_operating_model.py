@@ -1,7 +1,7 @@
 """The production model (methodology §4, §6, §7) against the independent reference.
 
 ``tests/reference_v2.py`` implements the spec from its text with plain loops and shares no
-code with ``tokenfactory_xl.operating_model``; ``tests/test_reference_v2.py`` pins it, and the
+code with ``tokenfactory_xl.tfom.operating_model``; ``tests/test_reference_v2.py`` pins it, and the
 production model, to the spec's worked examples and to cases computed by hand. Here random
 sites — cohorts, demand, contracts, debt, programme costs, retirements, any horizon and start
 month — must give every output of every scenario and every monthly line as the reference
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.production_adapter import MONTHLY, _inputs, production_run
 from tests.reference_v2 import reference_bridge, reference_scenarios
 from tokenfactory_xl import make_inputs, run
-from tokenfactory_xl.operating_model import BRIDGE_NAMES, OUTPUT_NAMES, WARNINGS
+from tokenfactory_xl.tfom.operating_model import BRIDGE_NAMES, OUTPUT_NAMES, WARNINGS
 
 OWNED = {
     "site_name": "Frankfurt owned", "start_date": "2027-11-01", "horizon_months": 40,
@@ -121,8 +121,8 @@ def _operands() -> dict[str, list[str]]:
     """Reference name → the reference names of the monthly lines of its unit that its
     production line reads (from the model's own declarations; the scenario suffix of a line
     stands for any): money of money, tokens of tokens, never money of tokens."""
-    from tokenfactory_xl.formula import lines_read
-    from tokenfactory_xl.operating_model import LINES
+    from tokenfactory_xl.tfom.formula import lines_read
+    from tokenfactory_xl.tfom.operating_model import LINES
 
     base = {line.replace("_{k}", ""): ref for ref, line in MONTHLY.items()}
     declared = {line.name: line for line in LINES}
@@ -421,7 +421,7 @@ def _inputs_of(site: dict, cohorts: list[dict], scenario: str):
 def test_many_sites_in_one_pass_give_each_site_its_own_run_to_the_last_bit(many):
     """``run_many`` computes sites that share their compared texts along one axis; every line,
     output, scenario and uplift is the very number ``run`` gives the site alone."""
-    from tokenfactory_xl.operating_model import run_many
+    from tokenfactory_xl.tfom.operating_model import run_many
 
     alone = [run(inputs) for inputs in many]
     together = run_many(many)
@@ -442,7 +442,7 @@ def test_many_sites_in_one_pass_give_each_site_its_own_run_to_the_last_bit(many)
 def test_many_sites_share_a_pass_only_when_their_compared_texts_agree():
     """Two owned sites and one rented: the owned ones in one pass, the rented alone (the
     model compares the ownership); the site names differ and do not split them."""
-    from tokenfactory_xl import operating_model as om
+    from tokenfactory_xl.tfom import operating_model as om
 
     many = [make_inputs({**OWNED, "site_name": f"Site {i}", "ownership": own}, bare="all")
             for i, own in enumerate(["own", "rent", "own"])]
@@ -461,7 +461,7 @@ def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
     too, to the last bit."""
     import random
 
-    from tokenfactory_xl.operating_model import run_many
+    from tokenfactory_xl.tfom.operating_model import run_many
 
     rnd = random.Random(11)
     many = []
@@ -482,7 +482,7 @@ def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
 def test_when_the_pass_fails_each_site_runs_alone_and_only_the_bad_one_fails(monkeypatch):
     """``run_each``: the pass's failure falls back to one run per site; a site whose own run
     fails gets its exception in its place, the others their usual results."""
-    from tokenfactory_xl import operating_model as om
+    from tokenfactory_xl.tfom import operating_model as om
 
     many = [make_inputs({"gpus": g}) for g in (1024, 2048, 4096)]
     expected = [run(x).summary for x in many]

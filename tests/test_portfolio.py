@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from tokenfactory_xl import make_inputs, run
-from tokenfactory_xl import portfolio as pf
-from tokenfactory_xl.catalogue import BY_NAME
-from tokenfactory_xl.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
+from tokenfactory_xl.core.catalogue import BY_NAME
+from tokenfactory_xl.portfolio.book import book as pf
+from tokenfactory_xl.tfom.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
 
 INJECTION = '=HYPERLINK("http://x","y")'
 
@@ -325,7 +325,7 @@ def test_the_portfolio_prints_in_few_pages(soffice, entries, path, tmp_path):
     # the table four pages wide (a handful of sites: one page tall), the summary on one page
     import subprocess
 
-    from tokenfactory_xl.libreoffice import convert
+    from tokenfactory_xl.engines.libreoffice import convert
 
     (pdf,) = convert([path], tmp_path / "pdf", "pdf")
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,

@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from tokenfactory_xl import cli, risk
-from tokenfactory_xl.errors import InputError
-from tokenfactory_xl.inputs import make_inputs
-from tokenfactory_xl.operating_model import run
+from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.core.errors import InputError
+from tokenfactory_xl.tfom import risk
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.tfom.operating_model import run
 
 SITE = {"horizon_months": 96, "gpus": 2048, "measured_tps": 2_000_000,
         "cohorts": [{"cohort": "B200 2028", "online_month": 13, "gpus": 512,

@@ -21,8 +21,8 @@ from tests.test_operating_model import sites
 from tests.test_reference_v2 import simple_site
 from tests.tools import command
 from tokenfactory_xl import make_inputs, run
-from tokenfactory_xl import operating_model as om
-from tokenfactory_xl.statements import statements
+from tokenfactory_xl.tfom import operating_model as om
+from tokenfactory_xl.tfom.statements import statements
 
 CENT = 0.005
 BALANCE = ("fixed_assets", "receivables", "debt", "payables", "equity")

@@ -16,8 +16,8 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from tokenfactory_xl import udfs
-from tokenfactory_xl.udfs import (
+from tokenfactory_xl.addin import udfs
+from tokenfactory_xl.addin.udfs import (
     AVOIDED_CAPEX,
     BLENDED_PRICE,
     BREAKEVEN_UTIL,
@@ -380,7 +380,7 @@ def test_text_in_each_argument_is_named(name, position):
 
 # -- the shared conventions, as a new function (GPU_SPEC …) would use them -----------------------
 def test_text_arguments_use_the_catalogue_rule(monkeypatch):
-    from tokenfactory_xl.catalogue import BY_NAME
+    from tokenfactory_xl.core.catalogue import BY_NAME
 
     monkeypatch.setitem(udfs.PARAMS, "scenario",
                         udfs.Param("scenario", BY_NAME["scenario"], "A scenario"))
@@ -429,7 +429,7 @@ def test_one_bad_cell_deep_in_a_long_range_is_named(cell, says):
 
 
 def test_a_text_argument_is_read_once_per_distinct_value_and_named_where_bad():
-    from tokenfactory_xl.udfs import GPU_SPEC
+    from tokenfactory_xl.addin.udfs import GPU_SPEC
 
     gpus = [["H200"], ["B200"]] * 5_000
     assert GPU_SPEC(gpus, "hbm_gb") == [[141.0], [180.0]] * 5_000

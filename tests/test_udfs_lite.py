@@ -21,7 +21,7 @@ import pytest
 
 from tests.tools import command
 from tests.tools.once import build_once
-from tokenfactory_xl import lite, udfs
+from tokenfactory_xl.addin import lite, udfs
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "install" / "xlwings-lite"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import regen_golden
-from tokenfactory_xl import udfs
+from tokenfactory_xl.addin import udfs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,8 +24,8 @@ Data flows one way, inputs → model → outputs:
 #: workbook's Cover as ``tfom_version`` and in the README.
 __version__ = "3.0.0"
 
-from .errors import InputError, Problem  # noqa: E402
-from .inputs import SiteInputs, make_inputs  # noqa: E402
-from .operating_model import Result, run  # noqa: E402
+from .core.errors import InputError, Problem  # noqa: E402
+from .tfom.inputs import SiteInputs, make_inputs  # noqa: E402
+from .tfom.operating_model import Result, run  # noqa: E402
 
 __all__ = ["InputError", "Problem", "Result", "SiteInputs", "__version__", "make_inputs", "run"]

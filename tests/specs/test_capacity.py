@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.tools import command
-from tokenfactory_xl import capacity, specs
-from tokenfactory_xl.errors import InputError
+from tokenfactory_xl.core import serving as capacity
+from tokenfactory_xl.core import specs
+from tokenfactory_xl.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "tests" / "fixtures" / "real" / "measurements.csv"

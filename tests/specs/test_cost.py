@@ -11,7 +11,8 @@ import openpyxl
 import pytest
 
 from tests.tools import command
-from tokenfactory_xl import cost, libreoffice
+from tokenfactory_xl.core.serving import cost
+from tokenfactory_xl.engines import libreoffice
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = str(ROOT / "tests" / "fixtures" / "actuals" / "sglang_llama70b_h200_sweep.jsonl")

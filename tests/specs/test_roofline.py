@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenfactory_xl import roofline, specs
-from tokenfactory_xl.errors import InputError
+from tokenfactory_xl.core import roofline, specs
+from tokenfactory_xl.core.errors import InputError
 
 DATA = Path(specs.__file__).parent / "data"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tokenfactory_xl import roofline, specs
-from tokenfactory_xl.errors import InputError
+from tokenfactory_xl.core import roofline, specs
+from tokenfactory_xl.core.errors import InputError
 
 DATA = Path(specs.__file__).parent / "data"
 
@@ -127,7 +127,9 @@ def test_a_release_format_cell_is_checked(tmp_path):
         head + "Mine,moe,100e9,10e9,40,8,128,40,64,8,1e7,fp6,yes\n", encoding="utf-8")
     mine = specs.load_models(tmp_path)["mine"]
     assert (mine.released_dense_precision, mine.weight_only_experts) == ("fp6", True)
-    from tokenfactory_xl import capacity  # the precision is checked where it is used
+    from tokenfactory_xl.core import (
+        serving as capacity,  # the precision is checked where it is used
+    )
     with pytest.raises(InputError) as err:
         capacity.Setup.of("B200", mine, "fp4")
     assert "released_dense_precision" in str(err.value) and "fp6" in str(err.value)

@@ -11,8 +11,14 @@ import itertools
 import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_max_batch, hand_tps
-from tokenfactory_xl import udfs
-from tokenfactory_xl.udfs import GPU_SPEC, MAX_BATCH, MODEL_SPEC, THEORETICAL_TPS, ArgumentError
+from tokenfactory_xl.addin import udfs
+from tokenfactory_xl.addin.udfs import (
+    GPU_SPEC,
+    MAX_BATCH,
+    MODEL_SPEC,
+    THEORETICAL_TPS,
+    ArgumentError,
+)
 
 PAIRS = list(itertools.product(GPUS, MODELS))
 
@@ -128,13 +134,13 @@ def test_classic_excel_shows_the_message_as_the_cells_text(monkeypatch):
 
 
 def test_prefill_decode_split_of_spec_section_2():
-    from tokenfactory_xl import model
-    from tokenfactory_xl.udfs import (
+    from tokenfactory_xl.addin.udfs import (
         BLENDED_CAPACITY,
         COST_PER_MTOK_INPUT,
         COST_PER_MTOK_OUTPUT,
         TOKENS_PER_MW,
     )
+    from tokenfactory_xl.core import economics as model
     # T_p 40,000, T_d 4,000, o 0.25: T = 1 / (0.75/40,000 + 0.25/4,000) = 1 / 8.125e-5
     assert BLENDED_CAPACITY(40_000, 4_000, 0.25) == pytest.approx(1 / 8.125e-5)
     # $2.10 a GPU-hour at full use: input 2.10e6 / (3,600 × 40,000) = $0.014583 per Mtok,
@@ -157,7 +163,7 @@ def test_prefill_decode_split_of_spec_section_2():
     assert message(COST_PER_MTOK_OUTPUT, 2.10, 4_000, 65) == (
         "util=65: looks like a percentage; enter 65% or 0.65")
     # the roofline's blend is the same formula
-    from tokenfactory_xl import roofline
+    from tokenfactory_xl.core import roofline
     assert roofline.blended_tps(40_000, 4_000, 0.25) == model.blended_capacity(40_000, 4_000, 0.25)
 
 
@@ -222,7 +228,7 @@ def test_an_unknown_name_is_refused_only_where_its_row_computes():
 
 def test_the_default_figure_is_the_attainable_one_and_the_bound_is_a_mode():
     # TEF's default denominator (methodology section 5.1): the same as the capacity module's
-    from tokenfactory_xl import capacity
+    from tokenfactory_xl.core import serving as capacity
 
     setup = capacity.Setup.of("H200", "Llama-3.1-70B", "fp8", 8)
     assert THEORETICAL_TPS("H200", "Llama-3.1-70B", "fp8", 64, 4096, 8) == pytest.approx(

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.tools.once import build_once
-from tokenfactory_xl import workbook as wb_module
-from tokenfactory_xl.inputs import make_inputs
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.workbook.build import build as wb_module
 
 INPUT_SETS: dict[str, dict[str, object]] = {
     "template": {},
@@ -104,7 +104,7 @@ def built(tmp_path_factory, input_sets) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def recalculated(soffice, tmp_path_factory, built) -> dict[str, Path]:
     """Name → the workbook as LibreOffice recalculated and saved it (one soffice call)."""
-    from tokenfactory_xl.libreoffice import recalculate
+    from tokenfactory_xl.engines.libreoffice import recalculate
 
     def build(folder: Path) -> dict[str, Path]:
         names = list(built)

@@ -7,11 +7,11 @@ import subprocess
 from pathlib import Path
 
 import openpyxl
+from tokenfactory_xl.cli.main.workbook import template_bytes
 
 from tests.tools import command
-from tokenfactory_xl.inputs import make_inputs
-from tokenfactory_xl.operating_model import run
-from tokenfactory_xl.workbook_cli import template_bytes
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.tfom.operating_model import run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 
 from tests.tools.cells import read_cells
-from tokenfactory_xl import operating_model as om
-from tokenfactory_xl import workbook as wbm
-from tokenfactory_xl import workbook_risk
-from tokenfactory_xl.operating_model import (
+from tokenfactory_xl.tfom import operating_model as om
+from tokenfactory_xl.tfom.operating_model import (
     FROM_MONTH0,
     LINE_NAMES,
     OUTPUT_MISSING,
     OUTPUT_NAMES,
     run,
 )
+from tokenfactory_xl.workbook.build import build as wbm
+from tokenfactory_xl.workbook.build import risk_sheet as workbook_risk
 
 from .conftest import INPUT_SETS, RISK_DRAWS, excel_serial
 

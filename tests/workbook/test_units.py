@@ -8,11 +8,11 @@ import io
 
 import openpyxl
 import pytest
+from tokenfactory_xl.cli.main.workbook import template_bytes
 
-from tokenfactory_xl import operating_model as om
-from tokenfactory_xl import workbook as wbm
-from tokenfactory_xl.inputs import make_inputs
-from tokenfactory_xl.workbook_cli import template_bytes
+from tokenfactory_xl.tfom import operating_model as om
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.workbook.build import build as wbm
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,480 @@
+"""The ``tokenfactory-xl cost`` command: what an input and an output million tokens cost, from
+benchmark files.
+
+A serving benchmark says how many tokens a GPU made and how fast each user saw them; the price
+of a GPU-hour turns that into money. For each run of each file read by
+:mod:`tokenfactory_xl.actuals` (vLLM, SGLang, AIPerf, nightly-suite results) the command prints
+the throughput per GPU, the output tokens per second one user sees, and the cost of a million
+input and of a million output tokens at ``--gpu-hour`` dollars per GPU-hour.
+
+**Input vs output.** Prefill reads a prompt token far faster than decode writes an output token
+(methodology §2), so an output token costs more. A run measures the blend T of both, with output
+share o; splitting it needs the ratio r of the prefill to the decode rate: how the GPUs' time
+divides between prefill and decode. Never from the TTFT, which holds the time a request waited
+in the queue (at high concurrency most of it: an input token would come out dearer than an
+output token). In order: ``--prefill-decode-ratio`` as given; the file's measured prefill
+throughput (AIPerf's active prefill rate: tokens per second while prefilling), with T_d from
+the blend; else, given ``--gpu``/``--model``/``--precision``, the attainable model of
+methodology §5.1 at the run's batch (its concurrency) and context
+(:func:`tokenfactory_xl.capacity.gpu_seconds_per_token`). The output says which.
+Then T_d = T × ((1 − o) ÷ r + o) and T_p = r × T_d
+(:func:`tokenfactory_xl.model.decode_tps_from_blend`), and the costs are §2's
+C × 10⁶ ÷ (3,600 × T_p) and C × 10⁶ ÷ (3,600 × T_d) at the measured load (the GPUs were paid
+for the whole run: utilisation 1). Their token-weighted mean is the cost of a million tokens.
+
+**A sweep** (files, or runs of one file, at several concurrencies) draws the classic trade-off:
+throughput per GPU against tokens per second per user. ``-o FILE.xlsx`` writes the points and
+an Excel scatter chart of that curve; ``--png FILE.png`` renders the chart through LibreOffice
+(no plotting library needed). ``--ttft-slo-ms`` names the best point, the one with the most
+tokens per GPU (so the cheapest tokens) whose TTFT meets the objective (p99 where the file
+gives it, else the median, and the output says which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cli.main import add_csv_option, positive_float, positive_int, write_output
+from ..core import economics as model
+from ..core import roofline
+from ..core import serving as capacity
+from ..workbook.stencil import repack_to
+from . import actuals
+
+
+@dataclass(frozen=True)
+class CostPoint:
+    """One run's throughput and costs.
+
+    Attributes
+    ----------
+    label : the file (and run) it came from
+    concurrency : requests in flight, when the file says
+    tps_per_gpu : all tokens per second per GPU [tokens/s]
+    tps_per_user : output tokens per second one user sees [tokens/s], when known
+    output_share : output tokens ÷ all tokens [fraction]
+    prefill_decode_ratio : r, prefill ÷ decode tokens per GPU-second; None when nothing gives
+        it (then no input/output split either)
+    ratio_basis : where r came from, or what would give it
+    prefill_tps_per_gpu, decode_tps_per_gpu : T_p and T_d [tokens/s], or None
+    cost_per_mtok, cost_per_mtok_input, cost_per_mtok_output : [$ per million tokens]; the
+        split ones None without r
+    ttft_ms : the TTFT the objective is checked against [ms], and ``ttft_stat`` (p99 or p50)
+    """
+
+    label: str
+    concurrency: float | None
+    tps_per_gpu: float
+    tps_per_user: float | None
+    output_share: float
+    prefill_decode_ratio: float | None
+    ratio_basis: str
+    prefill_tps_per_gpu: float | None
+    decode_tps_per_gpu: float | None
+    cost_per_mtok: float
+    cost_per_mtok_input: float | None
+    cost_per_mtok_output: float | None
+    ttft_ms: float | None
+    ttft_stat: str | None
+
+
+class CostProblem(ValueError):
+    """A run whose costs cannot be split: says what is missing and the fix."""
+
+
+#: What a run without a split basis says instead of one.
+NO_SPLIT = ("no input/output split: the file has no measured prefill throughput; give --gpu, "
+            "--model and --precision (the model of spec 5.1 at the run's batch) or "
+            "--prefill-decode-ratio (the TTFT is not used: it holds queueing)")
+
+
+def measured_prefill_ratio(found: actuals.Measurement, gpus: int) -> float | None:
+    """r = T_p ÷ T_d from the file's measured prefill throughput: T_p = prefill tokens/s ÷
+    GPUs, T_d from the blend 1/T = (1 − o)/T_p + o/T_d; None when the file has no prefill rate
+    or it does not fit the blend (the prefill alone would take longer than the run)."""
+    share = found.output_share
+    if not found.prefill_tps or share is None or not share > 0:
+        return None
+    t, t_p = found.tps / gpus, found.prefill_tps / gpus
+    room = 1 / t - (1 - share) / t_p
+    if not room > 0:
+        return None
+    return t_p / (share / room)
+
+
+def model_ratio(found: actuals.Measurement, setup: capacity.Setup) -> float | None:
+    """r = T_p ÷ T_d from the attainable model of methodology §5.1 at the run's batch (its
+    concurrency) and context (mean prompt + half the mean output); None without them."""
+    if not (found.concurrency and found.prompt_tokens):
+        return None
+    output = found.output_per_request or 0.0
+    prefill, decode = capacity.gpu_seconds_per_token(
+        setup, max(round(found.concurrency), 1), found.prompt_tokens + output / 2,
+        found.prompt_tokens)
+    return decode / prefill
+
+
+def cost_point(found: actuals.Measurement, gpu_hour: float, gpus: int,
+               ratio: float | None = None, setup: capacity.Setup | None = None) -> CostPoint:
+    """The throughput per GPU and the input/output cost split of one run (module docstring)."""
+    label = found.source
+    share = found.output_share
+    if share is None:
+        raise CostProblem(f"{label}: gives no input/output token counts or rates; the cost "
+                          "split needs the output share")
+    basis = "given (--prefill-decode-ratio)"
+    if ratio is None:
+        ratio = measured_prefill_ratio(found, gpus)
+        basis = "GPU time: the file's measured prefill throughput"
+    if ratio is None and setup is not None:
+        ratio = model_ratio(found, setup)
+        basis = (f"GPU time: the attainable model (spec 5.1) at the run's batch "
+                 f"{found.concurrency:,.0f}" if found.concurrency else "")
+    per_gpu = found.tps if found.per_gpu_only else found.tps / gpus
+    ttft, stat = ((found.ttft_p99_ms, "p99") if found.ttft_p99_ms is not None
+                  else (found.ttft_p50_ms, "p50") if found.ttft_p50_ms is not None
+                  else (None, None))
+    if ratio is None:  # the cost of a token, but no split: nothing measured or modelled gives it
+        return CostPoint(
+            label=label, concurrency=found.concurrency, tps_per_gpu=per_gpu,
+            tps_per_user=found.tps_per_user, output_share=share, prefill_decode_ratio=None,
+            ratio_basis=NO_SPLIT + ("" if setup is None else
+                                    " (the model needs the run's concurrency and prompt "
+                                    "length, which the file does not give)"),
+            prefill_tps_per_gpu=None, decode_tps_per_gpu=None,
+            cost_per_mtok=float(model.cost_per_mtok(gpu_hour, per_gpu, 1.0)),
+            cost_per_mtok_input=None, cost_per_mtok_output=None, ttft_ms=ttft, ttft_stat=stat)
+    decode = float(model.decode_tps_from_blend(per_gpu, share, ratio))
+    prefill = ratio * decode
+    return CostPoint(
+        label=label, concurrency=found.concurrency, tps_per_gpu=per_gpu,
+        tps_per_user=found.tps_per_user, output_share=share, prefill_decode_ratio=ratio,
+        ratio_basis=basis, prefill_tps_per_gpu=prefill, decode_tps_per_gpu=decode,
+        cost_per_mtok=float(model.cost_per_mtok(gpu_hour, per_gpu, 1.0)),
+        cost_per_mtok_input=float(model.cost_per_mtok_input(gpu_hour, prefill, 1.0)),
+        cost_per_mtok_output=float(model.cost_per_mtok_output(gpu_hour, decode, 1.0)),
+        ttft_ms=ttft, ttft_stat=stat)
+
+
+def best_point(points: list[CostPoint], slo_ms: float) -> CostPoint | None:
+    """The point with the most tokens per GPU whose TTFT meets ``slo_ms``; None when none does."""
+    meeting = [p for p in points if p.ttft_ms is not None and p.ttft_ms <= slo_ms]
+    return max(meeting, key=lambda p: p.tps_per_gpu) if meeting else None
+
+
+# -- the workbook and its chart -----------------------------------------------------------------
+_COLUMNS = (("run", "label", None), ("concurrency", "concurrency", "#,##0"),
+            ("tokens/s per user", "tps_per_user", "#,##0.0"),
+            ("tokens/s per GPU", "tps_per_gpu", "#,##0"),
+            ("output share", "output_share", "0.0%"),
+            ("prefill:decode ratio", "prefill_decode_ratio", "0.0"),
+            ("$ per Mtok", "cost_per_mtok", "0.0000"),
+            ("$ per input Mtok", "cost_per_mtok_input", "0.0000"),
+            ("$ per output Mtok", "cost_per_mtok_output", "0.0000"),
+            ("TTFT ms", "ttft_ms", "#,##0"), ("TTFT statistic", "ttft_stat", None))
+
+
+def workbook_bytes(points: list[CostPoint], gpu_hour: float, title: str,
+                   best: CostPoint | None = None, slo_ms: float | None = None) -> bytes:
+    """An .xlsx with the chart first (sheet ``Curve``) and the points (sheet ``Points``): the
+    throughput per GPU against tokens/s per user of the runs that give both."""
+    from openpyxl import Workbook
+    from openpyxl.chart import Reference, ScatterChart, Series
+    from openpyxl.chart.legend import Legend
+    from openpyxl.chart.marker import Marker
+    from openpyxl.chart.shapes import GraphicalProperties
+    from openpyxl.styles import Font
+
+    wb = Workbook()
+    curve = wb.active
+    curve.title = "Curve"
+    sheet = wb.create_sheet("Points")
+    sheet.append([header for header, _, _ in _COLUMNS])
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    plotted = sorted((p for p in points if p.tps_per_user), key=lambda p: p.tps_per_user or 0)
+    rest = [p for p in points if not p.tps_per_user]
+    for p in plotted + rest:
+        # labels are written as text values, never formulas (a file name may start with "=")
+        sheet.append([getattr(p, attr) for _, attr, _ in _COLUMNS])
+        sheet.cell(sheet.max_row, 1).data_type = "s"
+    for col, (_, _, fmt) in enumerate(_COLUMNS, start=1):
+        if fmt:
+            for row in range(2, sheet.max_row + 1):
+                sheet.cell(row, col).number_format = fmt
+    sheet.column_dimensions["A"].width = 48
+    for letter in "BCDEFGHIJK":
+        sheet.column_dimensions[letter].width = 16
+    curve["A1"] = title
+    curve["A1"].data_type = "s"  # a title made of file names stays text, never a formula
+    curve["A1"].font = Font(bold=True, size=12)
+    curve["A2"] = f"at ${gpu_hour:,.2f} per GPU-hour; points on sheet Points"
+    curve["A2"].data_type = "s"
+    if plotted:
+        chart = ScatterChart()
+        chart.title = "Throughput per GPU vs tokens/s per user"
+        chart.style = 13
+        chart.scatterStyle = "lineMarker"
+        chart.x_axis.title = "output tokens/s per user"
+        chart.y_axis.title = "tokens/s per GPU"
+        chart.x_axis.delete = False
+        chart.y_axis.delete = False
+        chart.legend = None
+        xs = Reference(sheet, min_col=3, min_row=2, max_row=len(plotted) + 1)
+        ys = Reference(sheet, min_col=4, min_row=2, max_row=len(plotted) + 1)
+        series = Series(ys, xs, title="runs")
+        series.marker = Marker(symbol="circle", size=8)
+        series.marker.graphicalProperties = GraphicalProperties(solidFill="1F4E79")
+        series.graphicalProperties.line.solidFill = "1F4E79"
+        series.graphicalProperties.line.width = 28575
+        series.smooth = False
+        chart.series.append(series)
+        if best is not None and best in plotted:
+            row = plotted.index(best) + 2
+            mark = Series(Reference(sheet, min_col=4, min_row=row),
+                          Reference(sheet, min_col=3, min_row=row),
+                          title=f"best meeting TTFT ≤ {slo_ms:,.0f} ms" if slo_ms
+                          else "best meeting the TTFT objective")
+            mark.marker = Marker(symbol="diamond", size=15)
+            mark.marker.graphicalProperties = GraphicalProperties(solidFill="C00000")
+            mark.graphicalProperties.line.noFill = True
+            mark.smooth = False
+            chart.series.append(mark)
+            chart.legend = Legend()
+            chart.legend.position = "b"
+        chart.width, chart.height = 22, 12
+        curve.add_chart(chart, "A4")
+    curve.page_setup.orientation = "landscape"
+    curve.page_setup.fitToWidth = 1
+    curve.page_setup.fitToHeight = 1
+    curve.sheet_properties.pageSetUpPr.fitToPage = True
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    out = io.BytesIO()  # fixed timestamps, and the spellings every reader expects (ooxml)
+    repack_to(buffer.getvalue(), out)
+    return out.getvalue()
+
+
+def render_png(xlsx: bytes, dpi: int = 90) -> bytes:
+    """The chart sheet of ``xlsx`` as PNG bytes: LibreOffice prints it to PDF, poppler's
+    ``pdftoppm`` rasterises the first page (the project's own render path; no plotting library).
+    Raises RuntimeError naming what is missing or failed."""
+    from ..engines import libreoffice
+
+    pdftoppm = shutil.which("pdftoppm")
+    if pdftoppm is None:
+        raise RuntimeError("pdftoppm is not installed (apt-get install poppler-utils)")
+    with tempfile.TemporaryDirectory(prefix="tfxl-cost-") as folder:
+        source = Path(folder, "curve.xlsx")
+        source.write_bytes(xlsx)
+        [pdf] = libreoffice.convert([source], folder, "pdf")
+        # the chart fills the top of the landscape page: keep 6.7 inches of it
+        proc = subprocess.run([pdftoppm, "-png", "-r", str(dpi), "-singlefile", "-f", "1",
+                               "-l", "1", "-H", str(round(6.7 * dpi)), str(pdf),
+                               str(Path(folder, "curve"))],
+                              capture_output=True, text=True, timeout=120)
+        png = Path(folder, "curve.png")
+        if proc.returncode != 0 or not png.exists():
+            raise RuntimeError(f"pdftoppm failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        return png.read_bytes()
+
+
+# -- the command ---------------------------------------------------------------------------------
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from ..cli.main import UserError, is_stdio, table_format
+
+    table_format(args)  # --json and --csv: one of them
+    if is_stdio(args.output) and is_stdio(args.png):
+        raise UserError("-o - and --png -: only one of them can be the standard output")
+    for option, path, suffix in (("--output", args.output, ".xlsx"), ("--png", args.png, ".png")):
+        if not path or is_stdio(path):
+            continue
+        if Path(path).suffix.lower() != suffix:
+            raise UserError(f"{option} {path}: the file must end in {suffix}")
+        if not Path(path).resolve().parent.is_dir():
+            raise UserError(f"{option} {path}: its folder does not exist; create it first")
+        if os.path.lexists(path) and not args.force:
+            raise UserError(f"{option} {path}: exists; nothing was written (add --force to "
+                            "replace it)")
+    if args.png and (actuals_soffice() is None or shutil.which("pdftoppm") is None):
+        raise UserError("--png renders the chart with LibreOffice and pdftoppm, which are not "
+                        "both installed; install them (apt-get install libreoffice-calc-nogui "
+                        "poppler-utils) or leave out --png and open the chart of --output in "
+                        "Excel")
+    try:
+        runs = actuals.read_files(args.files, run=args.run)
+    except actuals.FileProblem as exc:
+        raise UserError(str(exc)) from None
+    if any(r.format == actuals.FORMATS[3] for r in runs):
+        raise UserError("cost reads benchmark result files, not Prometheus scrapes; use "
+                        "actuals for scrapes")
+    setup = None
+    if args.gpu or args.model or args.precision:
+        missing = [o for o, v in (("--gpu", args.gpu), ("--model", args.model),
+                                  ("--precision", args.precision)) if not v]
+        if missing:
+            raise UserError(f"the model's split needs {', '.join(missing)} too")
+    points = []
+    for found in runs:
+        known = args.gpus or found.gpus
+        if not known and (args.gpu or not found.per_gpu_only):
+            raise UserError(f"{found.source}: the file does not say how many GPUs ran it; "
+                            + ("the model's split" if found.per_gpu_only else
+                               "a cost per token") + " needs --gpus N (the GPUs of the measured "
+                            "instance)")
+        gpus = int(known or 1)  # a per-GPU-only file's figures are divided by nothing
+        if args.gpu:
+            setup = capacity.Setup.of(args.gpu, args.model, args.precision, gpus,
+                                      args.parallel, args.kv_precision)
+        try:
+            points.append(cost_point(found, args.gpu_hour, gpus, args.prefill_decode_ratio,
+                                     setup))
+        except CostProblem as exc:
+            raise UserError(str(exc)) from None
+    best = best_point(points, args.ttft_slo_ms) if args.ttft_slo_ms else None
+    if args.output or args.png:
+        title = f"{len(points)} run{'s' if len(points) != 1 else ''}: " + ", ".join(
+            dict.fromkeys(Path(f).name for f in args.files))
+        data = workbook_bytes(points, args.gpu_hour, title[:200], best, args.ttft_slo_ms)
+        picture = None
+        if args.png:  # rendered first: a failure leaves no file written
+            try:
+                picture = render_png(data)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+                raise UserError(f"--png {args.png}: the chart could not be rendered "
+                                f"({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
+        if args.output:
+            write_output(args.output, data, "the workbook")
+        if picture is not None:
+            write_output(args.png, picture, "the PNG")
+    if is_stdio(args.output) or is_stdio(args.png):  # the file is the standard output
+        with contextlib.redirect_stdout(sys.stderr):
+            return _report(args, points, best)
+    return _report(args, points, best)
+
+
+def _report(args: argparse.Namespace, points: list[CostPoint], best: CostPoint | None) -> int:
+    from ..cli.main import print_csv
+
+    if args.csv:
+        fields = list(points[0].__dict__) if points else ["label"]
+        print_csv([*fields, "best"], [[*p.__dict__.values(), best is p] for p in points])
+        return 0
+    if args.json:
+        payload = {"gpu_hour": args.gpu_hour, "points": [p.__dict__ for p in points],
+                   "ttft_slo_ms": args.ttft_slo_ms,
+                   "best": best.label if best else None}
+        print(json.dumps(actuals._clean(payload), indent=2, allow_nan=False))
+        return 0
+    print(f"cost at ${args.gpu_hour:,.2f} per GPU-hour (utilisation 1: the GPUs are paid for "
+          "the whole run)")
+    header = (f"  {'run':<40} {'conc':>6} {'tok/s/GPU':>10} {'tok/s/user':>10} "
+              f"{'$/Mtok in':>10} {'$/Mtok out':>10} {'TTFT ms':>12}")
+    print(header)
+    for p in points:
+        label = p.label if len(p.label) <= 40 else "…" + p.label[-39:]
+        ttft = f"{_fmt(p.ttft_ms, ',.0f')} {p.ttft_stat}" if p.ttft_stat else "n/a"
+        mark = "  ← best" if best is p else ""
+        print(f"  {label:<40} {_fmt(p.concurrency, ',.0f'):>6} {p.tps_per_gpu:>10,.1f} "
+              f"{_fmt(p.tps_per_user, ',.1f'):>10} {_fmt(p.cost_per_mtok_input, '.4f'):>10} "
+              f"{_fmt(p.cost_per_mtok_output, '.4f'):>10} {ttft:>12}{mark}")
+    split = [p for p in points if p.prefill_decode_ratio is not None]
+    if split:
+        ratios = dict.fromkeys(p.ratio_basis.split(" at the run's batch")[0] for p in split)
+        print(f"  input/output split by {'; '.join(ratios)}: prefill ÷ decode tokens per "
+              f"GPU-second {', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in split)} "
+              "(never the TTFT: it holds queueing)")
+    for basis in dict.fromkeys(p.ratio_basis for p in points
+                               if p.prefill_decode_ratio is None):
+        print(f"  {basis}; the $/Mtok of all tokens is "
+              f"{', '.join(f'{p.cost_per_mtok:.4f}' for p in points if p.ratio_basis == basis)}")
+    if args.ttft_slo_ms:
+        if best:
+            print(f"best point meeting TTFT ≤ {args.ttft_slo_ms:,.0f} ms ({best.ttft_stat}): "
+                  f"{best.label}, {best.tps_per_gpu:,.1f} tokens/s per GPU, " + (
+                      f"${best.cost_per_mtok_input:.4f} per input and "
+                      f"${best.cost_per_mtok_output:.4f} per output Mtok"
+                      if best.cost_per_mtok_input is not None else
+                      f"${best.cost_per_mtok:.4f} per Mtok (no input/output split)"))
+        else:
+            print(f"no run meets TTFT ≤ {args.ttft_slo_ms:,.0f} ms")
+    for path in (args.output, args.png):
+        if path and path != "-":
+            print(f"wrote {path}")
+    return 0
+
+
+def actuals_soffice() -> str | None:
+    """LibreOffice's soffice, when installed (the PNG is rendered with it)."""
+    from ..engines import libreoffice
+
+    return libreoffice.find_soffice() or shutil.which("soffice")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "cost", help="$ per input and output Mtok, per GPU and per user, from benchmark files",
+        description="For each run of each benchmark result file (vllm bench serve, SGLang "
+                    "bench_serving, AIPerf, nightly-suite results): the throughput per GPU, "
+                    "the output tokens/s per user and the cost of a million input and output "
+                    "tokens at a GPU-hour price. A sweep gives the throughput-per-GPU vs "
+                    "tokens/s-per-user curve as an Excel chart (--output) and a PNG (--png), "
+                    "and --ttft-slo-ms names the best point meeting a TTFT objective.",
+        epilog="examples (a file of a clone of the repository):\n"
+               "  tokenfactory-xl cost tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl "
+               "--gpu-hour 2.10 --gpus 4 --prefill-decode-ratio 20\n"
+               "  tokenfactory-xl cost tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl "
+               "--gpu-hour 2.10 --gpus 4 --gpu H200 --model Llama-3.1-70B --precision bf16 "
+               "--ttft-slo-ms 500 -o curve.xlsx --png curve.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="benchmark result files (- reads one from standard input)")
+    p.add_argument("--gpu-hour", type=positive_float, required=True, metavar="DOLLARS",
+                   help="price of one GPU-hour, $ (e.g. 2.10)")
+    p.add_argument("--gpus", type=positive_int, metavar="N",
+                   help="GPUs behind each measured instance (default: the file's GPU count, "
+                        "such as a suite result's tp; a file without one needs it)")
+    p.add_argument("--gpu", help="catalogue GPU of the run, for the model's prefill/decode "
+                                 "split when the file has no measured prefill throughput")
+    p.add_argument("--model", help="catalogue model of the run (with --gpu)")
+    p.add_argument("--precision", choices=tuple(roofline.PRECISIONS), type=str.lower,
+                   help="weight precision of the run (with --gpu)")
+    p.add_argument("--kv-precision", choices=tuple(roofline.PRECISIONS), type=str.lower,
+                   help="KV-cache precision of the run (default: the method's)")
+    p.add_argument("--parallel", choices=capacity.PARALLEL, type=str.lower, default="tp",
+                   help="parallel layout of the run's replica (default tp)")
+    p.add_argument("--run", type=positive_int, metavar="N",
+                   help="of a file holding several runs, use only run N (default: every run)")
+    p.add_argument("--prefill-decode-ratio", type=positive_float, metavar="R",
+                   help="prefill ÷ decode tokens per GPU-second for the input/output split "
+                        "(default: the file's measured prefill throughput, else the model of "
+                        "--gpu/--model/--precision at the run's batch; never the TTFT)")
+    p.add_argument("--ttft-slo-ms", type=positive_float, metavar="MS",
+                   help="TTFT objective: name the run with the most tokens per GPU meeting it")
+    p.add_argument("-o", "--output", metavar="FILE.xlsx",
+                   help="write the points and the Excel chart of the curve (- for the standard "
+                        "output; the table then goes to the standard error)")
+    p.add_argument("--png", metavar="FILE.png",
+                   help="write the chart as a PNG (rendered with LibreOffice; - for the "
+                        "standard output)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the files of --output and --png if they exist (without it, "
+                        "an existing file stops the command before anything is written)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_csv_option(p, "one row per run (best: the point --ttft-slo-ms names)")
+    p.set_defaults(func=cmd_cost)

@@ -1,0 +1,708 @@
+"""Batch: one filled-in TFOM workbook per site of a sites file, and the portfolio of them all.
+
+``tokenfactory-xl batch sites.csv -o out`` checks every row of the sites file first
+(:mod:`tokenfactory_xl.sites`) and writes nothing when a row is bad, unless ``--skip-invalid``.
+It then writes ``out/<site name>.xlsx`` for each site and ``out/portfolio.xlsx`` with one row per
+site (:mod:`tokenfactory_xl.portfolio`).
+
+Each workbook is the TFOM workbook of :mod:`tokenfactory_xl.workbook` with the site's inputs typed
+in, its formulas intact, and every formula cell storing the value the Python model computes for
+it: tools that read stored values without calculating (pandas, Power Query, previewers,
+``openpyxl`` with ``data_only=True``) see the site's numbers, and Excel recalculates on open.
+
+Speed comes from building the workbook once: the template (the default site) is built with
+openpyxl and cut into a :class:`~tokenfactory_xl.stencil.Stencil`; each site then costs its
+share of a model run over a few sites at once and one join of the worksheet XML with its values.
+``--jobs N`` spreads the sites over N processes, each filling its own copy of the stencil and
+sending back only the sites' summary outputs, so memory stays flat however many sites there are.
+
+Safety: every target is checked before anything is written (an existing file is never replaced
+without ``--force``, an input never, whatever the flags); every file is written under a
+temporary name in its folder (:mod:`tokenfactory_xl.files`) and all are renamed into place only
+when the last one is complete, so a run that fails (a full disk) or is stopped (Ctrl-C, SIGTERM)
+leaves none of its outputs; the same inputs give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+import time
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from ..core.errors import InputError, Problem
+from ..files.disk import (
+    TEMP_PREFIX,
+    OutputClash,
+    Outputs,
+    check_outputs,
+    claim,
+    describe_os_error,
+    discard,
+    existing,
+    stage,
+)
+from ..sites.load import SiteRow, SitesFile, load_sites, visible
+from ..tfom.inputs import SiteInputs, default_inputs
+from ..tfom.operating_model import OUTPUT_NAMES, Result, run, run_each
+from ..workbook.build_cache import kept
+from ..workbook.charts import ChartParts
+from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
+from .book import (
+    RISK_COLUMNS,
+    SCENARIO_COLUMNS,
+    SOLVE_SUFFIX,
+    site_summary,
+    write_portfolio_to,
+    write_summary_csv_to,
+)
+from .interrupts import Stopped, stop_on_signals
+from .workers import Workers, passes
+
+#: The portfolio's file name in the output folder (no site's workbook can take it: see
+#: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
+PORTFOLIO = "portfolio.xlsx"
+
+#: Exit status when ``--skip-invalid`` left rows out (the others were written).
+EXIT_SKIPPED = 1
+#: Exit status when writing failed (a full disk, a folder that cannot be written): nothing written.
+EXIT_FAILED = 1
+
+
+def _end_progress(stream: TextIO | None) -> None:
+    """End a progress bar's line, so the message that follows starts on its own."""
+    if stream is not None and stream.isatty():
+        stream.write("\n")
+
+
+# -- one workbook --------------------------------------------------------------------------------
+class WorkbookFactory:
+    """The TFOM workbook built once, filled per site.
+
+    Parameters
+    ----------
+    level : zlib level for the worksheets (1: fast; 6: zlib's default; 0: stored).
+    """
+
+    def __init__(self, level: int = COMPRESSION_LEVEL):
+        from ..workbook import build as workbook
+
+        self._spots: dict = {}  # the stencil's positions of the plan's lines (StencilCells.at)
+        defaults = default_inputs()
+        template = _template_bytes(workbook)
+        cells = {sheet: list(values) for sheet, values in workbook.cell_values(defaults).items()}
+        self.stencil = Stencil(template, cells, level)
+        self.charts = _chart_parts(self.stencil, cells, workbook)
+
+        # The summary outputs are read from the cells the workbook names out_<name>: the
+        # portfolio then shows exactly what each workbook stores, without a second model run.
+        self._outputs = {name: self.stencil.defined_cells.get(f"out_{name}")
+                         for name in OUTPUT_NAMES}
+        self._outputs |= {c.name: self.stencil.defined_cells.get(c.line)
+                          for c in SCENARIO_COLUMNS}
+
+    def __getstate__(self) -> dict:
+        # kept between runs (:mod:`build_cache`) without the positions found by object
+        # identity, which mean nothing in another process
+        return {**self.__dict__, "_spots": {}}
+
+    def workbook_bytes(self, inputs: SiteInputs, risk_draws: int = 0) -> bytes:
+        """The site's workbook, every formula cell storing the model's value, as ``.xlsx``
+        (its Risk sheet computed with ``risk_draws`` draws; 0: not computed)."""
+        return self.make(inputs, risk_draws)[0]
+
+    def make(self, inputs: SiteInputs, risk_draws: int = 0, result: Result | None = None,
+             must_be_true: bool = False, solve: tuple[str, ...] = ()
+             ) -> tuple[bytes, dict[str, float | None]]:
+        """The site's workbook and its summary outputs (``None`` where the spec says none),
+        with the risk columns when ``risk_draws`` draws were made (the Risk sheet's figures).
+        ``result`` is the model's run of ``inputs`` when the caller has it (computed here if
+        ``None``); ``must_be_true`` fills the Risk sheet's "what must be true" block (a solve
+        per tornado driver, with the draws); ``solve`` names the inputs whose value at NPV 0
+        the summary gets as ``<input>_at_npv0`` (the block's answers where it has them)."""
+        from ..workbook import build as workbook
+        from ..workbook import risk_sheet as workbook_risk
+
+        figures = workbook_risk.compute(inputs, risk_draws, must_be_true)
+        cells = workbook.StencilCells(self.stencil, self._spots)
+        workbook.fill_cells(cells, inputs, result, figures)
+        values = cells.sheets
+        extra: dict[str, float | None] = {}
+        if figures is not None:
+            risk_summary = figures.risk.summary()
+            extra = {c.name: risk_summary[c.name] for c in RISK_COLUMNS}
+        if solve:
+            from ..tfom.risk import TORNADO_DRIVERS
+            from ..tfom.solve import batch_solve
+
+            known = dict(zip(TORNADO_DRIVERS, figures.must, strict=True)) \
+                if figures is not None and figures.must is not None else None
+            extra |= {name + SOLVE_SUFFIX: value
+                      for name, value in batch_solve(inputs, solve, known=known).items()}
+        summary: dict[str, float | None] = {}
+        parts = self.charts.render(values, int(inputs["horizon_months"]))  # type: ignore[arg-type]
+        data = self.stencil.fill(values, parts)
+        for name, where in self._outputs.items():
+            if where is None:  # a workbook without that output cell: ask the model
+                return data, {**site_summary(result if result is not None else run(inputs)),
+                              **extra}
+            value = values[where[0]][where[1]]
+            summary[name] = float(value) if isinstance(value, (int, float)) else None
+        return data, {**summary, **extra}
+
+
+def _chart_parts(stencil: Stencil, cells: dict[str, list[str]], workbook) -> ChartParts:
+    """The template's charts, with the values of the cells they read that no site changes (a
+    series' title, a column of labels) taken from the template once."""
+    from openpyxl.utils.cell import coordinate_to_tuple
+
+    filled = {sheet: set(coords) for sheet, coords in cells.items()}
+    book = workbook.default_workbook()  # what the stencil's template was saved from
+    parts = ChartParts(stencil, {}, workbook.timeline_cells)
+    static: dict[str, dict[str, object]] = {}
+    for sheet, coords in parts.references():
+        for coord in coords:
+            if coord not in filled.get(sheet, set()):
+                # read without ``book[sheet][coord]``, which would add the cell to the shared book
+                cell = book[sheet]._cells.get(coordinate_to_tuple(coord))
+                static.setdefault(sheet, {})[coord] = None if cell is None else cell.value
+    parts.static = static
+    return parts
+
+
+def _template_bytes(workbook) -> bytes:
+    """The default site's workbook (its Risk sheet not computed: each site's figures fill it),
+    saved with the workbook module's deterministic save."""
+    return workbook.default_workbook_bytes()
+
+
+# The worker processes' factory: inherited from the parent where processes fork, built by the
+# pool's initializer where they spawn (Windows, macOS).
+_FACTORY: WorkbookFactory | None = None
+
+
+def shared_factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
+    """The process's factory at deflate ``level``: built once, or read back as an earlier run of
+    this same code kept it (:mod:`tokenfactory_xl.build_cache`)."""
+    global _FACTORY
+    if _FACTORY is None or _FACTORY.stencil.level != level:
+        _FACTORY = kept(f"workbook-factory-{level}", lambda: WorkbookFactory(level))
+    return _FACTORY
+
+
+@dataclass(frozen=True)
+class _Task:
+    index: int
+    inputs: SiteInputs
+    target: Path
+    risk_draws: int = 0
+    solve: tuple[str, ...] = ()
+
+
+#: Monte Carlo draws per site for the portfolio's risk columns: enough for a P10 and a P90 that
+#: move by a few per cent of their spread between seeds, at about the cost of the workbook.
+BATCH_RISK_DRAWS = 500
+
+# The compression level of this batch, set before the workers start (and by the initializer).
+_LEVEL = COMPRESSION_LEVEL
+
+
+#: Sites a worker takes at a time: their model runs in one pass (``run_many``), a fraction of
+#: the time of one run per site.
+SITES_PER_PASS = 16
+
+
+def _make(task: _Task, result: Result | None = None) -> tuple[int, dict[str, float | None], Path]:
+    """Write one site's workbook under a temporary name beside its target; return its index,
+    summary outputs and the temporary file (small, picklable); the batch renames it at the end."""
+    data, summary = shared_factory(_LEVEL).make(task.inputs, task.risk_draws, result,
+                                                must_be_true=bool(task.solve),
+                                                solve=task.solve)
+    return task.index, summary, stage(task.target, data)
+
+
+def _make_some(tasks: list[_Task]) -> list[tuple[int, dict[str, float | None], Path]]:
+    """:func:`_make` of a few sites, their model computed in one pass (each site alone if that
+    pass fails: a site's own error is then raised as its own)."""
+    made = []
+    for task, result in zip(tasks, run_each([task.inputs for task in tasks]), strict=True):
+        if isinstance(result, Exception):
+            raise result
+        made.append(_make(task, result))
+    return made
+
+
+def _init_pool(level: int) -> None:
+    global _LEVEL
+    _LEVEL = level
+    shared_factory(level)
+
+
+# -- progress ------------------------------------------------------------------------------------
+class Progress:
+    """Progress of a batch on ``stream``: a bar on a terminal, a line every 10 % in a log.
+
+    Parameters
+    ----------
+    total : the number of workbooks to write.
+    stream : usually ``sys.stderr``; ``None`` is silent.
+    interactive : draw a bar (default: when ``stream`` is a terminal).
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = sys.stderr,
+                 interactive: bool | None = None):
+        self.total, self.stream, self.done = total, stream, 0
+        self.interactive = (bool(stream and stream.isatty()) if interactive is None
+                            else interactive)
+        self.start = self._last = time.perf_counter()
+        self._next_line = 0.1
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if self.interactive:
+            if now - self._last >= 0.1 or self.done == self.total:
+                self._last = now
+                share = self.done / self.total if self.total else 1.0
+                bar = "#" * int(share * 30)
+                self.stream.write(f"\r  [{bar:<30}] {self.done:,}/{self.total:,} workbooks "
+                                  f"written ({self.speed(now)}) ")
+                if self.done == self.total:
+                    self.stream.write("\n")
+                self.stream.flush()
+        elif self.done >= self._next_line * self.total or self.done == self.total:
+            while self._next_line * self.total <= self.done and self._next_line <= 1:
+                self._next_line += 0.1
+            self.stream.write(f"  {self.done:,}/{self.total:,} workbooks written "
+                              f"({self.speed(now)})\n")
+            self.stream.flush()
+
+    def rate(self, now: float | None = None) -> float:
+        elapsed = (now or time.perf_counter()) - self.start
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    def speed(self, now: float | None = None) -> str:
+        """The pace so far in words that read right at any speed: "38 a second", "2.5 a
+        second", "1.4 s each" (never "0/s")."""
+        rate = self.rate(now)
+        if rate >= 10:
+            return f"{rate:,.0f} a second"
+        if rate >= 1:
+            return f"{rate:.1f} a second"
+        return f"{1 / rate:,.1f} s each" if rate > 0 else "starting"
+
+
+# -- the batch -----------------------------------------------------------------------------------
+@dataclass
+class BatchReport:
+    """What a batch did."""
+
+    outdir: Path
+    written: list[Path] = field(default_factory=list)
+    skipped: list[SiteRow] = field(default_factory=list)
+    portfolio: Path | None = None
+    summary_csv: Path | None = None
+    seconds: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_status(self) -> int:
+        """0 when every site was written, :data:`EXIT_SKIPPED` when rows were left out."""
+        return EXIT_SKIPPED if self.skipped else 0
+
+
+class TargetsExist(FileExistsError):
+    """Files the batch would write exist already and ``force`` was not given.
+
+    ``paths`` lists every one of them; nothing has been written.
+    """
+
+    def __init__(self, paths: Sequence[Path]):
+        self.paths = list(paths)
+        lines = [f"{len(self.paths)} file{'s' if len(self.paths) != 1 else ''} to write "
+                 "exist already, so nothing was written (add --force to replace them, or "
+                 "choose another -o folder):"]
+        lines += [f"  - {p}" for p in self.paths]
+        super().__init__("\n".join(lines))
+
+
+def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str | None = None,
+         skip_invalid: bool = False, force: bool = False,
+         summary_csv: str | os.PathLike | None = None, header_row: int | None = None,
+         sites_file: SitesFile | None = None, cohorts: str | os.PathLike | None = None
+         ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
+    """Check the sites file and the targets before writing anything.
+
+    Returns the rows to write, the rows skipped, and every file that will be written (the
+    workbooks in row order, then the portfolio and the summary CSV).
+
+    Raises
+    ------
+    InputError
+        with every problem of the sites file (unless ``skip_invalid`` and only rows are bad),
+        or when a target is the sites file itself, a link or a folder (whatever ``force``).
+    TargetsExist
+        listing every target that exists already, when ``force`` is not given.
+    """
+    sites = sites_file or load_sites(sites_path, sheet, header_row, cohorts)
+    if sites.file_problems or (sites.problems and not skip_invalid):
+        raise InputError(sites.problems)
+    rows, skipped = list(sites.valid_rows), list(sites.invalid_rows)
+    if not rows:
+        raise InputError([*sites.problems, Problem(
+            "sites file", str(sites_path), "has no valid site row, so nothing was written",
+            "fix the rows listed above")])
+    outdir = Path(outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError([Problem("-o", str(outdir), "is a file, not a folder",
+                                  "give a folder for the workbooks (it is created if needed)")])
+    targets = [outdir / f"{row.file_stem}.xlsx" for row in rows] + [outdir / PORTFOLIO]
+    labels = [f"workbook of site {row.site_name!r} (row {row.row})" for row in rows]
+    labels.append("portfolio")
+    if summary_csv is not None:
+        targets.append(Path(summary_csv))
+        labels.append("--summary-csv")
+    inputs = [("the sites file", sites_path)]
+    if cohorts is not None:
+        inputs.append(("the cohorts file", cohorts))
+    check_outputs(list(zip(labels, targets, strict=True)), inputs)
+    if not force:
+        clashes = existing(targets)
+        if clashes:
+            raise TargetsExist(clashes)
+    return rows, skipped, targets
+
+
+def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
+              sheet: str | None = None, skip_invalid: bool = False, force: bool = False,
+              jobs: int = 1, summary_csv: str | os.PathLike | None = None,
+              progress: Progress | Callable[[int], Progress] | None = None,
+              level: int = COMPRESSION_LEVEL, header_row: int | None = None,
+              cohorts: str | os.PathLike | None = None,
+              risk_draws: int = BATCH_RISK_DRAWS, solve: Sequence[str] = ()) -> BatchReport:
+    """Write one workbook per valid site of ``sites_path`` into ``outdir``, then the portfolio.
+
+    Parameters
+    ----------
+    sites_path : the sites file (``.csv`` or ``.xlsx``).
+    outdir : the output folder (created if needed).
+    sheet : the worksheet of an ``.xlsx`` sites file (default: the one it opens on).
+    skip_invalid : write the valid rows and list the bad ones instead of writing nothing.
+    force : replace existing files.
+    jobs : worker processes [count]; 1 writes in this process.
+    summary_csv : also write the portfolio table as CSV to this path.
+    progress : a :class:`Progress`, or a function of the number of workbooks giving one.
+    level : zlib level for the worksheets.
+    header_row : the row of the sites file holding the input names (default: found).
+    cohorts : a cohorts file for the sites' further cohorts (default: the sites workbook's
+        ``cohorts`` sheet, if it has one).
+    risk_draws : Monte Carlo draws per site for the portfolio's risk columns (0: none).
+    solve : numeric inputs whose value at which each site's live NPV is 0 the portfolio shows
+        ("what must be true" columns ``<input>_at_npv0``; blank where no value of the input's
+        range gives NPV 0).
+
+    Raises
+    ------
+    InputError, TargetsExist
+        for a bad sites file or existing targets: nothing is written.
+    OSError, Stopped, KeyboardInterrupt
+        when writing fails or the run is stopped: none of the outputs is written.
+    """
+    started = time.perf_counter()
+    # The workers start before the sites are read: each holds the template it inherits, never
+    # the sites (their memory would otherwise grow with the sites file).
+    with _start_workers(jobs, level) as pool:
+        return _run(pool, started, sites_path, outdir, sheet=sheet, skip_invalid=skip_invalid,
+                    force=force, summary_csv=summary_csv, progress=progress, level=level,
+                    header_row=header_row, cohorts=cohorts, risk_draws=risk_draws,
+                    solve=tuple(solve))
+
+
+def _start_workers(jobs: int, level: int) -> AbstractContextManager[Workers | None]:
+    """The worker processes of a run with ``jobs`` > 1, the template built first for them to
+    inherit where processes fork; none for one job (the sites are written in this process)."""
+    if jobs <= 1:
+        return nullcontext(None)
+    _init_pool(level)  # the parent's factory, which forked workers inherit
+    return Workers(_make_some, jobs, initializer=_init_pool, initargs=(level,))
+
+
+def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
+         outdir: str | os.PathLike, *, sheet: str | None, skip_invalid: bool, force: bool,
+         summary_csv: str | os.PathLike | None,
+         progress: Progress | Callable[[int], Progress] | None, level: int,
+         header_row: int | None, cohorts: str | os.PathLike | None,
+         risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
+    sites = load_sites(sites_path, sheet, header_row, cohorts)
+    plan(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
+         sites_file=sites, cohorts=cohorts)  # every problem found before a folder is made
+    Path(outdir).mkdir(parents=True, exist_ok=True)
+    # One run at a time writes into a folder: a second one is refused (not queued: its files
+    # would replace the first's), and the targets are checked again once the folder is ours.
+    with claim(outdir, wait=False, what="into the folder"):
+        rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid,
+                                      force=force, summary_csv=summary_csv, sites_file=sites,
+                                      cohorts=cohorts)
+        notes = sites.notes
+        # From here on each site is its checked inputs: the cells as read (a third of what a site
+        # holds) are let go, and a batch of 10,000 sites holds 14 MB less.
+        inputs = [row.inputs for row in rows]
+        del sites, rows
+        outdir = Path(outdir)
+        if callable(progress):
+            progress = progress(len(inputs))
+        report = BatchReport(outdir, skipped=skipped, notes=notes)
+        workbook_targets = targets[: len(inputs)]
+        summaries = _Summaries(len(inputs))
+        results = _generate(inputs, workbook_targets, pool, level, risk_draws, solve)
+        with Outputs() as outputs:
+            try:
+                for index, summary, temp in results:
+                    outputs.adopt(temp, workbook_targets[index])
+                    summaries.put(index, summary)
+                    if progress is not None:
+                        progress.advance()
+                entries = _Entries(inputs, summaries)
+                report.portfolio = outputs.add(  # written as it is made, never held whole
+                    outdir / PORTFOLIO,
+                    lambda handle: write_portfolio_to(handle, entries))  # type: ignore[arg-type]
+                if summary_csv is not None:
+                    report.summary_csv = outputs.add(  # written row by row, never held whole
+                        summary_csv,
+                        lambda handle: write_summary_csv_to(handle, entries))  # type: ignore[arg-type]
+                outputs.commit()
+            except BaseException:
+                results.close()  # the workers are gone before their temporary files are removed
+                outputs.discard()
+                _remove_temporaries(workbook_targets)
+                raise
+        report.written = workbook_targets
+        report.seconds = time.perf_counter() - started
+        return report
+
+
+class _Summaries:
+    """Each site's summary outputs, kept as one row of floats (NaN: none) per site: a tenth of
+    the memory of a dict per site, for batches of many thousand sites."""
+
+    def __init__(self, count: int):
+        self.keys: tuple[str, ...] = ()
+        self._table = array("d")
+        self._count = count
+
+    def put(self, index: int, summary: dict[str, float | None]) -> None:
+        if not self.keys:
+            self.keys = tuple(summary)
+            self._table = array("d", [math.nan]) * (self._count * len(self.keys))
+        assert summary.keys() == set(self.keys), "every site's summary has the same outputs"
+        width = len(self.keys)
+        found = [summary[k] for k in self.keys]
+        self._table[index * width:(index + 1) * width] = array(
+            "d", [math.nan if v is None else v for v in found])
+
+    def get(self, index: int) -> dict[str, float | None]:
+        width = len(self.keys)
+        row = self._table[index * width:(index + 1) * width]
+        return {k: (v if math.isfinite(v) else None) for k, v in zip(self.keys, row, strict=True)}
+
+
+class _Entries(Sequence):
+    """The portfolio's entries, each made when it is read (the portfolio reads them a few times
+    over): the sites' inputs with their summaries, nothing per site kept beside them."""
+
+    def __init__(self, inputs: Sequence[SiteInputs], summaries: _Summaries):
+        self._inputs, self._summaries = inputs, summaries
+
+    def __len__(self) -> int:
+        return len(self._inputs)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        inputs = self._inputs[index]
+        return inputs, _slim_result(inputs, self._summaries.get(index % len(self)))
+
+
+def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | None) -> Result:
+    """A :class:`Result` carrying only the summary: all the portfolio reads, and small."""
+    assert inputs is not None and summary is not None
+    return Result(inputs, inputs.scenario, (), (), {}, summary)
+
+
+def _generate(sites: Sequence[SiteInputs], targets: Sequence[Path], pool: Workers | None,
+              level: int, risk_draws: int = 0, solve: tuple[str, ...] = ()
+              ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
+    parts = ([_Task(i, sites[i], targets[i], risk_draws, solve) for i in part]
+             for part in passes(len(sites), pool.jobs if pool else 1, SITES_PER_PASS))
+    if pool is None:
+        _init_pool(level)  # this process writes every workbook
+        for part in parts:
+            yield from _make_some(part)
+        return
+    for made in pool.imap_unordered(parts):
+        yield from made
+
+
+def _remove_temporaries(targets: Sequence[Path]) -> None:
+    """Remove the temporary files of workbooks a failed or interrupted run left behind (a worker
+    stopped between writing one and handing it over)."""
+    folders = {t.parent for t in targets}
+    names = {t.name for t in targets}
+    for folder in folders:
+        discard(temp for temp in folder.glob(f"{TEMP_PREFIX}*.tmp")
+                if temp.name[len(TEMP_PREFIX):-len(".tmp")].partition("-")[2] in names)
+
+
+# -- command line --------------------------------------------------------------------------------
+def cmd_batch(args: argparse.Namespace) -> int:
+    from ..cli.main import UserError, is_stdio, read_stdin_as_file
+
+    if args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: needs at least 1 process")
+    stream = None if args.quiet else sys.stderr
+    try:
+        with stop_on_signals(), read_stdin_as_file(args.sites, "SITES") as sites_path:
+            report = run_batch(
+                sites_path, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
+                force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
+                progress=lambda n: Progress(n, stream), header_row=args.header_row,
+                cohorts=args.cohorts, risk_draws=args.risk_draws, solve=args.solve)
+    except TargetsExist as exc:
+        raise UserError(str(exc)) from None
+    except OutputClash as exc:
+        lines = ["an output would replace an input or another output, so nothing was "
+                 "written:"] + [f"  - {visible(p)}" for p in exc.problems]
+        raise UserError("\n".join(lines)) from None
+    except InputError as exc:
+        count = len(exc.problems)
+        files = ("the sites from standard input" if is_stdio(args.sites) else visible(args.sites)
+                 ) + (f" and {visible(args.cohorts)}" if args.cohorts else "")
+        lines = [f"{count} problem{'s' if count != 1 else ''} in {files}, so "
+                 "nothing was written:"] + [f"  - {visible(p)}" for p in exc.problems]
+        raise UserError("\n".join(lines)) from None
+    except (Stopped, KeyboardInterrupt) as exc:
+        stopped = exc if isinstance(exc, Stopped) else Stopped(signal.SIGINT)
+        _end_progress(stream)
+        print(f"tokenfactory-xl: batch stopped by {stopped.name}; nothing was written",
+              file=sys.stderr)
+        return stopped.exit_status
+    except OSError as exc:
+        _end_progress(stream)
+        print(f"tokenfactory-xl: batch failed: {describe_os_error(exc)}; nothing was written "
+              "(files that were there before are unchanged)", file=sys.stderr)
+        return EXIT_FAILED
+    if not args.quiet:
+        for note in report.notes:
+            print(f"tokenfactory-xl: note: {visible(note)}", file=sys.stderr)
+    if report.skipped:
+        problems = [p for row in report.skipped for p in row.problems]
+        print(f"tokenfactory-xl: skipped {len(report.skipped)} row"
+              f"{'s' if len(report.skipped) != 1 else ''} with problems:", file=sys.stderr)
+        for problem in problems:
+            print(f"  - {visible(problem)}", file=sys.stderr)
+    if not args.quiet:
+        count = len(report.written)
+        extra = f" and {report.summary_csv}" if report.summary_csv else ""
+        print(f"wrote {count:,} workbook{'s' if count != 1 else ''} and {PORTFOLIO} to "
+              f"{report.outdir}{extra} in {report.seconds:.1f} s")
+    return report.exit_status
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "batch",
+        description="Read a sites file (.csv or .xlsx: a header of input names, one row per "
+                    "site), check every row, then write one TFOM workbook per site into OUTDIR, "
+                    "named after the site, and OUTDIR/portfolio.xlsx with one row per site. "
+                    "Nothing is written when a row is bad (exit status 2) unless --skip-invalid; "
+                    "existing files are never replaced without --force, the sites file never. "
+                    "A run that fails or is stopped writes none of its files (exit status 1, "
+                    "130 for Ctrl-C, 143 for SIGTERM).",
+        epilog="examples:\n  tokenfactory-xl batch templates/sites-example.csv -o out\n"
+               "  tokenfactory-xl batch templates/sites-example.csv -o out --force --jobs 2 "
+               "--summary-csv out/summary.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sites", metavar="SITES",
+                   help="the sites file (.csv or .xlsx); - reads it from standard input")
+    p.add_argument("-o", "--output", "--outdir", dest="outdir", required=True, metavar="OUTDIR",
+                   help="folder for the workbooks and portfolio.xlsx (created if needed)")
+    p.add_argument("--sheet", metavar="NAME",
+                   help="the worksheet of an .xlsx sites file (default: the sheet the workbook "
+                        "opens on; a hidden sheet is read only when named)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="write the valid rows, list the bad ones, exit with status 1 if any "
+                        "was skipped")
+    p.add_argument("--force", action="store_true", help="replace existing files")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="worker processes (default 1)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress, no notes and no closing line (problems are still "
+                        "reported)")
+    p.add_argument("--summary-csv", metavar="FILE",
+                   help="also write the portfolio table as CSV (one row per site)")
+    p.add_argument("--header-row", type=_row_number, metavar="N",
+                   help="the row of the sites file holding the input names (default: the first "
+                        "row with a site_name cell)")
+    p.add_argument("--risk-draws", type=_draws, default=BATCH_RISK_DRAWS, metavar="N",
+                   help="Monte Carlo draws per site for the portfolio's npv_p10, npv_p50, "
+                        f"npv_p90 and prob_npv_negative (default {BATCH_RISK_DRAWS:,}; 0: no "
+                        "risk columns; `tokenfactory-xl risk` gives one site's with 10,000)")
+    p.add_argument("--cohorts", metavar="FILE",
+                   help="the sites' further cohorts (.csv or .xlsx: a site_name column, then "
+                        "cohort, online_month, gpus and any cohort column; see `tokenfactory-xl "
+                        "inputs`); default: the sites workbook's sheet named cohorts, if any")
+    p.add_argument("--solve", type=_solve_inputs, default=(), metavar="INPUT,…",
+                   help="what must be true: for each of these numeric inputs (comma-separated, "
+                        "e.g. tef_target,price_factor) the value at which the site's live NPV "
+                        "is 0, as a portfolio column <input>_at_npv0 (blank where no value of "
+                        "the input's range gives NPV 0); see `tokenfactory-xl solve`")
+    p.set_defaults(func=cmd_batch)
+
+
+def _solve_inputs(text: str) -> tuple[str, ...]:
+    """``--solve tef_target,price_factor``: numeric inputs of the catalogue, each once."""
+    from ..tfom.solve import solvable
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("give one or more input names, e.g. "
+                                         "--solve tef_target,price_factor")
+    for name in names:
+        if "." in name:
+            raise argparse.ArgumentTypeError(f"{name}: a column is one input of every site; "
+                                             "per-scenario inputs are the live scenario's")
+        try:
+            solvable(name, default_inputs())
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace("--for=", "")) from None
+    return names
+
+
+def _draws(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 (no risk columns) or more draws")
+    return value
+
+
+def _row_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a row number (1, 2, 3 …)")
+    return value

@@ -1,0 +1,764 @@
+"""The portfolio: every site of a batch on one row, so the sites can be compared and summed.
+
+An operator with forty sites asks which of them clear their breakeven, how much EBITDA and NPV
+the fleet adds up to, and where a TEF programme pays most. The portfolio answers with one row per
+site: its name, the inputs that differ between the sites (``gpus`` always), and every summary
+output of methodology section 7.
+
+The workbook is laid out for readers of stored values as much as for people (docs/methodology.md
+section 9). Its first sheet, ``Portfolio``, holds one Excel Table (``Sites``): one header row,
+one row per site and nothing under it, so ``pandas.read_excel`` and Power Query read exactly the
+sites. Each header is the catalogue's or the output's label with its unit, the currency put in
+for "money" (``Revenue [USD]``, ``Blended price [USD/Mtok]``), and the column name a script uses
+(``revenue_total``) in the header's comment; the summary CSV keeps those column names as its
+header. Numbers keep every digit and are formatted; columns are wide enough for what they show.
+An input that does not apply to a site is blank: the CapEx, salvage and depreciation life of a
+rented fleet, the rent of an owned one (and the avoided CapEx of a rented fleet, which the spec
+calls none). An output that does not exist (no IRR without a sign change, no payback within the
+horizon) is blank too: an empty cell in the workbook, an empty field in the CSV.
+
+The workbook opens on its second sheet, ``Summary``: the answer before the table. Its Excel
+Table ``Totals`` sums what adds up across sites (GPUs, equivalent GPUs, avoided CapEx, tokens,
+revenue, EBITDA, NPV), gives the portfolio's own ratio where one follows from the sums (EBITDA
+margin = Σ EBITDA ÷ Σ revenue; cost per million tokens weighted by tokens sold; TEF and TFI now
+weighted by theoretical capacity, gpus × theoretical_tps_per_gpu) and then lists the rest blank
+with the reason (IRR, payback, ROI, prices, SLA, breakeven and economic life do not add up).
+Money totals are blank when the sites use different currencies. Beside the totals a chart draws
+TFI now against breakeven utilisation per site (a site whose TFI bar is shorter than its
+breakeven bar loses money on every GPU-hour today), and with the risk columns a second one each
+site's NPV from P10 to P90. Printed, the table is four A4 pages wide, each repeating the header
+row and the site names; the summary one page wide.
+
+:func:`write_portfolio` and :func:`write_summary_csv` are used by ``tokenfactory-xl batch`` and
+by ``collect``; both write atomically.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import math
+import os
+import re
+import tempfile
+import warnings
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+import numpy as np
+
+from ..core.catalogue import BY_NAME
+from ..files.disk import write_atomically
+from ..tfom.inputs import SiteInputs
+from ..tfom.operating_model import BRIDGE_LINES, OUTPUTS, SCENARIOS
+from ..workbook.charts import with_caches
+from ..workbook.stencil import repack_to
+
+if TYPE_CHECKING:
+    from ..tfom.operating_model import Output, Result
+
+
+class _HasSummary(Protocol):
+    summary: dict[str, float | None]
+
+
+#: One site of the portfolio: its inputs and its :class:`~tokenfactory_xl.operating_model.Result`
+#: (a batch passes results holding only ``summary``, with :data:`SCENARIO_COLUMNS` in it: see
+#: :func:`figures`).
+Entry = tuple[SiteInputs, _HasSummary]
+
+#: The outputs the totals sum.
+SUMMED: frozenset[str] = frozenset({
+    "equivalent_gpus", "avoided_capex", "tokens_sold_total", "revenue_total", "ebitda_total",
+    "npv", "npv_base", "npv_optimised", "npv_downside", "uplift_npv",
+})
+#: Summed outputs that are none where they do not apply (no owned GPU, no avoided CapEx): such a
+#: site adds nothing to the total rather than blanking it.
+_NONE_ADDS_NOTHING = frozenset({"avoided_capex"})
+#: Outputs in money: their totals need one currency.
+_MONEY = frozenset({"avoided_capex", "revenue_total", "ebitda_total", "npv", "npv_base",
+                    "npv_optimised", "npv_downside", "uplift_npv"})
+#: Inputs that are always columns, whether or not they differ between the sites.
+ALWAYS: tuple[str, ...] = ("site_name", "gpus")
+#: Columns that apply only to one ownership (methodology section 6: "CapEx = gpus × capex_per_gpu
+#: when owned, 0 when rented; rent_per_gpu_hour counts only when rented"); blank otherwise.
+APPLIES_WHEN: dict[str, str] = {
+    "capex_per_gpu": "own", "salvage_per_gpu": "own", "life_years": "own",
+    "avoided_capex": "own", "rent_per_gpu_hour": "rent",
+}
+#: The chart shows at most this many sites (a bar chart of thousands of sites is unreadable;
+#: the table has them all).
+CHART_SITES = 60
+#: The Excel Table of the sites, on the first sheet.
+TABLE_NAME = "Sites"
+SHEET = "Portfolio"
+#: The sheet the portfolio opens on: the totals (an Excel Table named ``Totals``) and the charts.
+SUMMARY_SHEET = "Summary"
+#: Where the summary's charts start: right of the totals' four columns and a gap.
+SUMMARY_CHARTS = "F1"
+#: The table prints this many pages wide (each repeating the header row and the site names):
+#: 67 columns on one page would print at a fifth of their size.
+TABLE_PAGES_WIDE = 4
+
+_OUTPUT_FORMATS = {"fraction": "0.0%", "money": "#,##0", "price": "#,##0.0000",
+                   "tokens": "#,##0", "gpus": "#,##0.0", "months": "0.0", "ratio": "0.00"}
+_INPUT_FORMATS = {"fraction": "0.0%", "integer": "#,##0", "number": "#,##0.00##",
+                  "date": "yyyy-mm-dd"}
+# Units that say nothing a header needs: the kind of a text cell.
+_NO_UNIT = frozenset({"text", "date", "scenario", "ISO 4217", "own / rent"})
+# A CSV opened in a spreadsheet turns text starting with one of these into a formula.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Column widths, in Excel's units (about one character of the default font each).
+_MIN_WIDTH, _MAX_WIDTH, _PADDING = 8, 60, 3
+
+
+# -- what goes into the table --------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScenarioColumn:
+    """A column of the portfolio beside the live scenario's outputs: one scenario's figure or
+    the uplift (methodology §4.5), read from the model's line (and workbook cell) ``line``."""
+
+    name: str
+    label: str
+    unit: str
+    kind: str
+    line: str
+
+
+_NPV = next(o for o in OUTPUTS if o.name == "npv")
+#: Each scenario's NPV and the value of the TEF uplift, Optimised − Base, whatever the live
+#: scenario: what an investment committee compares across sites.
+SCENARIO_COLUMNS: tuple[ScenarioColumn, ...] = tuple(
+    ScenarioColumn(f"npv_{sc.key}", f"NPV, {sc.name}", _NPV.unit, _NPV.kind,
+                   f"out_npv_{sc.key}") for sc in SCENARIOS) + (
+    ScenarioColumn("uplift_npv", "NPV uplift, Optimised − Base", _NPV.unit, _NPV.kind,
+                   "out_uplift_npv"),) + tuple(  # its bridge (methodology §10.3)
+    ScenarioColumn(line.meta["output"], line.label, _NPV.unit, _NPV.kind, line.name)
+    for line in BRIDGE_LINES)
+#: Every output column, in the table's order.
+OUTPUT_COLUMNS: tuple[Output | ScenarioColumn, ...] = (*OUTPUTS, *SCENARIO_COLUMNS)
+#: The risk of each site's live NPV (methodology §8), when the batch computed it (``--risk-draws``).
+RISK_COLUMNS: tuple[ScenarioColumn, ...] = (
+    ScenarioColumn("npv_p10", "NPV P10", _NPV.unit, _NPV.kind, ""),
+    ScenarioColumn("npv_p50", "NPV P50", _NPV.unit, _NPV.kind, ""),
+    ScenarioColumn("npv_p90", "NPV P90", _NPV.unit, _NPV.kind, ""),
+    ScenarioColumn("prob_npv_negative", "Probability NPV < 0", "fraction", "fraction", ""),
+)
+#: Plan against actual (the workbooks' Actuals sheets, ``collect``): each site's latest
+#: measured TEF, its variance against the plan, and the model month it was measured in.
+ACTUAL_COLUMNS: tuple[ScenarioColumn, ...] = (
+    ScenarioColumn("actual_tef", "Latest actual TEF", "fraction", "fraction", ""),
+    ScenarioColumn("actual_tef_variance", "Latest TEF variance, actual − plan", "fraction",
+                   "fraction", ""),
+    ScenarioColumn("actual_model_month", "Month of the latest actual", "month", "months", ""),
+)
+_OUTPUTS = {o.name: o for o in (*OUTPUT_COLUMNS, *RISK_COLUMNS, *ACTUAL_COLUMNS)}
+
+#: "What must be true" columns (``batch --solve``) end with this: ``tef_target_at_npv0`` is the
+#: site's TEF target at which its live NPV is 0.
+SOLVE_SUFFIX = "_at_npv0"
+
+
+def solve_column(name: str) -> ScenarioColumn | None:
+    """The "what must be true" column ``<input>_at_npv0``, or ``None`` for another name."""
+    if not name.endswith(SOLVE_SUFFIX) or name[:-len(SOLVE_SUFFIX)] not in BY_NAME:
+        return None
+    spec = BY_NAME[name[:-len(SOLVE_SUFFIX)]]
+    if spec.kind == "fraction":
+        kind = "fraction"
+    elif spec.unit in ("money", "money/GPU", "money/month"):
+        kind = "money"  # whole currency units
+    elif spec.unit.startswith("money"):
+        kind = "price"  # a rate: per Mtok, per kWh, per GPU-hour
+    else:
+        kind = "ratio"
+    return ScenarioColumn(name, f"{spec.label} at NPV 0", spec.unit, kind, "")
+
+
+def output_columns(entries: Sequence[Entry]) -> list[str]:
+    """The output columns of these sites: every output, then the risk columns and the "what
+    must be true" columns when the sites carry them."""
+    names = [o.name for o in OUTPUT_COLUMNS]
+    if entries and all(RISK_COLUMNS[0].name in figures(r) for _, r in entries):
+        names += [c.name for c in RISK_COLUMNS]
+    if entries:
+        first = figures(entries[0][1])
+        names += [n for n in first if solve_column(n) is not None
+                  and all(n in figures(r) for _, r in entries)]
+        if all(ACTUAL_COLUMNS[0].name in figures(r) for _, r in entries):
+            names += [c.name for c in ACTUAL_COLUMNS]
+    return names
+
+
+def figures(result: _HasSummary) -> dict[str, float | None]:
+    """A portfolio row's figures: :func:`site_summary` of a full :class:`Result`, or the summary
+    of one that holds only that (a batch's, already with :data:`SCENARIO_COLUMNS`)."""
+    return site_summary(result) if getattr(result, "values", None) else result.summary  # type: ignore[arg-type]
+
+
+def site_summary(result: Result) -> dict[str, float | None]:
+    """A site's figures for its portfolio row: the live scenario's outputs and
+    :data:`SCENARIO_COLUMNS`, ``None`` where a figure does not exist."""
+    out = dict(result.summary)
+    for column in SCENARIO_COLUMNS:
+        found = np.asarray(result.values.get(column.line, np.nan))
+        number = float(found) if found.shape == () and found.dtype.kind == "f" else math.nan
+        out[column.name] = number if math.isfinite(number) else None
+    return out
+
+
+def _output(name: str):
+    """The output named ``name``, or ``None`` for an input column."""
+    return _OUTPUTS.get(name) or solve_column(name)
+
+
+def applies(name: str, inputs: SiteInputs) -> bool:
+    """Whether column ``name`` (an input or output) applies to the site (see APPLIES_WHEN)."""
+    when = APPLIES_WHEN.get(name.split(".", 1)[0])
+    return when is None or inputs["ownership"] == when
+
+
+def value(name: str, inputs: SiteInputs, summary: dict[str, float | None],
+          flat: dict[str, object]) -> object:
+    """What the portfolio shows for one site in column ``name``: ``None`` for a blank cell."""
+    if not applies(name, inputs):
+        return None
+    found = summary[name] if _output(name) else flat[name]
+    if isinstance(found, float) and not math.isfinite(found):
+        return None
+    return found
+
+
+def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
+    """The input columns (``site_name``, ``gpus``, then those that differ) and output columns.
+
+    An input differs when the sites show different values for it (a blank for an input that
+    does not apply counts as a value: owned and rented sites with the default CapEx still
+    differ in their CapEx column).
+    """
+    names: list[str] = list(ALWAYS)
+    first: dict[str, object] = {}
+    differ: set[str] = set()
+    # One pass, keeping each column's first value only: memory does not grow with the sites.
+    for number, (inputs, _) in enumerate(entries):
+        flat = inputs.flat()
+        if number == 0:
+            names = list(flat)
+        for n in names:
+            if n in ALWAYS or n in differ:
+                continue
+            key = _key(value(n, inputs, {}, flat))
+            if number == 0:
+                first[n] = key
+            elif key != first[n]:
+                differ.add(n)
+    return [*ALWAYS, *(n for n in names if n in differ)], output_columns(entries)
+
+
+def _key(found: object) -> object:
+    return round(found, 12) if isinstance(found, float) else found
+
+
+def currency_of(entries: Sequence[Entry]) -> str | None:
+    """The sites' one currency, or ``None`` when they use several."""
+    found = {str(inputs["currency"]) for inputs, _ in entries}
+    return found.pop() if len(found) == 1 else None
+
+
+def label_and_unit(name: str, currency: str | None = None) -> tuple[str, str]:
+    """A column's label and unit, from the input catalogue or the output list.
+
+    ``money`` in a unit becomes the currency when the sites share one; a unit that only names
+    a kind of text (``text``, ``date``) is ``""``.
+    """
+    output = _output(name)
+    if output is not None:
+        label, unit = output.label, output.unit
+    else:
+        base, _, scenario = name.partition(".")
+        spec = BY_NAME[base]
+        label = spec.label + (f" ({scenario})" if scenario else "")
+        unit = "" if spec.unit in _NO_UNIT else spec.unit
+    if currency:
+        unit = re.sub(r"\bmoney\b", currency, unit)
+    return label, unit
+
+
+def header(name: str, currency: str | None = None) -> str:
+    """The header a person reads: ``Revenue [USD]``, ``GPUs [GPUs]``, ``Site name``."""
+    label, unit = label_and_unit(name, currency)
+    return f"{label} [{unit}]" if unit and unit.lower() != label.lower() else label
+
+
+def headers(names: Sequence[str], currency: str | None = None) -> list[str]:
+    """:func:`header` of each column, made unique (an Excel Table needs unique headers)."""
+    out: list[str] = []
+    for name in names:
+        text = header(name, currency)
+        if text.lower() in {h.lower() for h in out}:
+            text = f"{text} ({name})"
+        out.append(text)
+    return out
+
+
+def _number_format(name: str) -> str:
+    output = _output(name)
+    if output is not None:
+        return _OUTPUT_FORMATS.get(output.kind, "General")
+    return _INPUT_FORMATS.get(BY_NAME[name.split(".", 1)[0]].kind, "General")
+
+
+def shown_text(found: object, number_format: str) -> str:
+    """About what Excel shows for ``found`` in ``number_format``, to size a column by."""
+    if found is None:
+        return ""
+    if isinstance(found, str):
+        return found
+    if isinstance(found, dt.date):
+        return found.isoformat()
+    x = float(found)  # type: ignore[arg-type]
+    if number_format.endswith("%"):
+        decimals = len(number_format.split(".")[1]) - 1 if "." in number_format else 0
+        return f"{x * 100:,.{decimals}f}%"
+    decimals = len(number_format.split(".")[1]) if "." in number_format else 0
+    return f"{x:,.{decimals}f}" if "," in number_format else f"{x:.{decimals}f}"
+
+
+def _width(longest_value: int, header_text: str) -> float:
+    """A column wide enough for its longest shown value (``longest_value`` characters) and for
+    the header's longest word (it wraps)."""
+    longest_word = max((len(w) for w in header_text.split()), default=0)
+    widest = max(longest_value, longest_word, _MIN_WIDTH - _PADDING)
+    return float(min(_MAX_WIDTH, widest + _PADDING))
+
+
+def _lines(text: str, width: float) -> int:
+    """Lines ``text`` takes when wrapped at spaces into ``width`` characters."""
+    lines, used = 1, 0
+    for word in text.split():
+        need = len(word) if used == 0 else used + 1 + len(word)
+        if need > width - 1 and used:
+            lines, used = lines + 1, len(word)
+        else:
+            used = need
+    return lines
+
+
+#: Totals of the live scenario's figures, which add up only when every site has one live
+#: scenario: the per-scenario NPV columns add up whatever each site's is.
+_LIVE_TOTALS = frozenset({"equivalent_gpus", "avoided_capex", "tokens_sold_total",
+                          "revenue_total", "ebitda_total", "npv", "ebitda_margin",
+                          "cost_per_mtok"})
+
+
+def live_scenarios(entries: Sequence[Entry]) -> dict[str, int]:
+    """How many sites have each live scenario, the most common first."""
+    counts: dict[str, int] = {}
+    for inputs, _ in entries:
+        counts[str(inputs["scenario"])] = counts.get(str(inputs["scenario"]), 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
+    """The totals: sums, portfolio ratios and ``None`` where no total makes sense (money of
+    several currencies; the live scenario's figures of sites whose live scenarios differ: one
+    site's Optimised NPV added to others' Base NPVs is no figure of any scenario)."""
+    named = output_columns(entries)
+    out: dict[str, float | None] = {name: None for name in named}
+    if not entries:
+        return out
+    one_currency = currency_of(entries) is not None
+    one_scenario = len(live_scenarios(entries)) == 1
+    summed = [name for name in named if name in SUMMED and (name not in _MONEY or one_currency)
+              and (one_scenario or name not in _LIVE_TOTALS)]
+    ratios = [name for name in ("tef_now", "tfi_now") if name in out]
+    cost = one_currency and "cost_per_mtok" in out
+    read = list(dict.fromkeys(summed + ratios + (["cost_per_mtok", "tokens_sold_total"]
+                                                 if cost else [])))
+    # One pass over the sites, each column kept as 8-byte floats (NaN: blank): the totals of
+    # 10,000 sites hold no row of figures per site.
+    found = {name: array("d") for name in read}
+    capacity = array("d")
+    gpus = 0
+    for inputs, result in entries:
+        summary = figures(result)
+        for name in read:
+            shown = value(name, inputs, summary, {})
+            found[name].append(math.nan if shown is None else shown)  # type: ignore[arg-type]
+        gpus += inputs["gpus"]  # type: ignore[operator]
+        capacity.append(float(inputs["gpus"]) * float(inputs["theoretical_tps_per_gpu"]))  # type: ignore[arg-type]
+
+    def weighted(name: str, weights: Sequence[float]) -> float | None:
+        pairs = [(v, w) for v, w in zip(found[name], weights, strict=True) if v == v]
+        total = sum(w for _, w in pairs)
+        return sum(v * w for v, w in pairs) / total if pairs and total else None
+
+    for name in summed:
+        given = [v for v in found[name] if v == v]
+        complete = len(given) == len(capacity) or (name in _NONE_ADDS_NOTHING and given)
+        out[name] = math.fsum(given) if complete else None
+    out["gpus"] = float(gpus)
+    revenue, ebitda = out.get("revenue_total"), out.get("ebitda_total")
+    if one_currency and revenue and ebitda is not None and "ebitda_margin" in out:
+        out["ebitda_margin"] = ebitda / revenue
+    for name in ratios:
+        out[name] = weighted(name, capacity)
+    if cost and one_scenario:
+        tokens = [v if v == v else 0.0 for v in found["tokens_sold_total"]]
+        out["cost_per_mtok"] = weighted("cost_per_mtok", tokens)
+    return out
+
+
+def _how_totalled(name: str, total: float | None, one_currency: bool,
+                  scenarios: dict[str, int] | None = None) -> str:
+    """Why the Totals sheet shows ``total`` (or nothing) for output ``name``; ``scenarios``:
+    the sites' live scenarios (:func:`live_scenarios`)."""
+    if name in _MONEY and not one_currency:
+        return "blank: the sites use different currencies"
+    if scenarios and len(scenarios) > 1 and name in _LIVE_TOTALS:
+        counts = ", ".join(f"{scenario} for {n:,}" for scenario, n in scenarios.items())
+        return (f"blank: the sites' live scenarios differ ({counts}), and their figures do "
+                "not add up; the NPV of each scenario does (its own row)")
+    if total is None and name not in SUMMED | {"ebitda_margin", "tef_now", "tfi_now",
+                                                "cost_per_mtok"}:
+        return "blank: does not add up across sites"
+    how = {
+        "ebitda_margin": "Σ EBITDA ÷ Σ revenue",
+        "tef_now": "weighted by theoretical capacity (GPUs × theoretical TPS per GPU)",
+        "tfi_now": "weighted by theoretical capacity (GPUs × theoretical TPS per GPU)",
+        "cost_per_mtok": "weighted by tokens sold",
+        "gpus": "sum over the sites",
+    }.get(name, "sum over the sites")
+    if name in _NONE_ADDS_NOTHING:
+        how += " (sites where it does not apply add nothing)"
+    return how if total is not None else "blank: not every site has this figure"
+
+
+# -- the workbook --------------------------------------------------------------------------------
+def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
+    """The portfolio workbook as ``.xlsx`` bytes (deterministic: same entries, same bytes)."""
+    out = io.BytesIO()
+    write_portfolio_to(out, entries)
+    return out.getvalue()
+
+
+def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
+    """Write the portfolio workbook to ``out`` (the bytes of :func:`portfolio_bytes`): openpyxl
+    saves it to a temporary file, repacked from there member by member, so a table of 10,000
+    sites is never held whole in memory."""
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.comments import Comment
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.utils import get_column_letter
+    from openpyxl.utils.cell import coordinate_to_tuple
+    from openpyxl.worksheet.filters import AutoFilter
+    from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
+
+    input_cols, output_cols = columns(entries)
+    names = input_cols + output_cols
+    currency = currency_of(entries)
+    titles = headers(names, currency)
+    formats = [_number_format(name) for name in names]
+    n = len(entries)
+
+    def each_row() -> Iterator[list[object]]:
+        """The table's rows, made as they are read: the table is never held whole."""
+        for inputs, result in entries:
+            flat = inputs.flat()
+            summary = figures(result)
+            yield [value(name, inputs, summary, flat) for name in names]
+
+    # First pass: the column widths, and the rows the charts show (their caches read them).
+    widest = [0] * len(names)
+    rows: list[list[object]] = []
+    for row in each_row():
+        for index, (found, fmt) in enumerate(zip(row, formats, strict=True)):
+            widest[index] = max(widest[index], len(shown_text(found, fmt)))
+        if len(rows) < CHART_SITES:
+            rows.append(row)
+
+    wb = Workbook(write_only=True)
+    wb.properties.creator = "tokenfactory_xl"
+    wb.properties.title = "TFOM portfolio"
+    ws = wb.create_sheet(SHEET)
+    ws.freeze_panes = "B2"
+    _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
+    # each page repeats the header and the site names
+    ws.print_title_rows = "1:1"
+    ws.print_title_cols = "A:A"
+    widths = []
+    for index, title in enumerate(titles):
+        width = _width(widest[index], title)
+        widths.append(width)
+        ws.column_dimensions[get_column_letter(index + 1)].width = width
+    ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
+                                                                         strict=True))
+
+    bold = Font(bold=True)
+    header_row = []
+    for name, title in zip(names, titles, strict=True):
+        cell = WriteOnlyCell(ws, value=title)
+        cell.data_type = "s"
+        cell.font = bold
+        cell.alignment = Alignment(wrap_text=True, vertical="bottom")
+        label, unit = label_and_unit(name, currency)
+        cell.comment = Comment(f"{name}: {label}" + (f" [{unit}]" if unit else ""),
+                               "tokenfactory_xl", width=240, height=50)
+        header_row.append(cell)
+    ws.append(header_row)
+    for row in each_row():  # second pass: written as made
+        cells = []
+        for found, fmt in zip(row, formats, strict=True):
+            cell = WriteOnlyCell(ws, value=None)
+            if isinstance(found, str):
+                # Set as text explicitly: openpyxl turns a str starting with "=" into a formula.
+                cell.value = found
+                cell.data_type = "s"
+            else:
+                cell.value = found
+                cell.number_format = fmt
+                _every_digit(cell)
+            cells.append(cell)
+        ws.append(cells)
+    # A table needs a data row: with no site, the range is the header and one empty row.
+    ref = f"A1:{get_column_letter(len(names))}{max(n, 1) + 1}"
+    table = Table(displayName=TABLE_NAME, ref=ref, autoFilter=AutoFilter(ref=ref))
+    table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
+    table.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
+    _add_table(ws, table)
+
+    total = totals(entries)
+    summary = _summary_sheet(wb, total, entries, currency)
+    wb.active = 1  # the portfolio opens on its answer; the table stays the first sheet
+
+    if n:
+        chart = BarChart()
+        chart.type = "bar"
+        title = "TFI now against breakeven utilisation"
+        chart.y_axis.title = "share of theoretical capacity"
+        chart.y_axis.number_format = "0%"
+        chart.y_axis.majorGridlines = None
+        chart.x_axis.scaling.orientation = "maxMin"  # the first site on top, as in the table
+        shown = min(n, CHART_SITES)
+        for name in ("tfi_now", "breakeven_util"):
+            if name not in names:
+                continue
+            col = names.index(name) + 1
+            chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
+                           titles_from_data=True)
+        chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
+        chart.height = max(9.0, 0.6 * shown + 3)
+        chart.width = 24
+        chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
+        # beside the totals (a table of four columns), not the sites' table of sixty
+        summary.add_chart(chart, SUMMARY_CHARTS)
+        if "npv_p10" in names:
+            column = "".join(filter(str.isalpha, SUMMARY_CHARTS))
+            summary.add_chart(_risk_chart(ws, names, shown, n, currency),
+                              f"{column}{int(chart.height * 2) + 3}")
+
+    def shown(sheet: str, coord: str) -> object:
+        """What a cell of the Portfolio sheet holds, for the charts' caches."""
+        if sheet != SHEET:
+            return None
+        r, c = coordinate_to_tuple(coord)
+        if r == 1:
+            return titles[c - 1] if c <= len(titles) else None
+        return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(names) else None
+
+    def cached(xml: bytes) -> bytes:
+        return with_caches(xml.decode("utf-8"), shown).encode("utf-8")
+
+    charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
+    wb.properties.created = dt.datetime(2000, 1, 1)
+    with tempfile.TemporaryFile() as saved:  # removed whatever happens
+        wb.save(saved)
+        saved.seek(0)
+        repack_to(saved, out, rewrite=charts)
+
+
+def _every_digit(cell) -> None:  # type: ignore[no-untyped-def]
+    """Store a write-only cell's finite float with every digit (``repr``): openpyxl writes 16
+    significant digits, and a portfolio's figures keep all of them."""
+    if isinstance(cell.value, float) and math.isfinite(cell.value):
+        cell._value = repr(cell.value)
+
+
+def _risk_chart(ws, names: list[str], shown: int, n: int, currency: str | None):
+    """Each site's NPV from P10 to P90 (a vertical line, as a high-low chart draws it) with its
+    P50 (a tick)."""
+    from openpyxl.chart import Reference, StockChart
+    from openpyxl.chart.axis import ChartLines
+    from openpyxl.chart.shapes import GraphicalProperties
+    from openpyxl.drawing.line import LineProperties
+
+    chart = StockChart()
+    chart.title = "NPV P10 to P90 of each site, P50 marked" + (
+        f" (first {shown} of {n} sites)" if n > shown else "")
+    chart.y_axis.title = f"NPV [{currency}]" if currency else "NPV"
+    chart.y_axis.number_format = "#,##0"
+    chart.x_axis.tickLblPos = "low"  # the site names under the bars, below negative NPVs
+    # a high-low-close chart: high (P90), low (P10), close (P50)
+    for name in ("npv_p90", "npv_p10", "npv_p50"):
+        col = names.index(name) + 1
+        chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
+                       titles_from_data=True)
+        series = chart.series[-1]
+        series.graphicalProperties.line.noFill = True  # no line from site to site
+        series.marker.symbol = "dash" if name == "npv_p50" else "none"
+        series.marker.size = 12
+    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
+    chart.hiLowLines = ChartLines(spPr=GraphicalProperties(ln=LineProperties(w=38100)))
+    chart.height = 10
+    chart.width = max(24.0, 0.8 * shown + 4)
+    return chart
+
+
+def _page_setup(ws, landscape: bool, pages_wide: int) -> None:
+    """A4, ``pages_wide`` pages wide and as many long as it takes, numbered in the footer."""
+    from openpyxl.worksheet.worksheet import Worksheet
+
+    ws.page_setup.orientation = "landscape" if landscape else "portrait"
+    ws.page_setup.paperSize = Worksheet.PAPERSIZE_A4
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToWidth = pages_wide
+    ws.page_setup.fitToHeight = 0
+    ws.page_margins.left = ws.page_margins.right = 0.4
+    ws.oddFooter.center.text = "&A — page &P of &N"
+    ws.oddFooter.center.size = 8
+
+
+def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
+                   currency: str | None):
+    """The sheet ``Summary``: the totals, one row per figure (label, total, how it is
+    totalled), as the Excel Table ``Totals``; the caller draws the charts beside it."""
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.worksheet.filters import AutoFilter
+    from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
+
+    ws = wb.create_sheet(SUMMARY_SHEET)
+    ws.freeze_panes = "A2"
+    ws.sheet_view.tabSelected = True  # the tab it opens on (the workbook's active one)
+    _page_setup(ws, landscape=True, pages_wide=1)
+    ws.print_title_rows = "1:1"
+    one_currency = currency is not None
+    figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
+               ("gpus", header("gpus", currency), total.get("gpus"), _number_format("gpus"),
+                "sum over the sites")]
+    scenarios = live_scenarios(entries)
+    # the figures that add up first, then those that do not (blank, with the reason)
+    names = sorted(output_columns(entries), key=lambda name: total.get(name) is None)
+    for name in names:
+        figures.append((name, header(name, currency), total.get(name), _number_format(name),
+                        _how_totalled(name, total.get(name), one_currency, scenarios)))
+    titles = ["Figure", "Portfolio total", "How it is totalled", "Column"]
+    rows = [[label, found, how, name if name != "sites" else None]
+            for name, label, found, _, how in figures]
+    fmts = [fmt for *_, fmt, _ in figures]
+    widths = [max(len(str(r[0])) for r in rows) + _PADDING,
+              max([len(shown_text(r[1], f)) for r, f in zip(rows, fmts, strict=True)]
+                  + [len(titles[1])]) + _PADDING,
+              max(len(str(r[2])) for r in rows) + _PADDING,
+              max(len(str(r[3] or "")) for r in rows) + _PADDING]
+    for letter, width in zip("ABCD", widths, strict=True):
+        ws.column_dimensions[letter].width = float(min(_MAX_WIDTH + 20, width))
+    bold = Font(bold=True)
+    cells = []
+    for title in titles:
+        cell = WriteOnlyCell(ws, value=title)
+        cell.font = bold
+        cell.alignment = Alignment(vertical="bottom")
+        cells.append(cell)
+    ws.append(cells)
+    for row, fmt in zip(rows, fmts, strict=True):
+        label, found, how, name = row
+        cells = [WriteOnlyCell(ws, value=label), WriteOnlyCell(ws, value=found),
+                 WriteOnlyCell(ws, value=how), WriteOnlyCell(ws, value=name)]
+        for cell in (cells[0], cells[2], cells[3]):
+            cell.data_type = "s"
+        cells[1].number_format = fmt
+        _every_digit(cells[1])
+        ws.append(cells)
+    ref = f"A1:D{len(rows) + 1}"
+    table = Table(displayName="Totals", ref=ref, autoFilter=AutoFilter(ref=ref))
+    table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
+    table.tableStyleInfo = TableStyleInfo(name="TableStyleLight9", showRowStripes=True)
+    _add_table(ws, table)
+    return ws
+
+
+def _add_table(ws, table) -> None:
+    """Add ``table`` to a write-only sheet (its columns are set, so openpyxl's warning is moot)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ws.add_table(table)
+
+
+def write_portfolio(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:
+    """Write the portfolio workbook to ``path`` atomically.
+
+    Parameters
+    ----------
+    path : the ``.xlsx`` file to write (replaced if it exists: the caller checks ``--force``).
+    entries : ``(SiteInputs, Result)`` per site, in the order of the rows.
+    """
+    return write_atomically(path, lambda handle: write_portfolio_to(handle, entries))
+
+
+# -- the CSV -------------------------------------------------------------------------------------
+def summary_csv_text(entries: Sequence[Entry]) -> str:
+    """The portfolio table as CSV text: the column names as header, one row per site.
+
+    The same columns and values as the workbook's table (an input that does not apply is an
+    empty field); no totals row (tools sum themselves).
+    """
+    out = io.BytesIO()
+    write_summary_csv_to(out, entries)
+    return out.getvalue().decode("utf-8")
+
+
+def write_summary_csv_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
+    """Write :func:`summary_csv_text` to ``out`` as UTF-8, row by row: the table of 10,000 sites
+    is never held whole."""
+    input_cols, output_cols = columns(entries)
+    names = input_cols + output_cols
+    text = io.TextIOWrapper(out, encoding="utf-8", newline="")
+    try:
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(names)
+        for inputs, result in entries:
+            flat = inputs.flat()
+            writer.writerow([_csv_field(value(n, inputs, figures(result), flat))
+                             for n in names])
+    finally:
+        text.detach()  # written through; ``out`` stays open for its owner
+
+
+def _csv_field(found: object) -> str:
+    if found is None:
+        return ""
+    if isinstance(found, float):
+        return repr(found) if math.isfinite(found) else ""
+    if isinstance(found, dt.date):
+        return found.isoformat()
+    text = str(found)
+    # A spreadsheet opening the CSV would run "=HYPERLINK(…)" as a formula; a leading
+    # apostrophe is the spreadsheet's own "this is text" mark.
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def write_summary_csv(path: str | os.PathLike, entries: Sequence[Entry]) -> Path:
+    """Write the portfolio table as UTF-8 CSV to ``path`` atomically.
+
+    Headers are the column names of the portfolio (``site_name``, ``npv`` …); ``None`` is an
+    empty field; numbers have every digit (``repr``); text that a spreadsheet would take for a
+    formula (starting with ``= + - @``) gets a leading apostrophe.
+    """
+    return write_atomically(path, lambda handle: write_summary_csv_to(handle, entries))

@@ -1,0 +1,487 @@
+"""What must be true: the value of one input at which a summary output meets a target.
+
+The tornado (:mod:`tokenfactory_xl.risk`) says how far each assumption moves the NPV; a board
+asks the inverse: *what TEF target, price factor or CapEx per GPU makes the NPV zero, or the IRR
+our hurdle rate?* :func:`solve` answers it with the model itself, not an approximation:
+
+1. **scan** the input's allowed range (the catalogue's bounds; an input without an upper bound
+   from its lower bound to :data:`UNBOUNDED_SPAN` × its value, widened tenfold up to
+   :data:`WIDEN` times while the target lies beyond) at :data:`SCAN_POINTS` values, all in one
+   numpy pass of the compiled model (its leading axis of variants, as the risk run uses);
+2. **bracket**: two neighbouring values at which the output lies on either side of the target
+   (values the inputs' own rules refuse, such as a salvage above the CapEx, and values at which
+   the output is "none" take no part);
+3. **refine** each bracket by :data:`SECTIONS`-section, one numpy pass per step, until the output
+   is within :func:`tolerance` of the target (a cent for money, 1e-9 otherwise) or the bracket
+   is two neighbouring whole numbers (an integer input) or two neighbouring floats (the output
+   jumps across the target there: said so).
+
+A value found is exactly what ``tokenfactory-xl summary --set INPUT=VALUE`` computes: a variant's
+arithmetic is the same elementwise sequence a single run does. When no value of the range meets
+the target, the answer says so and which end of the range comes closest.
+
+A per-scenario input (``tef_target``) is the live scenario's value and the target is read in the
+live scenario; named for one scenario (``tef_target.Optimised``) it is that scenario's value and
+the target is that scenario's output.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.catalogue import BY_NAME, SCENARIOS, BadValue, closest_name, fmt_number
+from ..core.errors import InputError, Problem
+from .inputs import SiteInputs, split_key
+from .operating_model import LINES, LISTS, OUTPUTS, _formula_constants, formula_inputs
+from .operating_model import SCENARIOS as MODEL_SCENARIOS
+
+#: Values of the input evaluated in the first scan of its range (one numpy pass).
+SCAN_POINTS = 65
+#: Points inside a bracket evaluated at each step of the refinement (one numpy pass).
+SECTIONS = 15
+#: Steps of refinement at most: 15 sections a step shrink any bracket below a float's spacing.
+MAX_STEPS = 40
+#: An input without an upper bound is first searched up to this many times its value (or 1) …
+UNBOUNDED_SPAN = 10.0
+#: … and the span widened tenfold at most this many times while the target lies beyond it.
+WIDEN = 6
+#: Brackets refined at most: the one nearest the input's value first.
+MAX_ROOTS = 5
+#: Targets named as users say them, and the output they mean: a lender's DSCR covenant is
+#: tested on the weakest year.
+TARGET_ALIASES: Mapping[str, str] = {"dscr": "min_dscr"}
+#: Outputs by name.
+OUTPUT_BY_NAME = {o.name: o for o in OUTPUTS}
+#: The kinds of input a solve can move.
+NUMERIC_KINDS = ("number", "integer", "fraction")
+
+
+@dataclass(frozen=True)
+class Target:
+    """``output = value``: a summary output of methodology §7 and the value it should take."""
+
+    output: str
+    value: float
+    text: str  # as the user wrote it
+
+    @property
+    def unit(self) -> str:
+        return OUTPUT_BY_NAME[self.output].unit
+
+    @property
+    def kind(self) -> str:
+        return OUTPUT_BY_NAME[self.output].kind
+
+
+def parse_target(text: str) -> Target:
+    """``"npv=0"``, ``"irr=15%"``, ``"payback_months=36"``, ``"dscr=1.2"`` → a :class:`Target`.
+
+    A fraction output's target is a fraction (``irr=0.15``) or a percentage (``irr=15%``);
+    ``irr=15`` is 1,500 % (an IRR may exceed 100 %: the target is echoed as a percentage).
+    Raises :class:`InputError` naming the problem: not ``OUTPUT=VALUE``, an output the model does
+    not have, a value that is not a number.
+    """
+    name, sep, raw = text.partition("=")
+    name = name.strip().lower()
+    if not sep or not name or not raw.strip():
+        raise InputError([Problem("--target", text, "is not OUTPUT=VALUE",
+                                  "e.g. --target npv=0, --target irr=0.15 or --target "
+                                  "payback_months=36")])
+    output = TARGET_ALIASES.get(name, name)
+    if output not in OUTPUT_BY_NAME:
+        hint = closest_name(name, list(OUTPUT_BY_NAME) + list(TARGET_ALIASES))
+        fix = (f"did you mean {hint}? " if hint else "") + \
+            "the outputs are listed by `tokenfactory-xl summary` (last column)"
+        raise InputError([Problem("--target", text, f"names {name!r}, which is not an output "
+                                  "of the model", fix)])
+    spec = OUTPUT_BY_NAME[output]
+    number = raw.strip().replace(",", "")
+    percent = number.endswith("%")
+    try:
+        value = float(number.rstrip("%")) / (100 if percent else 1)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise InputError([Problem("--target", text, f"{raw.strip()!r} is not a number",
+                                  f"give the {output} to reach, e.g. {output}=0")])
+    if percent and spec.kind != "fraction":
+        raise InputError([Problem("--target", text, f"is a percentage, but {output} is in "
+                                  f"{spec.unit}", f"give a number, e.g. {output}="
+                                  f"{fmt_number(value * 100)}")])
+    return Target(output, value, text.strip())
+
+
+@dataclass(frozen=True)
+class Solvable:
+    """The input a solve moves: its catalogue entry, the key ``--set`` takes, and the scenario
+    whose value it is (per-scenario inputs) and whose output the target reads."""
+
+    name: str
+    key: str  # tef_target.Optimised, or the bare name
+    scenario: str
+    index: int  # the scenario's position (Base, Optimised, Downside)
+
+    @property
+    def spec(self):
+        return BY_NAME[self.name]
+
+
+def solvable(text: str, inputs: SiteInputs) -> Solvable:
+    """The input ``--for`` names; raises :class:`InputError` for an unknown or a non-numeric
+    input."""
+    try:
+        name, scenario = split_key(text)
+    except BadValue as exc:
+        raise InputError([Problem("--for", text, exc.message, exc.fix)]) from None
+    spec = BY_NAME.get(name)
+    if spec is None:
+        hint = closest_name(name)
+        fix = f"did you mean {hint}?" if hint else "see `tokenfactory-xl inputs` for the names"
+        raise InputError([Problem("--for", text, "is not a known input", fix)])
+    if spec.kind not in NUMERIC_KINDS:
+        raise InputError([Problem("--for", text, f"is {spec.allowed}, not a number: a solve "
+                                  "moves a numeric input", "choose a numeric input, e.g. "
+                                  "tef_target")])
+    scenario = scenario or inputs.scenario
+    key = f"{name}.{scenario}" if spec.per_scenario and scenario != inputs.scenario else name
+    return Solvable(name, key, scenario, SCENARIOS.index(scenario))
+
+
+def tolerance(target: Target) -> float:
+    """How close to the target the output must come: a cent of a money output, else 1e-9 of
+    the target (at least 1e-9)."""
+    if target.unit.startswith("money"):
+        return 0.005
+    return 1e-9 * max(1.0, abs(target.value))
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A solve's answer.
+
+    ``value`` is the input's value at which ``output`` comes within :func:`tolerance` of
+    ``target`` (``reached``); when no value of ``[low, high]`` does, ``value`` is the end of the
+    range whose output comes closest (``closest``: ``"low"`` or ``"high"``) and ``reached`` is
+    false. ``jump`` is true when the output jumps across the target at ``value`` (no value meets
+    it exactly: ``output_at_value`` and ``output_beyond`` are the two sides). ``roots`` lists
+    every value found that meets the target, nearest to the input's current value first.
+    """
+
+    site: str
+    input: str
+    key: str
+    scenario: str
+    output: str
+    target: float
+    current: float | None
+    output_now: float | None
+    low: float
+    high: float
+    output_low: float | None
+    output_high: float | None
+    reached: bool
+    value: float | None
+    output_at_value: float | None
+    closest: str | None = None
+    jump: bool = False
+    output_beyond: float | None = None
+    roots: tuple[float, ...] = ()
+    bounded: bool = True
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def as_json(self) -> dict[str, object]:
+        def plain(x: object) -> object:  # numpy's scalars as JSON's
+            if isinstance(x, (bool, np.bool_)):
+                return bool(x)
+            if isinstance(x, (int, np.integer)):
+                return int(x)
+            return float(x) if isinstance(x, (float, np.floating)) else x
+
+        return {k: [plain(v) for v in x] if isinstance(x, list) else plain(x)
+                for k, x in self._fields().items()}
+
+    def _fields(self) -> dict[str, object]:
+        return {"site": self.site, "input": self.input, "key": self.key,
+                "scenario": self.scenario, "output": self.output, "target": self.target,
+                "reached": self.reached, "value": self.value,
+                "output_at_value": self.output_at_value, "current": self.current,
+                "output_now": self.output_now, "low": self.low, "high": self.high,
+                "output_low": self.output_low, "output_high": self.output_high,
+                "closest": self.closest, "jump": self.jump,
+                "output_beyond": self.output_beyond, "roots": list(self.roots),
+                "notes": list(self.notes)}
+
+
+# -- many values of one input, in one pass --------------------------------------------------------
+@functools.lru_cache(maxsize=16)
+def _model(line: str):
+    """The model compiled for one output line and the lines it needs."""
+    from .formula import compile_model, needed
+
+    return compile_model(needed(LINES, [line]))
+
+
+class _Evaluator:
+    """The output ``target`` of the site with the input moved to each of many values."""
+
+    def __init__(self, inputs: SiteInputs, moved: Solvable, output: str):
+        self.inputs, self.moved = inputs, moved
+        self.line = f"out_{output}_{MODEL_SCENARIOS[moved.index].key}"
+        self.model = _model(self.line)
+        self.constants = _formula_constants()
+        self.base = formula_inputs(inputs)
+        self.integer = moved.spec.kind == "integer"
+
+    def valid(self, value: float) -> bool:
+        """Whether the inputs' own rules allow the value (the catalogue's range and the rules
+        that tie inputs together: salvage ≤ CapEx, measured ≤ theoretical TPS …)."""
+        try:
+            self.inputs.replace({self.moved.key: int(value) if self.integer else value})
+        except InputError:
+            return False
+        return True
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        """The output at each of ``values`` (NaN: none)."""
+        from .formula import _RowArray
+        from .risk import _numbers
+
+        values = np.asarray(values, dtype=float)
+        given = dict(self.base)
+        if self.moved.spec.per_scenario:
+            row = np.tile(np.asarray(self.base[self.moved.name], dtype=float),
+                          (len(values), 1))
+            row[:, self.moved.index] = values
+            given[self.moved.name] = row.view(_RowArray)
+        else:
+            given[self.moved.name] = values
+        out = self.model(given, self.constants, LISTS)
+        return _numbers(out[self.line], len(values))
+
+
+def _grid(low: float, high: float, count: int, integer: bool) -> np.ndarray:
+    """``count`` values evenly spread over ``[low, high]``, and as many spread evenly on a log
+    scale where the range spans more than two orders of magnitude (1 … 1,000,000 GPUs)."""
+    grid = np.linspace(low, high, count)
+    floor = max(low, high * 1e-6) if low <= 0 else low
+    if high > 0 and high / max(floor, 1e-300) > 100:
+        grid = np.union1d(grid, np.geomspace(floor, high, count))
+    if integer:
+        grid = np.unique(np.round(grid))
+    return grid
+
+
+def _edge(valid, inside: float, outside: float, integer: bool) -> float:
+    """The allowed value nearest ``outside`` between an allowed ``inside`` and a refused
+    ``outside`` (the rules that tie inputs together are bounds: one edge between them)."""
+    for _ in range(80):
+        if abs(outside - inside) <= (1 if integer else 4 * np.spacing(abs(inside) + 1e-300)):
+            break
+        middle = (inside + outside) / 2
+        if integer:
+            middle = float(np.floor(middle) if outside > inside else np.ceil(middle))
+            if middle in (inside, outside):
+                break
+        if valid(middle):
+            inside = middle
+        else:
+            outside = middle
+    return inside
+
+
+def _sign_changes(x: np.ndarray, f: np.ndarray, target: float) -> list[tuple[int, int]]:
+    """Pairs of neighbouring points (among those with a figure) on either side of the
+    target, or on it."""
+    keep = np.flatnonzero(np.isfinite(f))
+    pairs = []
+    for a, b in zip(keep[:-1], keep[1:], strict=True):
+        da, db = f[a] - target, f[b] - target
+        # on the target at a, or on opposite sides (a point on the target at b starts the
+        # next pair)
+        if da == 0 or ((da < 0) != (db < 0) and db != 0):
+            pairs.append((int(a), int(b)))
+    if len(keep) and f[keep[-1]] == target:
+        pairs.append((int(keep[-1]), int(keep[-1])))
+    return pairs
+
+
+def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, target: float,
+            tol: float, integer: bool) -> tuple[float, float, float, float]:
+    """Shrink the bracket ``[a, b]`` around the target; returns the point nearest the target,
+    its output, and the other end of the last bracket with its output."""
+    for _ in range(MAX_STEPS):
+        best, fbest, other, fother = (a, fa, b, fb) if abs(fa - target) <= abs(fb - target) \
+            else (b, fb, a, fa)
+        if abs(fbest - target) <= tol:
+            return best, fbest, other, fother
+        if integer and b - a <= 1:
+            return best, fbest, other, fother
+        inner = np.linspace(a, b, SECTIONS + 2)[1:-1]
+        if integer:
+            inner = np.unique(np.round(inner))
+            inner = inner[(inner > a) & (inner < b)]
+        else:
+            inner = inner[(inner > a) & (inner < b)]
+        if not len(inner):  # two neighbouring floats: the output jumps across the target
+            return best, fbest, other, fother
+        x = np.concatenate(([a], inner, [b]))
+        f = np.concatenate(([fa], evaluate(inner), [fb]))
+        pairs = _sign_changes(x, f, target)
+        if not pairs:  # "none" inside the bracket: keep the side of a that still has a figure
+            return best, fbest, other, fother
+        i, j = pairs[0]
+        a, fa, b, fb = x[i], f[i], x[j], f[j]
+        if i == j:
+            return a, fa, b, fb
+    best, fbest, other, fother = (a, fa, b, fb) if abs(fa - target) <= abs(fb - target) \
+        else (b, fb, a, fa)
+    return best, fbest, other, fother
+
+
+def _figure(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def solve(inputs: SiteInputs, for_input: str, target: Target | str) -> Solution:
+    """The value of ``for_input`` at which the output ``target`` names meets its value.
+
+    Parameters
+    ----------
+    inputs : the site's checked inputs.
+    for_input : a numeric input of the catalogue (``tef_target``, ``capex_per_gpu``), or a
+        per-scenario input named for one scenario (``tef_target.Optimised``).
+    target : ``"npv=0"`` or a :class:`Target`.
+
+    Raises :class:`InputError` for an unknown or non-numeric input, or a bad target.
+    """
+    if isinstance(target, str):
+        target = parse_target(target)
+    moved = solvable(for_input, inputs)
+    spec = moved.spec
+    evaluate = _Evaluator(inputs, moved, target.output)
+    integer = spec.kind == "integer"
+    current_raw = inputs.live(moved.name, moved.scenario)
+    current = None if current_raw is None else float(current_raw)  # type: ignore[arg-type]
+    tol = tolerance(target)
+    notes: list[str] = []
+
+    low = float(spec.low) if spec.low is not None else -UNBOUNDED_SPAN * max(1, abs(current or 1))
+    if spec.low_open:
+        low = low + (1 if integer else max(1e-9, 1e-9 * abs(current or 1)))
+    bounded = spec.high is not None
+    high = float(spec.high) if bounded else max(low + 1, UNBOUNDED_SPAN * max(1.0, abs(
+        current or 0.0)))
+
+    def scan(lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        x = _grid(lo, hi, SCAN_POINTS, integer)
+        if current is not None and lo <= current <= hi:
+            x = np.unique(np.concatenate((x, [current])))
+        ok = np.array([evaluate.valid(v) for v in x])
+        if ok.any() and not ok.all():
+            # the rules that tie inputs together cut the range: find where, to the last digit
+            first, last = np.flatnonzero(ok)[[0, -1]]
+            edges = []
+            if first > 0:
+                edges.append(_edge(evaluate.valid, x[first], x[first - 1], integer))
+            if last < len(x) - 1:
+                edges.append(_edge(evaluate.valid, x[last], x[last + 1], integer))
+            x = np.unique(np.concatenate((x[ok], edges)))
+        else:
+            x = x[ok]
+        return x, evaluate(x) if len(x) else np.empty(0)
+
+    x, f = scan(low, high)
+    widened = 0
+    while not bounded and not _sign_changes(x, f, target.value) and widened < WIDEN:
+        finite = np.isfinite(f)
+        if finite.sum() >= 2:
+            first, last = f[finite][0], f[finite][-1]
+            # stop widening when the output does not move toward the target at the top
+            if not (abs(last - target.value) < abs(first - target.value)):
+                break
+        widened += 1
+        lo = high
+        high = high * 10
+        more_x, more_f = scan(lo, high)
+        x, f = np.concatenate((x, more_x[1:])), np.concatenate((f, more_f[1:]))
+    if not len(x):
+        raise InputError([Problem("--for", for_input, "has no value its rules allow with the "
+                                  "other inputs as they are", "check the site's inputs")])
+    allowed_low = float(spec.low) if spec.low is not None else None
+    if (allowed_low is not None and x[0] > low) or x[-1] < high:
+        notes.append(f"the other inputs allow {moved.name} from {fmt_number(float(x[0]))} to "
+                     f"{fmt_number(float(x[-1]))} (the rules that tie inputs together, such as "
+                     "salvage ≤ CapEx and measured ≤ theoretical TPS)")
+    elif not bounded:
+        notes.append(f"{moved.name} has no upper bound: searched up to {fmt_number(float(x[-1]))}")
+    low, high = float(x[0]), float(x[-1])
+    output_now = None
+    if current is not None:
+        at = np.flatnonzero(x == current)
+        output_now = _figure(f[at[0]]) if len(at) else _figure(evaluate(np.array([current]))[0])
+    ends = (_figure(f[0]), _figure(f[-1]))
+
+    pairs = _sign_changes(x, f, target.value)
+    centre = current if current is not None else (low + high) / 2
+    pairs.sort(key=lambda p: min(abs(x[p[0]] - centre), abs(x[p[1]] - centre)))
+    found: list[tuple[float, float, float, float]] = []
+    for i, j in pairs[:MAX_ROOTS]:
+        found.append(_refine(evaluate, float(x[i]), float(f[i]), float(x[j]), float(f[j]),
+                             target.value, tol, integer))
+    if len(pairs) > MAX_ROOTS:
+        notes.append(f"{len(pairs)} crossings of the target found; the {MAX_ROOTS} nearest the "
+                     "value now are refined")
+
+    common = dict(site=str(inputs["site_name"]), input=for_input, key=moved.key,
+                  scenario=moved.scenario, output=target.output, target=target.value,
+                  current=current, output_now=output_now, low=low, high=high,
+                  output_low=ends[0], output_high=ends[1], bounded=bounded)
+    if not found:
+        candidates = [(abs(v - target.value), side, x0, v) for side, x0, v in
+                      (("low", low, ends[0]), ("high", high, ends[1])) if v is not None]
+        if not candidates:
+            notes.append(f"the model gives no {target.output} (none) anywhere in the range")
+            return Solution(**common, reached=False, value=None, output_at_value=None,
+                            notes=tuple(notes))  # type: ignore[arg-type]
+        _, side, x0, v = min(candidates)
+        if ends[0] is not None and ends[0] == ends[1] and np.nanmin(f) == np.nanmax(f):
+            notes.append(f"{target.output} does not change with {moved.name}")
+        return Solution(**common, reached=False, value=x0, output_at_value=v, closest=side,
+                        notes=tuple(notes))  # type: ignore[arg-type]
+    best, fbest, other, fother = found[0]
+
+    def met(result: tuple[float, float, float, float]) -> bool:
+        # a whole-number input meets the target between two neighbours: the nearer is the answer
+        return abs(result[1] - target.value) <= tol or (integer and abs(result[2] - result[0])
+                                                        <= 1)
+
+    reached = bool(met(found[0]))
+    exact = bool(abs(fbest - target.value) <= tol)
+    jump = not reached
+    if integer and not exact:
+        notes.append(f"{moved.name} is a whole number: the target lies between "
+                     f"{fmt_number(min(best, other))} and {fmt_number(max(best, other))}; "
+                     f"{fmt_number(best)} comes nearer ({target.output} {fbest:,.6g} against "
+                     f"{fother:,.6g})")
+    roots = tuple(int(r[0]) if integer else float(r[0]) for r in found if met(r))
+    value = int(best) if integer else best
+    return Solution(**common, reached=reached, value=value, output_at_value=fbest,
+                    jump=jump, output_beyond=None if exact else fother, roots=roots,
+                    notes=tuple(notes))  # type: ignore[arg-type]
+
+
+def batch_solve(inputs: SiteInputs, names: tuple[str, ...], target: str = "npv=0",
+                known: Mapping[str, Solution] | None = None) -> dict[str, float | None]:
+    """For a portfolio: each input's value at which ``target`` is met (``None`` when no value
+    of its range meets it). ``known`` holds solutions of this site already found for the same
+    target (the Risk sheet's block), by input name."""
+    out: dict[str, float | None] = {}
+    for name in names:
+        found = (known or {}).get(name) or solve(inputs, name, target)
+        out[name] = found.value if found.reached else None
+    return out

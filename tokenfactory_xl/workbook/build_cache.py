@@ -1,0 +1,140 @@
+"""Builds kept between runs: what every process would otherwise build anew from the same code.
+
+Writing or auditing a workbook starts from the default site's TFOM workbook: built with openpyxl,
+saved, and cut into the stencil the batch fills, about a second of CPU in every ``template``,
+``batch``, ``refresh`` and ``collect`` run and in every worker process that spawns (Windows,
+macOS). That result depends only on this package's code and the libraries it runs on, so it is
+kept in a file named after a **fingerprint** of both: the bytes of every file of the package,
+and the versions of Python, openpyxl, numpy, zlib and ISA-L. Another line of code, another
+library, and the name differs and the build runs again; a kept build is always the one a build
+would give now (the tests compare the workbooks of both byte for byte).
+
+Where: the folder ``TOKENFACTORY_XL_CACHE`` names, else the platform's cache folder
+(``%LOCALAPPDATA%\\tokenfactory_xl\\Cache`` on Windows, ``~/Library/Caches/tokenfactory_xl`` on
+macOS, ``$XDG_CACHE_HOME/tokenfactory_xl`` or ``~/.cache/tokenfactory_xl`` elsewhere).
+``TOKENFACTORY_XL_CACHE=off`` keeps nothing. The cache never stops a run: a folder that cannot
+be written, a file that cannot be read or was cut short, and the build simply runs. A kept file
+is read only from a folder of the user's own that nobody else may write to, and written
+atomically (a process that stops half-way leaves no file behind under the kept name), deflated:
+the four kept builds take about 4 MB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import pickle
+import stat
+import sys
+import tempfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: The environment variable naming the folder (``off``: keep nothing).
+ENV = "TOKENFACTORY_XL_CACHE"
+OFF = "off"
+_PACKAGE = Path(__file__).resolve().parents[1]
+_SUFFIX = ".pickle"
+
+
+def folder() -> Path | None:
+    """The cache folder (``None``: turned off)."""
+    given = os.environ.get(ENV)
+    if given is not None and given.strip():
+        return None if given.strip().lower() == OFF else Path(given).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+        return Path(base) / "tokenfactory_xl" / "Cache" if base else None
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "tokenfactory_xl"
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "tokenfactory_xl"
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """Digest of what a build depends on: every file of the package and the libraries' versions."""
+    import numpy
+    import openpyxl
+
+    from .stencil import DEFLATE
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in _PACKAGE.rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    isal = ""
+    if DEFLATE == "isal":
+        from importlib.metadata import version
+
+        isal = version("isal")
+    for part in (sys.version, openpyxl.__version__, numpy.__version__,
+                 zlib.ZLIB_RUNTIME_VERSION, DEFLATE, isal, str(pickle.HIGHEST_PROTOCOL)):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def _private(where: Path) -> bool:
+    """Whether ``where`` is a folder of this user's that no one else may write to (POSIX)."""
+    try:
+        info = os.stat(where)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        return False
+    if os.name != "posix":
+        return True
+    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def kept(name: str, build: Callable[[], T]) -> T:
+    """``build()``, or the result an earlier run of this same code kept under ``name``.
+
+    ``name`` says what is kept (letters, digits, ``-``); the file is ``name-<fingerprint>``.
+    """
+    where = folder()
+    if where is None:
+        return build()
+    path = where / f"{name}-{fingerprint()}{_SUFFIX}"
+    if _private(where):
+        try:
+            with open(path, "rb") as f:
+                data = zlib.decompress(f.read())
+            return pickle.loads(data)  # noqa: S301 - a file of this user's own private folder
+        except Exception:  # noqa: BLE001 - not kept yet, cut short or unreadable: built below
+            pass
+    result = build()
+    _keep(where, name, path, result)
+    return result
+
+
+def _keep(where: Path, name: str, path: Path, result: object) -> None:
+    """Write ``result`` under ``path`` atomically; remove this name's files of other versions."""
+    try:
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(where):
+            return
+        # deflated: a stencil's worksheets are text, kept at an eighth of their size
+        data = zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        fd, temp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=where)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        for old in where.glob(f"{name}-*{_SUFFIX}"):
+            if old != path and len(old.name) == len(path.name):
+                with contextlib.suppress(OSError):
+                    old.unlink()
+    except Exception:  # noqa: BLE001 - a folder one may not write, a build that cannot be
+        return  # pickled (the tests hold the kept builds picklable): the run goes on without
