@@ -77,7 +77,7 @@ def generate_sites(path: Path, count: int, seed: int = 7) -> None:
 
 # -- the measurements, each in its own process -------------------------------------------------
 def child_batch(sites: str, out: str, jobs: int, level: int, risk_draws: int = 0) -> dict:
-    from tokenfactory_xl.portfolio.book import batch
+    from tokenfactory_xl.portfolio import batch
 
     started = time.perf_counter()
     batch.shared_factory(level)
@@ -94,9 +94,8 @@ def child_batch(sites: str, out: str, jobs: int, level: int, risk_draws: int = 0
 
 
 def child_plain(sites: str, out: str, count: int) -> dict:
-    from tokenfactory_xl.sites.load.load import read_sites
-
-    from tokenfactory_xl.workbook.build import build as workbook
+    from tokenfactory_xl.sites.load import read_sites
+    from tokenfactory_xl.workbook import build as workbook
 
     rows = read_sites(sites)[:count]
     started, cpu_before = time.perf_counter(), _peaks()["cpu_s"]
@@ -148,7 +147,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    from tokenfactory_xl.workbook.build.stencil import COMPRESSION_LEVEL, DEFLATE
+    from tokenfactory_xl.workbook.stencil import COMPRESSION_LEVEL, DEFLATE
 
     work = Path(tempfile.mkdtemp(prefix="tfxl-bench-"))
     try:
@@ -218,7 +217,7 @@ def deflate_cost(folder: Path, sample: int = 50) -> tuple[float, float]:
     it with the batch's own compressor [s] (the best of three per workbook)."""
     import zipfile
 
-    from tokenfactory_xl.workbook.build.stencil import deflate
+    from tokenfactory_xl.workbook.stencil import deflate
 
     sizes, times = [], []
     for path in sorted(folder.glob("*.xlsx"))[:sample]:

@@ -31,7 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import openpyxl  # noqa: E402
-from tokenfactory_xl.portfolio.book.collect import auto_jobs, collect, write_outputs  # noqa: E402
+
+from tokenfactory_xl.portfolio.collect import auto_jobs, collect, write_outputs  # noqa: E402
 
 MB = 1e6
 
@@ -63,7 +64,7 @@ def timed(fn) -> tuple[float, float, object]:
 
 
 def main() -> None:
-    from tokenfactory_xl.portfolio.book.batch import run_batch
+    from tokenfactory_xl.portfolio.batch import run_batch
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000, help="workbooks to collect")

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import openpyxl
-from tokenfactory_xl.files.disk.safe_xlsx import open_xlsx, parse_reference
-from tokenfactory_xl.portfolio.book.audit import current_template
+
+from tokenfactory_xl.files.safe_xlsx import open_xlsx, parse_reference
+from tokenfactory_xl.portfolio.audit import current_template
 
 #: The sites of the test batch: every value typed here, so the tests can recompute them.
 SITES_CSV = """\
@@ -29,7 +30,7 @@ SITES = ("Alpha", "Beta", "Gamma")
 
 def generate(folder: Path) -> dict[str, Path]:
     """Run the batch on :data:`SITES_CSV`; site name → its workbook."""
-    from tokenfactory_xl.portfolio.book.batch import run_batch
+    from tokenfactory_xl.portfolio.batch import run_batch
 
     folder.mkdir(parents=True, exist_ok=True)
     sites = folder / "sites.csv"

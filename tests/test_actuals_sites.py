@@ -10,13 +10,13 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.core.serving.actuals import write_site_values
-from tokenfactory_xl.files.disk.safe_xlsx import open_xlsx
-from tokenfactory_xl.sites.load.load import load_sites
 
 from tests.test_sites_messy import rewrite, save, sheet_of
 from tests.tools import command
+from tokenfactory_xl.capacity.actuals import write_site_values
 from tokenfactory_xl.core.errors import InputError
+from tokenfactory_xl.files.safe_xlsx import open_xlsx
+from tokenfactory_xl.sites.load import load_sites
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "tests" / "fixtures" / "actuals" / "vllm_bench_serve.json"

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.files.disk.disk import TEMP_PREFIX
-from tokenfactory_xl.sites.load.load import read_sites
 
 from tests.tools import command
 from tests.tools.cells import read_cells
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.engines.libreoffice import recalculate
-from tokenfactory_xl.portfolio.book import batch
-from tokenfactory_xl.portfolio.book import book as pf
+from tokenfactory_xl.files.disk import TEMP_PREFIX
+from tokenfactory_xl.portfolio import batch
+from tokenfactory_xl.portfolio import book as pf
+from tokenfactory_xl.sites.load import read_sites
 from tokenfactory_xl.tfom import risk
 from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES, run
-from tokenfactory_xl.workbook.build import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import risk_sheet as workbook_risk
 
 workbook = pytest.importorskip("tokenfactory_xl.workbook.build")
 
@@ -106,7 +106,7 @@ def test_the_stencil_fills_every_formula_cell_of_the_template():
 def test_a_workbook_is_the_same_whichever_formatter_writes_its_numbers():
     # orjson writes the ~15,000 numbers of a workbook in bulk; without it ``repr`` writes each:
     # the files are byte for byte the same.
-    from tokenfactory_xl.workbook.build import stencil
+    from tokenfactory_xl.workbook import stencil
 
     factory = batch.WorkbookFactory()
     inputs = read_sites(EXAMPLE)[0].inputs
@@ -393,8 +393,8 @@ def test_the_portfolio_of_many_sites_is_made_from_compact_summaries():
 def test_the_shared_default_workbook_is_read_never_changed():
     """The plan, the batch's stencil and the audit's template share one build; reading it for
     the audit and the charts adds no cell (a cell added would change the batch's bytes)."""
-    from tokenfactory_xl.portfolio.book import audit
-    from tokenfactory_xl.workbook.build import build as workbook
+    from tokenfactory_xl.portfolio import audit
+    from tokenfactory_xl.workbook import build as workbook
 
     audit.current_template()
     batch.WorkbookFactory()

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.files.disk.disk import TEMP_PREFIX
 
 from tests.tools import command
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.errors import InputError
-from tokenfactory_xl.files.disk import disk as files
-from tokenfactory_xl.portfolio.book import batch
+from tokenfactory_xl.files import disk as files
+from tokenfactory_xl.files.disk import TEMP_PREFIX
+from tokenfactory_xl.portfolio import batch
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,12 +11,12 @@ import zlib
 from pathlib import Path
 
 import pytest
-from tokenfactory_xl.portfolio.book.batch import WorkbookFactory
 
+from tokenfactory_xl.portfolio.batch import WorkbookFactory
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import default_inputs
-from tokenfactory_xl.workbook.build import build as workbook
-from tokenfactory_xl.workbook.build import build_cache
+from tokenfactory_xl.workbook import build as workbook
+from tokenfactory_xl.workbook import build_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,9 +116,11 @@ def test_default_folder_follows_the_platform_convention(monkeypatch, tmp_path):
 
 
 def test_the_fingerprint_covers_every_file_of_the_package():
-    package = Path(build_cache.__file__).parent
-    names = {p.name for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-    assert {"workbook.py", "catalogue.py", "gpus.csv"} <= names
+    package = Path(build_cache.__file__).parents[1]
+    assert build_cache._PACKAGE == package.resolve()
+    names = {p.relative_to(package).as_posix() for p in package.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    assert {"workbook/build.py", "core/catalogue.py", "data/gpus.csv"} <= names
     assert len(build_cache.fingerprint()) == 20
 
 

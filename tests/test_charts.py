@@ -9,12 +9,12 @@ from xml.etree import ElementTree
 
 import openpyxl
 import pytest
-from tokenfactory_xl.cli.main.workbook import template_bytes
-from tokenfactory_xl.files.disk.safe_xlsx import parse_reference
-from tokenfactory_xl.workbook.build.stencil import excel_serial
 
+from tokenfactory_xl.cli.workbook import template_bytes
+from tokenfactory_xl.files.safe_xlsx import parse_reference
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.workbook.build import build as wbm
+from tokenfactory_xl.workbook import build as wbm
+from tokenfactory_xl.workbook.stencil import excel_serial
 
 C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 

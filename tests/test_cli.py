@@ -22,7 +22,7 @@ from tests.reference_v2 import reference_run
 from tests.test_readme import commands as readme_commands
 from tests.tools import command
 from tokenfactory_xl import make_inputs
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.catalogue import INPUTS
 from tokenfactory_xl.tfom.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
 

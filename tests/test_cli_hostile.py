@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import command
-from tokenfactory_xl.files.disk import disk as files
+from tokenfactory_xl.files import disk as files
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "actuals"
@@ -82,7 +82,7 @@ def test_actuals_refuses_a_device_and_a_link_to_one(tmp_path):
 
 
 def test_a_result_file_larger_than_any_result_is_refused_by_its_size(tmp_path, monkeypatch):
-    from tokenfactory_xl.core.serving import actuals
+    from tokenfactory_xl.capacity import actuals
 
     monkeypatch.setattr(actuals, "MAX_RESULT_BYTES", 1000)
     (tmp_path / "big.json").write_bytes(b" " * 1001)
@@ -210,7 +210,7 @@ def test_a_fifo_given_for_a_workbook_is_refused_at_once(tmp_path, args):
 
 
 def test_a_sites_file_larger_than_any_sites_file_is_refused_by_its_size(tmp_path, monkeypatch):
-    from tokenfactory_xl.sites.load import load as sites
+    from tokenfactory_xl.sites import load as sites
 
     monkeypatch.setattr(sites, "MAX_XLSX_UNPACKED", 100)
     (tmp_path / "s.csv").write_text("site_name,gpus\n" + "A,1024\n" * 20, encoding="utf-8")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.files.disk.safe_xlsx import parse_reference
-from tokenfactory_xl.portfolio.book.collect import collect
-from tokenfactory_xl.sites.load.load import load_cohorts, load_sites
 
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
+from tokenfactory_xl.files.safe_xlsx import parse_reference
+from tokenfactory_xl.portfolio.collect import collect
+from tokenfactory_xl.sites.load import load_cohorts, load_sites
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.tfom.operating_model import run
 

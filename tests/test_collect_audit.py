@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import pytest
 from openpyxl.workbook.defined_name import DefinedName
-from tokenfactory_xl.portfolio.book.audit import (
-    MAX_VALUE_FINDINGS,
-    audit_workbook,
-    current_template,
-)
 
+from tokenfactory_xl.portfolio.audit import MAX_VALUE_FINDINGS, audit_workbook, current_template
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.tfom.operating_model import run
 
@@ -135,7 +131,7 @@ def test_recalculation_noise_in_every_number_hides_no_stale_value(alpha):
     import re
     import zipfile
 
-    from tokenfactory_xl.workbook.build.build import plan
+    from tokenfactory_xl.workbook.build import plan
 
     from .collect_support import rewrite_member
 
@@ -219,7 +215,7 @@ def test_the_fast_scan_reads_exactly_what_the_full_parser_reads(generated, tmp_p
     # same sheets is the reference, on a batch workbook and on one saved by openpyxl.
     import io
 
-    from tokenfactory_xl.files.disk import safe_xlsx
+    from tokenfactory_xl.files import safe_xlsx
 
     edited = edit_with_openpyxl(copy(generated["Beta"], tmp_path),
                                 lambda wb: set_input(wb, "site_name", 'Beta & "Co" <HQ>'))
@@ -238,7 +234,7 @@ def test_the_fast_scan_reads_exactly_what_the_full_parser_reads(generated, tmp_p
 
 def test_worker_processes_give_the_same_audits_in_the_same_order(generated, tmp_path):
     # untouched, edited, refused and repeated files, audited in this process and by two workers
-    from tokenfactory_xl.portfolio.book.collect import collect
+    from tokenfactory_xl.portfolio.collect import collect
 
     folder = tmp_path / "inbox"
     files = [copy(generated[site], folder) for site in ("Gamma", "Alpha", "Beta")]
@@ -268,7 +264,7 @@ def test_numbers_compared_in_bulk_agree_with_the_cell_by_cell_rule():
     import math
     import random
 
-    from tokenfactory_xl.portfolio.book.audit import VALUE_ABS_TOL, VALUE_REL_TOL, _close_numbers
+    from tokenfactory_xl.portfolio.audit import VALUE_ABS_TOL, VALUE_REL_TOL, _close_numbers
 
     rnd = random.Random(17)
     others = [math.nan, math.inf, -math.inf, None, "", "none", "#N/A", True, False, 3]

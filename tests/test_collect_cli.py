@@ -14,10 +14,10 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.files.disk.safe_xlsx import OLE2_MAGIC
 
 from tests.tools import command
-from tokenfactory_xl.portfolio.book import book as pf
+from tokenfactory_xl.files.safe_xlsx import OLE2_MAGIC
+from tokenfactory_xl.portfolio import book as pf
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES, run
 
@@ -237,9 +237,8 @@ def test_workbooks_recalculated_by_libreoffice_audit_clean(generated, tmp_path, 
     # A real spreadsheet engine recalculates and saves the files as a site's Excel would:
     # formulas rewritten in its own spelling, every value stored by it. The audit must find
     # nothing, and LibreOffice's stored values must agree with the Python recomputation.
-    from tokenfactory_xl.portfolio.book.collect import collect as collect_files
-
     from tokenfactory_xl.engines.libreoffice import recalculate
+    from tokenfactory_xl.portfolio.collect import collect as collect_files
 
     edited = copy(generated["Gamma"], tmp_path / "edited")
     edit_with_openpyxl(edited, lambda wb: (set_input(wb, "gpus", 700),

@@ -13,7 +13,9 @@ from pathlib import Path
 import openpyxl
 import pytest
 from openpyxl.workbook.defined_name import DefinedName
-from tokenfactory_xl.files.disk.safe_xlsx import (
+
+from tokenfactory_xl.files import safe_xlsx
+from tokenfactory_xl.files.safe_xlsx import (
     MB,
     OLE2_MAGIC,
     Limits,
@@ -22,9 +24,7 @@ from tokenfactory_xl.files.disk.safe_xlsx import (
     open_xlsx,
     parse_reference,
 )
-from tokenfactory_xl.portfolio.book.audit import audit_workbook, normalise_formula
-
-from tokenfactory_xl.files.disk import safe_xlsx
+from tokenfactory_xl.portfolio.audit import audit_workbook, normalise_formula
 
 BILLION_LAUGHS = (
     '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
@@ -292,10 +292,9 @@ def test_a_text_file_that_is_no_csv_is_not_called_one(tmp_path):
 
 def test_a_workbook_from_the_builder_gives_only_the_no_values_note(tmp_path):
     # The builder writes formulas without stored values (openpyxl): nothing to compare, a note.
-    from tokenfactory_xl.workbook.build.build import build_workbook, save_workbook
-
     from tokenfactory_xl.tfom.inputs import make_inputs
     from tokenfactory_xl.tfom.operating_model import run
+    from tokenfactory_xl.workbook.build import build_workbook, save_workbook
 
     site = make_inputs({"gpus": 2048, "ownership": "rent", "tef_target.Optimised": 0.7})
     path = save_workbook(build_workbook(site, risk_draws=200), tmp_path / "site.xlsx")

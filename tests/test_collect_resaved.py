@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tokenfactory_xl.portfolio.book.audit import audit_workbook, normalise_formula
 
 from tests.collect_support import copy
 from tokenfactory_xl.engines import gnumeric
+from tokenfactory_xl.portfolio.audit import audit_workbook, normalise_formula
 
 
 @pytest.mark.parametrize(("saved", "template"), [

@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tokenfactory_xl.files.disk.safe_xlsx import open_xlsx
-from tokenfactory_xl.portfolio.book.audit import audit_workbook
-from tokenfactory_xl.portfolio.book.collect import _md, report_markdown
 
 from tests.tools import command
-from tokenfactory_xl.cli.main import main as cli
-from tokenfactory_xl.files.disk import disk as files
+from tokenfactory_xl.cli import main as cli
+from tokenfactory_xl.files import disk as files
+from tokenfactory_xl.files.safe_xlsx import open_xlsx
+from tokenfactory_xl.portfolio.audit import audit_workbook
+from tokenfactory_xl.portfolio.collect import _md, report_markdown
 
 from .collect_support import (
     address,

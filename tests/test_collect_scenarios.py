@@ -8,10 +8,10 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.portfolio.book.book import SUMMARY_SHEET
 
 from tests.collect_support import copy, edit_with_openpyxl, set_input
 from tests.tools import command
+from tokenfactory_xl.portfolio.book import SUMMARY_SHEET
 
 
 def _totals(path: Path) -> dict[str, tuple[object, str]]:

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from tests.tools import command
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.catalogue import INPUTS, SCENARIOS
 
 BASH = shutil.which("bash")

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tokenfactory_xl.files.disk.safe_xlsx import open_xlsx
 
 from tests.collect_support import cell_of
 from tests.tools import command
+from tokenfactory_xl.files.safe_xlsx import open_xlsx
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "tests" / "fixtures" / "actuals" / "vllm_bench_serve.json"
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="claims are floc
 #: input); with argv[2], it first replaces argv[1] by that file's bytes, as an update does.
 HOLDER = """
 import sys
-from tokenfactory_xl.files.disk import claim, write_atomically
+from tokenfactory_xl.files import claim, write_atomically
 with claim(sys.argv[1], wait=False):
     print("ready", flush=True)
     sys.stdin.readline()
@@ -147,7 +147,7 @@ def test_eight_parallel_updates_of_one_file_all_land(tmp_path):
 #: other run's output) and lets go.
 FOLDER_HOLDER = """
 import pathlib, sys
-from tokenfactory_xl.files.disk import claim
+from tokenfactory_xl.files import claim
 with claim(sys.argv[1], wait=False):
     print("ready", flush=True)
     sys.stdin.readline()

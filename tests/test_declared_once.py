@@ -30,7 +30,7 @@ from tokenfactory_xl.tfom.formula import (
     compile_model,
     excel,
 )
-from tokenfactory_xl.workbook.build import build as wbm
+from tokenfactory_xl.workbook import build as wbm
 
 ROOT = Path(__file__).resolve().parents[1]
 

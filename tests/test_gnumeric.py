@@ -26,13 +26,13 @@ import openpyxl
 import pytest
 from openpyxl.formula.tokenizer import Tokenizer
 from openpyxl.utils.cell import range_boundaries
-from tokenfactory_xl.portfolio.book.audit import audit_workbook
 
 from tests.tools import command
 from tests.tools.cells import read_cells
 from tests.tools.once import build_once
 from tokenfactory_xl.core.catalogue import SCENARIOS
 from tokenfactory_xl.engines import gnumeric
+from tokenfactory_xl.portfolio.audit import audit_workbook
 from tokenfactory_xl.tfom.operating_model import OUTPUT_MISSING, run
 
 # Gnumeric's xlsx has no default cell style; openpyxl says so on every load.
@@ -228,7 +228,7 @@ def test_gnumeric_recalculates_the_statements_as_the_model(workbooks, recalculat
     scenario's income statement, cash-flow statement and balance sheet by calendar year) is the
     model's figure, blank after the horizon's last year, and the master check says OK."""
     from tokenfactory_xl.tfom import operating_model as om
-    from tokenfactory_xl.workbook.build import build as wbm
+    from tokenfactory_xl.workbook import build as wbm
 
     result = run(audit_workbook(workbooks["template"]).inputs)
     cells = read_cells(recalculated["template"])

@@ -184,7 +184,7 @@ def test_sharing_keeps_every_value_and_its_type():
 
 
 def test_the_sites_of_a_file_share_their_repeated_values(tmp_path):
-    from tokenfactory_xl.sites.load.load import load_sites
+    from tokenfactory_xl.sites.load import load_sites
 
     path = tmp_path / "sites.csv"
     path.write_text("site_name,gpus,pue,tef_target\nA,512,1.25,0.4\nB,512,1.25,0.4\n"

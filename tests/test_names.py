@@ -7,15 +7,15 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from tokenfactory_xl.portfolio.book.audit import audit_workbook
-from tokenfactory_xl.portfolio.book.collect import duplicates
-from tokenfactory_xl.sites.load.load import MAX_STEM_BYTES, load_sites, safe_file_stem
 
 from tests.collect_support import copy, edit_with_openpyxl, set_input
 from tests.tools import command
 from tokenfactory_xl import make_inputs
 from tokenfactory_xl.core import names
 from tokenfactory_xl.core.errors import InputError
+from tokenfactory_xl.portfolio.audit import audit_workbook
+from tokenfactory_xl.portfolio.collect import duplicates
+from tokenfactory_xl.sites.load import MAX_STEM_BYTES, load_sites, safe_file_stem
 
 COMPOSED = "Z\u00fcrich"         # ü as one character (Windows, most keyboards)
 DECOMPOSED = "Zu\u0308rich"      # u + a combining diaeresis (a Mac's file names)

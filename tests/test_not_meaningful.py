@@ -11,7 +11,7 @@ import json
 from tests.tools import command
 from tokenfactory_xl import make_inputs, run
 from tokenfactory_xl.tfom.operating_model import OUTPUT_MISSING
-from tokenfactory_xl.workbook.build import build as wbm
+from tokenfactory_xl.workbook import build as wbm
 
 # The Downside sells at a price factor of 0: its revenue is 0 by hand (tokens × 0), its tokens
 # sold are not.

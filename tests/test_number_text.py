@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tokenfactory_xl.sites.load.load import load_sites
 
 from tests.tools import command
 from tokenfactory_xl import make_inputs
 from tokenfactory_xl.core.catalogue import BY_NAME, BadValue
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.core.number_text import NumberTextError, read, two_readings
+from tokenfactory_xl.sites.load import load_sites
 
 ROOT = Path(__file__).resolve().parents[1]
 NNBSP = "\u202f"  # narrow no-break space: a French Excel's thousands separator
@@ -149,7 +149,7 @@ def test_options_read_numbers_by_the_same_reader(tmp_path, args, message):
 
 
 def test_whole_number_options_take_the_whole_reading():
-    from tokenfactory_xl.cli.main.main import fraction_arg, positive_int
+    from tokenfactory_xl.cli.main import fraction_arg, positive_int
 
     assert positive_int("1,024") == 1024
     assert fraction_arg("0,8") == 0.8 and fraction_arg("80%") == 0.8

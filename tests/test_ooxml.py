@@ -3,7 +3,7 @@ writes them."""
 
 from __future__ import annotations
 
-from tokenfactory_xl.files.disk import ooxml
+from tokenfactory_xl.files import ooxml
 
 XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"

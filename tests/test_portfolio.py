@@ -14,7 +14,7 @@ import pytest
 
 from tokenfactory_xl import make_inputs, run
 from tokenfactory_xl.core.catalogue import BY_NAME
-from tokenfactory_xl.portfolio.book import book as pf
+from tokenfactory_xl.portfolio import book as pf
 from tokenfactory_xl.tfom.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
 
 INJECTION = '=HYPERLINK("http://x","y")'

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.portfolio.book.batch import run_batch
 
-from tokenfactory_xl.workbook.build import risk_sheet as workbook_risk
+from tokenfactory_xl.portfolio.batch import run_batch
+from tokenfactory_xl.workbook import risk_sheet as workbook_risk
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "templates" / "TFOM.xlsx"

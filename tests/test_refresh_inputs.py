@@ -28,7 +28,7 @@ def test_refresh_of_a_workbook_with_every_input_typed_writes_it(generated, tmp_p
 
 
 def test_refresh_reads_a_decimal_comma_typed_as_text(generated, tmp_path):
-    from tokenfactory_xl.files.disk.safe_xlsx import open_xlsx, parse_reference
+    from tokenfactory_xl.files.safe_xlsx import open_xlsx, parse_reference
 
     source = edit_with_openpyxl(copy(generated["Alpha"], tmp_path),
                                 lambda wb: set_input(wb, "opex_per_gpu_hour", "0,150"))

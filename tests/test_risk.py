@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.tfom import risk
 from tokenfactory_xl.tfom.inputs import make_inputs

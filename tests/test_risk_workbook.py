@@ -7,17 +7,17 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.files.disk.safe_xlsx import parse_reference
-from tokenfactory_xl.portfolio.book.batch import WorkbookFactory
-from tokenfactory_xl.workbook.build.build import build_workbook, plan, save_workbook
 
 from tests.tools import command
 from tests.tools.once import build_once
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.engines.libreoffice import recalculate
+from tokenfactory_xl.files.safe_xlsx import parse_reference
+from tokenfactory_xl.portfolio.batch import WorkbookFactory
 from tokenfactory_xl.tfom import risk
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.workbook.build import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook.build import build_workbook, plan, save_workbook
 
 SITE = {"site_name": "Lyon", "gpus": 512, "measured_tps": 500_000,
         "cohorts": [{"cohort": "B200 2028", "online_month": 13, "gpus": 256}]}

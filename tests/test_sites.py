@@ -9,16 +9,16 @@ import openpyxl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tokenfactory_xl.sites.load.load import (
+
+from tokenfactory_xl.core.catalogue import BY_NAME, INPUTS
+from tokenfactory_xl.core.errors import InputError
+from tokenfactory_xl.sites.load import (
     MAX_STEM_BYTES,
     RESERVED_STEMS,
     load_sites,
     read_sites,
     safe_file_stem,
 )
-
-from tokenfactory_xl.core.catalogue import BY_NAME, INPUTS
-from tokenfactory_xl.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from tokenfactory_xl.sites.load.load import load_sites, read_sites, safe_file_stem
 
 from tokenfactory_xl.core.catalogue import BY_NAME
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.engines.libreoffice import find_soffice, recalculate
+from tokenfactory_xl.sites.load import load_sites, read_sites, safe_file_stem
 
 
 def save(wb: openpyxl.Workbook, path: Path) -> Path:

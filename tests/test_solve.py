@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.catalogue import BY_NAME
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.tfom.inputs import make_inputs
@@ -210,7 +210,7 @@ def test_parse_target_accepts_percentages_of_fractions_only():
 def test_batch_solve_columns_put_back_give_npv_zero(tmp_path, capsys):
     import csv
 
-    from tokenfactory_xl.sites.load.load import load_sites
+    from tokenfactory_xl.sites.load import load_sites
 
     sites = ROOT / "templates" / "sites-example.csv"
     out = tmp_path / "out"
@@ -247,10 +247,10 @@ def test_batch_solve_refuses_a_text_input_before_writing(tmp_path, capsys):
 
 def test_risk_sheet_what_must_be_true_block(tmp_path):
     from openpyxl import load_workbook
-    from tokenfactory_xl.cli.main.workbook import template_bytes
 
+    from tokenfactory_xl.cli.workbook import template_bytes
     from tokenfactory_xl.tfom.risk import TORNADO_DRIVERS
-    from tokenfactory_xl.workbook.build import risk_sheet as wr
+    from tokenfactory_xl.workbook import risk_sheet as wr
 
     inputs = make_inputs({"gpus": 2048})
     path = tmp_path / "site.xlsx"
@@ -272,7 +272,7 @@ def test_risk_sheet_what_must_be_true_block(tmp_path):
 def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
     from openpyxl import load_workbook
 
-    from tokenfactory_xl.workbook.build import risk_sheet as wr
+    from tokenfactory_xl.workbook import risk_sheet as wr
 
     sites = ROOT / "templates" / "sites-example.csv"
     for flag, expect in (([], wr.NOT_COMPUTED), (["--solve", "tef_target"], "tef_target")):

@@ -14,9 +14,9 @@ import openpyxl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenfactory_xl.workbook.build.stencil import Stencil, StencilError, excel_serial, repack_to
 
 from tokenfactory_xl.engines.libreoffice import recalculate
+from tokenfactory_xl.workbook.stencil import Stencil, StencilError, excel_serial, repack_to
 
 INJECTIONS = ["Zürich — Süd ≥ 1", '=HYPERLINK("http://x","y")', "+cmd", "@SUM(A1)", "-1+2",
               "<b>&amp;</b>"]
@@ -205,7 +205,7 @@ def test_same_values_same_bytes_and_levels():
 def test_isal_and_zlib_write_the_same_members():
     # The test extra installs ISA-L's wheel; without it (forced here) zlib deflates. Both write
     # standard deflate that zipfile reads back, CRC-checked, to the same member bytes.
-    from tokenfactory_xl.workbook.build import stencil
+    from tokenfactory_xl.workbook import stencil
 
     assert stencil.DEFLATE == "isal"
     site = values("Zürich", 3000, dt.date(2027, 5, 1), 0.42)
@@ -234,7 +234,7 @@ EDGES = [0.0, -0.0, 1.0, 0.1 + 0.2, 1e-4, 9.999999999999999e-05, 0.0001000000000
 def test_floats_are_written_as_repr_writes_them(numbers):
     # The bulk formatter and ``repr`` give the same text, exponent notation included: a
     # workbook does not depend on which one wrote it.
-    from tokenfactory_xl.workbook.build import stencil
+    from tokenfactory_xl.workbook import stencil
 
     assert stencil.FLOAT_FORMAT == "orjson"  # the test extra installs it
     numbers = numbers + EDGES
@@ -295,8 +295,8 @@ def test_repack_copies_what_it_leaves_unchanged_as_a_recompression_would():
     """A member repack does not rewrite is copied compressed; the file is byte for byte the one
     made by inflating every member, writing it in the package's conventions (ooxml) and
     deflating it again at zipfile's level."""
-    from tokenfactory_xl.files.disk import ooxml
-    from tokenfactory_xl.workbook.build import stencil
+    from tokenfactory_xl.files import ooxml
+    from tokenfactory_xl.workbook import stencil
 
     wb = openpyxl.Workbook()
     wb.active.append(list(range(200)))

@@ -17,11 +17,11 @@ from statistics import NormalDist
 
 import pytest
 from openpyxl import load_workbook
-from tokenfactory_xl.cli.main.workbook import template_bytes
 
 from tests.tools import command as tool
+from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.workbook.build import actuals_sheet as wa
+from tokenfactory_xl.workbook import actuals_sheet as wa
 
 FIXTURES = Path(__file__).parent / "fixtures" / "track"
 SGLANG = FIXTURES / "llama_405b_online_output.jsonl"  # 6 runs, 8 × H200 (its SOURCES row)
@@ -216,7 +216,7 @@ def test_a_workbook_without_an_actuals_sheet_is_refused(tmp_path):
 def test_collect_audits_a_tracked_workbook_clean(tmp_path):
     path = workbook(tmp_path)
     assert track(path, SGLANG, "--month", "2027-03", "--gpus", 8).returncode == 0
-    from tokenfactory_xl.portfolio.book.collect import collect
+    from tokenfactory_xl.portfolio.collect import collect
 
     (audit,) = collect([path])
     assert audit.included

@@ -7,7 +7,8 @@ import os
 import time
 
 import pytest
-from tokenfactory_xl.portfolio.book.workers import WorkerFailed, Workers, imap_unordered, passes
+
+from tokenfactory_xl.portfolio.workers import WorkerFailed, Workers, imap_unordered, passes
 
 
 def square(n: int) -> int:

@@ -15,10 +15,10 @@ import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_prefill, hand_tps
 from tests.tools import command
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.capacity import actuals
+from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core import specs
 from tokenfactory_xl.core.errors import InputError
-from tokenfactory_xl.core.serving import actuals
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "actuals"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.tools import command
+from tokenfactory_xl.capacity import actuals
 from tokenfactory_xl.core import economics as model
 from tokenfactory_xl.core import roofline
-from tokenfactory_xl.core.serving import actuals
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "actuals"

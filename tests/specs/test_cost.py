@@ -11,7 +11,7 @@ import openpyxl
 import pytest
 
 from tests.tools import command
-from tokenfactory_xl.core.serving import cost
+from tokenfactory_xl.capacity import cost
 from tokenfactory_xl.engines import libreoffice
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_max_batch, hand_prefill, hand_tps
 from tests.tools import command
-from tokenfactory_xl.cli.main import main as cli
+from tokenfactory_xl.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 A new interpreter costs a third of a second of CPU before the command does anything (Python,
 numpy and its thread pool starting), and the suite runs some two hundred commands: most of its
-command-line time. :func:`run` calls the same :func:`tokenfactory_xl.cli.main.main` the entry point
+command-line time. :func:`run` calls the same :func:`tokenfactory_xl.cli.main` the entry point
 calls, in the folder and environment given, and gives back the status, the standard output and
 the standard error as text. Whatever ``main`` lets through is what Python would show: a
 traceback on the standard error and status 1, or the status of a ``SystemExit`` (argparse's
@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from tokenfactory_xl.cli.main.main import main
+from tokenfactory_xl.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.tools.once import build_once
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.workbook.build import build as wb_module
+from tokenfactory_xl.workbook import build as wb_module
 
 INPUT_SETS: dict[str, dict[str, object]] = {
     "template": {},

@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import openpyxl
-from tokenfactory_xl.cli.main.workbook import template_bytes
 
 from tests.tools import command
+from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.tfom.operating_model import run
 

@@ -9,12 +9,12 @@ import io
 import os
 
 import openpyxl
-from tokenfactory_xl.cli.main.workbook import template_bytes
 
 from tests.tools import command
 from tokenfactory_xl import __version__
+from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.tfom.inputs import default_inputs, make_inputs
-from tokenfactory_xl.workbook.build import build as wbm
+from tokenfactory_xl.workbook import build as wbm
 
 # 2026-03-15 23:59:59 UTC, a second before the next day
 LATE_ON_15_MARCH = int(dt.datetime(2026, 3, 15, 23, 59, 59, tzinfo=dt.timezone.utc).timestamp())

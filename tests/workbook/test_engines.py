@@ -25,8 +25,8 @@ from tokenfactory_xl.tfom.operating_model import (
     OUTPUT_NAMES,
     run,
 )
-from tokenfactory_xl.workbook.build import build as wbm
-from tokenfactory_xl.workbook.build import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import build as wbm
+from tokenfactory_xl.workbook import risk_sheet as workbook_risk
 
 from .conftest import INPUT_SETS, RISK_DRAWS, excel_serial
 

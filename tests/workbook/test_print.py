@@ -12,11 +12,11 @@ import subprocess
 from collections import Counter
 
 import pytest
-from tokenfactory_xl.cli.main.workbook import template_bytes
 
+from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.engines.libreoffice import convert
 from tokenfactory_xl.tfom.inputs import default_inputs
-from tokenfactory_xl.workbook.build import build as wbm
+from tokenfactory_xl.workbook import build as wbm
 
 pytestmark = pytest.mark.skipif(subprocess.run(["which", "pdftotext"], capture_output=True)
                                 .returncode != 0, reason="poppler's pdftotext is not installed")

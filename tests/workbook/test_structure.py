@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.formula.translate import Translator
-from tokenfactory_xl.cli.main.workbook import template_bytes
 
 from tokenfactory_xl import __version__
+from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.core.catalogue import COHORT_SPECS, INPUTS, SCENARIOS
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import default_inputs, make_inputs
 from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES
-from tokenfactory_xl.workbook.build import build as wbm
-from tokenfactory_xl.workbook.build import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import build as wbm
+from tokenfactory_xl.workbook import risk_sheet as workbook_risk
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "templates" / "TFOM.xlsx"
@@ -231,7 +231,7 @@ def test_same_inputs_same_bytes(tmp_path):
 
 def test_a_template_is_the_same_bytes_with_or_without_isal(monkeypatch):
     # the committed template must not depend on whether ISA-L's wheel is installed
-    from tokenfactory_xl.workbook.build import stencil
+    from tokenfactory_xl.workbook import stencil
 
     with_isal = template_bytes(default_inputs(), risk_draws=300)
     monkeypatch.setattr(stencil, "_isal", None)

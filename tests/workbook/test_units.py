@@ -8,11 +8,11 @@ import io
 
 import openpyxl
 import pytest
-from tokenfactory_xl.cli.main.workbook import template_bytes
 
+from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.workbook.build import build as wbm
+from tokenfactory_xl.workbook import build as wbm
 
 
 @pytest.fixture(scope="module")
