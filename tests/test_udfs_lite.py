@@ -215,7 +215,7 @@ third = runpy.run_path("main.py", run_name="main")
 finders = [f for f in sys.meta_path if getattr(f, "tokenfactory_xl_bundle", False)]
 print(json.dumps([first["TEF"](210000, 700000), second["TEF"](210000, 700000),
                   third["MARGIN_AT_UTIL"](1.89, 5600, 0.25, 0.4), len(finders),
-                  sys.modules["tokenfactory_xl.udfs"].TEF is third["TEF"]]))
+                  sys.modules["tokenfactory_xl.addin.udfs"].TEF is third["TEF"]]))
 """
 
 
@@ -232,8 +232,9 @@ def test_the_bundle_runs_again_in_the_same_process(bundle, lite_python):
 
 def test_the_bundle_holds_udfs_and_what_it_imports():
     order = lite.modules()
-    assert sorted(order) == ["capacity", "catalogue", "errors", "model", "names", "number_text",
-                             "roofline", "specs", "udfs"]
+    assert sorted(order) == ["addin", "addin.udfs", "core", "core.catalogue", "core.economics",
+                             "core.errors", "core.names", "core.number_text", "core.roofline",
+                             "core.serving", "core.specs"]
     for position, module in enumerate(order):  # dependencies first
         assert set(lite._imports(module)[0]) <= set(order[:position]), module
     assert set(lite.data_files()) == {"data/gpus.csv", "data/models.csv", "data/method.csv"}
@@ -242,8 +243,8 @@ def test_the_bundle_holds_udfs_and_what_it_imports():
 def test_a_module_importing_outside_numpy_and_xlwings_is_refused(monkeypatch):
     real = lite._source
     monkeypatch.setattr(lite, "_source", lambda m: real(m) + (
-        "\nimport openpyxl\n" if m == "model" else ""))
-    with pytest.raises(lite.BundleError, match="model.py imports openpyxl"):
+        "\nimport openpyxl\n" if m == "core.economics" else ""))
+    with pytest.raises(lite.BundleError, match="core/economics.py imports openpyxl"):
         lite.modules()
 
 

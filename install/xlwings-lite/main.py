@@ -6,7 +6,7 @@ into its requirements.txt tab the lines of the requirements.txt beside this file
 =TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
 Written by `tokenfactory-xl lite` from tokenfactory_xl 3.0.0; do not edit it by hand: write
-it again with that command. It holds the source of the package's modules errors, model, specs, roofline, capacity, names, number_text, catalogue, udfs and its
+it again with that command. It holds the source of the package's modules addin, core, core.economics, core.errors, core.specs, core.roofline, core.serving, core.names, core.number_text, core.catalogue, addin.udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
 and help, as desktop Excel gets.
@@ -25,72 +25,24 @@ _VERSION = "3.0.0"
 
 # The package's modules, as text: dependencies first.
 _SOURCES = {
-    'tokenfactory_xl.errors': r'''"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
+    'tokenfactory_xl.addin': r'''"""The Excel add-in: the Excel functions (:mod:`.udfs`) and their xlwings Lite bundle
+(:mod:`.lite`).
 
-A finance user who types a bad value wants to know four things: which input, what they typed,
-what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
-carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
-not five.
+Workbooks and the xlwings settings name the functions' module ``tokenfactory_xl.udfs``; that
+path is kept by :mod:`tokenfactory_xl.udfs`, which re-exports :mod:`.udfs`.
 """
-
-from __future__ import annotations
-
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One bad input.
-
-    Attributes
-    ----------
-    name : the input's name as the user wrote it (``gpus``, ``tef_target.Optimised``).
-    value : what the user gave, unchanged.
-    message : what is wrong and what is allowed, in plain words.
-    fix : the likely fix, or ``""`` when the message already says it.
-    where : where the value came from (``row 4``), or ``""``.
-    """
-
-    name: str
-    value: object
-    message: str
-    fix: str = ""
-    where: str = ""
-
-    def __str__(self) -> str:
-        head = f"{self.where}: " if self.where else ""
-        text = f"{head}{self.name}={_show(self.value)}: {self.message}"
-        if self.fix:
-            text += f"; {self.fix}"
-        return text
-
-
-class InputError(ValueError):
-    """One or more inputs are not allowed; ``problems`` lists each of them."""
-
-    def __init__(self, problems: Iterable[Problem]):
-        self.problems: tuple[Problem, ...] = tuple(problems)
-        super().__init__(self._text())
-
-    def _text(self) -> str:
-        if len(self.problems) == 1:
-            return str(self.problems[0])
-        lines = [f"{len(self.problems)} inputs need fixing:"]
-        lines += [f"  - {p}" for p in self.problems]
-        return "\n".join(lines)
-
-
-def _show(value: object) -> str:
-    """How a user's value is echoed back: text in quotes, numbers as typed."""
-    if isinstance(value, str):
-        plain = value and value == value.strip() and not any(c in value for c in " '\"=")
-        return value if plain else repr(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return str(value)
 ''',
-    'tokenfactory_xl.model': r'''"""The token-factory formulas: capacity, efficiency, unit economics and price dynamics.
+    'tokenfactory_xl.core': r'''"""The core: what every other layer stands on, and all the Excel functions need.
+
+The input catalogue (:mod:`.catalogue`), the errors a user sees (:mod:`.errors`), the rules for
+names and typed numbers (:mod:`.names`, :mod:`.number_text`), the economics of a token factory
+(:mod:`.economics`: TEF, TFI, breakeven utilisation …), the GPU and LLM catalogues
+(:mod:`.specs`) and the theoretical throughput they bound (:mod:`.roofline`, :mod:`.serving`).
+Besides the standard library it imports numpy only and nothing of the package above it: it is
+exactly what the xlwings Lite bundle carries.
+"""
+''',
+    'tokenfactory_xl.core.economics': r'''"""The token-factory formulas: capacity, efficiency, unit economics and price dynamics.
 
 A token factory is an inference cluster judged by the tokens it sells. Its capacity is the
 theoretical throughput of its GPUs; the **TEF** (Token Efficiency Factor) is the share of that
@@ -589,7 +541,72 @@ def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
     o, r = _f(output_share), _f(prefill_decode_ratio)
     return _out(_f(tps) * (_div(1 - o, r) + o))
 ''',
-    'tokenfactory_xl.specs': r'''"""The hardware and model catalogues behind a theoretical throughput: GPUs and LLMs, with sources.
+    'tokenfactory_xl.core.errors': r'''"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
+
+A finance user who types a bad value wants to know four things: which input, what they typed,
+what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
+carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
+not five.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad input.
+
+    Attributes
+    ----------
+    name : the input's name as the user wrote it (``gpus``, ``tef_target.Optimised``).
+    value : what the user gave, unchanged.
+    message : what is wrong and what is allowed, in plain words.
+    fix : the likely fix, or ``""`` when the message already says it.
+    where : where the value came from (``row 4``), or ``""``.
+    """
+
+    name: str
+    value: object
+    message: str
+    fix: str = ""
+    where: str = ""
+
+    def __str__(self) -> str:
+        head = f"{self.where}: " if self.where else ""
+        text = f"{head}{self.name}={_show(self.value)}: {self.message}"
+        if self.fix:
+            text += f"; {self.fix}"
+        return text
+
+
+class InputError(ValueError):
+    """One or more inputs are not allowed; ``problems`` lists each of them."""
+
+    def __init__(self, problems: Iterable[Problem]):
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        if len(self.problems) == 1:
+            return str(self.problems[0])
+        lines = [f"{len(self.problems)} inputs need fixing:"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _show(value: object) -> str:
+    """How a user's value is echoed back: text in quotes, numbers as typed."""
+    if isinstance(value, str):
+        plain = value and value == value.strip() and not any(c in value for c in " '\"=")
+        return value if plain else repr(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
+''',
+    'tokenfactory_xl.core.specs': r'''"""The hardware and model catalogues behind a theoretical throughput: GPUs and LLMs, with sources.
 
 TEF divides what a factory produces by what it could produce. The second number comes from
 specifications: how much memory a GPU has and how fast it reads it, how many dense FLOPS it
@@ -1152,7 +1169,7 @@ def method_constant(name: str) -> float:
     """The value of one constant of :func:`method_constants`."""
     return method_constants()[name].value
 ''',
-    'tokenfactory_xl.roofline': r'''"""Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
+    'tokenfactory_xl.core.roofline': r'''"""Theoretical capacity from specifications: the roofline bound that is TEF's denominator.
 
 A decode step of a batch of B sequences on one replica reads the weights it needs and every
 sequence's KV cache, and does the matrix and attention arithmetic (methodology section 5,
@@ -1231,8 +1248,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .economics import Numeric, _div, _f, _out, blended_capacity
 from .errors import InputError, Problem
-from .model import Numeric, _div, _f, _out, blended_capacity
 from .specs import GPU, Model, gpu, model
 
 #: Bytes per weight and per KV-cache element for each precision.
@@ -1753,7 +1770,7 @@ def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str
                                _check_fraction("mfu", mfu), m.embedding_params,
                                attention_flops_for(m, prompt / 2))
 ''',
-    'tokenfactory_xl.capacity': r'''"""Capacity you can quote: the bound and the attainable throughput of one serving setup.
+    'tokenfactory_xl.core.serving': r'''"""Capacity you can quote: the bound and the attainable throughput of one serving setup.
 
 TEF = actual ÷ theoretical, so the theoretical figure decides whether a finance team trusts
 every number after it. methodology section 5.1 gives two figures for one setup (a GPU, a model,
@@ -2340,7 +2357,7 @@ def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
         batch * setup.speculative)
     return 1 / prefill_tps_per_gpu(setup, prompt_tokens), decode
 ''',
-    'tokenfactory_xl.names': r'''"""One rule for the names people type: a site's, a cohort's, a GPU model's, a file's.
+    'tokenfactory_xl.core.names': r'''"""One rule for the names people type: a site's, a cohort's, a GPU model's, a file's.
 
 A site's name becomes a file name, a row of the portfolio, a line of the report and the key that
 tells two sites apart. Two names that look the same must therefore be the same name, and a name
@@ -2432,7 +2449,7 @@ def shown(text: object) -> str:
     return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
                       else f"\\U{ord(m.group()):08x}", str(text))
 ''',
-    'tokenfactory_xl.number_text': r'''"""Numbers a person typed as text, read the one way they can mean, or refused saying why.
+    'tokenfactory_xl.core.number_text': r'''"""Numbers a person typed as text, read the one way they can mean, or refused saying why.
 
 A number reaches the model as text from many hands: ``--set opex_per_gpu_hour=0,150`` typed by
 a user of a German Excel, ``32 000`` pasted from a French report (with a narrow no-break space
@@ -2601,7 +2618,7 @@ def read(text: str, decimal: str | None = None) -> tuple[float, bool]:
     value = float(as_read(number, used).rstrip("%"))
     return value, bool(number.percent)
 ''',
-    'tokenfactory_xl.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
+    'tokenfactory_xl.core.catalogue': r'''"""The input catalogue: every input of a token-factory site, stated once.
 
 A site is described by the inputs of methodology section 6: the fleet (GPUs, ownership, CapEx),
 its running costs (power, PUE, opex), its capacity and efficiency (theoretical and measured
@@ -3153,7 +3170,7 @@ COHORT_BY_NAME: dict[str, Input] = {c.name: c for c in COHORT_SPECS}
 #: Columns a cohort row must give.
 COHORT_REQUIRED: tuple[str, ...] = ("cohort", "online_month", "gpus")
 ''',
-    'tokenfactory_xl.udfs': r'''"""The Excel functions: ``=TEF()``, ``=TFI()``, ``=BREAKEVEN_UTIL()`` … for finance teams.
+    'tokenfactory_xl.addin.udfs': r'''"""The Excel functions: ``=TEF()``, ``=TFI()``, ``=BREAKEVEN_UTIL()`` … for finance teams.
 
 A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
 ``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
@@ -3233,9 +3250,11 @@ from itertools import chain, product
 import numpy as np
 import xlwings as xw
 
-from . import capacity, model, roofline, specs
-from .catalogue import BY_NAME, BadValue, Input, fmt_number
-from .errors import InputError, Problem
+from ..core import economics as model
+from ..core import roofline, specs
+from ..core import serving as capacity
+from ..core.catalogue import BY_NAME, BadValue, Input, fmt_number
+from ..core.errors import InputError, Problem
 
 #: The function-wizard category of every function of this module.
 CATEGORY = "Token Factory"
@@ -4382,6 +4401,10 @@ __all__ = [
 ''',
 }
 
+# Which of them are packages, and the one whose functions Excel gets.
+_PACKAGES = ('tokenfactory_xl.addin', 'tokenfactory_xl.core')
+_ROOT = 'addin.udfs'
+
 # The package's data files.
 _DATA = {
     'data/gpus.csv': r'''name,vendor,hbm_gb,hbm_gb_source,bandwidth_tbps,bandwidth_source,bf16_tflops,bf16_source,fp8_tflops,fp8_source,fp4_tflops,fp4_source,power_w,power_source,aliases,notes,link_gbps,link_source
@@ -4492,7 +4515,7 @@ class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
         if fullname != _PACKAGE and fullname not in _SOURCES:
             return None
         spec = _machinery.ModuleSpec(fullname, self, origin=self._file(fullname),
-                                              is_package=fullname == _PACKAGE)
+                                     is_package=fullname == _PACKAGE or fullname in _PACKAGES)
         spec.has_location = False
         return spec
 
@@ -4519,7 +4542,7 @@ class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
     @staticmethod
     def _file(fullname):
         return "<bundled " + fullname.replace(".", "/") + (
-            "/__init__.py>" if fullname == _PACKAGE else ".py>")
+            "/__init__.py>" if fullname == _PACKAGE or fullname in _PACKAGES else ".py>")
 
 
 
@@ -4538,6 +4561,6 @@ for _name in [n for n in _sys.modules if n == _PACKAGE or n.startswith(_PACKAGE 
     del _sys.modules[_name]
 _sys.meta_path.insert(0, _Bundle())
 
-_udfs = _importlib.import_module(_PACKAGE + ".udfs")
+_udfs = _importlib.import_module(_PACKAGE + "." + _ROOT)
 globals().update({name: getattr(_udfs, name) for name in _udfs.__all__})
 __all__ = list(_udfs.__all__)

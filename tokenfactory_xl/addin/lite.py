@@ -31,8 +31,9 @@ from pathlib import Path
 from .. import __version__
 
 PACKAGE = "tokenfactory_xl"
-#: The module whose functions Excel gets; the bundle holds it and what it imports.
-ROOT_MODULE = "udfs"
+#: The module whose functions Excel gets (a path inside the package); the bundle holds it, what it
+#: imports and the packages they belong to.
+ROOT_MODULE = "addin.udfs"
 #: What the bundled modules may import besides the standard library and each other.
 ALLOWED_IMPORTS: frozenset[str] = frozenset({"numpy", "xlwings"})
 MAIN = "main.py"
@@ -48,27 +49,52 @@ class BundleError(Exception):
 
 
 # -- what goes into the bundle -------------------------------------------------------------------
+def _is_package(module: str) -> bool:
+    """Whether ``module`` (``core``, a path inside the package) is a sub-package."""
+    return (resources.files(PACKAGE).joinpath(*module.split("."), "__init__.py")).is_file()
+
+
+def _file(module: str) -> str:
+    """The file of ``module`` inside the package: ``core/errors.py``, ``core/__init__.py``."""
+    parts = module.split(".")
+    return "/".join(parts) + ("/__init__.py" if _is_package(module) else ".py")
+
+
 def _source(module: str) -> str:
-    return (resources.files(PACKAGE) / f"{module}.py").read_text(encoding="utf-8")
+    return resources.files(PACKAGE).joinpath(*_file(module).split("/")).read_text(
+        encoding="utf-8")
 
 
 def _imports(module: str) -> tuple[list[str], set[str]]:
-    """The package modules ``module`` imports (relative imports) and its other top-level imports."""
+    """The package modules ``module`` imports (relative imports, as paths inside the package:
+    ``core.errors``) and its other top-level imports."""
     tree = ast.parse(_source(module))
+    here = module.split(".") if _is_package(module) else module.split(".")[:-1]
     package, other = [], set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                package.append(node.module.split(".")[0])
-            else:
-                package.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            if node.level - 1 > len(here):
+                raise BundleError(f"{_file(module)}: imports from outside the package")
+            base = here[:len(here) - (node.level - 1)]
+            target = ".".join(base + (node.module.split(".") if node.module else []))
+            if not target:  # the package itself: its version
+                continue
+            package.append(target)
+            if _is_package(target):
+                package.extend(f"{target}.{alias.name}" for alias in node.names
+                               if _is_module(f"{target}.{alias.name}"))
+        elif isinstance(node, ast.ImportFrom) and node.module:
             other.add(node.module.split(".")[0])
         elif isinstance(node, ast.Import):
             other.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            raise BundleError(f"{module}.py: imports from outside the package's top level")
     return package, other
+
+
+def _is_module(module: str) -> bool:
+    """Whether ``module`` (a path inside the package) is a module or sub-package of it."""
+    *folders, name = module.split(".")
+    return _is_package(module) or resources.files(PACKAGE).joinpath(
+        *folders, f"{name}.py").is_file()
 
 
 def modules(root: str = ROOT_MODULE) -> list[str]:
@@ -84,10 +110,13 @@ def modules(root: str = ROOT_MODULE) -> list[str]:
         if module in order or module in visiting:
             return
         visiting.add(module)
+        parts = module.split(".")
+        for depth in range(1, len(parts)):  # the packages it belongs to, before it
+            visit(".".join(parts[:depth]))
         package, other = _imports(module)
         outside = sorted(other - ALLOWED_IMPORTS - set(sys.stdlib_module_names) - {"__future__"})
         if outside:
-            raise BundleError(f"{module}.py imports {', '.join(outside)}, which xlwings Lite "
+            raise BundleError(f"{_file(module)} imports {', '.join(outside)}, which xlwings Lite "
                               f"does not ship; only numpy, xlwings and the standard library "
                               f"may be imported by what the Excel functions need")
         for dependency in package:
@@ -198,7 +227,7 @@ class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
         if fullname != _PACKAGE and fullname not in _SOURCES:
             return None
         spec = _machinery.ModuleSpec(fullname, self, origin=self._file(fullname),
-                                              is_package=fullname == _PACKAGE)
+                                     is_package=fullname == _PACKAGE or fullname in _PACKAGES)
         spec.has_location = False
         return spec
 
@@ -225,7 +254,7 @@ class _Bundle(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
     @staticmethod
     def _file(fullname):
         return "<bundled " + fullname.replace(".", "/") + (
-            "/__init__.py>" if fullname == _PACKAGE else ".py>")
+            "/__init__.py>" if fullname == _PACKAGE or fullname in _PACKAGES else ".py>")
 
 
 
@@ -244,7 +273,7 @@ for _name in [n for n in _sys.modules if n == _PACKAGE or n.startswith(_PACKAGE 
     del _sys.modules[_name]
 _sys.meta_path.insert(0, _Bundle())
 
-_udfs = _importlib.import_module(_PACKAGE + ".udfs")
+_udfs = _importlib.import_module(_PACKAGE + "." + _ROOT)
 globals().update({name: getattr(_udfs, name) for name in _udfs.__all__})
 __all__ = list(_udfs.__all__)
 '''
@@ -260,7 +289,10 @@ def main_py() -> str:
     parts.append("\n# The package's modules, as text: dependencies first.\n_SOURCES = {\n")
     for name in names:
         parts.append(f"    {PACKAGE + '.' + name!r}: {_literal(_source(name))},\n")
-    parts.append("}\n\n# The package's data files.\n_DATA = {\n")
+    parts.append("}\n\n# Which of them are packages, and the one whose functions Excel gets.\n")
+    parts.append(f"_PACKAGES = {tuple(PACKAGE + '.' + n for n in names if _is_package(n))!r}\n")
+    parts.append(f"_ROOT = {ROOT_MODULE!r}\n")
+    parts.append("\n# The package's data files.\n_DATA = {\n")
     for path, text in data_files().items():
         parts.append(f"    {path!r}: {_literal(text)},\n")
     parts.append("}\n")

@@ -1,0 +1,6 @@
+"""Files a user hands the package or gets from it: written whole or not at all, read warily.
+
+:mod:`.disk` writes atomically and never over an input, :mod:`.safe_xlsx` opens untrusted
+workbooks within limits, :mod:`.ooxml` spells a package's parts as every reader expects.
+Imports only :mod:`tokenfactory_xl.core`.
+"""

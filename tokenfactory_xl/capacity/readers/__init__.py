@@ -1,0 +1,1 @@
+"""One reader per benchmark result format, each filling a :class:`..measurement.Measurement`."""
