@@ -236,7 +236,8 @@ def test_fifos_and_devices_are_refused_without_blocking(generated, tmp_path):
 #: signal handlers and starts on the files: the moment a signal must find it running.
 _SAYS_WHEN_COLLECTING = """
 import sys
-from tokenfactory_xl import cli, collect
+from tokenfactory_xl.cli import main as cli
+from tokenfactory_xl.portfolio import collect
 real = collect._collect_into
 def announced(*args, **kwargs):
     print("collecting", flush=True)

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="claims are floc
 #: input); with argv[2], it first replaces argv[1] by that file's bytes, as an update does.
 HOLDER = """
 import sys
-from tokenfactory_xl.files import claim, write_atomically
+from tokenfactory_xl.files.disk import claim, write_atomically
 with claim(sys.argv[1], wait=False):
     print("ready", flush=True)
     sys.stdin.readline()
@@ -147,7 +147,7 @@ def test_eight_parallel_updates_of_one_file_all_land(tmp_path):
 #: other run's output) and lets go.
 FOLDER_HOLDER = """
 import pathlib, sys
-from tokenfactory_xl.files import claim
+from tokenfactory_xl.files.disk import claim
 with claim(sys.argv[1], wait=False):
     print("ready", flush=True)
     sys.stdin.readline()

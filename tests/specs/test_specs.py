@@ -11,7 +11,7 @@ import pytest
 from tokenfactory_xl.core import roofline, specs
 from tokenfactory_xl.core.errors import InputError
 
-DATA = Path(specs.__file__).parent / "data"
+DATA = Path(specs.__file__).parents[1] / "data"
 
 
 def rows(name: str) -> list[dict[str, str]]:
