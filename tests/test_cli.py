@@ -185,7 +185,7 @@ def test_a_run_in_this_process_shows_what_escapes_as_python_does(monkeypatch, tm
     def broken(_args):
         raise ZeroDivisionError("float division by zero")
 
-    monkeypatch.setattr(cli, "_run_printing_to", broken)
+    monkeypatch.setattr(cli, "run_printing_to", broken)
     proc = run_cli("summary", "-o", str(tmp_path / "summary.txt"))
     assert proc.returncode == 1 and proc.stdout == "" and not (tmp_path / "summary.txt").exists()
     assert proc.stderr.startswith("Traceback (most recent call last):")

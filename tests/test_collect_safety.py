@@ -237,7 +237,7 @@ def test_fifos_and_devices_are_refused_without_blocking(generated, tmp_path):
 _SAYS_WHEN_COLLECTING = """
 import sys
 from tokenfactory_xl.cli import main as cli
-from tokenfactory_xl.portfolio import collect
+from tokenfactory_xl.cli import collect
 real = collect._collect_into
 def announced(*args, **kwargs):
     print("collecting", flush=True)

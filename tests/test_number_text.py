@@ -149,7 +149,7 @@ def test_options_read_numbers_by_the_same_reader(tmp_path, args, message):
 
 
 def test_whole_number_options_take_the_whole_reading():
-    from tokenfactory_xl.cli.main import fraction_arg, positive_int
+    from tokenfactory_xl.cli.common import fraction_arg, positive_int
 
     assert positive_int("1,024") == 1024
     assert fraction_arg("0,8") == 0.8 and fraction_arg("80%") == 0.8

@@ -541,12 +541,22 @@ def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
     o, r = _f(output_share), _f(prefill_decode_ratio)
     return _out(_f(tps) * (_div(1 - o, r) + o))
 ''',
-    'tokenfactory_xl.core.errors': r'''"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
+    'tokenfactory_xl.core.errors': r'''"""The errors tokenfactory_xl raises for what a user can fix: one tree, one base.
 
-A finance user who types a bad value wants to know four things: which input, what they typed,
-what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
-carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
-not five.
+Every error a user should read as a message, not as a traceback, is a
+:class:`TokenFactoryError`; the command line catches that one class and prints its text (exit
+status 2), and a Python user can catch it the same way. Beneath it:
+
+- :class:`InputError` — one or more input values are not allowed. A finance user who types a
+  bad value wants to know four things: which input, what they typed, what is allowed, and how
+  to fix it. :class:`Problem` carries exactly those; :class:`InputError` carries every problem
+  found in one go, so a sheet with five mistakes is fixed in one pass, not five;
+- :class:`UsageError` — a mistake that is not an input value: a missing file, an option that
+  needs another, an output that exists;
+- :class:`EngineMissing` — a spreadsheet engine the task needs (LibreOffice, Gnumeric) is not
+  installed;
+- refused and unreadable files, and each layer's own refusals, subclass the base where they are
+  raised (``files.safe_xlsx.RefusedFile``, ``capacity.measurement.FileProblem`` …).
 """
 
 from __future__ import annotations
@@ -582,7 +592,20 @@ class Problem:
         return text
 
 
-class InputError(ValueError):
+class TokenFactoryError(Exception):
+    """Base of every error the package raises for something its user can act on; its text is
+    the whole message (what, the value, what is allowed, the fix)."""
+
+
+class UsageError(TokenFactoryError):
+    """A mistake of the user's that is not an input value (a missing file, a bad option)."""
+
+
+class EngineMissing(TokenFactoryError, RuntimeError):
+    """A spreadsheet engine the task needs (LibreOffice, Gnumeric) is not installed."""
+
+
+class InputError(TokenFactoryError, ValueError):
     """One or more inputs are not allowed; ``problems`` lists each of them."""
 
     def __init__(self, problems: Iterable[Problem]):
@@ -2482,6 +2505,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .errors import TokenFactoryError
+
 #: Characters that separate groups of three digits besides ``,`` and ``.``: the space, the
 #: no-break space (U+00A0), the narrow no-break space (U+202F, what a French Excel writes), the
 #: thin and figure spaces (U+2009, U+2007), and the apostrophes of Swiss usage.
@@ -2514,7 +2539,7 @@ class NumberShape(NamedTuple):
     shape: str
 
 
-class NumberTextError(ValueError):
+class NumberTextError(TokenFactoryError, ValueError):
     """Text that is no number, or reads two ways: ``reason`` says why, ``fix`` what to type,
     ``readings`` the two numbers an ambiguous text can be (else empty)."""
 
@@ -2642,6 +2667,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import names, number_text
+from .errors import TokenFactoryError
 
 #: The scenarios, in the order of every per-scenario value.
 SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
@@ -2664,7 +2690,7 @@ class CheckedNumber(float):
     its values changes): taken as it is, never read as a percentage typed without its sign."""
 
 
-class BadValue(ValueError):
+class BadValue(TokenFactoryError, ValueError):
     """A single value is not allowed: ``message`` says why, ``fix`` what to enter instead."""
 
     def __init__(self, message: str, fix: str = ""):
@@ -3254,7 +3280,7 @@ from ..core import economics as model
 from ..core import roofline, specs
 from ..core import serving as capacity
 from ..core.catalogue import BY_NAME, BadValue, Input, fmt_number
-from ..core.errors import InputError, Problem
+from ..core.errors import InputError, Problem, TokenFactoryError
 
 #: The function-wizard category of every function of this module.
 CATEGORY = "Token Factory"
@@ -3273,7 +3299,7 @@ EXCEL_ERRORS = frozenset({"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#N
 EXCEL_HELP_LIMIT = 255
 
 
-class ArgumentError(xw.XlwingsError, ValueError):
+class ArgumentError(TokenFactoryError, xw.XlwingsError, ValueError):
     """An Excel function was given an argument it cannot use; the message says which and why.
 
     A subclass of ``xlwings.XlwingsError`` so that Office.js runtimes show it as ``#VALUE!``

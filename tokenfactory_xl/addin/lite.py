@@ -22,29 +22,39 @@ downloads; a test keeps it equal to what this module writes.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import sys
 from importlib import resources
 from pathlib import Path
 
 from .. import __version__
+from ..core.errors import TokenFactoryError, UsageError
 
 PACKAGE = "tokenfactory_xl"
+
+
 #: The module whose functions Excel gets (a path inside the package); the bundle holds it, what it
 #: imports and the packages they belong to.
 ROOT_MODULE = "addin.udfs"
+
+
 #: What the bundled modules may import besides the standard library and each other.
 ALLOWED_IMPORTS: frozenset[str] = frozenset({"numpy", "xlwings"})
+
+
 MAIN = "main.py"
+
+
 REQUIREMENTS = "requirements.txt"
+
+
 #: What the bundle's requirements.txt lists, for micropip to install in xlwings Lite: numpy, and
 #: xlwings from the first version that turns Pyodide's ``jsnull`` into ``None`` (0.35) up to the
 #: package's own upper bound (pyproject.toml; a test keeps the two equal).
 LITE_REQUIREMENTS: tuple[str, ...] = ("numpy", "xlwings>=0.35,<0.38")
 
 
-class BundleError(Exception):
+class BundleError(TokenFactoryError):
     """A bundled module imports something xlwings Lite cannot provide."""
 
 
@@ -168,6 +178,7 @@ import sys as _sys
 _PACKAGE = "tokenfactory_xl"
 _VERSION = "{version}"
 '''
+
 
 _LOADER = '''
 
@@ -310,43 +321,19 @@ def write_bundle(outdir: str | Path, force: bool = False) -> list[Path]:
     """Write ``main.py`` and ``requirements.txt`` into ``outdir`` (created if needed).
 
     Existing files are replaced only with ``force``; each file is written atomically. Returns
-    the paths written. Raises :class:`~tokenfactory_xl.cli.UserError` when a file exists.
+    the paths written. Raises :class:`~tokenfactory_xl.core.errors.UsageError` when a file
+    exists.
     """
-    from ..cli.main import UserError
     from ..files.disk import write_atomically
 
     folder = Path(outdir)
     if folder.exists() and not folder.is_dir():
-        raise UserError(f"-o {folder}: is a file; give a folder for {MAIN} and {REQUIREMENTS}")
+        raise UsageError(f"-o {folder}: is a file; give a folder for {MAIN} and {REQUIREMENTS}")
     files = {MAIN: main_py(), REQUIREMENTS: requirements_txt()}
     existing = [folder / name for name in files if (folder / name).exists()]
     if existing and not force:
         verb = "exists" if len(existing) == 1 else "exist"
-        raise UserError(f"-o {folder}: {' and '.join(p.name for p in existing)} {verb}; nothing "
+        raise UsageError(f"-o {folder}: {' and '.join(p.name for p in existing)} {verb}; nothing "
                         f"was written (add --force to replace)")
     folder.mkdir(parents=True, exist_ok=True)
     return [write_atomically(folder / name, text.encode("utf-8")) for name, text in files.items()]
-
-
-# -- the command ---------------------------------------------------------------------------------
-def cmd_lite(args: argparse.Namespace) -> int:
-    written = write_bundle(args.output, force=args.force)
-    print(f"wrote {written[0]} and {written[1]}: paste each into the xlwings Lite editor's tab "
-          f"of the same name")
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``tokenfactory-xl lite``."""
-    p = subparsers.add_parser(
-        "lite",
-        description="Write the Excel functions for xlwings Lite (Excel on Windows, on the Mac "
-                    "and on the web) as one self-contained main.py and the requirements.txt it "
-                    "needs (numpy and xlwings): paste each into the xlwings Lite editor's tab of "
-                    "the same name. main.py holds the package's own modules.",
-        epilog="example: tokenfactory-xl lite -o xlwings-lite")
-    p.add_argument("-o", "--output", default="xlwings-lite", metavar="DIR",
-                   help="the folder to write main.py and requirements.txt into (default "
-                        "xlwings-lite; created if needed)")
-    p.add_argument("--force", action="store_true", help="replace files that exist")
-    p.set_defaults(func=cmd_lite)

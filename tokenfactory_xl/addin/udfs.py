@@ -82,7 +82,7 @@ from ..core import economics as model
 from ..core import roofline, specs
 from ..core import serving as capacity
 from ..core.catalogue import BY_NAME, BadValue, Input, fmt_number
-from ..core.errors import InputError, Problem
+from ..core.errors import InputError, Problem, TokenFactoryError
 
 #: The function-wizard category of every function of this module.
 CATEGORY = "Token Factory"
@@ -101,7 +101,7 @@ EXCEL_ERRORS = frozenset({"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#N
 EXCEL_HELP_LIMIT = 255
 
 
-class ArgumentError(xw.XlwingsError, ValueError):
+class ArgumentError(TokenFactoryError, xw.XlwingsError, ValueError):
     """An Excel function was given an argument it cannot use; the message says which and why.
 
     A subclass of ``xlwings.XlwingsError`` so that Office.js runtimes show it as ``#VALUE!``

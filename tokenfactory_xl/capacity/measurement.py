@@ -14,6 +14,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from ..core.errors import TokenFactoryError
+
 FORMAT_GENAI_PERF = "NVIDIA GenAI-Perf"
 FORMAT_LLMPERF = "LLMPerf summary"
 FORMAT_TRTLLM_BENCH = "trtllm-bench log"
@@ -30,7 +32,7 @@ _EXPECTED = ("one of the formats read: vllm bench serve --save-result JSON; SGLa
              "text scrape of a vLLM server's /metrics")
 
 
-class FileProblem(ValueError):
+class FileProblem(TokenFactoryError, ValueError):
     """A file that cannot be read as what it claims or seems to be; names file and expectation."""
 
     def __init__(self, path: str | os.PathLike, message: str):

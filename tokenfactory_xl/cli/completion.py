@@ -171,7 +171,7 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``tokenfactory-xl completion``."""
-    from .main import add_print_output
+    from .common import add_print_output
 
     p = subparsers.add_parser(
         "completion",

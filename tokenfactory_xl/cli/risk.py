@@ -13,14 +13,14 @@ def _value(name: str, value: float) -> str:
     """A driver's value as ``summary`` and ``inputs`` show it: a fraction as a percentage with
     two decimals (``30.00%``), any other number as the catalogue writes it (``32,000``,
     ``0.064``)."""
-    from .main import format_number
+    from .common import format_number
 
     return format_number(value, "fraction" if BY_NAME[name].kind == "fraction" else "")
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     from ..tfom.risk import tornado
-    from .main import format_value, inputs_from_args, print_csv, table_format, terminal_width
+    from .common import format_value, inputs_from_args, print_csv, table_format, terminal_width
 
     form = table_format(args)
     inputs = inputs_from_args(args)
@@ -78,11 +78,12 @@ def say(text: str, width: int | None, then: str = "") -> None:
 
 
 def cmd_risk(args: argparse.Namespace) -> int:
+    from ..core.errors import UsageError
     from ..tfom.risk import RISK_DRIVERS, risk, triangle
-    from .main import UserError, format_value, inputs_from_args, print_csv, table_format
+    from .common import format_value, inputs_from_args, print_csv, table_format
 
     if args.draws < 1:
-        raise UserError(f"--draws {args.draws}: needs at least 1 draw")
+        raise UsageError(f"--draws {args.draws}: needs at least 1 draw")
     form = table_format(args)
     inputs = inputs_from_args(args)
     result = risk(inputs, args.draws)
@@ -117,7 +118,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..tfom.risk import DEFAULT_DRAWS
-    from .main import add_csv_option, add_input_options, add_print_output, positive_int
+    from .common import add_csv_option, add_input_options, add_print_output, positive_int
 
     p = subparsers.add_parser(
         "sensitivity",

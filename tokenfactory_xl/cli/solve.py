@@ -31,7 +31,7 @@ def _shown(name: str, value: float | None) -> str:
 def cmd_solve(args: argparse.Namespace) -> int:
     from ..tfom.operating_model import OUTPUTS
     from ..tfom.solve import parse_target, solvable, solve
-    from .main import format_value, inputs_from_args, print_records_csv, table_format
+    from .common import format_value, inputs_from_args, print_records_csv, table_format
 
     shape = table_format(args)
     inputs = inputs_from_args(args)
@@ -90,7 +90,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .main import add_csv_option, add_input_options, add_print_output
+    from .common import add_csv_option, add_input_options, add_print_output
 
     p = subparsers.add_parser(
         "solve",

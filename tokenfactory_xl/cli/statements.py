@@ -12,7 +12,7 @@ import sys
 def cmd_statements(args: argparse.Namespace) -> int:
     from ..tfom.operating_model import run
     from ..tfom.statements import statement_labels, statements
-    from .main import inputs_from_args
+    from .common import inputs_from_args
 
     inputs = inputs_from_args(args)
     document = statements(run(inputs), args.scenario)  # --scenario: that one only
@@ -59,7 +59,7 @@ def cmd_statements(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .main import add_input_options, add_print_output
+    from .common import add_input_options, add_print_output
 
     p = subparsers.add_parser(
         "statements",

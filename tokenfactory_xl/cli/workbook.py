@@ -20,7 +20,8 @@ from ..files.disk import write_atomically
 
 
 def cmd_template(args: argparse.Namespace) -> int:
-    from .main import UserError, inputs_from_args, is_stdio, write_output
+    from ..core.errors import UsageError
+    from .common import inputs_from_args, is_stdio, write_output
 
     inputs = inputs_from_args(args)
     if is_stdio(args.output):
@@ -28,11 +29,11 @@ def cmd_template(args: argparse.Namespace) -> int:
         return 0
     path = Path(args.output)
     if path.suffix.lower() != ".xlsx":
-        raise UserError(f"{path}: the workbook must be an .xlsx file (e.g. -o TFOM.xlsx)")
+        raise UsageError(f"{path}: the workbook must be an .xlsx file (e.g. -o TFOM.xlsx)")
     if path.exists() and not args.force:
-        raise UserError(f"{path} exists; add --force to overwrite it")
+        raise UsageError(f"{path} exists; add --force to overwrite it")
     if not path.parent.is_dir():
-        raise UserError(f"{path.parent}: no such folder")
+        raise UsageError(f"{path.parent}: no such folder")
     write_atomically(path, template_bytes(inputs))
     print(f"wrote {path}")
     return 0
@@ -73,26 +74,26 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
     its title (the Dashboard's also carries "Master check"), found with ``pdftotext`` and turned
     into ``png`` by ``pdftoppm``.
     """
+    from ..core.errors import UsageError
     from ..engines.libreoffice import LibreOfficeMissing, convert
     from ..workbook.build import SHEETS, UNPRINTED_SHEETS
-    from .main import UserError
 
     if sheet not in SHEETS:
-        raise UserError(f"--sheet {sheet}: not a sheet of the TFOM workbook; the sheets are "
+        raise UsageError(f"--sheet {sheet}: not a sheet of the TFOM workbook; the sheets are "
                         + ", ".join(SHEETS))
     if sheet in UNPRINTED_SHEETS:
         printed = [s for s in SHEETS if s not in UNPRINTED_SHEETS]
-        raise UserError(f"--sheet {sheet}: the {sheet} sheet prints no page (it is read on "
+        raise UsageError(f"--sheet {sheet}: the {sheet} sheet prints no page (it is read on "
                         "screen); render one of " + ", ".join(printed))
     for tool in ("pdftoppm", "pdftotext"):
         if shutil.which(tool) is None:
-            raise UserError(f"{tool} is not installed (apt-get install poppler-utils)")
+            raise UsageError(f"{tool} is not installed (apt-get install poppler-utils)")
     png = Path(png)
     with tempfile.TemporaryDirectory(prefix="tfxl-render-") as tmp:
         try:
             pdf = convert([workbook], tmp, "pdf")[0]
         except LibreOfficeMissing as exc:
-            raise UserError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
                               text=True, check=True).stdout
         pages = text.split("\f")
@@ -100,7 +101,7 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
                      if t.lstrip().startswith(sheet)
                      and (sheet != "Dashboard" or DASHBOARD_MARKER in t)), None)
         if page is None:
-            raise UserError(f"{workbook}: no {sheet} page found in the PDF export")
+            raise UsageError(f"{workbook}: no {sheet} page found in the PDF export")
         stem = Path(tmp, "page")
         subprocess.run(["pdftoppm", "-png", "-r", str(resolution), "-f", str(page), "-l",
                         str(page), "-singlefile", str(pdf), str(stem)], check=True,
@@ -110,20 +111,21 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from .main import read_stdin_as_file
+    from .common import read_stdin_as_file
 
     with read_stdin_as_file(args.workbook, "WORKBOOK") as workbook:
         return _render(args, workbook)
 
 
 def _render(args: argparse.Namespace, workbook: str) -> int:
+    from ..core.errors import UsageError
     from ..files.disk import regular_file_problem
-    from .main import UserError, is_stdio, write_output
+    from .common import is_stdio, write_output
 
     source = Path(workbook)
     problem = regular_file_problem(source)
     if problem is not None:  # a FIFO would block LibreOffice, a folder is no workbook
-        raise UserError(str(problem))
+        raise UsageError(str(problem))
     if is_stdio(args.output):
         with tempfile.TemporaryDirectory(prefix="tfxl-render-") as tmp:
             picture = render_sheet(source, Path(tmp, "page.png"), args.sheet, args.resolution)
@@ -131,9 +133,9 @@ def _render(args: argparse.Namespace, workbook: str) -> int:
         return 0
     out = Path(args.output)
     if out.suffix.lower() != ".png":
-        raise UserError(f"{out}: the picture must be a .png file (e.g. -o dashboard.png)")
+        raise UsageError(f"{out}: the picture must be a .png file (e.g. -o dashboard.png)")
     if out.exists() and not args.force:
-        raise UserError(f"{out} exists; add --force to overwrite it")
+        raise UsageError(f"{out} exists; add --force to overwrite it")
     render_sheet(source, out, args.sheet, args.resolution)
     print(f"wrote {out}")
     return 0
@@ -146,30 +148,30 @@ _NOT_CARRIED = frozenset({"formula_edited", "formula_replaced", "formula_deleted
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     """Recompute a filled-in workbook's Risk sheet: a new workbook made from its inputs."""
+    from ..core.errors import UsageError
     from ..files.disk import regular_file_problem
     from ..portfolio.batch import shared_factory
     from ..portfolio.collect import collect
     from ..sites.load import visible
-    from .main import UserError
 
     source = Path(args.workbook)
     problem = regular_file_problem(source)
     if problem is not None:
-        raise UserError(visible(str(problem)))
+        raise UsageError(visible(str(problem)))
     target = Path(args.output) if args.output else source.with_name(
         f"{source.stem}-refreshed.xlsx")
     in_place = target.resolve() == source.resolve()
     if target.suffix.lower() != ".xlsx":
-        raise UserError(f"{visible(target)}: the workbook must be an .xlsx file")
+        raise UsageError(f"{visible(target)}: the workbook must be an .xlsx file")
     if target.exists() and not args.force:
         what = "it is the workbook read" if in_place else "it exists"
-        raise UserError(f"{visible(target)}: {what}; add --force to replace it (or -o NEW.xlsx)")
+        raise UsageError(f"{visible(target)}: {what}; add --force to replace it (or -o NEW.xlsx)")
     (audit,) = collect([source])
     if not audit.included:
         lines = [f"{visible(source)}: its inputs cannot be read, so nothing was written:"]
         lines += [f"  - {f.where}: {visible(f.message)}" for f in audit.findings
                   if f.severity == "error"]
-        raise UserError("\n".join(lines))
+        raise UsageError("\n".join(lines))
     empty = [f for f in audit.findings if f.code == "input_empty"]
     if empty:
         # The new workbook types every input: a default the model used for an empty cell would
@@ -180,10 +182,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         lines += [f"  - {f.where}: {visible(f.message)}" for f in empty]
         lines.append("type the value meant into each cell (the default, to keep it) and refresh "
                      "again")
-        raise UserError("\n".join(lines))
+        raise UsageError("\n".join(lines))
     lost = [f for f in audit.findings if f.code in _NOT_CARRIED]
     if lost and in_place:
-        raise UserError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
+        raise UsageError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
                         "or sheets would be lost in place; write a new file with -o NEW.xlsx")
     data, summary = shared_factory().make(audit.inputs, args.draws, must_be_true=True)
     data, tracked = _keep_actuals(source, data, str(audit.inputs["currency"]))
@@ -217,7 +219,7 @@ def _keep_actuals(source: Path, data: bytes, currency: str) -> tuple[bytes, int]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ..tfom.risk import DEFAULT_DRAWS
-    from .main import add_input_options, positive_int
+    from .common import add_input_options, positive_int
 
     p = subparsers.add_parser(
         "template",

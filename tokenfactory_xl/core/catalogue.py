@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import names, number_text
+from .errors import TokenFactoryError
 
 #: The scenarios, in the order of every per-scenario value.
 SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
@@ -44,7 +45,7 @@ class CheckedNumber(float):
     its values changes): taken as it is, never read as a percentage typed without its sign."""
 
 
-class BadValue(ValueError):
+class BadValue(TokenFactoryError, ValueError):
     """A single value is not allowed: ``message`` says why, ``fix`` what to enter instead."""
 
     def __init__(self, message: str, fix: str = ""):

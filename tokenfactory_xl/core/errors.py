@@ -1,9 +1,19 @@
-"""The one error type a user of tokenfactory_xl ever sees for a mistake of theirs.
+"""The errors tokenfactory_xl raises for what a user can fix: one tree, one base.
 
-A finance user who types a bad value wants to know four things: which input, what they typed,
-what is allowed, and how to fix it. :class:`Problem` carries exactly those; :class:`InputError`
-carries every problem found in one go, so a sheet with five mistakes is fixed in one pass,
-not five.
+Every error a user should read as a message, not as a traceback, is a
+:class:`TokenFactoryError`; the command line catches that one class and prints its text (exit
+status 2), and a Python user can catch it the same way. Beneath it:
+
+- :class:`InputError` — one or more input values are not allowed. A finance user who types a
+  bad value wants to know four things: which input, what they typed, what is allowed, and how
+  to fix it. :class:`Problem` carries exactly those; :class:`InputError` carries every problem
+  found in one go, so a sheet with five mistakes is fixed in one pass, not five;
+- :class:`UsageError` — a mistake that is not an input value: a missing file, an option that
+  needs another, an output that exists;
+- :class:`EngineMissing` — a spreadsheet engine the task needs (LibreOffice, Gnumeric) is not
+  installed;
+- refused and unreadable files, and each layer's own refusals, subclass the base where they are
+  raised (``files.safe_xlsx.RefusedFile``, ``capacity.measurement.FileProblem`` …).
 """
 
 from __future__ import annotations
@@ -39,7 +49,20 @@ class Problem:
         return text
 
 
-class InputError(ValueError):
+class TokenFactoryError(Exception):
+    """Base of every error the package raises for something its user can act on; its text is
+    the whole message (what, the value, what is allowed, the fix)."""
+
+
+class UsageError(TokenFactoryError):
+    """A mistake of the user's that is not an input value (a missing file, a bad option)."""
+
+
+class EngineMissing(TokenFactoryError, RuntimeError):
+    """A spreadsheet engine the task needs (LibreOffice, Gnumeric) is not installed."""
+
+
+class InputError(TokenFactoryError, ValueError):
     """One or more inputs are not allowed; ``problems`` lists each of them."""
 
     def __init__(self, problems: Iterable[Problem]):

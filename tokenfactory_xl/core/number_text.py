@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .errors import TokenFactoryError
+
 #: Characters that separate groups of three digits besides ``,`` and ``.``: the space, the
 #: no-break space (U+00A0), the narrow no-break space (U+202F, what a French Excel writes), the
 #: thin and figure spaces (U+2009, U+2007), and the apostrophes of Swiss usage.
@@ -63,7 +65,7 @@ class NumberShape(NamedTuple):
     shape: str
 
 
-class NumberTextError(ValueError):
+class NumberTextError(TokenFactoryError, ValueError):
     """Text that is no number, or reads two ways: ``reason`` says why, ``fix`` what to type,
     ``readings`` the two numbers an ambiguous text can be (else empty)."""
 

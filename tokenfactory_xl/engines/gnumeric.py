@@ -18,8 +18,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.errors import EngineMissing
 
-class GnumericMissing(RuntimeError):
+
+class GnumericMissing(EngineMissing):
     """No ``ssconvert`` on the PATH."""
 
 

@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.errors import EngineMissing
+
 _PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry"
  xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
@@ -28,7 +30,7 @@ oor:op="fuse"><value>0</value></prop></item>
 """
 
 
-class LibreOfficeMissing(RuntimeError):
+class LibreOfficeMissing(EngineMissing):
     """No ``soffice`` on the PATH."""
 
 

@@ -41,6 +41,7 @@ from xml.etree.ElementTree import ParseError
 import defusedxml
 import defusedxml.ElementTree as safe_et
 
+from ..core.errors import TokenFactoryError
 from .disk import NotARegularFile, open_regular
 
 #: First bytes of an OLE2 compound file: an Excel 97–2003 ``.xls``, or an encrypted workbook.
@@ -84,7 +85,7 @@ class Limits:
     max_members: int = 10_000
 
 
-class RefusedFile(Exception):
+class RefusedFile(TokenFactoryError):
     """The file cannot be read as a workbook; ``reason`` says why in one sentence."""
 
     def __init__(self, reason: str, fix: str = ""):

@@ -37,6 +37,7 @@ from openpyxl.chart.series import SeriesLabel
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from ..core.errors import TokenFactoryError
 from . import style as st
 from .stencil import excel_serial
 
@@ -146,7 +147,7 @@ def chart(ws: Worksheet) -> LineChart:
 Row = dict[str, object]  # field name → value (the month as a date)
 
 
-class NotATrackableWorkbook(ValueError):
+class NotATrackableWorkbook(TokenFactoryError, ValueError):
     """The file has no Actuals sheet laid out as this version writes it."""
 
 

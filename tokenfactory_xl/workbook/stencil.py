@@ -41,6 +41,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from ..core.errors import TokenFactoryError
 from ..files import ooxml
 
 #: The deflate level worksheets are compressed with: the fastest. zlib's level 1 is about four
@@ -88,7 +89,7 @@ _EPOCH = dt.date(1899, 12, 30)  # Excel's day 0 in the 1900 date system (after i
 _ABSENT = object()  # a cell the values do not mention
 
 
-class StencilError(ValueError):
+class StencilError(TokenFactoryError, ValueError):
     """The template and the values do not fit together (a cell the template does not have)."""
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..cli.main import fraction_arg, positive_int
 from ..core import roofline, specs
 from ..core import serving as capacity
 from ..core.errors import InputError
+from .common import fraction_arg, positive_int
 
 
 def setup_of(args: argparse.Namespace) -> capacity.Setup:
@@ -111,7 +111,7 @@ def _list() -> None:
 def _printed_as_data(args: argparse.Namespace, out: dict) -> bool:
     """Print ``out`` as one CSV row (``--csv``) or a JSON object (``--json``); False when
     neither is asked and the text report is wanted."""
-    from ..cli.main import print_records_csv, table_format
+    from .common import print_records_csv, table_format
 
     shape = table_format(args)
     if shape == "csv":
@@ -122,7 +122,7 @@ def _printed_as_data(args: argparse.Namespace, out: dict) -> bool:
 
 
 def cmd_theoretical(args: argparse.Namespace) -> int:
-    from ..cli.main import UserError
+    from ..core.errors import UsageError
 
     if args.list:
         _list()
@@ -130,12 +130,12 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
     if args.check:
         return _check(args)
     if (args.isl is None) != (args.osl is None):
-        raise UserError("--isl and --osl go together (input and output tokens per request)")
+        raise UsageError("--isl and --osl go together (input and output tokens per request)")
     wanted = ("gpu", "model", "precision") + (() if args.isl is not None
                                               else ("batch", "context"))
     missing = [f"--{n}" for n in wanted if getattr(args, n) is None]
     if missing:
-        raise UserError(f"theoretical needs {', '.join(missing)} (or --isl/--osl for the best "
+        raise UsageError(f"theoretical needs {', '.join(missing)} (or --isl/--osl for the best "
                         "output throughput, --check TABLE.csv, --list for the names)")
     if args.isl is not None:
         out = {"gpu": specs.gpu(args.gpu).name, "model": specs.model(args.model).name,
@@ -228,7 +228,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ..cli.main import add_csv_option, add_print_output
+    from .common import add_csv_option, add_print_output
 
     p = subparsers.add_parser(
         "theoretical",
