@@ -248,14 +248,6 @@ def test_a_module_importing_outside_numpy_and_xlwings_is_refused(monkeypatch):
         lite.modules()
 
 
-def test_the_committed_bundle_is_what_lite_writes(bundle):
-    for name in ("main.py", "requirements.txt"):
-        assert (COMMITTED / name).read_text(encoding="utf-8") == \
-            (bundle / name).read_text(encoding="utf-8"), (
-            f"install/xlwings-lite/{name} is out of date: run "
-            f"`tokenfactory-xl lite -o install/xlwings-lite --force` and commit it")
-
-
 def test_lite_refuses_to_overwrite(bundle):
     proc = command.run("lite", "-o", str(bundle), cwd=ROOT)
     assert proc.returncode == 2

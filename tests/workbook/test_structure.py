@@ -20,6 +20,7 @@ from tokenfactory_xl.tfom.inputs import default_inputs, make_inputs
 from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES
 from tokenfactory_xl.workbook import build as wbm
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tools.regenerate import xlsx_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "templates" / "TFOM.xlsx"
@@ -239,32 +240,6 @@ def test_a_template_is_the_same_bytes_with_or_without_isal(monkeypatch):
 
 
 #: A number in a workbook part's text (a cell's value, a chart's cache, a cell reference's row).
-NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
-def xlsx_differences(got: bytes, want: bytes, rel: float = 1e-12) -> list[str]:
-    """Where two workbooks differ beyond rounding: the parts, and in each part its text with
-    every number compared to a relative ``rel`` (another numpy or libm build may change the
-    last digits of a logarithm or a power, and so of the figures computed from them)."""
-    with zipfile.ZipFile(io.BytesIO(got)) as a, zipfile.ZipFile(io.BytesIO(want)) as b:
-        if a.namelist() != b.namelist():
-            return [f"parts {a.namelist()} != {b.namelist()}"]
-        found = []
-        for name in a.namelist():
-            x, y = a.read(name), b.read(name)
-            if x == y:
-                continue
-            tx, ty = x.decode("utf-8", "replace"), y.decode("utf-8", "replace")
-            if NUMBER.split(tx) != NUMBER.split(ty):
-                found.append(f"{name}: the text differs, not only its numbers")
-                continue
-            for p, q in zip(NUMBER.findall(tx), NUMBER.findall(ty), strict=True):
-                if p != q and abs(float(p) - float(q)) > rel * max(abs(float(p)), abs(float(q))):
-                    found.append(f"{name}: {p} != {q}")
-                    break
-        return found
-
-
 def test_xlsx_differences_allow_the_last_digits_only():
     fresh = template_bytes(default_inputs(), 0)
     assert xlsx_differences(fresh, fresh) == []
@@ -290,31 +265,6 @@ def test_xlsx_differences_allow_the_last_digits_only():
     assert xlsx_differences(changed(value, near), fresh) == []
     assert xlsx_differences(changed(value, far), fresh) != []
     assert xlsx_differences(changed(b"<v>", b"<v> "), fresh) != []
-
-
-def without_build_date(data: bytes) -> bytes:
-    """``data`` with the Cover's build date cell emptied: the one value that changes with the
-    day a workbook is written, not with its inputs."""
-    sheet, coord = wbm.plan().build_date
-    part = f"xl/worksheets/sheet{wbm.SHEETS.index(sheet) + 1}.xml"
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            text = src.read(info)
-            if info.filename == part:
-                text, count = re.subn(rf'(<c r="{coord}"[^>]*>)<v>[^<]*</v>'.encode(), rb"\1",
-                                      text)
-                assert count == 1, f"no build date at {sheet}!{coord}"
-            dst.writestr(info, text)
-    return out.getvalue()
-
-
-def test_committed_template_is_current():
-    assert TEMPLATE.exists(), "run: tokenfactory-xl template -o templates/TFOM.xlsx --force"
-    fresh = without_build_date(template_bytes(default_inputs()))
-    assert xlsx_differences(without_build_date(TEMPLATE.read_bytes()), fresh) == [], (
-        "templates/TFOM.xlsx is stale: run tokenfactory-xl template -o templates/TFOM.xlsx "
-        "--force")
 
 
 def test_cell_values_cover_every_formula_and_input_cell(book):
