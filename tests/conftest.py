@@ -13,6 +13,9 @@ from tokenfactory_xl.workbook.build_cache import ENV as CACHE_ENV
 
 _CACHE_OWNER = "TOKENFACTORY_XL_TEST_CACHE_OWNER"
 
+#: The ``engines`` marker, given from what each test uses (tests/tools/engines.py).
+pytest_plugins = ["tests.tools.engines"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """One empty build cache for the whole run (workers and the command lines they start
