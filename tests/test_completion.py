@@ -9,7 +9,7 @@ import pytest
 
 from tests.tools import command
 from tokenfactory_xl.cli import main as cli
-from tokenfactory_xl.core.catalogue import INPUTS, SCENARIOS
+from tokenfactory_xl.core.catalogue import INPUTS, SCENARIO_NAMES
 
 BASH = shutil.which("bash")
 
@@ -43,9 +43,9 @@ def test_bash_completes_commands_options_and_input_names(bash_script):
     names = complete(bash_script, "tokenfactory-xl", "summary", "--set", "")
     assert {f"{i.name}=" for i in INPUTS} <= set(names)
     assert complete(bash_script, "tokenfactory-xl", "risk", "--set", "tef_t") == [
-        "tef_target=", *(f"tef_target.{s}=" for s in SCENARIOS)]
+        "tef_target=", *(f"tef_target.{s}=" for s in SCENARIO_NAMES)]
     assert complete(bash_script, "tokenfactory-xl", "summary", "--scenario", "") == list(
-        SCENARIOS)
+        SCENARIO_NAMES)
 
 
 def test_zsh_loads_the_bash_script_and_fish_gets_its_own(bash_script):

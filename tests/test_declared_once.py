@@ -23,11 +23,11 @@ from tokenfactory_xl.tfom.formula import (
     Cell,
     Const,
     ExcelContext,
-    Input,
+    InputRef,
     Line,
     Name,
     Row,
-    compile_model,
+    compile_lines,
     excel,
 )
 from tokenfactory_xl.workbook import build as wbm
@@ -97,10 +97,10 @@ def test_one_declaration_gives_formula_and_value():
     extra = Line("fleet_mw_hours", "Fleet MWh", "MWh", "number",
                  Name("total_mw_seconds") / Const("seconds_per_hour"))
     per_month = Line("gpu_seconds", "GPU-seconds", "s", "number",
-                     Input("gpus") * Cell("hours") * Const("seconds_per_hour"),
+                     InputRef("gpus") * Cell("hours") * Const("seconds_per_hour"),
                      table=om.TIMELINE, skip_first=True)
     total = Line("gpu_seconds_total", "GPU-seconds", "s", "number", SUM(Row("gpu_seconds")))
-    values = compile_model(om.LINES + (extra, per_month, total))(
+    values = compile_lines(om.LINES + (extra, per_month, total))(
         om.formula_inputs(make_inputs(SITE)), om._formula_constants(), om.LISTS)
     hours = run(make_inputs(SITE)).lines["hours"]
     assert float(values["fleet_mw_hours"]) == pytest.approx(0.768 * hours.sum(), rel=1e-12)

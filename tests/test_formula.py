@@ -21,12 +21,12 @@ from tokenfactory_xl.tfom.formula import (
     Cell,
     Const,
     ExcelContext,
-    Input,
+    InputRef,
     Line,
     Position,
     Row,
     Table,
-    compile_model,
+    compile_lines,
     excel,
     lit,
 )
@@ -45,7 +45,7 @@ def xl(e) -> str:
 
 
 def test_precedence_brackets_only_where_needed():
-    a, b, c = Input("a"), Input("b"), Input("c")
+    a, b, c = InputRef("a"), InputRef("b"), InputRef("c")
     assert xl(a - (b - c)) == "in_a-(in_b-in_c)"
     assert xl((a - b) - c) == "in_a-in_b-in_c"
     assert xl(a * (b + c)) == "in_a*(in_b+in_c)"
@@ -57,14 +57,14 @@ def test_precedence_brackets_only_where_needed():
 
 
 def test_only_zero_and_one_are_typed():
-    assert xl(Input("a") * 1 + 0) == "in_a*1+0"
+    assert xl(InputRef("a") * 1 + 0) == "in_a*1+0"
     with pytest.raises(ValueError, match="name the constant"):
-        xl(Input("a") * 3600)
-    assert xl(Input("a") * Const("seconds_per_hour")) == "in_a*k_seconds_per_hour"
+        xl(InputRef("a") * 3600)
+    assert xl(InputRef("a") * Const("seconds_per_hour")) == "in_a*k_seconds_per_hour"
 
 
 def test_text_is_quoted():
-    assert xl(IF(Input("a").eq("own"), 1, '"x"')) == 'IF(in_a="own",1,"""x""")'
+    assert xl(IF(InputRef("a").eq("own"), 1, '"x"')) == 'IF(in_a="own",1,"""x""")'
 
 
 def test_literals_refuse_booleans():
@@ -78,14 +78,14 @@ T = Table("t", 4)
 def test_blank_cells_are_skipped_like_excel():
     """q = 1, blank, 3, blank: SUM 4 and MIN 1 skip the blanks; MIN of no numbers is 0."""
     lines = (
-        Line("x", "", "", "number", INDEX(Input("mask"), 1, Position()), table=T),
+        Line("x", "", "", "number", INDEX(InputRef("mask"), 1, Position()), table=T),
         Line("q", "", "", "number", IF(Cell("x") > 0, Cell("x"), ""), table=T),
         Line("blank", "", "", "number", IF(Cell("x") > 9, 1, ""), table=T),
         Line("s", "", "", "number", SUM(Row("q"))),
         Line("m", "", "", "number", MIN(Row("q"))),
         Line("none_min", "", "", "number", MIN(Row("blank"))),
     )
-    v = compile_model(lines)({"mask": (1.0, 0.0, 3.0, 0.0)}, {}, {})
+    v = compile_lines(lines)({"mask": (1.0, 0.0, 3.0, 0.0)}, {}, {})
     assert math.isnan(v["q"][1]) and v["q"][2] == 3
     assert float(v["s"]) == 4 and float(v["m"]) == 1
     assert float(v["none_min"]) == 0
@@ -95,14 +95,14 @@ def test_sumproduct_index_and_position_across_tables():
     """NPV at each of three rates of a 3-month flow -10, 4, 7: Σ flow × (1 + r)^−month."""
     months, rates = Table("months", 3), Table("rates", 3)
     lines = (
-        Line("flow", "", "", "number", INDEX(Input("flows"), 1, Position()), table=months),
+        Line("flow", "", "", "number", INDEX(InputRef("flows"), 1, Position()), table=months),
         Line("month", "", "", "number", Position() - 1, table=months),
-        Line("rate", "", "", "number", INDEX(Input("grid"), 1, Position()), table=rates),
+        Line("rate", "", "", "number", INDEX(InputRef("grid"), 1, Position()), table=rates),
         Line("npv", "", "", "number",
              SUMPRODUCT(Row("flow"), (1 + Cell("rate")) ** (-Row("month"))), table=rates),
         Line("npv_first", "", "", "number", INDEX(Row("npv"), 1) * Const("two")),
     )
-    v = compile_model(lines)({"flows": (-10.0, 4.0, 7.0), "grid": (0.0, 0.1, 1.0)},
+    v = compile_lines(lines)({"flows": (-10.0, 4.0, 7.0), "grid": (0.0, 0.1, 1.0)},
                              {"two": np.float64(2)}, {})
     expected = [-10 + 4 / (1 + r) + 7 / (1 + r) ** 2 for r in (0.0, 0.1, 1.0)]
     np.testing.assert_allclose(v["npv"], expected, rtol=1e-14)
@@ -113,12 +113,12 @@ def test_sumproduct_index_and_position_across_tables():
 def test_shifted_cells_read_neighbours():
     """prev and next positions: a running difference, NaN past either end."""
     lines = (
-        Line("x", "", "", "number", INDEX(Input("xs"), 1, Position()), table=T),
+        Line("x", "", "", "number", INDEX(InputRef("xs"), 1, Position()), table=T),
         Line("d", "", "", "number", Cell("x") - Cell("x", -1), table=T,
              first=Cell("x") * 0),
         Line("ahead", "", "", "number", Cell("x", 1), table=T),
     )
-    v = compile_model(lines)({"xs": (1.0, 4.0, 9.0, 16.0)}, {}, {})
+    v = compile_lines(lines)({"xs": (1.0, 4.0, 9.0, 16.0)}, {}, {})
     np.testing.assert_array_equal(v["d"], [0, 3, 5, 7])
     assert list(v["ahead"][:3]) == [4, 9, 16] and math.isnan(v["ahead"][3])
 

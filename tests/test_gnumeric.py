@@ -30,7 +30,7 @@ from openpyxl.utils.cell import range_boundaries
 from tests.tools import command
 from tests.tools.cells import read_cells
 from tests.tools.once import build_once
-from tokenfactory_xl.core.catalogue import SCENARIOS
+from tokenfactory_xl.core.catalogue import SCENARIO_NAMES
 from tokenfactory_xl.engines import gnumeric
 from tokenfactory_xl.portfolio.audit import audit_workbook
 from tokenfactory_xl.tfom.operating_model import OUTPUT_MISSING, run
@@ -108,7 +108,7 @@ def expected_outputs(path: Path) -> dict[str, float | None]:
     # named uplift_npv_<step>
     out |= {f"out_{k}" if k.startswith("uplift_") else f"out_uplift_{k}": v
             for k, v in result.uplift.items()}
-    for scenario in SCENARIOS:
+    for scenario in SCENARIO_NAMES:
         out |= {f"out_{k}_{scenario.lower()}": v
                 for k, v in run(audit.inputs, scenario).summary.items()}
     return out
@@ -118,7 +118,7 @@ def missing_text(name: str) -> str:
     """What the output ``out_…`` shows without a figure: "n/m" for a ratio without meaning,
     else "none" (an Optimised − Base uplift included)."""
     output = name.removeprefix("out_")
-    for scenario in SCENARIOS:
+    for scenario in SCENARIO_NAMES:
         output = output.removesuffix(f"_{scenario.lower()}")
     return OUTPUT_MISSING.get(output, "none")
 

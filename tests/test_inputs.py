@@ -8,7 +8,7 @@ import math
 import pytest
 
 from tokenfactory_xl import InputError, make_inputs
-from tokenfactory_xl.core.catalogue import BY_NAME, INPUTS, SCENARIOS
+from tokenfactory_xl.core.catalogue import BY_NAME, INPUTS, SCENARIO_NAMES
 
 
 def problems(values, **kw) -> list[str]:
@@ -159,7 +159,7 @@ def test_replace_and_flat_round_trip():
     changed = site.replace({"decline_per_quarter": 0.3})
     assert changed["decline_per_quarter"] == (0.10, 0.10, 0.3)
     assert make_inputs(changed.flat()) == changed
-    assert set(site.flat()) >= {f"tef_target.{s}" for s in SCENARIOS}
+    assert set(site.flat()) >= {f"tef_target.{s}" for s in SCENARIO_NAMES}
 
 
 # -- memory: many sites hold each repeated value once --------------------------------------------

@@ -12,7 +12,7 @@ from tests.tools import command
 from tokenfactory_xl import make_inputs
 from tokenfactory_xl.core.catalogue import BY_NAME, BadValue
 from tokenfactory_xl.core.errors import InputError
-from tokenfactory_xl.core.number_text import NumberTextError, read, two_readings
+from tokenfactory_xl.core.number_text import NumberTextError, read_number, two_readings
 from tokenfactory_xl.sites.load import load_sites
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ NNBSP = "\u202f"  # narrow no-break space: a French Excel's thousands separator
     ("-0,5", -0.5),
 ])
 def test_numbers_read_the_one_way_they_can_mean(text, value):
-    assert read(text) == (pytest.approx(value), False)
+    assert read_number(text) == (pytest.approx(value), False)
 
 
 @pytest.mark.parametrize(("text", "readings"), [
@@ -44,17 +44,17 @@ def test_numbers_read_the_one_way_they_can_mean(text, value):
 def test_a_number_that_reads_two_ways_is_refused_naming_both(text, readings):
     assert two_readings(text) == readings
     with pytest.raises(NumberTextError) as caught:
-        read(text)
+        read_number(text)
     assert caught.value.readings == readings
     assert "ambiguous" in caught.value.reason
     # a source whose convention is known reads it
-    assert read(text, ",")[0] == float(readings[1 if "," in text else 0])
+    assert read_number(text, ",")[0] == float(readings[1 if "," in text else 0])
 
 
 @pytest.mark.parametrize("text", ["1 5", "1,2,3", "1.2.3,4,5", "32 00", "1,0000,000"])
 def test_separators_no_convention_writes_are_no_number(text):
     with pytest.raises(NumberTextError) as caught:
-        read(text)
+        read_number(text)
     assert "fit no way of writing numbers" in caught.value.reason
 
 
@@ -161,7 +161,7 @@ def test_whole_number_options_take_the_whole_reading():
     ("'1024", 1024),              # Excel's text prefix kept in a CSV
 ])
 def test_a_report_minus_and_a_text_prefix(text, value):
-    read_value, percent = read(text)
+    read_value, percent = read_number(text)
     assert (read_value / (100 if percent else 1)) == pytest.approx(value)
 
 

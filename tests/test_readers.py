@@ -151,7 +151,7 @@ def test_pandas_reads_the_risk_sheets_labels_as_text(files):
     for engine in ("openpyxl", "calamine"):
         if engine == "calamine":
             pytest.importorskip("python_calamine")
-        frame = pd.read_excel(files["emoji site"], sheet_name=workbook_risk.SHEET,
+        frame = pd.read_excel(files["emoji site"], sheet_name=workbook_risk.RISK_SHEET,
                               header=header - 1, engine=engine)
         labels = list(frame.columns[first:first + 2 + len(workbook_risk.SNAP_VALUES)])
         assert labels[0] == "Computed for these inputs", labels

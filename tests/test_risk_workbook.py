@@ -34,7 +34,7 @@ def status(path: Path) -> tuple[str, str]:
     wb = openpyxl.load_workbook(path, data_only=True, read_only=True)  # two sheets read, not 12
     try:
         sheet, coord = plan().risk_check
-        return wb[workbook_risk.SHEET][workbook_risk.STATUS].value, wb[sheet][coord].value
+        return wb[workbook_risk.RISK_SHEET][workbook_risk.STATUS].value, wb[sheet][coord].value
     finally:
         wb.close()
 
@@ -50,7 +50,7 @@ def fresh(tmp_path_factory):
 def test_the_sheet_holds_the_figures_of_its_inputs(fresh):
     inputs, path = fresh
     wb = openpyxl.load_workbook(path)
-    ws = wb[workbook_risk.SHEET]
+    ws = wb[workbook_risk.RISK_SHEET]
     figures = risk.risk(inputs, DRAWS)
     for name in risk.RISK_OUTPUTS:
         want = figures.summary()[name]  # openpyxl writes 16 significant digits, not 17
@@ -138,7 +138,7 @@ def test_refresh_never_replaces_without_force(fresh, tmp_path, capsys):
     assert cli.main(["refresh", str(source), "-o", str(source), "--draws", "200",
                      "--force"]) == 0
     wb = openpyxl.load_workbook(source)
-    assert wb[workbook_risk.SHEET][workbook_risk.DRAWS].value == 200
+    assert wb[workbook_risk.RISK_SHEET][workbook_risk.DRAWS].value == 200
 
 
 def test_refresh_refuses_in_place_what_it_would_lose(fresh, tmp_path, capsys):

@@ -255,7 +255,7 @@ def test_risk_sheet_what_must_be_true_block(tmp_path):
     inputs = make_inputs({"gpus": 2048})
     path = tmp_path / "site.xlsx"
     path.write_bytes(template_bytes(inputs, 50))
-    ws = load_workbook(path, data_only=True)[wr.SHEET]
+    ws = load_workbook(path, data_only=True)[wr.RISK_SHEET]
     assert ws[wr.STATUS].value == wr.CURRENT  # the block is under the sheet's stale rule
     reached = 0
     for i, name in enumerate(TORNADO_DRIVERS):
@@ -281,6 +281,6 @@ def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
                               "--quiet", *flag)
         assert status == 0, err
         book = next(p for p in out.glob("*.xlsx") if p.name != "portfolio.xlsx")
-        ws = load_workbook(book, data_only=True)[wr.SHEET]
+        ws = load_workbook(book, data_only=True)[wr.RISK_SHEET]
         shown = ws[f"F{wr.FIRST_MUST}"].value if not flag else ws[f"B{wr.FIRST_MUST}"].value
         assert shown == expect

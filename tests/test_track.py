@@ -45,12 +45,13 @@ def track(*argv: object):
 
 
 def actuals_rows(path: Path) -> list[dict[str, object]]:
-    ws = load_workbook(path, data_only=True)[wa.SHEET]
+    ws = load_workbook(path, data_only=True)[wa.ACTUALS_SHEET]
     rows = []
-    for values in ws.iter_rows(min_row=wa.FIRST_ROW, max_col=len(wa.COLUMNS), values_only=True):
+    for values in ws.iter_rows(min_row=wa.FIRST_ROW, max_col=len(wa.ACTUALS_COLUMNS),
+                               values_only=True):
         if values[0] is None:
             continue
-        rows.append(dict(zip([c.name for c in wa.COLUMNS], values, strict=True)))
+        rows.append(dict(zip([c.name for c in wa.ACTUALS_COLUMNS], values, strict=True)))
     return rows
 
 

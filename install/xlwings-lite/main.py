@@ -716,7 +716,7 @@ class GPU:
 
 
 @dataclass(frozen=True)
-class Model:
+class LLM:
     """One LLM's size and KV-cache geometry.
 
     Attributes
@@ -905,9 +905,9 @@ def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
     return out
 
 
-def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
+def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, LLM]:
     _check_columns(rows, _MODEL_NUMBERS, path)
-    out: dict[str, Model] = {}
+    out: dict[str, LLM] = {}
     problems: list[Problem] = []
     for number, row in enumerate(rows, start=2):
         where = f"{path} row {number}"
@@ -928,7 +928,7 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
         if not _moe_ok(kind, values, extra, row, where, problems):
             continue
         sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
-        out[normalise(row["name"])] = Model(
+        out[normalise(row["name"])] = LLM(
             name=row["name"], kind=kind,
             total_params=values["total_params"], active_params=values["active_params"],
             layers=int(values["layers"]), kv_heads=int(values["kv_heads"]),  # type: ignore[arg-type]
@@ -1015,7 +1015,7 @@ def _shipped_gpus() -> dict[str, GPU]:
 
 
 @functools.cache
-def _shipped_models() -> dict[str, Model]:
+def _shipped_models() -> dict[str, LLM]:
     text = (resources.files("tokenfactory_xl") / "data" / MODEL_FILE).read_text(encoding="utf-8")
     return _parse_models(_read_csv(MODEL_FILE, text), f"shipped {MODEL_FILE}")
 
@@ -1064,7 +1064,7 @@ def load_gpus(catalogue_dir: str | os.PathLike | None = None) -> dict[str, GPU]:
     return gpus
 
 
-def load_models(catalogue_dir: str | os.PathLike | None = None) -> dict[str, Model]:
+def load_models(catalogue_dir: str | os.PathLike | None = None) -> dict[str, LLM]:
     """The model catalogue, with a user's ``models.csv`` merged over it (see :func:`load_gpus`)."""
     models = dict(_shipped_models())
     user = _user_file(MODEL_FILE, catalogue_dir)
@@ -1113,11 +1113,11 @@ def gpu(name: str | GPU, catalogue_dir: str | os.PathLike | None = None) -> GPU:
     return found  # type: ignore[return-value]
 
 
-def model(name: str | Model, catalogue_dir: str | os.PathLike | None = None) -> Model:
+def model(name: str | LLM, catalogue_dir: str | os.PathLike | None = None) -> LLM:
     """The model called ``name`` or one of its aliases (a Hugging Face id such as
     ``meta-llama/Llama-3.1-70B-Instruct`` works); raises InputError listing close matches when
     there is none."""
-    if isinstance(name, Model):
+    if isinstance(name, LLM):
         return name
     models = load_models(catalogue_dir)
     found = _find(models, name)
@@ -1154,7 +1154,7 @@ METHOD_FILE = "method.csv"
 
 
 @dataclass(frozen=True)
-class Constant:
+class MethodConstant:
     """One constant of the capacity method (methodology section 5.1), with its source.
 
     Attributes
@@ -1176,14 +1176,14 @@ class Constant:
 
 
 @functools.cache
-def method_constants() -> dict[str, Constant]:
+def method_constants() -> dict[str, MethodConstant]:
     """The constants of the bound and the attainable figure, from the shipped ``method.csv``
     (each with its unit, what it is and its source), by name."""
     text = (resources.files("tokenfactory_xl") / "data" / METHOD_FILE).read_text(
         encoding="utf-8")
     out = {}
     for row in _read_csv(METHOD_FILE, text):
-        out[row["name"]] = Constant(row["name"], float(row["value"]), row["unit"],
+        out[row["name"]] = MethodConstant(row["name"], float(row["value"]), row["unit"],
                                     row["figure"], row["what"], row["source"])
     return out
 
@@ -1273,7 +1273,7 @@ from numpy.typing import ArrayLike
 
 from .economics import Numeric, _div, _f, _out, blended_capacity
 from .errors import InputError, Problem
-from .specs import GPU, Model, gpu, model
+from .specs import GPU, LLM, gpu, model
 
 #: Bytes per weight and per KV-cache element for each precision.
 PRECISIONS: dict[str, float] = {
@@ -1523,7 +1523,7 @@ class ModelFigures:
     expert_params: ArrayLike
 
     @classmethod
-    def of(cls, m: Model) -> ModelFigures:
+    def of(cls, m: LLM) -> ModelFigures:
         share, window = _sliding(m)
         return cls(
             m.total_params, m.active_params, m.embedding_params, m.hidden_size, m.layers,
@@ -1532,14 +1532,14 @@ class ModelFigures:
             m.moe_layers, m.experts, m.experts_per_token, m.expert_params)
 
     @classmethod
-    def gathered(cls, models: Sequence[Model], at: np.ndarray) -> ModelFigures:
+    def gathered(cls, models: Sequence[LLM], at: np.ndarray) -> ModelFigures:
         """Each cell's figures: ``models[at]``, one array per figure."""
         table = np.array([[getattr(f, name.name) for name in fields(cls)]
                           for f in map(cls.of, models)], dtype=float)
         return cls(*np.take(table.T, at, axis=1))  # one gather: a row of cells per figure
 
 
-def _sliding(m: Model) -> tuple[float, float]:
+def _sliding(m: LLM) -> tuple[float, float]:
     """The share of a model's layers that attend over a window, and the window [tokens]."""
     if not m.sliding_window:
         return 0.0, np.inf
@@ -1559,14 +1559,14 @@ def _attention_flops(f: ModelFigures, context_tokens: ArrayLike) -> Numeric:
                                      f.sliding_window)
 
 
-def kv_bytes_per_sequence_for(m: Model, context_tokens: ArrayLike, kv_bytes: float
+def kv_bytes_per_sequence_for(m: LLM, context_tokens: ArrayLike, kv_bytes: float
                               ) -> np.ndarray:
     """KV-cache bytes of one sequence of ``context_tokens`` for a catalogue model [bytes]:
     its latent or heads × head dim per layer, sliding-window layers capped at their window."""
     return _kv_per_sequence(ModelFigures.of(m), context_tokens, kv_bytes)
 
 
-def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
+def attention_flops_for(m: LLM, context_tokens: ArrayLike) -> Numeric:
     """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
     MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
     return _attention_flops(ModelFigures.of(m), context_tokens)
@@ -1586,7 +1586,7 @@ class Replica:
     kv_bytes: ArrayLike
 
     @classmethod
-    def of(cls, gpu_name: GPU | str, model_name: Model | str, precision: str,
+    def of(cls, gpu_name: GPU | str, model_name: LLM | str, precision: str,
            kv_precision: str | None = None) -> Replica:
         g, m = gpu(gpu_name), model(model_name)
         w_bytes = bytes_per_element(precision)
@@ -1595,7 +1595,7 @@ class Replica:
                    w_bytes, kv_bytes)
 
     @classmethod
-    def gathered(cls, gpus: Sequence[GPU], models: Sequence[Model], precisions: Sequence[str],
+    def gathered(cls, gpus: Sequence[GPU], models: Sequence[LLM], precisions: Sequence[str],
                  gpu_at: np.ndarray, model_at: np.ndarray, precision_at: np.ndarray
                  ) -> Replica:
         """One replica per cell: GPU ``gpus[gpu_at]``, model ``models[model_at]`` and
@@ -1640,7 +1640,7 @@ def _max_batch_of(r: Replica, context_tokens: np.ndarray, gpus_per_replica: np.n
 
 
 def max_batch_for(
-    gpu_name: GPU | str, model_name: Model | str, precision: str, context_tokens: ArrayLike,
+    gpu_name: GPU | str, model_name: LLM | str, precision: str, context_tokens: ArrayLike,
     gpus_per_replica: ArrayLike = 1, kv_precision: str | None = None,
 ) -> Numeric:
     """Largest batch of ``context_tokens``-long sequences one replica can hold [sequences].
@@ -1667,7 +1667,7 @@ def max_batch_over(r: Replica, context_tokens: ArrayLike, gpus_per_replica: Arra
 
 
 def decode_step_for(
-    gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
+    gpu_name: GPU | str, model_name: LLM | str, precision: str, batch: ArrayLike,
     context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None,
@@ -1716,7 +1716,7 @@ def decode_step_over(
 
 
 def theoretical_tps(
-    gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
+    gpu_name: GPU | str, model_name: LLM | str, precision: str, batch: ArrayLike,
     context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None, check_memory: bool = True,
@@ -1775,7 +1775,7 @@ def theoretical_tps_over(
     return _out(tps)
 
 
-def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str,
+def prefill_tps_for(gpu_name: GPU | str, model_name: LLM | str, precision: str,
                     mfu: ArrayLike = DEFAULT_MFU, prompt_tokens: ArrayLike = 0) -> Numeric:
     """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (methodology section 5):
     peak × MFU ÷ (2 × (active − embedding) params + attention FLOPs at half the prompt length),
@@ -1850,7 +1850,8 @@ import numpy as np
 
 from . import roofline, specs
 from .errors import InputError, Problem
-from .specs import GPU, Model
+from .roofline import GIGA, TERA
+from .specs import GPU, LLM
 
 #: Parallel layouts of a replica (see the module docstring).
 PARALLEL = ("tp", "ep", "dep")
@@ -1860,9 +1861,6 @@ MODES = ("bound", "attainable")
 SPECULATIVE = {"none": None, "mtp": "accepted_tokens_mtp", "medusa": "accepted_tokens_medusa",
                "eagle": "accepted_tokens_eagle", "eagle-2": "accepted_tokens_eagle",
                "eagle-3": "accepted_tokens_eagle", "eagle3": "accepted_tokens_eagle"}
-
-GIGA = 1e9
-TERA = 1e12
 
 
 def _c(name: str) -> float:
@@ -1924,7 +1922,7 @@ class Setup:
     """
 
     gpu: GPU
-    model: Model
+    model: LLM
     precision: str
     dense_precision: str
     kv_precision: str
@@ -1933,7 +1931,7 @@ class Setup:
     speculative: float = 1.0
 
     @classmethod
-    def of(cls, gpu_name: GPU | str, model_name: Model | str, precision: str, gpus: int = 1,
+    def of(cls, gpu_name: GPU | str, model_name: LLM | str, precision: str, gpus: int = 1,
            parallel: str = "tp", kv_precision: str | None = None,
            dense_precision: str | None = None, speculative: object = 1.0) -> Setup:
         """A validated setup; blank precisions take the method's defaults (module docstring)."""
@@ -2600,7 +2598,7 @@ def two_readings(text: str) -> tuple[str, str] | None:
             as_read(number, "." if separator_is_dot else ","))
 
 
-def read(text: str, decimal: str | None = None) -> tuple[float, bool]:
+def read_number(text: str, decimal: str | None = None) -> tuple[float, bool]:
     """``text`` as a number and whether it ended with ``%`` (the number is not divided by 100).
 
     ``decimal`` is the decimal separator when the text's source has one convention (a file
@@ -2670,7 +2668,7 @@ from . import names, number_text
 from .errors import TokenFactoryError
 
 #: The scenarios, in the order of every per-scenario value.
-SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
+SCENARIO_NAMES: tuple[str, ...] = ("Base", "Optimised", "Downside")
 
 Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "currency"]
 
@@ -2751,7 +2749,7 @@ class Input:
     def default_for(self, scenario: str) -> object:
         """The default value, for ``scenario`` when the input is per-scenario."""
         if self.per_scenario:
-            return self.default[SCENARIOS.index(scenario)]  # type: ignore[index]
+            return self.default[SCENARIO_NAMES.index(scenario)]  # type: ignore[index]
         return self.default
 
     # -- checking one value -------------------------------------------------------------------
@@ -2861,7 +2859,7 @@ class Input:
                            "show, so the number cannot be read as it looks",
                            "type the number again")
         try:
-            return number_text.read(text)
+            return number_text.read_number(text)
         except number_text.NumberTextError as exc:
             if exc.readings and self.kind == "integer":
                 whole = [r for r in exc.readings if float(r.rstrip("%")).is_integer()]
@@ -2959,7 +2957,7 @@ INPUTS: tuple[Input, ...] = (
     Input("horizon_months", "Horizon", "months", _S, "integer", 60,
           "Length of the monthly timeline.", low=1, high=120),
     Input("scenario", "Live scenario", "scenario", _S, "choice", "Base",
-          "The scenario the model computes.", choices=SCENARIOS),
+          "The scenario the model computes.", choices=SCENARIO_NAMES),
     Input("gpus", "GPUs", "GPUs", _F, "integer", 1024,
           "GPUs in the fleet.", low=1, high=1_000_000),
     Input("gpu_model", "GPU model", "text", _F, "text", "H200",

@@ -198,7 +198,7 @@ def test_a_file_name_is_never_turned_into_a_formula(tmp_path):
     point = cost.CostPoint('=HYPERLINK("http://x","y")', 8, 100.0, 20.0, 0.5, 10, "", 1, 1, 1, 1,
                            1, 100.0, "p50")
     out = tmp_path / "c.xlsx"
-    out.write_bytes(cost.workbook_bytes([point], 2.0, "=1+1 runs"))
+    out.write_bytes(cost.cost_workbook_bytes([point], 2.0, "=1+1 runs"))
     wb = openpyxl.load_workbook(out)
     cell = wb["Points"]["A2"]
     assert cell.data_type == "s" and cell.value == '=HYPERLINK("http://x","y")'

@@ -14,7 +14,7 @@ from openpyxl.formula.translate import Translator
 
 from tokenfactory_xl import __version__
 from tokenfactory_xl.cli.workbook import template_bytes
-from tokenfactory_xl.core.catalogue import COHORT_SPECS, INPUTS, SCENARIOS
+from tokenfactory_xl.core.catalogue import COHORT_SPECS, INPUTS, SCENARIO_NAMES
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import default_inputs, make_inputs
 from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES
@@ -97,7 +97,7 @@ def test_every_input_is_a_named_validated_unlocked_input_cell(book):
     for spec in INPUTS:
         cells = destination(book, f"in_{spec.name}")
         cells = [c for row in cells for c in row] if isinstance(cells, tuple) else [cells]
-        assert len(cells) == (len(SCENARIOS) if spec.per_scenario else 1), spec.name
+        assert len(cells) == (len(SCENARIO_NAMES) if spec.per_scenario else 1), spec.name
         for cell in cells:
             assert cell.parent.title == "Inputs"
             assert cell.protection.locked is False, spec.name
@@ -122,7 +122,7 @@ def test_every_input_is_a_named_validated_unlocked_input_cell(book):
 def test_scenario_selector_lists_the_scenarios(book):
     ws = book["Inputs"]
     ref = book.defined_names["list_scenario"].attr_text.split("!")[1].replace("$", "")
-    assert tuple(c.value for row in ws[ref] for c in row) == SCENARIOS
+    assert tuple(c.value for row in ws[ref] for c in row) == SCENARIO_NAMES
 
 
 def test_input_cells_hold_the_inputs(book):
@@ -277,7 +277,7 @@ def test_cell_values_cover_every_formula_and_input_cell(book):
         cells = [c for row in cells for c in row] if isinstance(cells, tuple) else [cells]
         expected["Inputs"].update(c.coordinate for c in cells)
     # the Risk sheet's figures and its copy of the inputs: values each site changes
-    expected["Risk"] |= set(workbook_risk.cell_values(default_inputs(), None))
+    expected["Risk"] |= set(workbook_risk.risk_cell_values(default_inputs(), None))
     # the Cover's build date: a value each workbook gets as it is written
     sheet, coord = wbm.plan().build_date
     expected[sheet].add(coord)

@@ -867,7 +867,7 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
 
 
 # -- what the numbers mean -----------------------------------------------------------------------
-def slo_attainment(found: Measurement, slo_ms: float) -> float | None:
+def measured_slo_attainment(found: Measurement, slo_ms: float) -> float | None:
     """SLO attainment of methodology section 1 from the measured p50/p99, or None."""
     if found.ttft_p50_ms is None or found.ttft_p99_ms is None:
         return None
@@ -958,7 +958,7 @@ def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None
         "output_tps_per_gpu": output_per_gpu,
         "ttft_p50_ms": found.ttft_p50_ms, "ttft_p99_ms": found.ttft_p99_ms,
         "ttft_tail_ms": found.ttft_tail_ms, "ttft_tail_stat": found.ttft_tail_stat,
-        "ttft_slo_ms": slo_ms, "slo_attainment": slo_attainment(found, slo_ms),
+        "ttft_slo_ms": slo_ms, "slo_attainment": measured_slo_attainment(found, slo_ms),
         "cache_hit_rate": found.cache_hit_rate, "request_goodput": found.request_goodput,
         "theoretical_tps_per_gpu": theoretical.tps_per_gpu if theoretical else None,
         "theoretical_basis": theoretical.basis if theoretical else None,
@@ -1005,7 +1005,8 @@ def _refuse_overwrite(changes, force: bool, path, decimal: str | None = None) ->
             continue
         try:
             same = math.isclose(float(before) if isinstance(before, (int, float)) else
-                                number_text.read(str(before), decimal)[0], after, rel_tol=1e-9)
+                                number_text.read_number(str(before), decimal)[0], after,
+                                rel_tol=1e-9)
         except (ValueError, TypeError):
             same = False
         if not same:
@@ -1252,5 +1253,5 @@ __all__ = ["Measurement", "Scrape", "Theoretical", "FileProblem", "read_files",
            "FORMAT_TRTLLM_BENCH",
            "read_benchmark", "read_benchmark_runs", "read_suite_result", "read_scrape",
            "from_scrapes", "histogram_quantile",
-           "slo_attainment", "summarise", "theoretical_for", "write_site_values",
+           "measured_slo_attainment", "summarise", "theoretical_for", "write_site_values",
            "MEASURED_INPUTS", "FORMATS"]

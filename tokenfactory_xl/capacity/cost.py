@@ -178,7 +178,7 @@ _COLUMNS = (("run", "label", None), ("concurrency", "concurrency", "#,##0"),
             ("TTFT ms", "ttft_ms", "#,##0"), ("TTFT statistic", "ttft_stat", None))
 
 
-def workbook_bytes(points: list[CostPoint], gpu_hour: float, title: str,
+def cost_workbook_bytes(points: list[CostPoint], gpu_hour: float, title: str,
                    best: CostPoint | None = None, slo_ms: float | None = None) -> bytes:
     """An .xlsx with the chart first (sheet ``Curve``) and the points (sheet ``Points``): the
     throughput per GPU against tokens/s per user of the runs that give both."""

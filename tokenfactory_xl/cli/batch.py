@@ -18,7 +18,6 @@ from ..files.disk import (
 )
 from ..portfolio.batch import (
     BATCH_RISK_DRAWS,
-    EXIT_FAILED,
     PORTFOLIO,
     Progress,
     TargetsExist,
@@ -28,6 +27,7 @@ from ..portfolio.batch import (
 from ..portfolio.interrupts import Stopped, stop_on_signals
 from ..sites.load import visible
 from ..tfom.inputs import default_inputs
+from .common import EXIT_FAILED
 
 
 # -- command line --------------------------------------------------------------------------------

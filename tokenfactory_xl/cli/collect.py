@@ -18,9 +18,7 @@ from pathlib import Path
 
 from ..files.disk import OutputClash, check_outputs, claim, describe_os_error
 from ..files.safe_xlsx import MB, Limits, RefusedFile, open_xlsx
-from ..portfolio.audit import (
-    PORTFOLIO_SHEET,
-)
+from ..portfolio.book import PORTFOLIO_SHEET
 from ..portfolio.collect import (
     FILES_PER_WORKER,
     auto_jobs,
@@ -34,10 +32,10 @@ from ..portfolio.collect import (
 )
 from ..portfolio.interrupts import Stopped, stop_on_signals
 from ..sites.load import visible
+from .common import EXIT_FAILED
 
-#: Exit status when writing the outputs failed (a full disk): none of them was written.
+#: Exit status of a collect that read every workbook: 0, or 1 when the audit found something.
 EXIT_OK, EXIT_FINDINGS = 0, 1
-EXIT_FAILED = 1
 
 
 # -- the command line ----------------------------------------------------------------------------

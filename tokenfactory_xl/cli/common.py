@@ -17,12 +17,18 @@ from typing import TYPE_CHECKING
 
 from ..core.catalogue import (
     BY_NAME,
-    SCENARIOS,
+    SCENARIO_NAMES,
     BadValue,
     fmt_number,
 )
 from ..core.errors import InputError, Problem, UsageError
 from ..tfom.inputs import make_inputs, split_key
+
+#: Exit status of a user's mistake (an input, an option, a file): the message says which.
+EXIT_USAGE = 2
+#: Exit status of a command that failed for a reason of the machine (a full disk, a folder that
+#: cannot be written): not the user's input; nothing was written.
+EXIT_FAILED = 1
 
 if TYPE_CHECKING:
     from ..tfom.inputs import SiteInputs
@@ -37,7 +43,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
         help="override an input (repeatable), e.g. --set gpus=2048 --set availability=99.5%%; "
              "a per-scenario input sets the live scenario's value (tef_target=0.7) or one "
              "scenario's (tef_target.Optimised=0.7). `tokenfactory-xl inputs` lists the names.")
-    parser.add_argument("--scenario", choices=SCENARIOS, type=_scenario,
+    parser.add_argument("--scenario", choices=SCENARIO_NAMES, type=_scenario,
                         help="the live scenario (default: Base)")
     parser.add_argument(
         "--cohorts", metavar="FILE",
@@ -47,7 +53,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _scenario(text: str) -> str:
-    for scenario in SCENARIOS:
+    for scenario in SCENARIO_NAMES:
         if text.lower() == scenario.lower():
             return scenario
     return text  # argparse's choices check names the allowed values
@@ -120,7 +126,7 @@ def _empty_value(key: str, value: str) -> Problem | None:
     spec = BY_NAME.get(name)
     if spec is None:
         return None
-    default = spec.default[SCENARIOS.index(scenario)] if spec.per_scenario and scenario \
+    default = spec.default[SCENARIO_NAMES.index(scenario)] if spec.per_scenario and scenario \
         else spec.default
     if isinstance(default, tuple):
         default = " / ".join(plain_value(d) for d in default)
@@ -196,10 +202,10 @@ def _number(text: str, whole: bool = False) -> tuple[float, bool]:
     """An option's number by the one reader of numbers typed as text (``1,500``, ``0,8``,
     ``2,5E+03``); a number that reads two ways is refused naming both, unless ``whole`` and
     only one reading is a whole number."""
-    from ..core.number_text import NumberTextError, read
+    from ..core.number_text import NumberTextError, read_number
 
     try:
-        return read(text)
+        return read_number(text)
     except NumberTextError as exc:
         wholes = [r for r in exc.readings if float(r.rstrip("%")).is_integer()]
         if whole and len(wholes) == 1:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from ..core.catalogue import INPUTS, SCENARIOS
+from ..core.catalogue import INPUTS, SCENARIO_NAMES
 
 PROGRAM = "tokenfactory-xl"
 SHELLS = ("bash", "zsh", "fish")
@@ -27,7 +27,7 @@ def set_names() -> list[str]:
     for spec in INPUTS:
         names.append(f"{spec.name}=")
         if spec.per_scenario:
-            names.extend(f"{spec.name}.{scenario}=" for scenario in SCENARIOS)
+            names.extend(f"{spec.name}.{scenario}=" for scenario in SCENARIO_NAMES)
     return names
 
 

@@ -23,8 +23,8 @@ from ..capacity.cost import (
     CostProblem,
     best_point,
     cost_point,
+    cost_workbook_bytes,
     render_png,
-    workbook_bytes,
 )
 from ..core import roofline
 from ..core import serving as capacity
@@ -92,7 +92,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if args.output or args.png:
         title = f"{len(points)} run{'s' if len(points) != 1 else ''}: " + ", ".join(
             dict.fromkeys(Path(f).name for f in args.files))
-        data = workbook_bytes(points, args.gpu_hour, title[:200], best, args.ttft_slo_ms)
+        data = cost_workbook_bytes(points, args.gpu_hour, title[:200], best, args.ttft_slo_ms)
         picture = None
         if args.png:  # rendered first: a failure leaves no file written
             try:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..core.errors import TokenFactoryError
-from .common import run_printing_to
+from .common import EXIT_FAILED, EXIT_USAGE, run_printing_to
 
 #: Every sub-command, in the order ``--help`` lists them: its name, the module whose
 #: ``register(subparsers)`` adds it (the module is imported only when its command runs, so
@@ -57,9 +57,6 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("lite", "tokenfactory_xl.cli.lite",
      "write the Excel functions for xlwings Lite (Excel on Windows, Mac, the web) as main.py"),
 )
-
-
-EXIT_USAGE = 2
 
 
 # -- entry point ---------------------------------------------------------------------------------
@@ -155,11 +152,6 @@ UPDATED_DESTS: dict[str, tuple[str, ...]] = {"refresh": ("workbook",)}
 #: Commands that check their outputs against their inputs themselves, with every file of the
 #: run (a folder of workbooks, the files of an output folder) by the same rule.
 CHECKS_ITS_OWN_OUTPUTS: frozenset[str] = frozenset({"batch", "collect"})
-
-
-#: Exit status of a command that failed for a reason of the machine (a full disk, a folder that
-#: cannot be written): not the user's input.
-EXIT_FAILED = 1
 
 
 def _options_of(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from ..core.catalogue import (
     COHORT_SPECS,
     INPUTS,
     MAX_COHORTS,
-    SCENARIOS,
+    SCENARIO_NAMES,
 )
 from .common import (
     add_csv_option,
@@ -187,7 +187,7 @@ def cmd_inputs(args: argparse.Namespace) -> int:
     for spec in INPUTS:
         default = (" / ".join("blank" if d is None else str(d) for d in spec.default)
                    if spec.per_scenario else str(spec.default))
-        scen = f"  (per scenario: {' / '.join(SCENARIOS)})" if spec.per_scenario else ""
+        scen = f"  (per scenario: {' / '.join(SCENARIO_NAMES)})" if spec.per_scenario else ""
         say(f"{spec.name}  [{spec.unit}]  default {default}{scen}", "", "    ")
         say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")
     print()

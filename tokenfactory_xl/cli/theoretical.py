@@ -61,7 +61,7 @@ def v3_figures(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
-def figures(args: argparse.Namespace) -> dict[str, object]:
+def roofline_figures(args: argparse.Namespace) -> dict[str, object]:
     """The version-2 roofline's figures (methodology section 5) and their working."""
     g, m = specs.gpu(args.gpu), specs.model(args.model)
     w_bytes = roofline.bytes_per_element(args.precision)
@@ -143,7 +143,7 @@ def cmd_theoretical(args: argparse.Namespace) -> int:
         if not _printed_as_data(args, out):
             _print_throughput(out)
         return 0
-    out = {**figures(args), **{f"v3_{k}" if k == "kv_precision" else k: v
+    out = {**roofline_figures(args), **{f"v3_{k}" if k == "kv_precision" else k: v
                                  for k, v in v3_figures(args).items()}}
     if _printed_as_data(args, out):
         return 0

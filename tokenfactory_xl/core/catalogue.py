@@ -25,7 +25,7 @@ from . import names, number_text
 from .errors import TokenFactoryError
 
 #: The scenarios, in the order of every per-scenario value.
-SCENARIOS: tuple[str, ...] = ("Base", "Optimised", "Downside")
+SCENARIO_NAMES: tuple[str, ...] = ("Base", "Optimised", "Downside")
 
 Kind = Literal["number", "integer", "fraction", "text", "choice", "date", "currency"]
 
@@ -106,7 +106,7 @@ class Input:
     def default_for(self, scenario: str) -> object:
         """The default value, for ``scenario`` when the input is per-scenario."""
         if self.per_scenario:
-            return self.default[SCENARIOS.index(scenario)]  # type: ignore[index]
+            return self.default[SCENARIO_NAMES.index(scenario)]  # type: ignore[index]
         return self.default
 
     # -- checking one value -------------------------------------------------------------------
@@ -216,7 +216,7 @@ class Input:
                            "show, so the number cannot be read as it looks",
                            "type the number again")
         try:
-            return number_text.read(text)
+            return number_text.read_number(text)
         except number_text.NumberTextError as exc:
             if exc.readings and self.kind == "integer":
                 whole = [r for r in exc.readings if float(r.rstrip("%")).is_integer()]
@@ -314,7 +314,7 @@ INPUTS: tuple[Input, ...] = (
     Input("horizon_months", "Horizon", "months", _S, "integer", 60,
           "Length of the monthly timeline.", low=1, high=120),
     Input("scenario", "Live scenario", "scenario", _S, "choice", "Base",
-          "The scenario the model computes.", choices=SCENARIOS),
+          "The scenario the model computes.", choices=SCENARIO_NAMES),
     Input("gpus", "GPUs", "GPUs", _F, "integer", 1024,
           "GPUs in the fleet.", low=1, high=1_000_000),
     Input("gpu_model", "GPU model", "text", _F, "text", "H200",

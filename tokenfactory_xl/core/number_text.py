@@ -126,7 +126,7 @@ def two_readings(text: str) -> tuple[str, str] | None:
             as_read(number, "." if separator_is_dot else ","))
 
 
-def read(text: str, decimal: str | None = None) -> tuple[float, bool]:
+def read_number(text: str, decimal: str | None = None) -> tuple[float, bool]:
     """``text`` as a number and whether it ended with ``%`` (the number is not divided by 100).
 
     ``decimal`` is the decimal separator when the text's source has one convention (a file

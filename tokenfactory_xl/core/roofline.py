@@ -79,7 +79,7 @@ from numpy.typing import ArrayLike
 
 from .economics import Numeric, _div, _f, _out, blended_capacity
 from .errors import InputError, Problem
-from .specs import GPU, Model, gpu, model
+from .specs import GPU, LLM, gpu, model
 
 #: Bytes per weight and per KV-cache element for each precision.
 PRECISIONS: dict[str, float] = {
@@ -329,7 +329,7 @@ class ModelFigures:
     expert_params: ArrayLike
 
     @classmethod
-    def of(cls, m: Model) -> ModelFigures:
+    def of(cls, m: LLM) -> ModelFigures:
         share, window = _sliding(m)
         return cls(
             m.total_params, m.active_params, m.embedding_params, m.hidden_size, m.layers,
@@ -338,14 +338,14 @@ class ModelFigures:
             m.moe_layers, m.experts, m.experts_per_token, m.expert_params)
 
     @classmethod
-    def gathered(cls, models: Sequence[Model], at: np.ndarray) -> ModelFigures:
+    def gathered(cls, models: Sequence[LLM], at: np.ndarray) -> ModelFigures:
         """Each cell's figures: ``models[at]``, one array per figure."""
         table = np.array([[getattr(f, name.name) for name in fields(cls)]
                           for f in map(cls.of, models)], dtype=float)
         return cls(*np.take(table.T, at, axis=1))  # one gather: a row of cells per figure
 
 
-def _sliding(m: Model) -> tuple[float, float]:
+def _sliding(m: LLM) -> tuple[float, float]:
     """The share of a model's layers that attend over a window, and the window [tokens]."""
     if not m.sliding_window:
         return 0.0, np.inf
@@ -365,14 +365,14 @@ def _attention_flops(f: ModelFigures, context_tokens: ArrayLike) -> Numeric:
                                      f.sliding_window)
 
 
-def kv_bytes_per_sequence_for(m: Model, context_tokens: ArrayLike, kv_bytes: float
+def kv_bytes_per_sequence_for(m: LLM, context_tokens: ArrayLike, kv_bytes: float
                               ) -> np.ndarray:
     """KV-cache bytes of one sequence of ``context_tokens`` for a catalogue model [bytes]:
     its latent or heads × head dim per layer, sliding-window layers capped at their window."""
     return _kv_per_sequence(ModelFigures.of(m), context_tokens, kv_bytes)
 
 
-def attention_flops_for(m: Model, context_tokens: ArrayLike) -> Numeric:
+def attention_flops_for(m: LLM, context_tokens: ArrayLike) -> Numeric:
     """Attention FLOPs per token of a catalogue model at ``context_tokens`` [FLOP/token]: its
     MLA latent and rope dim, or its query heads × head dim, sliding layers capped."""
     return _attention_flops(ModelFigures.of(m), context_tokens)
@@ -392,7 +392,7 @@ class Replica:
     kv_bytes: ArrayLike
 
     @classmethod
-    def of(cls, gpu_name: GPU | str, model_name: Model | str, precision: str,
+    def of(cls, gpu_name: GPU | str, model_name: LLM | str, precision: str,
            kv_precision: str | None = None) -> Replica:
         g, m = gpu(gpu_name), model(model_name)
         w_bytes = bytes_per_element(precision)
@@ -401,7 +401,7 @@ class Replica:
                    w_bytes, kv_bytes)
 
     @classmethod
-    def gathered(cls, gpus: Sequence[GPU], models: Sequence[Model], precisions: Sequence[str],
+    def gathered(cls, gpus: Sequence[GPU], models: Sequence[LLM], precisions: Sequence[str],
                  gpu_at: np.ndarray, model_at: np.ndarray, precision_at: np.ndarray
                  ) -> Replica:
         """One replica per cell: GPU ``gpus[gpu_at]``, model ``models[model_at]`` and
@@ -446,7 +446,7 @@ def _max_batch_of(r: Replica, context_tokens: np.ndarray, gpus_per_replica: np.n
 
 
 def max_batch_for(
-    gpu_name: GPU | str, model_name: Model | str, precision: str, context_tokens: ArrayLike,
+    gpu_name: GPU | str, model_name: LLM | str, precision: str, context_tokens: ArrayLike,
     gpus_per_replica: ArrayLike = 1, kv_precision: str | None = None,
 ) -> Numeric:
     """Largest batch of ``context_tokens``-long sequences one replica can hold [sequences].
@@ -473,7 +473,7 @@ def max_batch_over(r: Replica, context_tokens: ArrayLike, gpus_per_replica: Arra
 
 
 def decode_step_for(
-    gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
+    gpu_name: GPU | str, model_name: LLM | str, precision: str, batch: ArrayLike,
     context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None,
@@ -522,7 +522,7 @@ def decode_step_over(
 
 
 def theoretical_tps(
-    gpu_name: GPU | str, model_name: Model | str, precision: str, batch: ArrayLike,
+    gpu_name: GPU | str, model_name: LLM | str, precision: str, batch: ArrayLike,
     context_tokens: ArrayLike, gpus_per_replica: ArrayLike = 1,
     mbu: ArrayLike = DEFAULT_MBU, mfu: ArrayLike = DEFAULT_MFU,
     kv_precision: str | None = None, check_memory: bool = True,
@@ -581,7 +581,7 @@ def theoretical_tps_over(
     return _out(tps)
 
 
-def prefill_tps_for(gpu_name: GPU | str, model_name: Model | str, precision: str,
+def prefill_tps_for(gpu_name: GPU | str, model_name: LLM | str, precision: str,
                     mfu: ArrayLike = DEFAULT_MFU, prompt_tokens: ArrayLike = 0) -> Numeric:
     """Theoretical prompt (prefill) tokens per second per GPU [tokens/s] (methodology section 5):
     peak × MFU ÷ (2 × (active − embedding) params + attention FLOPs at half the prompt length),

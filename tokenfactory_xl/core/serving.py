@@ -55,7 +55,8 @@ import numpy as np
 
 from . import roofline, specs
 from .errors import InputError, Problem
-from .specs import GPU, Model
+from .roofline import GIGA, TERA
+from .specs import GPU, LLM
 
 #: Parallel layouts of a replica (see the module docstring).
 PARALLEL = ("tp", "ep", "dep")
@@ -65,9 +66,6 @@ MODES = ("bound", "attainable")
 SPECULATIVE = {"none": None, "mtp": "accepted_tokens_mtp", "medusa": "accepted_tokens_medusa",
                "eagle": "accepted_tokens_eagle", "eagle-2": "accepted_tokens_eagle",
                "eagle-3": "accepted_tokens_eagle", "eagle3": "accepted_tokens_eagle"}
-
-GIGA = 1e9
-TERA = 1e12
 
 
 def _c(name: str) -> float:
@@ -129,7 +127,7 @@ class Setup:
     """
 
     gpu: GPU
-    model: Model
+    model: LLM
     precision: str
     dense_precision: str
     kv_precision: str
@@ -138,7 +136,7 @@ class Setup:
     speculative: float = 1.0
 
     @classmethod
-    def of(cls, gpu_name: GPU | str, model_name: Model | str, precision: str, gpus: int = 1,
+    def of(cls, gpu_name: GPU | str, model_name: LLM | str, precision: str, gpus: int = 1,
            parallel: str = "tp", kv_precision: str | None = None,
            dense_precision: str | None = None, speculative: object = 1.0) -> Setup:
         """A validated setup; blank precisions take the method's defaults (module docstring)."""

@@ -85,7 +85,7 @@ class GPU:
 
 
 @dataclass(frozen=True)
-class Model:
+class LLM:
     """One LLM's size and KV-cache geometry.
 
     Attributes
@@ -274,9 +274,9 @@ def _parse_gpus(rows: list[dict[str, str]], path: str) -> dict[str, GPU]:
     return out
 
 
-def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
+def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, LLM]:
     _check_columns(rows, _MODEL_NUMBERS, path)
-    out: dict[str, Model] = {}
+    out: dict[str, LLM] = {}
     problems: list[Problem] = []
     for number, row in enumerate(rows, start=2):
         where = f"{path} row {number}"
@@ -297,7 +297,7 @@ def _parse_models(rows: list[dict[str, str]], path: str) -> dict[str, Model]:
         if not _moe_ok(kind, values, extra, row, where, problems):
             continue
         sources = {k[: -len("_source")]: v for k, v in row.items() if k.endswith("_source") and v}
-        out[normalise(row["name"])] = Model(
+        out[normalise(row["name"])] = LLM(
             name=row["name"], kind=kind,
             total_params=values["total_params"], active_params=values["active_params"],
             layers=int(values["layers"]), kv_heads=int(values["kv_heads"]),  # type: ignore[arg-type]
@@ -384,7 +384,7 @@ def _shipped_gpus() -> dict[str, GPU]:
 
 
 @functools.cache
-def _shipped_models() -> dict[str, Model]:
+def _shipped_models() -> dict[str, LLM]:
     text = (resources.files("tokenfactory_xl") / "data" / MODEL_FILE).read_text(encoding="utf-8")
     return _parse_models(_read_csv(MODEL_FILE, text), f"shipped {MODEL_FILE}")
 
@@ -433,7 +433,7 @@ def load_gpus(catalogue_dir: str | os.PathLike | None = None) -> dict[str, GPU]:
     return gpus
 
 
-def load_models(catalogue_dir: str | os.PathLike | None = None) -> dict[str, Model]:
+def load_models(catalogue_dir: str | os.PathLike | None = None) -> dict[str, LLM]:
     """The model catalogue, with a user's ``models.csv`` merged over it (see :func:`load_gpus`)."""
     models = dict(_shipped_models())
     user = _user_file(MODEL_FILE, catalogue_dir)
@@ -482,11 +482,11 @@ def gpu(name: str | GPU, catalogue_dir: str | os.PathLike | None = None) -> GPU:
     return found  # type: ignore[return-value]
 
 
-def model(name: str | Model, catalogue_dir: str | os.PathLike | None = None) -> Model:
+def model(name: str | LLM, catalogue_dir: str | os.PathLike | None = None) -> LLM:
     """The model called ``name`` or one of its aliases (a Hugging Face id such as
     ``meta-llama/Llama-3.1-70B-Instruct`` works); raises InputError listing close matches when
     there is none."""
-    if isinstance(name, Model):
+    if isinstance(name, LLM):
         return name
     models = load_models(catalogue_dir)
     found = _find(models, name)
@@ -523,7 +523,7 @@ METHOD_FILE = "method.csv"
 
 
 @dataclass(frozen=True)
-class Constant:
+class MethodConstant:
     """One constant of the capacity method (methodology section 5.1), with its source.
 
     Attributes
@@ -545,14 +545,14 @@ class Constant:
 
 
 @functools.cache
-def method_constants() -> dict[str, Constant]:
+def method_constants() -> dict[str, MethodConstant]:
     """The constants of the bound and the attainable figure, from the shipped ``method.csv``
     (each with its unit, what it is and its source), by name."""
     text = (resources.files("tokenfactory_xl") / "data" / METHOD_FILE).read_text(
         encoding="utf-8")
     out = {}
     for row in _read_csv(METHOD_FILE, text):
-        out[row["name"]] = Constant(row["name"], float(row["value"]), row["unit"],
+        out[row["name"]] = MethodConstant(row["name"], float(row["value"]), row["unit"],
                                     row["figure"], row["what"], row["source"])
     return out
 

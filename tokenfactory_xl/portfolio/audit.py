@@ -38,20 +38,19 @@ import numpy as np
 
 from .. import __version__
 from ..core import names
-from ..core.catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
+from ..core.catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES, fmt_number
 from ..core.errors import InputError
 from ..files.safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from ..files.safe_xlsx import parse_reference as _parse_reference
 from ..sites.load import CONTROL_OR_BIDI, two_readings
 from ..tfom.inputs import SiteInputs, make_inputs
 from ..tfom.operating_model import Result, run_each
+from .book import PORTFOLIO_SHEET
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 VERSION_NAME = "tfom_version"
-#: The first sheet of a portfolio workbook (:mod:`tokenfactory_xl.portfolio`).
-PORTFOLIO_SHEET = "Portfolio"
 
 #: Stored values within this relative (or absolute) distance of the recomputation agree; Excel
 #: and LibreOffice add the same months in another order and iterate IRR to about 1e-7.
@@ -285,7 +284,7 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
         name = f"in_{spec.name}"
         text = content.defined_names.get(name)
         ref = _parse_reference(text) if text is not None else None
-        width = len(SCENARIOS) if spec.per_scenario else 1
+        width = len(SCENARIO_NAMES) if spec.per_scenario else 1
         if text is None:
             missing = True  # reported with the other defined names
             continue
@@ -301,7 +300,7 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
         cells = content.cells(sheet)
         read = []
         for index, coord in enumerate(coords):
-            key = f"{spec.name}.{SCENARIOS[index]}" if spec.per_scenario else spec.name
+            key = f"{spec.name}.{SCENARIO_NAMES[index]}" if spec.per_scenario else spec.name
             address = f"{sheet}!{coord}"
             where[key] = address
             input_cells.add((sheet, coord))
@@ -332,7 +331,7 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
                           "without them", found=repr(value))
                 missing = True
             if value is None or (isinstance(value, str) and not value.strip()):
-                default = spec.default_for(SCENARIOS[index]) if spec.per_scenario \
+                default = spec.default_for(SCENARIO_NAMES[index]) if spec.per_scenario \
                     else spec.default
                 if formula is None and not spec.optional:  # a blank optional input is "none"
                     audit.add("warning", "input_empty", address,
@@ -596,7 +595,7 @@ def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit
                   expected: Mapping[str, Mapping[str, object]],
                   changed: set[tuple[str, str]]) -> None:
     from ..workbook.build import IRR_SHEET, irr_sheet_noise, plan
-    from ..workbook.risk_sheet import SHEET as RISK_SHEET
+    from ..workbook.risk_sheet import RISK_SHEET as RISK_SHEET
 
     risk_check = plan().risk_check
 

@@ -71,10 +71,6 @@ PORTFOLIO = "portfolio.xlsx"
 EXIT_SKIPPED = 1
 
 
-#: Exit status when writing failed (a full disk, a folder that cannot be written): nothing written.
-EXIT_FAILED = 1
-
-
 def end_progress(stream: TextIO | None) -> None:
     """End a progress bar's line, so the message that follows starts on its own."""
     if stream is not None and stream.isatty():
@@ -335,11 +331,11 @@ class TargetsExist(FileExistsError):
         super().__init__("\n".join(lines))
 
 
-def plan(sites_path: str | os.PathLike, outdir: str | os.PathLike, *, sheet: str | None = None,
-         skip_invalid: bool = False, force: bool = False,
-         summary_csv: str | os.PathLike | None = None, header_row: int | None = None,
-         sites_file: SitesFile | None = None, cohorts: str | os.PathLike | None = None
-         ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
+def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
+               sheet: str | None = None, skip_invalid: bool = False, force: bool = False,
+               summary_csv: str | os.PathLike | None = None, header_row: int | None = None,
+               sites_file: SitesFile | None = None, cohorts: str | os.PathLike | None = None
+               ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
     """Check the sites file and the targets before writing anything.
 
     Returns the rows to write, the rows skipped, and every file that will be written (the
@@ -443,13 +439,13 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
          header_row: int | None, cohorts: str | os.PathLike | None,
          risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
     sites = load_sites(sites_path, sheet, header_row, cohorts)
-    plan(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
+    plan_batch(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
          sites_file=sites, cohorts=cohorts)  # every problem found before a folder is made
     Path(outdir).mkdir(parents=True, exist_ok=True)
     # One run at a time writes into a folder: a second one is refused (not queued: its files
     # would replace the first's), and the targets are checked again once the folder is ours.
     with claim(outdir, wait=False, what="into the folder"):
-        rows, skipped, targets = plan(sites_path, outdir, skip_invalid=skip_invalid,
+        rows, skipped, targets = plan_batch(sites_path, outdir, skip_invalid=skip_invalid,
                                       force=force, summary_csv=summary_csv, sites_file=sites,
                                       cohorts=cohorts)
         notes = sites.notes

@@ -95,7 +95,7 @@ APPLIES_WHEN: dict[str, str] = {
 CHART_SITES = 60
 #: The Excel Table of the sites, on the first sheet.
 TABLE_NAME = "Sites"
-SHEET = "Portfolio"
+PORTFOLIO_SHEET = "Portfolio"
 #: The sheet the portfolio opens on: the totals (an Excel Table named ``Totals``) and the charts.
 SUMMARY_SHEET = "Summary"
 #: Where the summary's charts start: right of the totals' four columns and a gap.
@@ -288,7 +288,7 @@ def label_and_unit(name: str, currency: str | None = None) -> tuple[str, str]:
     return label, unit
 
 
-def header(name: str, currency: str | None = None) -> str:
+def column_header(name: str, currency: str | None = None) -> str:
     """The header a person reads: ``Revenue [USD]``, ``GPUs [GPUs]``, ``Site name``."""
     label, unit = label_and_unit(name, currency)
     return f"{label} [{unit}]" if unit and unit.lower() != label.lower() else label
@@ -298,7 +298,7 @@ def headers(names: Sequence[str], currency: str | None = None) -> list[str]:
     """:func:`header` of each column, made unique (an Excel Table needs unique headers)."""
     out: list[str] = []
     for name in names:
-        text = header(name, currency)
+        text = column_header(name, currency)
         if text.lower() in {h.lower() for h in out}:
             text = f"{text} ({name})"
         out.append(text)
@@ -486,7 +486,7 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     wb = Workbook(write_only=True)
     wb.properties.creator = "tokenfactory_xl"
     wb.properties.title = "TFOM portfolio"
-    ws = wb.create_sheet(SHEET)
+    ws = wb.create_sheet(PORTFOLIO_SHEET)
     ws.freeze_panes = "B2"
     _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
     # each page repeats the header and the site names
@@ -565,7 +565,7 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
 
     def shown(sheet: str, coord: str) -> object:
         """What a cell of the Portfolio sheet holds, for the charts' caches."""
-        if sheet != SHEET:
+        if sheet != PORTFOLIO_SHEET:
             return None
         r, c = coordinate_to_tuple(coord)
         if r == 1:
@@ -650,13 +650,13 @@ def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
     ws.print_title_rows = "1:1"
     one_currency = currency is not None
     figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
-               ("gpus", header("gpus", currency), total.get("gpus"), _number_format("gpus"),
+               ("gpus", column_header("gpus", currency), total.get("gpus"), _number_format("gpus"),
                 "sum over the sites")]
     scenarios = live_scenarios(entries)
     # the figures that add up first, then those that do not (blank, with the reason)
     names = sorted(output_columns(entries), key=lambda name: total.get(name) is None)
     for name in names:
-        figures.append((name, header(name, currency), total.get(name), _number_format(name),
+        figures.append((name, column_header(name, currency), total.get(name), _number_format(name),
                         _how_totalled(name, total.get(name), one_currency, scenarios)))
     titles = ["Figure", "Portfolio total", "How it is totalled", "Column"]
     rows = [[label, found, how, name if name != "sites" else None]

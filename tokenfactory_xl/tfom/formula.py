@@ -109,7 +109,7 @@ class ListRef(Expr):
 
 
 @dataclass(frozen=True, eq=False)
-class Input(Expr):
+class InputRef(Expr):
     """An input of the catalogue (``in_<name>``); a per-scenario input is a row of three."""
 
     name: str
@@ -380,7 +380,7 @@ def _excel(e: Expr, ctx: ExcelContext, outer: int) -> str:
         return ctx.const(e.name)
     if isinstance(e, ListRef):
         return f"list_{e.name}"
-    if isinstance(e, Input):
+    if isinstance(e, InputRef):
         return f"in_{e.name}"
     if isinstance(e, Name):
         return ctx.name(e.name)
@@ -481,7 +481,7 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         return f"K[{e.name!r}]"
     if isinstance(e, ListRef):
         return f"L[{e.name!r}]"
-    if isinstance(e, Input):
+    if isinstance(e, InputRef):
         return f"_i(V, {e.name!r})"
     if isinstance(e, Name):
         return ctx.value(e.name)
@@ -949,7 +949,7 @@ def _input_value(values: dict, name: str):
     return np.asarray(v, dtype=float)[..., None, None]
 
 
-def compile_model(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
+def compile_lines(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
     """One Python function computing every line, in order, from inputs and constants.
 
     The function takes ``(inputs, constants, lists)`` (inputs by catalogue name, per-scenario
@@ -1023,7 +1023,7 @@ def _input_uses(lines: Sequence[Line]) -> dict[str, set[tuple[str, str]]]:
         if e is not None]
     while stack:
         e, parent = stack.pop()
-        if isinstance(e, Input):
+        if isinstance(e, InputRef):
             uses.setdefault(e.name, set()).add(parent)
         here = (type(e).__name__, getattr(e, "name", getattr(e, "op", "")))
         stack.extend((child, here) for child in e.children())

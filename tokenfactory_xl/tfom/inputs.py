@@ -27,7 +27,7 @@ from ..core.catalogue import (
     MAX_COHORTS,
     MISSING,
     RISK_RANGES,
-    SCENARIOS,
+    SCENARIO_NAMES,
     BadValue,
     CheckedNumber,
     closest_name,
@@ -132,7 +132,7 @@ class SiteInputs(FrozenMapping):
         """The value of ``name`` in ``scenario`` (default: the live one)."""
         value = self[name]
         if BY_NAME[name].per_scenario:
-            return value[SCENARIOS.index(scenario or self.scenario)]  # type: ignore[index]
+            return value[SCENARIO_NAMES.index(scenario or self.scenario)]  # type: ignore[index]
         return value
 
     def replace(self, changes: Mapping[str, object], *, bare: Literal["live", "all"] = "live"):
@@ -142,12 +142,12 @@ class SiteInputs(FrozenMapping):
         base = {key: CheckedNumber(value) if type(value) is float else value
                 for key, value in self.flat().items()}
         asked = str(changes.get("scenario", self.scenario)).strip().lower()
-        live = next((s for s in SCENARIOS if s.lower() == asked), self.scenario)
+        live = next((s for s in SCENARIO_NAMES if s.lower() == asked), self.scenario)
         for key in changes:
             name, scenario = split_key(str(key))
             if scenario is None and name in BY_NAME and BY_NAME[name].per_scenario:
                 # a bare per-scenario change replaces the scenario values it targets
-                for target in (SCENARIOS if bare == "all" else (live,)):
+                for target in (SCENARIO_NAMES if bare == "all" else (live,)):
                     base.pop(f"{name}.{target}", None)
         if "cohorts" not in changes:
             base["cohorts"] = self.cohorts
@@ -165,7 +165,7 @@ class SiteInputs(FrozenMapping):
         out: dict[str, object] = {}
         for spec in INPUTS:
             if spec.per_scenario:
-                for scenario, value in zip(SCENARIOS, self[spec.name], strict=True):  # type: ignore
+                for scenario, value in zip(SCENARIO_NAMES, self[spec.name], strict=True):  # type: ignore
                     out[f"{spec.name}.{scenario}"] = value
             else:
                 out[spec.name] = self[spec.name]
@@ -212,12 +212,12 @@ def split_key(key: str) -> tuple[str, str | None]:
     name, _, suffix = key.strip().partition(".")
     if not suffix:
         return name, None
-    for scenario in SCENARIOS:
+    for scenario in SCENARIO_NAMES:
         if suffix.lower() == scenario.lower():
             if name in BY_NAME and not BY_NAME[name].per_scenario:
                 raise BadValue(f"{name} has one value for all scenarios", f"use the column {name}")
             return name, scenario
-    raise BadValue("is not a scenario", "the scenarios are " + ", ".join(SCENARIOS))
+    raise BadValue("is not a scenario", "the scenarios are " + ", ".join(SCENARIO_NAMES))
 
 
 def make_inputs(
@@ -286,7 +286,7 @@ def make_inputs(
             bad(spec.name, raw, exc)
             parsed = MISSING
         out[spec.name] = spec.default if parsed is MISSING else parsed
-    live = SCENARIOS.index(out["scenario"])  # type: ignore[arg-type]
+    live = SCENARIO_NAMES.index(out["scenario"])  # type: ignore[arg-type]
 
     def set_scenario_value(key: str, name: str, index: int, raw: object) -> None:
         try:
@@ -302,20 +302,20 @@ def make_inputs(
             continue
         raw = plain[spec.name]
         if isinstance(raw, Sequence) and not isinstance(raw, str):
-            if len(raw) != len(SCENARIOS):
+            if len(raw) != len(SCENARIO_NAMES):
                 bad(spec.name, raw, BadValue(
-                    f"needs {len(SCENARIOS)} values ({', '.join(SCENARIOS)})",
-                    f"or set one scenario with {spec.name}.{SCENARIOS[1]}"))
+                    f"needs {len(SCENARIO_NAMES)} values ({', '.join(SCENARIO_NAMES)})",
+                    f"or set one scenario with {spec.name}.{SCENARIO_NAMES[1]}"))
                 continue
             for index, item in enumerate(raw):
-                set_scenario_value(f"{spec.name}.{SCENARIOS[index]}", spec.name, index, item)
+                set_scenario_value(f"{spec.name}.{SCENARIO_NAMES[index]}", spec.name, index, item)
         elif bare == "all":
-            for index in range(len(SCENARIOS)):
+            for index in range(len(SCENARIO_NAMES)):
                 set_scenario_value(spec.name, spec.name, index, raw)
         else:
             set_scenario_value(spec.name, spec.name, live, raw)
     for key, name, scenario, raw in scenario_keys:
-        set_scenario_value(key, name, SCENARIOS.index(scenario), raw)
+        set_scenario_value(key, name, SCENARIO_NAMES.index(scenario), raw)
     for spec in INPUTS:
         if spec.per_scenario:
             value = tuple(out[spec.name])  # type: ignore[arg-type]

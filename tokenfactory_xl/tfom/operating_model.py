@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS
-from ..core.catalogue import SCENARIOS as SCENARIO_NAMES
+from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES
 from .formula import (
     ABS,
     AND,
@@ -66,7 +65,7 @@ from .formula import (
     Const,
     Each,
     Expr,
-    Input,
+    InputRef,
     Line,
     ListRef,
     Name,
@@ -76,7 +75,7 @@ from .formula import (
     RunningSum,
     Table,
     Text,
-    compile_model,
+    compile_lines,
     from_serial,
     nm_if,
     none_if,
@@ -99,7 +98,7 @@ class _Names:
         return self._make(name)
 
 
-I, K, N, C = _Names(Input), _Names(Const), _Names(Name), _Names(Cell)  # noqa: E741
+I, K, N, C = _Names(InputRef), _Names(Const), _Names(Name), _Names(Cell)  # noqa: E741
 
 
 def prev(line: str) -> Cell:
@@ -372,7 +371,7 @@ CAPACITY: tuple[Line | str, ...] = (
 # -- the fleet block: one column per cohort (methodology §4.1) -----------------------------------
 def _cohort_number(field: str, site: Expr) -> Expr:
     """Cohort k ≥ 2's number in the fleet block, or the site's own value when left blank."""
-    typed = INDEX(Input(f"fleet_{field}"), 1, Position() - 1)
+    typed = INDEX(InputRef(f"fleet_{field}"), 1, Position() - 1)
     return IF(_given(typed), typed, site)
 
 
@@ -380,18 +379,18 @@ def _fleet(name, label, unit, kind, formula, note="", first=None) -> Line:
     return Line(f"c_{name}", label, unit, kind, formula, table=COHORTS, first=first, note=note)
 
 
-_OWN_TYPED = INDEX(Input("fleet_ownership"), 1, Position() - 1)
+_OWN_TYPED = INDEX(InputRef("fleet_ownership"), 1, Position() - 1)
 FLEET: tuple[Line, ...] = (
     _fleet("number", "Cohort", "", "integer", Position()),
     _fleet("gpus", "GPUs", "GPUs", "gpus",
-           IF(_given(INDEX(Input("fleet_gpus"), 1, Position() - 1)),
-              INDEX(Input("fleet_gpus"), 1, Position() - 1), 0),
+           IF(_given(INDEX(InputRef("fleet_gpus"), 1, Position() - 1)),
+              INDEX(InputRef("fleet_gpus"), 1, Position() - 1), 0),
            "0 for an empty column", first=I.gpus),
     _fleet("online", "Online month", "month", "integer", _cohort_number("online_month", 1),
            "cohort 1: month 1", first=Num(1)),
     _fleet("last", "Last month planned in service", "month", "integer",
-           IF(_given(INDEX(Input("fleet_retire_month"), 1, Position() - 1)),
-              MIN(INDEX(Input("fleet_retire_month"), 1, Position() - 1), I.horizon_months),
+           IF(_given(INDEX(InputRef("fleet_retire_month"), 1, Position() - 1)),
+              MIN(INDEX(InputRef("fleet_retire_month"), 1, Position() - 1), I.horizon_months),
               I.horizon_months),
            "retire month, or the horizon when blank or later",
            first=IF(_given(I.retire_month), MIN(I.retire_month, I.horizon_months),
@@ -513,7 +512,7 @@ FLEET_LINES: tuple[Line | str, ...] = (
 # -- each scenario: the fleet, efficiency, demand, profit, tax and cash (§4.1–§4.4, §10) -------
 def _s_input(name: str, sc: Scenario) -> Expr:
     """An S input's value in scenario ``sc`` (its column of the input row)."""
-    return INDEX(Input(name), 1, Const(sc.column(name)))
+    return INDEX(InputRef(name), 1, Const(sc.column(name)))
 
 
 def fleet_scenario_lines(sc: Scenario) -> tuple[Line, ...]:
@@ -1487,7 +1486,7 @@ UTIL_LINES: tuple[Line, ...] = (
 def _input_check(spec, name: str | None = None, *, row: bool = False) -> Expr:
     """The range check of one input (or of a fleet-block row of cohorts 2…8), its bounds named
     ``low_<input>``/``high_<input>``; a blank optional input or cohort cell passes."""
-    x = Input(name or spec.name)
+    x = InputRef(name or spec.name)
     bound = name or spec.name
     if spec.kind == "choice":
         if row:  # each typed cell one of the choices (COUNTIF ignores case, as the parser)
@@ -1568,7 +1567,7 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
      N.tef_now <= 1),
     ("tfi_le_1", "TFI now at most 100%", N.tfi_now <= 1),
     ("cohort_rows", "Every cohort column with GPUs has an online month, and the reverse",
-     COUNT(Input("fleet_gpus")).eq(COUNT(Input("fleet_online_month")))),
+     COUNT(InputRef("fleet_gpus")).eq(COUNT(InputRef("fleet_online_month")))),
     ("online_in_horizon", "Every cohort comes online within the horizon",
      MAX(Row("c_online")) <= I.horizon_months),
     ("retire_after_online", "No cohort retires before it comes online",
@@ -1772,7 +1771,7 @@ def formula_inputs(inputs: SiteInputs) -> dict[str, object]:
 @functools.lru_cache(maxsize=4)
 def compiled(lines: tuple[Line, ...] = LINES):
     """The model compiled once: ``evaluate(inputs)`` → line name → values."""
-    model = compile_model(lines)
+    model = compile_lines(lines)
     constants = _formula_constants()
 
     def evaluate(inputs: SiteInputs) -> dict[str, np.ndarray]:

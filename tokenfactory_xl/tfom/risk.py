@@ -51,10 +51,10 @@ RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "npv_mean",
 def _model(key: str, irr: bool = True):
     """The model compiled for the live scenario's NPV and (with ``irr``) IRR only: the IRR's
     searches are two thirds of a variant's cost, and the tornado does without them."""
-    from .formula import compile_model, needed
+    from .formula import compile_lines, needed
 
     wanted = [f"out_npv_{key}"] + ([f"out_irr_{key}"] if irr else [])
-    return compile_model(needed(LINES, wanted))
+    return compile_lines(needed(LINES, wanted))
 
 
 def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.catalogue import BY_NAME, SCENARIOS, BadValue, closest_name, fmt_number
+from ..core.catalogue import BY_NAME, SCENARIO_NAMES, BadValue, closest_name, fmt_number
 from ..core.errors import InputError, Problem
 from .inputs import SiteInputs, split_key
 from .operating_model import LINES, LISTS, OUTPUTS, _formula_constants, formula_inputs
@@ -149,7 +149,7 @@ def solvable(text: str, inputs: SiteInputs) -> Solvable:
                                   "tef_target")])
     scenario = scenario or inputs.scenario
     key = f"{name}.{scenario}" if spec.per_scenario and scenario != inputs.scenario else name
-    return Solvable(name, key, scenario, SCENARIOS.index(scenario))
+    return Solvable(name, key, scenario, SCENARIO_NAMES.index(scenario))
 
 
 def tolerance(target: Target) -> float:
@@ -221,9 +221,9 @@ class Solution:
 @functools.lru_cache(maxsize=16)
 def _model(line: str):
     """The model compiled for one output line and the lines it needs."""
-    from .formula import compile_model, needed
+    from .formula import compile_lines, needed
 
-    return compile_model(needed(LINES, [line]))
+    return compile_lines(needed(LINES, [line]))
 
 
 class _Evaluator:

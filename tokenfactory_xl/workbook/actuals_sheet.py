@@ -41,9 +41,9 @@ from ..core.errors import TokenFactoryError
 from . import style as st
 from .stencil import excel_serial
 
-SHEET = "Actuals"
+ACTUALS_SHEET = "Actuals"
 #: The chart sits above the table (which grows downward), from this row …
-CHART_ROW = 6
+ACTUALS_CHART_ROW = 6
 #: … and the table's header below it.
 HEADER_ROW = 25
 FIRST_ROW = HEADER_ROW + 1
@@ -59,7 +59,7 @@ class Column:
     kind: str  # a workbook_style number-format kind, or "text"
 
 
-COLUMNS: tuple[Column, ...] = (
+ACTUALS_COLUMNS: tuple[Column, ...] = (
     Column("month", "Month", "", "month"),
     Column("model_month", "Model month", "", "integer"),
     Column("measured_tps", "Measured TPS", "tokens/s", "tokens"),
@@ -75,10 +75,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("format", "Format", "", "text"),
     Column("fingerprint", "Fingerprint", "", "text"),
 )
-BY_FIELD = {c.name: c for c in COLUMNS}
-LAST_COLUMN = get_column_letter(len(COLUMNS))
+BY_FIELD = {c.name: c for c in ACTUALS_COLUMNS}
+LAST_COLUMN = get_column_letter(len(ACTUALS_COLUMNS))
 #: Where the chart's top left corner is.
-CHART_ANCHOR = f"A{CHART_ROW}"
+CHART_ANCHOR = f"A{ACTUALS_CHART_ROW}"
 #: The chart's series: (column, title). Plan first: the actual is drawn over it.
 SERIES: tuple[tuple[str, str], ...] = (("tef_plan", "TEF plan"), ("tef_actual", "TEF actual"))
 
@@ -89,7 +89,7 @@ NOTE = ("TEF actual = measured TPS per GPU ÷ cohort 1's theoretical TPS per GPU
 
 
 def column_letter(name: str) -> str:
-    return get_column_letter([c.name for c in COLUMNS].index(name) + 1)
+    return get_column_letter([c.name for c in ACTUALS_COLUMNS].index(name) + 1)
 
 
 def header_text(column: Column, currency: str = "USD") -> str:
@@ -98,22 +98,22 @@ def header_text(column: Column, currency: str = "USD") -> str:
 
 
 # -- the template's sheet --------------------------------------------------------------------------
-def build(ws: Worksheet) -> None:
+def build_actuals_sheet(ws: Worksheet) -> None:
     """Lay out the empty sheet: title, note, header, one formatted empty row, the chart."""
     st.title(ws, "Actuals", "Plan against actual: measured TEF beside the plan's TEF, one row "
              "per measurement, added by tokenfactory-xl track WORKBOOK RESULT_FILE… (values: "
              "the plan as it was when each row was added).")
     ws["A4"] = NOTE
     ws["A4"].font = st.NOTE_FONT
-    st.header(ws, HEADER_ROW, [header_text(c) for c in COLUMNS])
-    for i, column in enumerate(COLUMNS, start=1):
+    st.header(ws, HEADER_ROW, [header_text(c) for c in ACTUALS_COLUMNS])
+    for i, column in enumerate(ACTUALS_COLUMNS, start=1):
         cell = ws.cell(FIRST_ROW, i)
         cell.number_format = st.number_format(column.kind) if column.kind != "text" \
             else "General"
         cell.font = st.CALC_FONT if column.kind != "text" else st.NOTE_FONT
         cell.protection = st.LOCKED
     widths = {"A": 11, "B": 8, "F": 16, "K": 11, "L": 40, "M": 20, "N": 18}
-    for i in range(1, len(COLUMNS) + 1):
+    for i in range(1, len(ACTUALS_COLUMNS) + 1):
         letter = get_column_letter(i)
         ws.column_dimensions[letter].width = widths.get(letter, 14)
     ws.row_dimensions[HEADER_ROW].height = 60
@@ -131,7 +131,7 @@ def chart(ws: Worksheet) -> LineChart:
     line.x_axis.number_format = "mmm yy"
     line.x_axis.title = "month measured"
     for name, title in SERIES:
-        col = [c.name for c in COLUMNS].index(name) + 1
+        col = [c.name for c in ACTUALS_COLUMNS].index(name) + 1
         line.add_data(Reference(ws, min_col=col, min_row=FIRST_ROW, max_row=FIRST_ROW))
         series = line.series[-1]
         series.tx = SeriesLabel(v=title)
@@ -144,7 +144,7 @@ def chart(ws: Worksheet) -> LineChart:
 
 
 # -- the rows --------------------------------------------------------------------------------------
-Row = dict[str, object]  # field name → value (the month as a date)
+ActualsRow = dict[str, object]  # field name → value (the month as a date)
 
 
 class NotATrackableWorkbook(TokenFactoryError, ValueError):
@@ -207,12 +207,13 @@ def find_parts(archive: zipfile.ZipFile) -> Parts:
     rels = _rels(archive, "xl/workbook.xml")
     sheet = None
     for element in book.iterfind("m:sheets/m:sheet", _NS):
-        if element.get("name") == SHEET:
+        if element.get("name") == ACTUALS_SHEET:
             sheet = rels.get(element.get(f"{{{_NS['r']}}}id", ""), ("", ""))[1]
     if not sheet or sheet not in archive.namelist():
         raise NotATrackableWorkbook(
-            f"has no {SHEET} sheet: it was made by an older version of tokenfactory_xl; make it "
-            "anew with `tokenfactory-xl refresh WORKBOOK` (it keeps the inputs), then track that")
+            f"has no {ACTUALS_SHEET} sheet: it was made by an older version of tokenfactory_xl; "
+            "make it anew with `tokenfactory-xl refresh WORKBOOK` (it keeps the inputs), then "
+            "track that")
     charts = []
     for kind, drawing in _rels(archive, sheet).values():
         if kind == "drawing":
@@ -270,29 +271,29 @@ def _date(value: object) -> dt.date | None:
 
 
 @dataclass
-class Sheet:
+class ActualsSheet:
     """The Actuals sheet of one workbook: its rows as read, and what it needs to be rewritten."""
 
     parts: Parts
     xml: bytes
-    rows: list[Row]
+    rows: list[ActualsRow]
     styles: dict[str, str]  # column letter → the s attribute of the template's first row
 
-    def fingerprints(self) -> dict[str, Row]:
+    def fingerprints(self) -> dict[str, ActualsRow]:
         return {str(r["fingerprint"]): r for r in self.rows if r.get("fingerprint")}
 
 
-def read_sheet(archive: zipfile.ZipFile) -> Sheet:
+def read_sheet(archive: zipfile.ZipFile) -> ActualsSheet:
     """The Actuals rows of a workbook's zip (raises :class:`NotATrackableWorkbook`)."""
     parts = find_parts(archive)
     xml = archive.read(parts.sheet)
     strings = _shared_strings(archive, parts)
     data = _SHEET_DATA.search(xml)
     if data is None:
-        raise NotATrackableWorkbook(f"its {SHEET} sheet has no table")
+        raise NotATrackableWorkbook(f"its {ACTUALS_SHEET} sheet has no table")
     styles: dict[str, str] = {}
-    rows: list[Row] = []
-    letters = [get_column_letter(i) for i in range(1, len(COLUMNS) + 1)]
+    rows: list[ActualsRow] = []
+    letters = [get_column_letter(i) for i in range(1, len(ACTUALS_COLUMNS) + 1)]
     header = None
     for match in _ROW.finditer(data.group(3) or b""):
         number = int(match.group(2))
@@ -309,17 +310,17 @@ def read_sheet(archive: zipfile.ZipFile) -> Sheet:
         cells = _cells_of(match.group(0), strings)
         if not cells:
             continue
-        row: Row = {}
-        for letter, column in zip(letters, COLUMNS, strict=True):
+        row: ActualsRow = {}
+        for letter, column in zip(letters, ACTUALS_COLUMNS, strict=True):
             value = cells.get(letter)
             row[column.name] = _date(value) if column.name == "month" else value
         rows.append(row)
-    if header is None or str(header.get("A", "")) != COLUMNS[0].label or \
-            not str(header.get(LAST_COLUMN, "")).startswith(COLUMNS[-1].label):
-        first = ", ".join(header_text(c) for c in COLUMNS[:3])
-        raise NotATrackableWorkbook(f"its {SHEET} sheet's header is not the one this version "
-                                    f"writes (row {HEADER_ROW}: {first} …)")
-    return Sheet(parts, xml, rows, styles)
+    if header is None or str(header.get("A", "")) != ACTUALS_COLUMNS[0].label or \
+            not str(header.get(LAST_COLUMN, "")).startswith(ACTUALS_COLUMNS[-1].label):
+        first = ", ".join(header_text(c) for c in ACTUALS_COLUMNS[:3])
+        raise NotATrackableWorkbook(f"its {ACTUALS_SHEET} sheet's header is not the one this "
+                                    f"version writes (row {HEADER_ROW}: {first} …)")
+    return ActualsSheet(parts, xml, rows, styles)
 
 
 def _cell(coord: str, value: object, style: str | None) -> str:
@@ -341,7 +342,7 @@ def _row_xml(number: int, values: Sequence[object], styles: dict[str, str]) -> s
     return f'<row r="{number}">{cells}</row>'
 
 
-def sheet_xml(sheet: Sheet, rows: Sequence[Row], currency: str) -> bytes:
+def sheet_xml(sheet: ActualsSheet, rows: Sequence[ActualsRow], currency: str) -> bytes:
     """The sheet's XML with ``rows`` from :data:`FIRST_ROW` on and the header's currency;
     everything above the header kept byte for byte."""
     data = _SHEET_DATA.search(sheet.xml)
@@ -359,12 +360,13 @@ def sheet_xml(sheet: Sheet, rows: Sequence[Row], currency: str) -> bytes:
     header_open = open_tag.group(0).decode() if open_tag else f'<row r="{HEADER_ROW}">'
     header = header_open + "".join(
         _cell(f"{get_column_letter(i)}{HEADER_ROW}", header_text(c, currency),
-              header_styles.get(get_column_letter(i))) for i, c in enumerate(COLUMNS, start=1)
+              header_styles.get(get_column_letter(i)))
+        for i, c in enumerate(ACTUALS_COLUMNS, start=1)
     ) + "</row>"
-    body = [_row_xml(FIRST_ROW + i, [row.get(c.name) for c in COLUMNS], sheet.styles)
+    body = [_row_xml(FIRST_ROW + i, [row.get(c.name) for c in ACTUALS_COLUMNS], sheet.styles)
             for i, row in enumerate(rows)]
     if not rows:  # the template's empty, formatted row
-        body = [_row_xml(FIRST_ROW, [None] * len(COLUMNS), sheet.styles)]
+        body = [_row_xml(FIRST_ROW, [None] * len(ACTUALS_COLUMNS), sheet.styles)]
     prefix = (data.group(1) or b"").decode()
     if prefix:  # a sheet saved with a namespace prefix: write our rows with it too
         header = re.sub(r"<(/?)(row|c|v|is|t)\b", rf"<\1{prefix}\2", header)
@@ -385,24 +387,25 @@ _ONE_COLUMN = re.compile(r"^(?:'?(?P<sheet>(?:[^']|'')+)'?!)?\$?(?P<col>[A-Z]+)\
                          r"(?::\$?[A-Z]+\$?\d+)?$")
 
 
-def chart_xml(xml: str, rows: Sequence[Row]) -> str:
+def chart_xml(xml: str, rows: Sequence[ActualsRow]) -> str:
     """The chart's XML with each series over the Actuals rows written (its title cell kept),
     each with a cache of its values (previewers draw the chart before any recalculation)."""
     count = max(len(rows), 1)
-    by_letter = {column_letter(c.name): c.name for c in COLUMNS}
+    by_letter = {column_letter(c.name): c.name for c in ACTUALS_COLUMNS}
 
     def series(match: re.Match) -> str:
         p, kind, fp, ref = match.group(1), match.group(2), match.group(3), unescape(
             match.group(4), {"&apos;": "'", "&quot;": '"'})
         found = _ONE_COLUMN.match(ref)
-        if found is None or (found.group("sheet") or SHEET).replace("''", "'") != SHEET:
+        if found is None or (found.group("sheet") or ACTUALS_SHEET).replace("''", "'") \
+                != ACTUALS_SHEET:
             return match.group(0)
         letter, first = found.group("col"), int(found.group("row"))
         name = by_letter.get(letter)
         if first < FIRST_ROW or name is None:  # not a column of the rows
             return match.group(0)
         values = [r.get(name) for r in rows] or [None]
-        target = f"'{SHEET}'!${letter}${FIRST_ROW}:${letter}${FIRST_ROW + count - 1}"
+        target = f"'{ACTUALS_SHEET}'!${letter}${FIRST_ROW}:${letter}${FIRST_ROW + count - 1}"
         if kind == "strRef":
             points = "".join(f'<{p}pt idx="{i}"><{p}v>{escape(str(v))}</{p}v></{p}pt>'
                              for i, v in enumerate(values) if v not in (None, ""))
@@ -420,7 +423,7 @@ def chart_xml(xml: str, rows: Sequence[Row]) -> str:
     return _SERIES_REF.sub(series, xml)
 
 
-def rewrite(data: bytes, rows: Sequence[Row], currency: str) -> bytes:
+def rewrite(data: bytes, rows: Sequence[ActualsRow], currency: str) -> bytes:
     """The workbook ``data`` with its Actuals rows replaced by ``rows`` (and the chart set to
     them): every other member of the zip keeps its bytes, name, order and date."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -441,7 +444,7 @@ def rewrite(data: bytes, rows: Sequence[Row], currency: str) -> bytes:
     return out.getvalue()
 
 
-def latest_actual(path: str | PathLike[str]) -> Row | None:
+def latest_actual(path: str | PathLike[str]) -> ActualsRow | None:
     """The latest row of a workbook's Actuals sheet (the latest month; of one month, the row
     written last), or ``None`` when it has none or no such sheet."""
     try:

@@ -1409,9 +1409,9 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     _scenarios_sheet(b, sheets["Scenarios"])
     _irr_sheet(b, sheets["IRR"])
     _sensitivity_sheet(b, sheets["Sensitivity"])
-    workbook_risk.build(sheets["Risk"], inputs, figures, b.name)
+    workbook_risk.build_risk_sheet(sheets["Risk"], inputs, figures, b.name)
     _sensitivity_tornado(sheets["Sensitivity"], sheets["Risk"])
-    workbook_actuals.build(sheets["Actuals"])
+    workbook_actuals.build_actuals_sheet(sheets["Actuals"])
     _checks_sheet(b, sheets["Checks"])
     _cover_sheet(b, sheets["Cover"])
     _dashboard_sheet(b, sheets["Dashboard"])
@@ -1695,7 +1695,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             blank = unused[t.name]
             if True in blank:
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
-    sink.sheet(workbook_risk.SHEET, workbook_risk.cell_values(inputs, figures))
+    sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
     sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
     sink.one(*p.build_date, dt.datetime.combine(build_date(), dt.time()))

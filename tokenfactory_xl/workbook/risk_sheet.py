@@ -24,13 +24,13 @@ from openpyxl.chart.series import SeriesLabel
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
 from openpyxl.worksheet.worksheet import Worksheet
 
-from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
+from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES, fmt_number
 from ..tfom.inputs import SiteInputs
 from ..tfom.risk import DEFAULT_DRAWS, RISK_OUTPUTS, TORNADO_DRIVERS, Risk, Tornado, risk, tornado
 from ..tfom.solve import Solution, solve
 from . import style as st
 
-SHEET = "Risk"
+RISK_SHEET = "Risk"
 #: Bins of the NPV histogram.
 BINS = 20
 STATUS = "B4"
@@ -139,7 +139,7 @@ def snap_rows() -> tuple[_SnapRow, ...]:
     row = FIRST_SNAP
     for spec in INPUTS:
         rows.append(_SnapRow(row, spec.label, f"in_{spec.name}",
-                             len(SCENARIOS) if spec.per_scenario else 1))
+                             len(SCENARIO_NAMES) if spec.per_scenario else 1))
         row += 1
     for spec in COHORT_SPECS:
         rows.append(_SnapRow(row, f"Fleet: {spec.label} (cohorts 2–{MAX_COHORTS})",
@@ -165,14 +165,14 @@ CHECK_LABEL = ("Risk sheet: tornado and Monte Carlo computed for today's inputs 
 
 
 def check_formula() -> str:
-    return (f'=IF({SHEET}!{STATUS}="{CURRENT}","OK",IF({SHEET}!{DRAWS}="","not computed",'
+    return (f'=IF({RISK_SHEET}!{STATUS}="{CURRENT}","OK",IF({RISK_SHEET}!{DRAWS}="","not computed",'
             f'"STALE"))')
 
 
 #: Cells whose value depends on the copy of the inputs, not on the inputs alone: an audit cannot
 #: recompute them from a returned file's inputs (sheet, coordinate).
 def copy_dependent(check_cell: tuple[str, str]) -> frozenset[tuple[str, str]]:
-    return frozenset({(SHEET, STATUS), check_cell} | {(SHEET, r.flag) for r in _SNAP})
+    return frozenset({(RISK_SHEET, STATUS), check_cell} | {(RISK_SHEET, r.flag) for r in _SNAP})
 
 
 # -- the values ---------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def histogram(npv: np.ndarray, bins: int = BINS) -> list[tuple[float, float, int
     return [(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(bins)]
 
 
-def cell_values(inputs: SiteInputs, figures: Figures | None) -> dict[str, object]:
+def risk_cell_values(inputs: SiteInputs, figures: Figures | None) -> dict[str, object]:
     """Coordinate → what each cell of the sheet the site changes shows (values and formulas)."""
     out: dict[str, object] = {STATUS: CURRENT if figures is not None else NOT_COMPUTED}
     out.update(_input_values(inputs))
@@ -280,7 +280,7 @@ def _value_kind(name: str) -> str:
 
 
 # -- the sheet ------------------------------------------------------------------------------------
-def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
+def build_risk_sheet(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
           name: Callable[[str, Worksheet, str], None]) -> None:
     """Lay out the sheet with ``figures`` (or blanks) and the copy of ``inputs``; ``name`` adds a
     defined name (``name(defined_name, ws, ref)``)."""
@@ -319,7 +319,7 @@ def build(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
              "npv=0)", 9)
     _header(ws, MUST_HEADER, ["Driver", "Name", "Now", "At NPV 0", "NPV there", "Found"])
 
-    for coord, value in cell_values(inputs, figures).items():
+    for coord, value in risk_cell_values(inputs, figures).items():
         if coord in (STATUS,) or coord.startswith(SNAP_FLAG) and coord[len(SNAP_FLAG):].isdigit():
             continue
         cell = ws[coord]

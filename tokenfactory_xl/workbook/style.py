@@ -55,7 +55,7 @@ CENTER = Alignment(horizontal="center", vertical="center")
 WRAP = Alignment(wrap_text=True, vertical="top")
 
 #: Number formats by display kind (the ``kind`` of an operating-model output).
-FORMATS: dict[str, str] = {
+NUMBER_FORMATS: dict[str, str] = {
     "money": '#,##0;[Red]-#,##0',
     "price": '#,##0.0000;[Red]-#,##0.0000',
     "fraction": '0.0%;[Red]-0.0%',
@@ -79,7 +79,7 @@ FORMATS: dict[str, str] = {
 
 def number_format(kind: str) -> str:
     """The number format for a display kind (``General`` for an unknown one)."""
-    return FORMATS.get(kind, "General")
+    return NUMBER_FORMATS.get(kind, "General")
 
 
 #: The colour legend the Cover shows: (what, font, fill).
