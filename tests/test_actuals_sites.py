@@ -13,7 +13,7 @@ import pytest
 
 from tests.test_sites_messy import rewrite, save, sheet_of
 from tests.tools import command
-from tokenfactory_xl.capacity.actuals import write_site_values
+from tokenfactory_xl.capacity.write_back import write_site_values
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.files.safe_xlsx import open_xlsx
 from tokenfactory_xl.sites.load import load_sites

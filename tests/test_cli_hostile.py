@@ -82,9 +82,9 @@ def test_actuals_refuses_a_device_and_a_link_to_one(tmp_path):
 
 
 def test_a_result_file_larger_than_any_result_is_refused_by_its_size(tmp_path, monkeypatch):
-    from tokenfactory_xl.capacity import actuals
+    from tokenfactory_xl.capacity import measurement
 
-    monkeypatch.setattr(actuals, "MAX_RESULT_BYTES", 1000)
+    monkeypatch.setattr(measurement, "MAX_RESULT_BYTES", 1000)
     (tmp_path / "big.json").write_bytes(b" " * 1001)
     proc = run("actuals", "big.json", cwd=tmp_path)
     assert proc.returncode == 2

@@ -2,21 +2,23 @@
 
 A token factory is an AI inference cluster judged by the tokens it sells, not by the GPUs it
 owns. This package turns throughput and latency (TPS, TPM, TTFT) into money (revenue, EBITDA,
-ROI) and shows how much of a fleet's theoretical capacity is actually sold:
+ROI) and shows how much of a fleet's theoretical capacity is actually sold.
 
-Data flows one way, inputs → model → outputs:
+Data flows one way, inputs → model → outputs, through folders that are layers (each imports
+only from those below it; ``docs/architecture.md`` draws them):
 
-- :mod:`~tokenfactory_xl.catalogue` — every site input, its unit, default and allowed range;
-- :mod:`~tokenfactory_xl.inputs` — one site's checked inputs (:func:`make_inputs`);
-- :mod:`~tokenfactory_xl.model` — the formulas: TEF, TFI, breakeven utilisation, equivalent GPUs…;
-- :mod:`~tokenfactory_xl.operating_model` — the monthly Token Factory Operating Model (TFOM);
-- :mod:`~tokenfactory_xl.specs`, :mod:`~tokenfactory_xl.roofline` — GPU and model catalogues and
-  the theoretical throughput they bound; :mod:`~tokenfactory_xl.actuals` — measured throughput
-  and latency from serving benchmarks and metrics;
-- :mod:`~tokenfactory_xl.udfs` — the Excel functions (xlwings, desktop Excel and xlwings Lite);
-- :mod:`~tokenfactory_xl.workbook` — the TFOM workbook in native Excel formulas;
-- :mod:`~tokenfactory_xl.sites`, :mod:`~tokenfactory_xl.batch`, :mod:`~tokenfactory_xl.portfolio`
-  — one workbook per site of a sites file, and the portfolio of them;
+- :mod:`~tokenfactory_xl.core` — the input catalogue, the errors, the economics (TEF, TFI,
+  breakeven utilisation …), the GPU and LLM catalogues and the throughput they bound;
+- :mod:`~tokenfactory_xl.tfom` — the monthly Token Factory Operating Model: its lines declared
+  once, one site's checked inputs (:func:`make_inputs`), :func:`run`, risk, solve, statements;
+- :mod:`~tokenfactory_xl.files`, :mod:`~tokenfactory_xl.engines` — files written whole and read
+  warily; LibreOffice and Gnumeric;
+- :mod:`~tokenfactory_xl.workbook`, :mod:`~tokenfactory_xl.sites` — the TFOM workbook in native
+  Excel formulas; sites and cohorts files;
+- :mod:`~tokenfactory_xl.capacity`, :mod:`~tokenfactory_xl.addin` — measured throughput from
+  benchmark files and metrics; the Excel functions (``tokenfactory_xl.udfs``) and their xlwings
+  Lite bundle;
+- :mod:`~tokenfactory_xl.portfolio` — one workbook per site, the portfolio, collect and track;
 - :mod:`~tokenfactory_xl.cli` — the ``tokenfactory-xl`` command line.
 """
 

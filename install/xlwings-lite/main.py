@@ -656,7 +656,7 @@ a ``gpus.csv`` and/or ``models.csv`` there is merged over the shipped one, row b
 whose name matches a shipped entry replaces it; other rows are added). Names are matched
 without regard to case, spaces, hyphens or underscores (``h100sxm`` finds ``H100 SXM``).
 
-Unknown names raise :class:`tokenfactory_xl.errors.InputError` whose fix lists close matches.
+Unknown names raise :class:`tokenfactory_xl.core.errors.InputError` whose fix lists close matches.
 """
 
 from __future__ import annotations
@@ -1224,10 +1224,10 @@ The functions come in two layers:
   :func:`attention_flops_per_token`, :func:`flops_per_step`, :func:`step_time`,
   :func:`decode_tps_per_gpu`, :func:`prefill_tps_per_gpu`, :func:`blended_tps`,
   :func:`max_batch`), each taking scalars or numpy arrays and broadcasting like
-  :mod:`tokenfactory_xl.model`;
+  :mod:`tokenfactory_xl.core.economics`;
 - catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
   :func:`prefill_tps_for`, :func:`decode_step_for`) that take a GPU and a model by name from
-  :mod:`tokenfactory_xl.specs` and a precision; their ``…_over`` twins take a
+  :mod:`tokenfactory_xl.core.specs` and a precision; their ``…_over`` twins take a
   :class:`Replica`, the figures of one combination or of one per cell, so that a range of
   100,000 GPUs, models and precisions is computed in one pass, each distinct entry read once.
 
@@ -1477,7 +1477,7 @@ def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                 output_share: ArrayLike) -> Numeric:
     """Tokens per second of a mix of prompt and output tokens [tokens/s]: methodology section 2's
     blended capacity 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d), stated once in
-    :func:`tokenfactory_xl.model.blended_capacity`."""
+    :func:`tokenfactory_xl.core.economics.blended_capacity`."""
     return blended_capacity(prefill_tps, decode_tps, output_share)
 
 
@@ -1802,7 +1802,7 @@ its precisions, its parallelism):
 - **bound** — physics only, never beaten by a real measurement. A decode step of B sequences
   on a replica of g GPUs reads the weights it needs and the KV cache, and does the arithmetic;
   the step takes at least max(bytes ÷ bandwidth, FLOPs ÷ peak). Unlike the version-2 roofline
-  (:mod:`tokenfactory_xl.roofline`) it counts what each GPU holds and reads:
+  (:mod:`tokenfactory_xl.core.roofline`) it counts what each GPU holds and reads:
 
   * per-component precision: routed experts at the weight precision, the rest (attention,
     dense and shared-expert layers, LM head) at ``dense_precision`` — by default the weight
@@ -1825,7 +1825,7 @@ its precisions, its parallelism):
   their bytes at the link bandwidth); the batch is what fits beside a memory reserve, capped at
   an engine's batch size.
 
-Every constant is in the catalogue (``data/method.csv``, :func:`tokenfactory_xl.specs.
+Every constant is in the catalogue (``data/method.csv``, :func:`tokenfactory_xl.core.specs.
 method_constants`) with what it is and its source; the README's capacity section lists them.
 
 Two quantities are quoted (the metrics of the shared measurements table):
@@ -3199,8 +3199,8 @@ COHORT_REQUIRED: tuple[str, ...] = ("cohort", "online_month", "gpus")
 A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
 ``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
 call that spills down the column. Each function here is a thin adapter: it checks the cells it is
-given, calls the formula of :mod:`tokenfactory_xl.model` (methodology sections 1–4) once over whole
-arrays, and gives the result back in the shape Excel expects. No formula is stated here.
+given, calls the formula of :mod:`tokenfactory_xl.core.economics` (methodology sections 1–4) once
+over whole arrays, and gives the result back in the shape Excel expects. No formula is stated here.
 
 The same module serves three runtimes through xlwings' decorators ``func``/``arg``/``ret``:
 classic xlwings (Windows desktop Excel, through COM and a generated VBA module), Office.js custom
@@ -3234,7 +3234,7 @@ Conventions every function follows (the specs functions ``THEORETICAL_TPS``, ``M
 5. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
    sizes do not fit, p99 ≤ p50 …) stop the whole call with one short message that names the
    argument, the value, what is allowed and the fix. The number rules are the input catalogue's
-   (:meth:`tokenfactory_xl.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
+   (:meth:`tokenfactory_xl.core.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
    reported as a percentage typed without its % sign. An argument whose rule is text or a
    choice (a GPU model) reaches the formula as an object array of parsed texts, ``None`` where
    empty. How the message reaches the user depends on the runtime (see below).
@@ -3310,7 +3310,7 @@ class ArgumentError(TokenFactoryError, xw.XlwingsError, ValueError):
 class Param:
     """One Excel-function argument: its rule, its help text and (when optional) its default.
 
-    ``rule`` is a catalogue :class:`~tokenfactory_xl.catalogue.Input`, so values are checked
+    ``rule`` is a catalogue :class:`~tokenfactory_xl.core.catalogue.Input`, so values are checked
     exactly as the site inputs are. ``default`` is a number, the name of another argument whose
     value it takes (``price_cached_input`` defaults to ``price_input``), or ``None`` when the
     argument is required.
@@ -4140,8 +4140,8 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
 # -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
 # The catalogue functions take names (a GPU, a model, a field) and a precision as well as
 # numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
-# once in the catalogues of tokenfactory_xl.specs and runs the roofline of
-# tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
+# once in the catalogues of tokenfactory_xl.core.specs and runs the roofline of
+# tokenfactory_xl.core.roofline over the cells that share it. An unknown name stops the call with
 # the close matches.
 
 #: THEORETICAL_TPS's figures: the two of methodology section 5.1 and the version-2 roofline.
@@ -4246,7 +4246,7 @@ def _by_name(compute: Callable[..., object], names: tuple[str, ...],
 
 
 def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
-    """A roofline function of a :class:`~tokenfactory_xl.roofline.Replica`, as ``compute`` of
+    """A roofline function of a :class:`~tokenfactory_xl.core.roofline.Replica`, as ``compute`` of
     :func:`_by_name`: every cell's GPU, model and precision gathered into one replica."""
     def compute(gpus, models, precisions, gpu_at, model_at, precision_at, *numbers):
         replica = roofline.Replica.gathered(gpus, models, precisions, gpu_at, model_at,
@@ -4257,7 +4257,7 @@ def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
 
 def _over_setups(figure: str) -> Callable[..., object]:
     """``compute`` of :func:`_by_name` for the bound or the attainable figure
-    (:mod:`tokenfactory_xl.capacity`): each distinct setup and batch computed once; nan where
+    (:mod:`tokenfactory_xl.core.serving`): each distinct setup and batch computed once; nan where
     the batch does not fit (or passes the engine's batch cap, attainable)."""
     def compute(gpus, models, precisions, gpu_at, model_at, precision_at, batch, context, n,
                 _mbu, _mfu):

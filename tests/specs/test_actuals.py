@@ -15,7 +15,7 @@ import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_prefill, hand_tps
 from tests.tools import command
-from tokenfactory_xl.capacity import actuals
+from tokenfactory_xl.capacity import actuals, prometheus, write_back
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core import specs
 from tokenfactory_xl.core.errors import InputError
@@ -156,11 +156,11 @@ def test_a_benchmark_with_scrapes_takes_the_cache_share_from_them():
 
 def test_histogram_quantile_follows_prometheus():
     inf = math.inf
-    assert actuals.histogram_quantile(0.5, {1.0: 10, 2.0: 20, inf: 20}) == 1.0
-    assert actuals.histogram_quantile(0.25, {1.0: 10, 2.0: 20, inf: 20}) == 0.5  # from 0
-    assert actuals.histogram_quantile(0.75, {1.0: 10, 2.0: 20, inf: 20}) == 1.5
-    assert actuals.histogram_quantile(0.99, {1.0: 10, 2.0: 20, inf: 40}) == 2.0  # in +Inf
-    assert math.isnan(actuals.histogram_quantile(0.5, {1.0: 0, inf: 0}))
+    assert prometheus.histogram_quantile(0.5, {1.0: 10, 2.0: 20, inf: 20}) == 1.0
+    assert prometheus.histogram_quantile(0.25, {1.0: 10, 2.0: 20, inf: 20}) == 0.5  # from 0
+    assert prometheus.histogram_quantile(0.75, {1.0: 10, 2.0: 20, inf: 20}) == 1.5
+    assert prometheus.histogram_quantile(0.99, {1.0: 10, 2.0: 20, inf: 40}) == 2.0  # in +Inf
+    assert math.isnan(prometheus.histogram_quantile(0.5, {1.0: 0, inf: 0}))
 
 
 # -- malformed and unrecognised files ------------------------------------------------------------
@@ -329,7 +329,7 @@ def test_an_unknown_site_lists_close_matches(tmp_path):
     path = tmp_path / "sites.csv"
     path.write_text(SITES, encoding="utf-8")
     with pytest.raises(InputError) as err:
-        actuals.write_site_values(path, "Frankfort", {"measured_tps": 1.0})
+        write_back.write_site_values(path, "Frankfort", {"measured_tps": 1.0})
     assert "did you mean Frankfurt?" in str(err.value)
     proc = run(fixture("vllm_bench_serve.json"), "--sites", str(path), "--site", "Zurich")
     assert proc.returncode == 2 and "Frankfurt, Dublin, Oslo" in proc.stderr
@@ -347,7 +347,7 @@ def test_sites_xlsx_write_keeps_everything_else(tmp_path):
     readme["A1"] = "Do not edit the header row."
     book.save(path)
     shutil.copy(path, tmp_path / "original.xlsx")
-    actuals.write_site_values(path, "Dublin", {"measured_tps": 12800.0, "ttft_p99_ms": 1650.0},
+    write_back.write_site_values(path, "Dublin", {"measured_tps": 12800.0, "ttft_p99_ms": 1650.0},
                               force=True)
     after = openpyxl.load_workbook(path)
     original = openpyxl.load_workbook(tmp_path / "original.xlsx")
@@ -365,7 +365,7 @@ def test_sites_need_a_site_name_column(tmp_path):
     path = tmp_path / "sites.csv"
     path.write_text("name,gpus\nA,1\n", encoding="utf-8")
     with pytest.raises(InputError) as err:
-        actuals.write_site_values(path, "A", {"measured_tps": 1.0})
+        write_back.write_site_values(path, "A", {"measured_tps": 1.0})
     assert "no site_name column" in str(err.value)
 
 
@@ -374,7 +374,7 @@ def test_a_semicolon_sites_file_gets_decimal_commas(tmp_path):
     path = tmp_path / "sites.csv"
     text = "Site_Name;GPUs;TTFT_P50_MS\r\nLyon;64;412,5\r\nNice;32;300,25\r\n"
     path.write_text(text, encoding="utf-8")
-    actuals.write_site_values(path, "Lyon", {"ttft_p50_ms": 412.5, "ttft_p99_ms": 1650.25})
+    write_back.write_site_values(path, "Lyon", {"ttft_p50_ms": 412.5, "ttft_p99_ms": 1650.25})
     lines = path.read_bytes().decode("utf-8").split("\r\n")
     assert lines[0] == "Site_Name;GPUs;TTFT_P50_MS;ttft_p99_ms"  # the same value: no --force
     assert lines[1] == "Lyon;64;412,5;1650,25" and lines[2] == "Nice;32;300,25;"
@@ -387,7 +387,7 @@ def test_an_xlsx_sheet_that_is_not_there(tmp_path):
     book.active.append(["Oslo", 8])
     book.save(path)
     with pytest.raises(InputError) as err:
-        actuals.write_site_values(path, "Oslo", {"measured_tps": 1.0}, sheet="Sites")
+        write_back.write_site_values(path, "Oslo", {"measured_tps": 1.0}, sheet="Sites")
     assert "--sheet=Sites: is not a sheet of sites.xlsx; the sheets are Sheet" in str(err.value)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import command
-from tokenfactory_xl.capacity import actuals
+from tokenfactory_xl.capacity import actuals, measurement
 from tokenfactory_xl.core import economics as model
 from tokenfactory_xl.core import roofline
 
@@ -188,7 +188,7 @@ def test_hostile_files_get_one_clear_line(tmp_path, content, says):
 def test_a_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     path = tmp_path / "big.json"
     path.write_bytes(b"{" + b" " * 2048 + b"}")
-    monkeypatch.setattr(actuals, "MAX_RESULT_BYTES", 1024)
+    monkeypatch.setattr(measurement, "MAX_RESULT_BYTES", 1024)
     with pytest.raises(actuals.FileProblem, match="give the summary file"):
         actuals.read_files([str(path)])
 

@@ -3,8 +3,8 @@
 A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
 ``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
 call that spills down the column. Each function here is a thin adapter: it checks the cells it is
-given, calls the formula of :mod:`tokenfactory_xl.model` (methodology sections 1–4) once over whole
-arrays, and gives the result back in the shape Excel expects. No formula is stated here.
+given, calls the formula of :mod:`tokenfactory_xl.core.economics` (methodology sections 1–4) once
+over whole arrays, and gives the result back in the shape Excel expects. No formula is stated here.
 
 The same module serves three runtimes through xlwings' decorators ``func``/``arg``/``ret``:
 classic xlwings (Windows desktop Excel, through COM and a generated VBA module), Office.js custom
@@ -38,7 +38,7 @@ Conventions every function follows (the specs functions ``THEORETICAL_TPS``, ``M
 5. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
    sizes do not fit, p99 ≤ p50 …) stop the whole call with one short message that names the
    argument, the value, what is allowed and the fix. The number rules are the input catalogue's
-   (:meth:`tokenfactory_xl.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
+   (:meth:`tokenfactory_xl.core.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
    reported as a percentage typed without its % sign. An argument whose rule is text or a
    choice (a GPU model) reaches the formula as an object array of parsed texts, ``None`` where
    empty. How the message reaches the user depends on the runtime (see below).
@@ -114,7 +114,7 @@ class ArgumentError(TokenFactoryError, xw.XlwingsError, ValueError):
 class Param:
     """One Excel-function argument: its rule, its help text and (when optional) its default.
 
-    ``rule`` is a catalogue :class:`~tokenfactory_xl.catalogue.Input`, so values are checked
+    ``rule`` is a catalogue :class:`~tokenfactory_xl.core.catalogue.Input`, so values are checked
     exactly as the site inputs are. ``default`` is a number, the name of another argument whose
     value it takes (``price_cached_input`` defaults to ``price_input``), or ``None`` when the
     argument is required.
@@ -944,8 +944,8 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
 # -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
 # The catalogue functions take names (a GPU, a model, a field) and a precision as well as
 # numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
-# once in the catalogues of tokenfactory_xl.specs and runs the roofline of
-# tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
+# once in the catalogues of tokenfactory_xl.core.specs and runs the roofline of
+# tokenfactory_xl.core.roofline over the cells that share it. An unknown name stops the call with
 # the close matches.
 
 #: THEORETICAL_TPS's figures: the two of methodology section 5.1 and the version-2 roofline.
@@ -1050,7 +1050,7 @@ def _by_name(compute: Callable[..., object], names: tuple[str, ...],
 
 
 def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
-    """A roofline function of a :class:`~tokenfactory_xl.roofline.Replica`, as ``compute`` of
+    """A roofline function of a :class:`~tokenfactory_xl.core.roofline.Replica`, as ``compute`` of
     :func:`_by_name`: every cell's GPU, model and precision gathered into one replica."""
     def compute(gpus, models, precisions, gpu_at, model_at, precision_at, *numbers):
         replica = roofline.Replica.gathered(gpus, models, precisions, gpu_at, model_at,
@@ -1061,7 +1061,7 @@ def _over_replicas(function: Callable[..., object]) -> Callable[..., object]:
 
 def _over_setups(figure: str) -> Callable[..., object]:
     """``compute`` of :func:`_by_name` for the bound or the attainable figure
-    (:mod:`tokenfactory_xl.capacity`): each distinct setup and batch computed once; nan where
+    (:mod:`tokenfactory_xl.core.serving`): each distinct setup and batch computed once; nan where
     the batch does not fit (or passes the engine's batch cap, attainable)."""
     def compute(gpus, models, precisions, gpu_at, model_at, precision_at, batch, context, n,
                 _mbu, _mfu):

@@ -4,7 +4,7 @@ A token factory already measures itself: its benchmark tools write result files 
 inference servers expose Prometheus counters. This module reads those, in the field names the
 tools themselves write, and turns them into the site inputs the TFOM takes — measured TPS,
 TTFT p50 and p99, cache-hit share — plus the SLO attainment (methodology section 1) and the TEF
-against a theoretical figure (given, or the roofline of :mod:`tokenfactory_xl.roofline`).
+against a theoretical figure (given, or the roofline of :mod:`tokenfactory_xl.core.roofline`).
 
 Formats, and the source file each reader follows:
 
@@ -49,10 +49,11 @@ Formats, and the source file each reader follows:
   ``--interval SECONDS`` overrides both (then the first file given is the earlier).
 
 - **Other tools**, one reader module each (as pvlib's ``iotools``): GenAI-Perf's JSON export
-  (:mod:`tokenfactory_xl.read_genai_perf`), the GenAI-Perf and AIPerf CSV exports
-  (:mod:`tokenfactory_xl.read_perf_csv`), LLMPerf summaries (:mod:`tokenfactory_xl.read_llmperf`),
-  ``trtllm-bench throughput`` logs (:mod:`tokenfactory_xl.read_trtllm_bench`) and MLPerf
-  loadgen summaries (:mod:`tokenfactory_xl.read_mlperf`); each module names the fields it reads.
+  (:mod:`tokenfactory_xl.capacity.readers.genai_perf`), the GenAI-Perf and AIPerf CSV exports
+  (:mod:`tokenfactory_xl.capacity.readers.perf_csv`), LLMPerf summaries
+  (:mod:`tokenfactory_xl.capacity.readers.llmperf`), ``trtllm-bench throughput`` logs
+  (:mod:`tokenfactory_xl.capacity.readers.trtllm_bench`) and MLPerf loadgen summaries
+  (:mod:`tokenfactory_xl.capacity.readers.mlperf`); each module names the fields it reads.
 
 The format is recognised from the fields, never from the file's name. A file of several runs
 (JSON lines, a JSON list) gives one measurement per run. A TTFT field whose name carries no unit
@@ -67,32 +68,17 @@ measures one serving instance; a site's ``measured_tps`` is the whole cluster's,
 
 from __future__ import annotations
 
-import csv
-import datetime as _dt
-import difflib
-import io
 import json
 import math
 import os
 import re
-import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from ..core import economics as model
-from ..core import names, number_text, roofline, specs
+from ..core import roofline, specs
 from ..core import serving as capacity
-from ..core.catalogue import BY_NAME, BadValue
 from ..core.errors import InputError, Problem
-from ..files.disk import NotARegularFile, claim, decode_text, read_regular, write_atomically
-from ..sites.load import (
-    MAX_XLSX_UNPACKED,
-    SitesFile,
-    _header_line,
-    normalise_column,
-    sniff_delimiter,
-)
 from .measurement import (
     _EXPECTED,
     FORMAT_GENAI_PERF,
@@ -104,7 +90,10 @@ from .measurement import (
     FileProblem,
     Measurement,
     _num,
+    read_result_stdin,
+    read_result_text,
 )
+from .prometheus import Scrape, from_scrapes, looks_like_prometheus, read_scrape
 from .readers import genai_perf as read_genai_perf
 from .readers import llmperf as read_llmperf
 from .readers import mlperf as read_mlperf
@@ -469,7 +458,7 @@ def read_benchmark_runs(path: str | os.PathLike, text: str | None = None) -> lis
     collected configurations), else the one object."""
     path = str(path)
     if text is None:
-        text = _read_text(path)
+        text = read_result_text(path)
     objects = _json_objects(text, path)
     if objects is None:
         raise FileProblem(path, f"is not JSON; expected {_EXPECTED}")
@@ -508,45 +497,6 @@ def read_benchmark(path: str | os.PathLike, text: str | None = None) -> Measurem
         return runs[0]
     return replace(runs[-1], notes=runs[-1].notes + (
         f"run {len(runs)} of {len(runs)} read (the latest)",))
-
-
-#: Largest result file read [bytes]: benchmark summaries are kilobytes.
-MAX_RESULT_BYTES = 64 * 1024 * 1024
-
-
-def _read_stdin() -> str:
-    """A result file given as ``-``: the standard input, read whole (at most the size of a
-    result file)."""
-    import sys
-
-    if sys.stdin is None or sys.stdin.isatty():
-        raise FileProblem("-", "reads standard input, which is a terminal; pipe or redirect a "
-                               "result file into it (… - < result.json), or name the file")
-    text = sys.stdin.read(MAX_RESULT_BYTES + 1)
-    if len(text) > MAX_RESULT_BYTES:
-        raise FileProblem("standard input", f"holds more than {MAX_RESULT_BYTES / 1e6:,.0f} MB; "
-                                            "a benchmark result is far smaller: give the "
-                                            "summary file, not per-request records")
-    return text.removeprefix("\ufeff")
-
-
-def _read_text(path: str) -> str:
-    """A result file's text: a regular file (never a FIFO or a device) of at most
-    :data:`MAX_RESULT_BYTES`, in UTF-8, UTF-16 or UTF-32."""
-    try:
-        data = read_regular(path, MAX_RESULT_BYTES)
-    except NotARegularFile as exc:
-        if exc.reason.startswith("is ") and "larger than" in exc.reason:
-            raise FileProblem(path, f"{exc.reason}; a benchmark result is far smaller: give "
-                                    "the summary file, not per-request records") from None
-        if exc.reason == "does not exist":
-            raise FileProblem(path, "no such file") from None
-        raise FileProblem(path, exc.reason + (f"; {exc.fix}" if exc.fix else "")) from None
-    try:
-        return decode_text(data)
-    except UnicodeDecodeError:
-        raise FileProblem(path, f"is not text (UTF-8, UTF-16 or UTF-32); expected {_EXPECTED}"
-                          ) from None
 
 
 class _HugeNumber(ValueError):
@@ -625,203 +575,6 @@ def _huge(number: str) -> str:
             "and a float's range; check the file (it may be damaged or not a result)")
 
 
-# -- Prometheus scrapes --------------------------------------------------------------------------
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
-
-
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
-_SCRAPED_AT = re.compile(r"^#\s*scraped_at[:=]?\s+(\S+)\s*$", re.IGNORECASE)
-
-
-PROMPT_TOKENS = "vllm:prompt_tokens"
-
-
-GENERATION_TOKENS = "vllm:generation_tokens"
-
-
-CACHE_QUERIES = ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries")
-
-
-CACHE_HITS = ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits")
-
-
-TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
-
-
-@dataclass
-class Scrape:
-    """One Prometheus text scrape: summed samples by metric name (and ``le`` for buckets)."""
-
-    path: str
-    time: float | None
-    counters: dict[str, float]
-    buckets: dict[float, float]
-
-    def counter(self, name: str) -> float | None:
-        """A counter's value, by its declared name (``_total`` added as exposed) or as given."""
-        for candidate in (name + "_total", name):
-            if candidate in self.counters:
-                return self.counters[candidate]
-        return None
-
-
-def looks_like_prometheus(text: str) -> bool:
-    """True for a Prometheus text exposition that mentions vLLM metrics."""
-    return bool(re.search(r"^(# (TYPE|HELP) )?vllm:", text, re.MULTILINE))
-
-
-def read_scrape(path: str | os.PathLike, text: str | None = None) -> Scrape:
-    """Parse a vLLM server's ``/metrics`` text (see the module docstring)."""
-    path = str(path)
-    if text is None:
-        text = _read_text(path)
-    if not looks_like_prometheus(text):
-        raise FileProblem(path, f"is not a vLLM Prometheus scrape (no vllm: metrics); "
-                                f"expected {_EXPECTED}")
-    counters: dict[str, float] = {}
-    buckets: dict[float, float] = {}
-    stamps: list[float] = []
-    scraped_at: float | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("#"):
-            found = _SCRAPED_AT.match(line)
-            if found:
-                scraped_at = _parse_time(found.group(1), path, number)
-            continue
-        match = _SAMPLE.match(line)
-        if not match:
-            raise FileProblem(path, f"line {number} is not a Prometheus sample "
-                                    f"('name{{labels}} value [timestamp]'): {line[:60]!r}")
-        name, labels, value, stamp = match.groups()
-        try:
-            number_value = float(value)
-        except ValueError:
-            raise FileProblem(path, f"line {number}: value {value!r} is not a number") from None
-        if stamp is not None:
-            stamps.append(int(stamp) / 1000)
-        if name == TTFT_HISTOGRAM + "_bucket":
-            le = dict(_LABEL.findall(labels or "")).get("le")
-            if le is None:
-                raise FileProblem(path, f"line {number}: a histogram bucket without le")
-            bound = math.inf if le in ("+Inf", "Inf") else float(le)
-            buckets[bound] = buckets.get(bound, 0.0) + number_value
-        elif name.startswith("vllm:"):
-            counters[name] = counters.get(name, 0.0) + number_value
-    time = max(stamps) if stamps else scraped_at
-    return Scrape(path=path, time=time, counters=counters, buckets=buckets)
-
-
-def _parse_time(text: str, path: str, line: int) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        stamp = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise FileProblem(path, f"line {line}: scraped_at {text!r} is neither unix seconds "
-                                "nor an ISO 8601 time") from None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=_dt.timezone.utc)
-    return stamp.timestamp()
-
-
-def histogram_quantile(q: float, buckets: dict[float, float]) -> float:
-    """The q-quantile of a cumulative histogram, as Prometheus' ``histogram_quantile`` does.
-
-    ``buckets`` maps each upper bound ``le`` (``inf`` for ``+Inf``) to the cumulative count.
-    The rank q × total falls in the first bucket whose count reaches it; the result is
-    interpolated linearly between that bucket's lower and upper bound (the lowest bucket starts
-    at 0). A rank in the ``+Inf`` bucket returns the highest finite bound; nan when empty.
-    """
-    bounds = sorted(buckets)
-    if not bounds or bounds[-1] != math.inf:
-        raise ValueError("a histogram needs its +Inf bucket")
-    total = buckets[math.inf]
-    if total <= 0:
-        return math.nan
-    rank = q * total
-    previous_bound, previous_count = 0.0, 0.0
-    for bound in bounds:
-        count = buckets[bound]
-        if count >= rank:
-            if bound == math.inf:
-                return previous_bound
-            if count == previous_count:
-                return bound
-            return previous_bound + (bound - previous_bound) * (
-                (rank - previous_count) / (count - previous_count))
-        previous_bound, previous_count = bound, count
-    return previous_bound
-
-
-def from_scrapes(first: Scrape, second: Scrape, interval_s: float | None = None) -> Measurement:
-    """The measurement between two scrapes of one vLLM server (see the module docstring)."""
-    if interval_s is not None:
-        before, after, seconds = first, second, float(interval_s)
-    elif first.time is not None and second.time is not None:
-        before, after = sorted((first, second), key=lambda s: s.time)  # type: ignore[arg-type]
-        seconds = after.time - before.time  # type: ignore[operator]
-    else:
-        undated = first.path if first.time is None else second.path
-        raise FileProblem(undated, "has no time: expected sample timestamps or a "
-                                   "'# scraped_at <unix seconds>' line; or give --interval "
-                                   "SECONDS between the two scrapes")
-    if not seconds > 0:
-        raise FileProblem(after.path, f"was taken {seconds:g} s after {before.path}; the "
-                                      "scrapes need a positive interval")
-    source = f"{before.path} → {after.path}"
-
-    def delta(name: str, required: bool = True) -> float | None:
-        a, b = before.counter(name), after.counter(name)
-        if a is None or b is None:
-            if required:
-                missing = before.path if a is None else after.path
-                raise FileProblem(missing, f"has no {name}_total counter; expected a scrape of "
-                                           "a vLLM server's /metrics")
-            return None
-        if b < a:
-            raise FileProblem(after.path, f"{name}_total fell from {a:g} to {b:g}: the server "
-                                          "restarted between the scrapes; scrape again")
-        return b - a
-
-    prompt, generated = delta(PROMPT_TOKENS), delta(GENERATION_TOKENS)
-    queries = next((d for d in (delta(n, False) for n in CACHE_QUERIES) if d is not None), None)
-    hits = next((d for d in (delta(n, False) for n in CACHE_HITS) if d is not None), None)
-    cache = hits / queries if queries and hits is not None else None
-    p50 = p99 = None
-    notes: list[str] = []
-    if before.buckets and after.buckets:
-        if set(before.buckets) != set(after.buckets):
-            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} has other buckets than in "
-                                          f"{before.path}; scrape the same server twice")
-        if math.inf not in after.buckets:
-            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} has no le=\"+Inf\" bucket; "
-                                          "expected a complete Prometheus histogram")
-        increase = {le: after.buckets[le] - before.buckets[le] for le in after.buckets}
-        if any(v < 0 for v in increase.values()):
-            raise FileProblem(after.path, f"{TTFT_HISTOGRAM} buckets fell: the server "
-                                          "restarted between the scrapes; scrape again")
-        if increase[math.inf] > 0:
-            p50 = histogram_quantile(0.50, increase) * 1000
-            p99 = histogram_quantile(0.99, increase) * 1000
-        else:
-            notes.append("no request got its first token between the scrapes: no TTFT")
-    else:
-        notes.append(f"no {TTFT_HISTOGRAM} histogram: no TTFT")
-    assert prompt is not None and generated is not None
-    return Measurement(
-        source=source, format=FORMATS[3], duration_s=seconds, input_tokens=prompt,
-        output_tokens=generated, tps=(prompt + generated) / seconds,
-        output_tps=generated / seconds, ttft_p50_ms=p50, ttft_p99_ms=p99,
-        cache_hit_rate=cache, notes=tuple(notes))
-
-
 def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = None,
                run: int | None = None) -> list[Measurement]:
     """Every measurement in ``paths``: one per run of each benchmark file, one per pair of
@@ -834,9 +587,9 @@ def read_files(paths: Sequence[str | os.PathLike], interval_s: float | None = No
     scrapes: list[Scrape] = []
     for path in paths:
         if str(path) == "-":  # standard input (… | tokenfactory-xl actuals -)
-            text, path = _read_stdin(), "standard input"
+            text, path = read_result_stdin(), "standard input"
         else:
-            text = _read_text(str(path))
+            text = read_result_text(str(path))
         if text.lstrip()[:1] in ("{", "[") and not _is_text_result(text):
             runs = read_benchmark_runs(path, text)
             if run is not None and len(runs) > 1:
@@ -896,8 +649,8 @@ def theoretical_for(found: Measurement, gpu: str, model_name: str, precision: st
                     mfu: float = 1.0, figure: str = "attainable", parallel: str = "tp"
                     ) -> Theoretical:
     """The theoretical figure for the measured token mix: decode and prefill per GPU blended
-    by the measured output share (:func:`tokenfactory_xl.roofline.blended_tps`). ``figure``
-    is ``attainable`` (TEF's default denominator), ``bound`` (:mod:`tokenfactory_xl.capacity`)
+    by the measured output share (:func:`tokenfactory_xl.core.roofline.blended_tps`). ``figure``
+    is ``attainable`` (TEF's default denominator), ``bound`` (:mod:`tokenfactory_xl.core.serving`)
     or ``roofline`` (version 2, with ``mbu`` and ``mfu``)."""
     g, m = specs.gpu(gpu), specs.model(model_name)
     # prefill attention at the measured mean prompt length; none known: 0 (a higher bound)
@@ -973,285 +726,10 @@ def summarise(found: Measurement, slo_ms: float, theoretical: Theoretical | None
     return out
 
 
-def _site_row(sites: SitesFile, site: str) -> int:
-    """The row number of ``site`` in ``sites`` (names compared by the one rule for names)."""
-    wanted = names.key(site)
-    hits = [r.row for r in sites.rows if r.site_name and names.key(r.site_name) == wanted]
-    if len(hits) > 1:
-        raise InputError([Problem("--site", site, f"names {len(hits)} rows of {sites.path} "
-                                  f"(rows {', '.join(map(str, hits))})",
-                                  "make site names unique")])
-    if not hits:
-        known = [r.site_name for r in sites.rows if r.site_name]
-        close = difflib.get_close_matches(site, known, n=3, cutoff=0.5)
-        fix = f"did you mean {' or '.join(close)}?" if close else (
-            f"the file has: {', '.join(known[:10])}" + (" …" if len(known) > 10 else ""))
-        raise InputError([Problem("--site", site, f"is not a site_name in {sites.path}", fix)])
-    return hits[0]
-
-
-def cell_text(value: float) -> str:
-    return f"{value:.10g}"
-
-
-def _changes(old: dict[str, object], new: dict[str, float]) -> list[tuple[str, object, float]]:
-    return [(k, old.get(k), v) for k, v in new.items()]
-
-
-def _refuse_overwrite(changes, force: bool, path, decimal: str | None = None) -> None:
-    clashes = []
-    for name, before, after in changes:
-        if before in (None, ""):
-            continue
-        try:
-            same = math.isclose(float(before) if isinstance(before, (int, float)) else
-                                number_text.read_number(str(before), decimal)[0], after,
-                                rel_tol=1e-9)
-        except (ValueError, TypeError):
-            same = False
-        if not same:
-            clashes.append(f"{name} {before} → {cell_text(after)}")
-    if clashes and not force:
-        raise InputError([Problem("--sites", str(path), "already holds other values: "
-                                  + "; ".join(clashes), "add --force to replace them")])
-
-
-def check_measured(values: dict[str, float], source: str) -> None:
-    """Refuse measured values no site can take: not finite (a scrape's ``nan``), or no
-    throughput at all (a run whose every request failed measures 0 tokens/s)."""
-    problems = []
-    for name, value in values.items():
-        try:
-            BY_NAME[name].parse(value)
-        except BadValue as exc:
-            problems.append(Problem(name, value, f"measured in {source}: {exc.message}",
-                                    "check the run; nothing was written"))
-    if values.get("measured_tps") == 0:
-        problems.append(Problem("measured_tps", 0, f"measured in {source}: no tokens were served "
-                                "(every request of the run failed?), which is no throughput "
-                                "a site can plan on", "run the benchmark again; nothing was "
-                                "written"))
-    if problems:
-        raise InputError(problems)
-
-
-def write_site_values(path: str | os.PathLike, site: str, values: dict[str, float],
-                      force: bool = False, sheet: str | None = None,
-                      on_wait: Callable[[], object] | None = None,
-                      source: str = "the values given") -> list[tuple[str, object, float]]:
-    """Write ``values`` (input name → number) into the row of ``site`` in a sites file.
-
-    ``values`` are checked first (:func:`check_measured`; ``source`` names where they were
-    measured): nothing is written for a value no site can take.
-
-    The row, sheet and header are found as ``batch`` finds them (the sheet the workbook opens
-    on, or ``sheet``; the first row holding ``site_name``). Every other cell, the column order,
-    the rows and every formula's stored value stay as they were (a workbook's sheet is changed
-    in its XML, cell by cell); missing columns are added at the end of the header; a CSV gets
-    the numbers with its own decimal separator. The file is replaced atomically (a temporary
-    file in the same folder, then ``os.replace``). Cells that already hold a different value
-    are only replaced with ``force``. Returns (name, old value, new value) for each value
-    written. Another run updating the file is waited for (``on_wait`` is called when it is, to
-    say so).
-    """
-    from ..sites.load import load_sites
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError([Problem("--sites", str(path), "is not a file",
-                                  "give the sites file (.csv or .xlsx) to update")])
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".xlsx", ".xlsm"):
-        raise InputError([Problem("--sites", str(path), "is neither .csv nor .xlsx",
-                                  "save the sites file as CSV or Excel workbook")])
-    check_measured(values, source)
-    # Runs updating one file queue: each reads the file as the one before it left it, so
-    # eight measurements written at once are eight updates, none lost.
-    with claim(path, wait=True, what="the file", on_wait=on_wait):
-        sites = load_sites(path, sheet)
-        if "site_name" not in sites.columns:
-            raise InputError([Problem("--sites", str(path), "has no site_name column",
-                                      "the header row names the columns; --sheet picks the "
-                                      "sheet")])
-        row = _site_row(sites, site)
-        if suffix == ".csv":
-            return _write_csv(path, sites, row, values, force)
-        return _write_xlsx(path, sites, row, values, force)
-
-
-def _write_csv(path: Path, sites: SitesFile, row_number: int, values: dict[str, float],
-               force: bool):
-    raw = read_regular(path, MAX_XLSX_UNPACKED)
-    bom = raw.startswith(b"\xef\xbb\xbf")
-    text = raw.decode("utf-8-sig")  # load_sites has read it as UTF-8
-    newline = "\r\n" if "\r\n" in text else "\n"
-    delimiter = sniff_delimiter(_header_line(text))
-    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
-    header_at = sites.header_row - 1
-    header = [normalise_column(c) for c in rows[header_at]]
-    added = [name for name in values if name not in header]
-    for name in added:
-        header.append(name)
-        rows[header_at].append(name)
-    if added:  # keep the file rectangular: every row gets the new (empty) cells
-        for other in rows[header_at + 1:]:
-            if any(cell != "" for cell in other):
-                other.extend([""] * (len(header) - len(other)))
-    row = rows[row_number - 1]
-    row.extend([""] * (len(header) - len(row)))
-    old = {name: row[header.index(name)] for name in values}
-    changes = _changes(old, values)
-    _refuse_overwrite(changes, force, path, sites.decimal)
-    for name, value in values.items():
-        # the file's own decimal separator: 412,5 in a decimal-comma file, 412.5 otherwise
-        shown = cell_text(value)
-        row[header.index(name)] = shown.replace(".", ",") if sites.decimal == "," else shown
-    out = io.StringIO(newline="")
-    writer = csv.writer(out, delimiter=delimiter, lineterminator=newline)
-    writer.writerows(rows)
-    data = out.getvalue().encode("utf-8")
-    write_atomically(path, (b"\xef\xbb\xbf" if bom else b"") + data)
-    return changes
-
-
-def _write_xlsx(path: Path, sites: SitesFile, row_number: int, values: dict[str, float],
-                force: bool):
-    from ..files.safe_xlsx import RefusedFile, open_xlsx
-
-    try:
-        with open_xlsx(path) as content:
-            part = next((s.part for s in content.sheets if s.title == sites.sheet), None)
-            cells = content.cells(sites.sheet).values  # type: ignore[arg-type]
-    except RefusedFile as exc:
-        raise InputError([Problem("--sites", str(path), exc.reason, exc.fix)]) from None
-    if part is None:
-        raise InputError([Problem("--sites", str(path), f"has no sheet {sites.sheet!r} to write",
-                                  "--sheet names the sheet of the sites")])
-    columns = _header_columns(cells, sites.header_row)
-    width = max([_column_number(c) for c in columns.values()], default=0)
-    for name in values:
-        if name not in columns:
-            width += 1
-            columns[name] = _column_name(width)
-    old = {n: cells.get(f"{columns[n]}{row_number}") for n in values}
-    changes = _changes(old, values)
-    _refuse_overwrite(changes, force, path)
-    header_cells = {f"{columns[n]}{sites.header_row}": _inline_text(n) for n in values
-                    if f"{columns[n]}{sites.header_row}" not in cells}
-    value_cells = {f"{columns[n]}{row_number}": f"<v>{float(v)!r}</v>" for n, v in values.items()}
-    with zipfile.ZipFile(path) as archive:
-        members = [(info, archive.read(info)) for info in archive.infolist()]
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for info, data in members:
-            if info.filename == part:
-                data = _set_cells(data.decode("utf-8"), {**header_cells, **value_cells}
-                                  ).encode("utf-8")
-            archive.writestr(info, data, compress_type=info.compress_type)
-    write_atomically(path, out.getvalue())
-    return changes
-
-
-def _header_columns(cells: dict[str, object], header_row: int) -> dict[str, str]:
-    """Input name → column letters, from the header row's cells."""
-    found = {}
-    for coord, value in cells.items():
-        letters, row = _split(coord)
-        if row == header_row and isinstance(value, str) and normalise_column(value):
-            found.setdefault(normalise_column(value), letters)
-    return found
-
-
-def _split(coord: str) -> tuple[str, int]:
-    match = re.fullmatch(r"([A-Z]+)(\d+)", coord)
-    assert match, coord
-    return match.group(1), int(match.group(2))
-
-
-def _column_number(letters: str) -> int:
-    number = 0
-    for char in letters:
-        number = number * 26 + ord(char) - 64
-    return number
-
-
-def _column_name(number: int) -> str:
-    letters = ""
-    while number:
-        number, rest = divmod(number - 1, 26)
-        letters = chr(65 + rest) + letters
-    return letters
-
-
-def _inline_text(text: str) -> str:
-    from xml.sax.saxutils import escape
-
-    return f'<is><t>{escape(text)}</t></is>'
-
-
-_ROW = re.compile(r'<((?:\w+:)?)row\b[^>]*?\br="(\d+)"[^>]*?(?:/>|>.*?</\1row>)', re.DOTALL)
-
-
-_CELL = re.compile(r'<((?:\w+:)?)c\b[^>]*?\br="([A-Z]+)(\d+)"[^>]*?(?:/>|>.*?</\1c>)', re.DOTALL)
-
-
-_STYLE = re.compile(r'\bs="(\d+)"')
-
-
-def _set_cells(xml: str, contents: dict[str, str]) -> str:
-    """The sheet's XML with each cell of ``contents`` (coordinate → the cell's inner XML, a
-    value or an inline text) replaced or added in its row, keeping the cell's style; every
-    other byte stays as it was, formulas and their stored values with it."""
-    by_row: dict[int, dict[str, str]] = {}
-    for coord, inner in contents.items():
-        letters, row = _split(coord)
-        by_row.setdefault(row, {})[letters] = inner
-
-    def cell(prefix: str, coord: str, inner: str, style: str) -> str:
-        kind = ' t="inlineStr"' if inner.startswith("<is>") else ""
-        if prefix:  # the sheet's own namespace prefix on every element
-            inner = inner.replace("</", "\0").replace("<", f"<{prefix}").replace(
-                "\0", f"</{prefix}")
-        return f'<{prefix}c r="{coord}"{style}{kind}>{inner}</{prefix}c>'
-
-    def patch_row(match: re.Match[str]) -> str:
-        prefix, number = match.group(1), int(match.group(2))
-        wanted = by_row.get(number)
-        if not wanted:
-            return match.group(0)
-        text = match.group(0)
-        if text.endswith("/>") and f"</{prefix}row>" not in text:
-            text = text[:-2] + f"></{prefix}row>"
-        head_end = text.index(">") + 1
-        body, tail = text[head_end:-len(f"</{prefix}row>")], f"</{prefix}row>"
-        pieces = []
-        pending = dict(sorted(wanted.items(), key=lambda kv: _column_number(kv[0])))
-        for c in _CELL.finditer(body):
-            letters = c.group(2)
-            for new in [k for k in pending if _column_number(k) < _column_number(letters)]:
-                pieces.append(cell(prefix, f"{new}{number}", pending.pop(new), ""))
-            if letters in pending:
-                style = _STYLE.search(c.group(0)[:c.group(0).index(">")])
-                pieces.append(cell(prefix, f"{letters}{number}", pending.pop(letters),
-                                   f' s="{style.group(1)}"' if style else ""))
-            else:
-                pieces.append(c.group(0))
-        for new, inner in pending.items():
-            pieces.append(cell(prefix, f"{new}{number}", inner, ""))
-        return text[:head_end] + "".join(pieces) + tail
-
-    patched = _ROW.sub(patch_row, xml)
-    missing = set(by_row) - {int(m.group(2)) for m in _ROW.finditer(xml)}
-    if missing:  # pragma: no cover - the header and the site's row hold cells load_sites read
-        raise InputError([Problem("--sites", "", f"rows {sorted(missing)} are not in the sheet's "
-                                  "file", "open the file in Excel and save it again")])
-    return patched
-
-
 __all__ = ["Measurement", "Scrape", "Theoretical", "FileProblem", "read_files",
            "FORMAT_GENAI_PERF", "FORMAT_LLMPERF", "FORMAT_MLPERF", "FORMAT_PERF_CSV",
            "FORMAT_TRTLLM_BENCH",
            "read_benchmark", "read_benchmark_runs", "read_suite_result", "read_scrape",
-           "from_scrapes", "histogram_quantile",
-           "measured_slo_attainment", "summarise", "theoretical_for", "write_site_values",
+           "from_scrapes",
+           "measured_slo_attainment", "summarise", "theoretical_for",
            "MEASURED_INPUTS", "FORMATS"]

@@ -3,8 +3,8 @@ workbook and the chart of ``tokenfactory-xl cost`` (the command: :mod:`tokenfact
 
 A serving benchmark says how many tokens a GPU made and how fast each user saw them; the price
 of a GPU-hour turns that into money. For each run of each file read by
-:mod:`tokenfactory_xl.actuals` (vLLM, SGLang, AIPerf, nightly-suite results) the command prints
-the throughput per GPU, the output tokens per second one user sees, and the cost of a million
+:mod:`tokenfactory_xl.capacity.actuals` (vLLM, SGLang, AIPerf, nightly-suite results) the command
+prints the throughput per GPU, the output tokens per second one user sees, and the cost of a million
 input and of a million output tokens at ``--gpu-hour`` dollars per GPU-hour.
 
 **Input vs output.** Prefill reads a prompt token far faster than decode writes an output token
@@ -16,9 +16,9 @@ output token). In order: ``--prefill-decode-ratio`` as given; the file's measure
 throughput (AIPerf's active prefill rate: tokens per second while prefilling), with T_d from
 the blend; else, given ``--gpu``/``--model``/``--precision``, the attainable model of
 methodology §5.1 at the run's batch (its concurrency) and context
-(:func:`tokenfactory_xl.capacity.gpu_seconds_per_token`). The output says which.
+(:func:`tokenfactory_xl.core.serving.gpu_seconds_per_token`). The output says which.
 Then T_d = T × ((1 − o) ÷ r + o) and T_p = r × T_d
-(:func:`tokenfactory_xl.model.decode_tps_from_blend`), and the costs are §2's
+(:func:`tokenfactory_xl.core.economics.decode_tps_from_blend`), and the costs are §2's
 C × 10⁶ ÷ (3,600 × T_p) and C × 10⁶ ÷ (3,600 × T_d) at the measured load (the GPUs were paid
 for the whole run: utilisation 1). Their token-weighted mean is the cost of a million tokens.
 

@@ -1,11 +1,12 @@
-"""What one benchmark run measured: the record every reader of :mod:`tokenfactory_xl.actuals`
-fills in, the formats they read, and the checks of a number they share.
+"""What one benchmark run measured: the record every reader fills in, the formats read, the
+checks of a number they share, and the reading of a result file's text.
 
 A reader turns one tool's result file into a :class:`Measurement` (tokens, rates, TTFT, what
 the file says of the setup) or raises :class:`FileProblem` naming the file and what was
-expected. The readers of the serving tools live in :mod:`tokenfactory_xl.actuals`, the others
-in their own modules (``read_*.py``); all of them import this module, and
-:mod:`tokenfactory_xl.actuals` imports them.
+expected. The readers of the serving tools (vLLM, SGLang, AIPerf, nightly suites) live in
+:mod:`tokenfactory_xl.capacity.actuals`, the Prometheus scrapes in
+:mod:`tokenfactory_xl.capacity.prometheus`, the others one module each in
+:mod:`tokenfactory_xl.capacity.readers`; all of them import this module.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..core.errors import TokenFactoryError
+from ..files.disk import NotARegularFile, decode_text, read_regular
 
 FORMAT_GENAI_PERF = "NVIDIA GenAI-Perf"
 FORMAT_LLMPERF = "LLMPerf summary"
@@ -126,3 +128,43 @@ def _num(obj: dict, key: str, path, what: str, required: bool = True) -> float |
     if not math.isfinite(value) or value < 0:
         raise FileProblem(path, f"{what}: {key!r} is {value!r}, expected a number of at least 0")
     return float(value)
+
+
+# -- reading a result file ----------------------------------------------------------------------
+#: Largest result file read [bytes]: benchmark summaries are kilobytes.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+
+
+def read_result_stdin() -> str:
+    """A result file given as ``-``: the standard input, read whole (at most the size of a
+    result file)."""
+    import sys
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise FileProblem("-", "reads standard input, which is a terminal; pipe or redirect a "
+                               "result file into it (… - < result.json), or name the file")
+    text = sys.stdin.read(MAX_RESULT_BYTES + 1)
+    if len(text) > MAX_RESULT_BYTES:
+        raise FileProblem("standard input", f"holds more than {MAX_RESULT_BYTES / 1e6:,.0f} MB; "
+                                            "a benchmark result is far smaller: give the "
+                                            "summary file, not per-request records")
+    return text.removeprefix("\ufeff")
+
+
+def read_result_text(path: str) -> str:
+    """A result file's text: a regular file (never a FIFO or a device) of at most
+    :data:`MAX_RESULT_BYTES`, in UTF-8, UTF-16 or UTF-32."""
+    try:
+        data = read_regular(path, MAX_RESULT_BYTES)
+    except NotARegularFile as exc:
+        if exc.reason.startswith("is ") and "larger than" in exc.reason:
+            raise FileProblem(path, f"{exc.reason}; a benchmark result is far smaller: give "
+                                    "the summary file, not per-request records") from None
+        if exc.reason == "does not exist":
+            raise FileProblem(path, "no such file") from None
+        raise FileProblem(path, exc.reason + (f"; {exc.fix}" if exc.fix else "")) from None
+    try:
+        return decode_text(data)
+    except UnicodeDecodeError:
+        raise FileProblem(path, f"is not text (UTF-8, UTF-16 or UTF-32); expected {_EXPECTED}"
+                          ) from None

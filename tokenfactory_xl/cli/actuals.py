@@ -16,15 +16,14 @@ from ..capacity.actuals import (
     FIGURES,
     MEASURED_INPUTS,
     Theoretical,
-    cell_text,
     read_files,
     summarise,
     theoretical_for,
-    write_site_values,
 )
 from ..capacity.measurement import (
     FileProblem,
 )
+from ..capacity.write_back import cell_text, write_site_values
 from ..cli.common import fraction_arg, positive_float, positive_int
 from ..core import roofline
 from ..core import serving as capacity

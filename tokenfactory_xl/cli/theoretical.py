@@ -2,10 +2,10 @@
 
 The TEF denominator, ``theoretical_tps_per_gpu``, is the one input finance teams find hardest
 to fill in. This command answers it from the GPU and model catalogues of
-:mod:`tokenfactory_xl.specs`: the **bound** and the **attainable** figure of
-:mod:`tokenfactory_xl.capacity` (methodology section 5.1) — for a batch and context, or with
+:mod:`tokenfactory_xl.core.specs`: the **bound** and the **attainable** figure of
+:mod:`tokenfactory_xl.core.serving` (methodology section 5.1) — for a batch and context, or with
 ``--isl``/``--osl`` the best output throughput per GPU — beside the version-2 roofline of
-:mod:`tokenfactory_xl.roofline` (section 5) and its working: what a decode step reads and
+:mod:`tokenfactory_xl.core.roofline` (section 5) and its working: what a decode step reads and
 computes, which bound it hits, how large a batch fits. ``--check TABLE.csv`` puts both figures
 beside published measurements. ``--list`` shows the catalogue's names. A thin adapter: no
 formula here.

@@ -1,10 +1,10 @@
 """The ``template`` and ``render`` commands: the TFOM workbook from the command line.
 
-``tokenfactory-xl template -o TFOM.xlsx`` writes the workbook of :mod:`tokenfactory_xl.workbook`
-with the site's inputs (``--set``, ``--scenario``) typed in, never overwriting without
-``--force``. ``tokenfactory-xl render TFOM.xlsx -o dashboard.png`` lets LibreOffice recalculate a
-workbook and draws its Dashboard page as a PNG, so that a person can look at the charts without
-Excel.
+``tokenfactory-xl template -o TFOM.xlsx`` writes the workbook of
+:mod:`tokenfactory_xl.workbook.build` with the site's inputs (``--set``, ``--scenario``) typed in,
+never overwriting without ``--force``. ``tokenfactory-xl render TFOM.xlsx -o dashboard.png`` lets
+LibreOffice recalculate a workbook and draws its Dashboard page as a PNG, so that a person can look
+at the charts without Excel.
 """
 
 from __future__ import annotations

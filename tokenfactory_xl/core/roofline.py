@@ -30,10 +30,10 @@ The functions come in two layers:
   :func:`attention_flops_per_token`, :func:`flops_per_step`, :func:`step_time`,
   :func:`decode_tps_per_gpu`, :func:`prefill_tps_per_gpu`, :func:`blended_tps`,
   :func:`max_batch`), each taking scalars or numpy arrays and broadcasting like
-  :mod:`tokenfactory_xl.model`;
+  :mod:`tokenfactory_xl.core.economics`;
 - catalogue functions (:func:`theoretical_tps`, :func:`max_batch_for`,
   :func:`prefill_tps_for`, :func:`decode_step_for`) that take a GPU and a model by name from
-  :mod:`tokenfactory_xl.specs` and a precision; their ``…_over`` twins take a
+  :mod:`tokenfactory_xl.core.specs` and a precision; their ``…_over`` twins take a
   :class:`Replica`, the figures of one combination or of one per cell, so that a range of
   100,000 GPUs, models and precisions is computed in one pass, each distinct entry read once.
 
@@ -283,7 +283,7 @@ def blended_tps(prefill_tps: ArrayLike, decode_tps: ArrayLike,
                 output_share: ArrayLike) -> Numeric:
     """Tokens per second of a mix of prompt and output tokens [tokens/s]: methodology section 2's
     blended capacity 1 ÷ ((1 − o) ÷ T_p + o ÷ T_d), stated once in
-    :func:`tokenfactory_xl.model.blended_capacity`."""
+    :func:`tokenfactory_xl.core.economics.blended_capacity`."""
     return blended_capacity(prefill_tps, decode_tps, output_share)
 
 

@@ -7,7 +7,7 @@ its precisions, its parallelism):
 - **bound** — physics only, never beaten by a real measurement. A decode step of B sequences
   on a replica of g GPUs reads the weights it needs and the KV cache, and does the arithmetic;
   the step takes at least max(bytes ÷ bandwidth, FLOPs ÷ peak). Unlike the version-2 roofline
-  (:mod:`tokenfactory_xl.roofline`) it counts what each GPU holds and reads:
+  (:mod:`tokenfactory_xl.core.roofline`) it counts what each GPU holds and reads:
 
   * per-component precision: routed experts at the weight precision, the rest (attention,
     dense and shared-expert layers, LM head) at ``dense_precision`` — by default the weight
@@ -30,7 +30,7 @@ its precisions, its parallelism):
   their bytes at the link bandwidth); the batch is what fits beside a memory reserve, capped at
   an engine's batch size.
 
-Every constant is in the catalogue (``data/method.csv``, :func:`tokenfactory_xl.specs.
+Every constant is in the catalogue (``data/method.csv``, :func:`tokenfactory_xl.core.specs.
 method_constants`) with what it is and its source; the README's capacity section lists them.
 
 Two quantities are quoted (the metrics of the shared measurements table):

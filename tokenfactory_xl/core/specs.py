@@ -25,7 +25,7 @@ a ``gpus.csv`` and/or ``models.csv`` there is merged over the shipped one, row b
 whose name matches a shipped entry replaces it; other rows are added). Names are matched
 without regard to case, spaces, hyphens or underscores (``h100sxm`` finds ``H100 SXM``).
 
-Unknown names raise :class:`tokenfactory_xl.errors.InputError` whose fix lists close matches.
+Unknown names raise :class:`tokenfactory_xl.core.errors.InputError` whose fix lists close matches.
 """
 
 from __future__ import annotations

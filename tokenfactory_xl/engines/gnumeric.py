@@ -1,12 +1,12 @@
 """Gnumeric's ``ssconvert``: a second open-source spreadsheet engine to recalculate workbooks.
 
 The TFOM workbook must compute the same numbers in every engine its users open it in (methodology
-section 9). LibreOffice is one engine (:mod:`tokenfactory_xl.libreoffice`); Gnumeric is another,
-with its own formula parser and function library, and its command-line converter recalculates
-a workbook headlessly: ``ssconvert --recalc in.xlsx out.xlsx`` loads the file, recomputes every
-formula (ignoring the values the file stores) and writes an ``.xlsx`` whose stored values are
-Gnumeric's. A function Gnumeric does not know gives ``#NAME?`` there, which is how the tests
-catch formulas that are not portable. Debian/Ubuntu: ``apt-get install gnumeric``.
+section 9). LibreOffice is one engine (:mod:`tokenfactory_xl.engines.libreoffice`); Gnumeric is
+another, with its own formula parser and function library, and its command-line converter
+recalculates a workbook headlessly: ``ssconvert --recalc in.xlsx out.xlsx`` loads the file,
+recomputes every formula (ignoring the values the file stores) and writes an ``.xlsx`` whose stored
+values are Gnumeric's. A function Gnumeric does not know gives ``#NAME?`` there, which is how the
+tests catch formulas that are not portable. Debian/Ubuntu: ``apt-get install gnumeric``.
 """
 
 from __future__ import annotations

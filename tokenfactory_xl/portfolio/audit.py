@@ -3,9 +3,9 @@
 Before finance trusts a number from a site's workbook it wants to know whether someone typed
 over a formula, edited one, used an old template, typed 95 where 95 % was meant, or edited the
 file outside Excel so that the figures it shows are not the ones its formulas give. This module
-compares a workbook read by :mod:`tokenfactory_xl.safe_xlsx` with the template that
-:func:`tokenfactory_xl.workbook.build_workbook` makes, reads its inputs by their ``in_`` defined
-names, checks them with the input catalogue, recomputes the site with the Python model and
+compares a workbook read by :mod:`tokenfactory_xl.files.safe_xlsx` with the template that
+:func:`tokenfactory_xl.workbook.build.build_workbook` makes, reads its inputs by their ``in_``
+defined names, checks them with the input catalogue, recomputes the site with the Python model and
 compares the recomputation with the values the file stores.
 
 Each finding has a severity:
@@ -126,7 +126,7 @@ class Template:
     """What an untouched TFOM workbook of this version holds, for comparing.
 
     ``formulas`` maps sheet title → cell → formula (without ``=``); ``names`` maps each defined
-    name to its reference, written as :func:`~tokenfactory_xl.safe_xlsx.canonical_reference`.
+    name to its reference, written as :func:`~tokenfactory_xl.files.safe_xlsx.canonical_reference`.
     """
 
     version: str
@@ -184,7 +184,7 @@ def _formula_of(value: object) -> str | None:
 @lru_cache(maxsize=1)
 def current_template() -> Template:
     """The template of this version, built by the workbook builder once (kept between runs of
-    this same code: :mod:`tokenfactory_xl.build_cache`)."""
+    this same code: :mod:`tokenfactory_xl.workbook.build_cache`)."""
     from ..workbook.build import default_workbook
     from ..workbook.build_cache import kept
 
@@ -688,8 +688,9 @@ def audit_workbook(path: str | Path, template: Template | None = None,
 def audit_workbooks(paths: Sequence[str | Path], template: Template | None = None,
                     limits: Limits | None = None) -> list[WorkbookAudit]:
     """:func:`audit_workbook` of each file, in order, with the same findings; the sites whose
-    inputs are valid are recomputed together (:func:`~tokenfactory_xl.operating_model.run_many`),
-    which takes a fraction of the time one model run per site does.
+    inputs are valid are recomputed together
+    (:func:`~tokenfactory_xl.tfom.operating_model.run_many`), which takes a fraction of the time one
+    model run per site does.
 
     A file whose audit fails unexpectedly raises only for itself: it is returned as an
     ``Exception`` in its place, and the others are audited.

@@ -1,24 +1,24 @@
 """Batch: one filled-in TFOM workbook per site of a sites file, and the portfolio of them all.
 
 ``tokenfactory-xl batch sites.csv -o out`` checks every row of the sites file first
-(:mod:`tokenfactory_xl.sites`) and writes nothing when a row is bad, unless ``--skip-invalid``.
+(:mod:`tokenfactory_xl.sites.load`) and writes nothing when a row is bad, unless ``--skip-invalid``.
 It then writes ``out/<site name>.xlsx`` for each site and ``out/portfolio.xlsx`` with one row per
-site (:mod:`tokenfactory_xl.portfolio`).
+site (:mod:`tokenfactory_xl.portfolio.book`).
 
-Each workbook is the TFOM workbook of :mod:`tokenfactory_xl.workbook` with the site's inputs typed
-in, its formulas intact, and every formula cell storing the value the Python model computes for
-it: tools that read stored values without calculating (pandas, Power Query, previewers,
+Each workbook is the TFOM workbook of :mod:`tokenfactory_xl.workbook.build` with the site's inputs
+typed in, its formulas intact, and every formula cell storing the value the Python model computes
+for it: tools that read stored values without calculating (pandas, Power Query, previewers,
 ``openpyxl`` with ``data_only=True``) see the site's numbers, and Excel recalculates on open.
 
 Speed comes from building the workbook once: the template (the default site) is built with
-openpyxl and cut into a :class:`~tokenfactory_xl.stencil.Stencil`; each site then costs its
+openpyxl and cut into a :class:`~tokenfactory_xl.workbook.stencil.Stencil`; each site then costs its
 share of a model run over a few sites at once and one join of the worksheet XML with its values.
 ``--jobs N`` spreads the sites over N processes, each filling its own copy of the stencil and
 sending back only the sites' summary outputs, so memory stays flat however many sites there are.
 
 Safety: every target is checked before anything is written (an existing file is never replaced
 without ``--force``, an input never, whatever the flags); every file is written under a
-temporary name in its folder (:mod:`tokenfactory_xl.files`) and all are renamed into place only
+temporary name in its folder (:mod:`tokenfactory_xl.files.disk`) and all are renamed into place only
 when the last one is complete, so a run that fails (a full disk) or is stopped (Ctrl-C, SIGTERM)
 leaves none of its outputs; the same inputs give byte-identical files.
 """
@@ -63,7 +63,7 @@ from .book import (
 from .workers import Workers, passes
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
-#: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
+#: :data:`tokenfactory_xl.sites.load.RESERVED_STEMS`).
 PORTFOLIO = "portfolio.xlsx"
 
 
@@ -185,7 +185,7 @@ _FACTORY: WorkbookFactory | None = None
 
 def shared_factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
     """The process's factory at deflate ``level``: built once, or read back as an earlier run of
-    this same code kept it (:mod:`tokenfactory_xl.build_cache`)."""
+    this same code kept it (:mod:`tokenfactory_xl.workbook.build_cache`)."""
     global _FACTORY
     if _FACTORY is None or _FACTORY.stencil.level != level:
         _FACTORY = kept(f"workbook-factory-{level}", lambda: WorkbookFactory(level))

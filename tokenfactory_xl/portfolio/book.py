@@ -66,9 +66,9 @@ class _HasSummary(Protocol):
     summary: dict[str, float | None]
 
 
-#: One site of the portfolio: its inputs and its :class:`~tokenfactory_xl.operating_model.Result`
-#: (a batch passes results holding only ``summary``, with :data:`SCENARIO_COLUMNS` in it: see
-#: :func:`figures`).
+#: One site of the portfolio: its inputs and its
+#: :class:`~tokenfactory_xl.tfom.operating_model.Result` (a batch passes results holding only
+#: ``summary``, with :data:`SCENARIO_COLUMNS` in it: see :func:`figures`).
 Entry = tuple[SiteInputs, _HasSummary]
 
 #: The outputs the totals sum.

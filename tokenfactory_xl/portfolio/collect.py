@@ -2,10 +2,10 @@
 
 Site managers fill in the TFOM workbook and send it back. ``tokenfactory-xl collect`` takes
 those files (or folders of them), audits each one against the template
-(:mod:`tokenfactory_xl.audit`), recomputes every site with the Python model from the inputs typed
-into it — never from the values the file stores — and writes
+(:mod:`tokenfactory_xl.portfolio.audit`), recomputes every site with the Python model from the
+inputs typed into it — never from the values the file stores — and writes
 
-- the portfolio, one row per site, in the batch's layout (:mod:`tokenfactory_xl.portfolio`);
+- the portfolio, one row per site, in the batch's layout (:mod:`tokenfactory_xl.portfolio.book`);
 - optionally the same rows as CSV;
 - the audit report (Markdown), and a short form of it on the standard output.
 
@@ -150,7 +150,7 @@ FILES_PER_WORKER = 8
 
 
 #: How many files a worker audits at a time: their sites are recomputed in one pass of the model
-#: (:func:`~tokenfactory_xl.operating_model.run_many`), and their cells are held until then.
+#: (:func:`~tokenfactory_xl.tfom.operating_model.run_many`), and their cells are held until then.
 FILES_PER_PASS = 16
 
 
@@ -187,7 +187,7 @@ def _flag_switched_scenarios(audits: Sequence[WorkbookAudit]) -> None:
     """Warn on each workbook whose live scenario is not the one most of the others have (the
     batch wrote them all with one; someone switched the Scenario cell before sending it back):
     the portfolio's live-scenario totals are then left blank, its per-scenario NPVs still add
-    up (:func:`tokenfactory_xl.portfolio.totals`)."""
+    up (:func:`tokenfactory_xl.portfolio.book.totals`)."""
     from .book import live_scenarios
 
     included = [a for a in audits if a.included]
@@ -283,7 +283,7 @@ def _hash_of(path: str, *version: int) -> str | None:
 def duplicates(audits: Sequence[WorkbookAudit]) -> list[Duplicate]:
     """Pairs of workbooks in the portfolio with the same content, or the same site name.
 
-    Names are compared by :func:`tokenfactory_xl.names.key` (composed, without regard to case,
+    Names are compared by :func:`tokenfactory_xl.core.names.key` (composed, without regard to case,
     surrounding spaces and hidden characters); each later workbook is
     paired with the first one it repeats.
     """
@@ -438,7 +438,7 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
     """Write the portfolio (and its CSV) from the included workbooks, and the report.
 
     Every file is written under a temporary name in its folder and all are renamed when the
-    last is complete (:class:`tokenfactory_xl.files.Outputs`): a failure or a signal leaves
+    last is complete (:class:`tokenfactory_xl.files.disk.Outputs`): a failure or a signal leaves
     none of them, and a reader never sees half a file.
     """
     from . import book as pf

@@ -4,8 +4,8 @@ While :func:`stop_on_signals` is active, SIGINT and SIGTERM raise :class:`Stoppe
 thread, so every ``finally`` and every clean-up of temporary files runs, and the command ends
 with one line and the shell's customary status (128 + the signal's number: 130 for SIGINT, 143
 for SIGTERM). A second signal during the clean-up is ignored. Worker processes
-(:mod:`tokenfactory_xl.workers`) ignore both signals: the parent decides, kills them and removes
-what they left.
+(:mod:`tokenfactory_xl.portfolio.workers`) ignore both signals: the parent decides, kills them and
+removes what they left.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Plan against actual: ``tokenfactory-xl track WORKBOOK RESULT_FILE…``.
 
 The model plans a TEF ramp; the serving stack measures throughput every week. ``track`` reads
-benchmark result files or Prometheus scrapes through :func:`tokenfactory_xl.actuals.read_files`
-(every format ``actuals`` reads) and appends to the workbook's **Actuals** sheet one dated row
-per measurement:
+benchmark result files or Prometheus scrapes through
+:func:`tokenfactory_xl.capacity.actuals.read_files` (every format ``actuals`` reads) and appends to
+the workbook's **Actuals** sheet one dated row per measurement:
 
 - the measured throughput of the instance [tokens/s] and the GPUs that served it (``--gpus``, or
   the GPU count the file states); the throughput per GPU;
@@ -133,7 +133,7 @@ def _fingerprint(paths: Sequence[str], run: int) -> str:
 def read_measurements(paths: Sequence[str], month: dt.date | None = None,
                       interval_s: float | None = None) -> list[Reading]:
     """Every measurement of ``paths`` (each run of a benchmark file; one per pair of scrapes),
-    read by :func:`tokenfactory_xl.actuals.read_files`."""
+    read by :func:`tokenfactory_xl.capacity.actuals.read_files`."""
     from ..capacity.actuals import FileProblem, looks_like_prometheus, read_files, read_scrape
 
     benchmarks, scrapes = [], []

@@ -5,8 +5,8 @@ holds while it waits for work. A worker killed while holding it (a service manag
 SIGTERM to the whole process group) leaves the lock taken, and ``Pool.terminate`` then waits for
 it forever. Here each worker has a pipe of its own and nothing is shared: the parent hands out
 chunks of tasks, collects the results from whichever worker is ready, and on any exception —
-:class:`~tokenfactory_xl.interrupts.Stopped` included — kills every worker and waits for it
-before the exception goes on, so the caller's clean-up runs after the last worker is gone.
+:class:`~tokenfactory_xl.portfolio.interrupts.Stopped` included — kills every worker and waits for
+it before the exception goes on, so the caller's clean-up runs after the last worker is gone.
 
 Workers ignore SIGINT and SIGTERM: the parent decides. When the parent itself dies, a worker
 finds its pipe closed at its next hand-over and leaves.

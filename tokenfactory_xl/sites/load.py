@@ -15,11 +15,11 @@ the header is the first row with a ``site_name`` cell (or a given row); a formul
 stored value, a merge across columns and a file mixing decimal conventions are refused; a merge
 down one column gives each row its shown value; numbers typed as text are read with the file's
 one decimal convention (:func:`_read_numbers`). What it decided is said in
-:attr:`SitesFile.notes`. Only regular files are read (:func:`tokenfactory_xl.files.open_regular`).
-It also gives each site the file name its workbook will have (:func:`safe_file_stem`) and reports
-two sites that would share one.
-:func:`read_sites` is the strict form: the rows, or an :class:`~tokenfactory_xl.errors.InputError`
-listing every problem.
+:attr:`SitesFile.notes`. Only regular files are read
+(:func:`tokenfactory_xl.files.disk.open_regular`). It also gives each site the file name its
+workbook will have (:func:`safe_file_stem`) and reports two sites that would share one.
+:func:`read_sites` is the strict form: the rows, or an
+:class:`~tokenfactory_xl.core.errors.InputError` listing every problem.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ MAX_XLSX_UNPACKED = 200 * 2**20
 # Characters Windows, macOS or Linux refuse in a file name, and every character a name may not
 # hold (control characters, bidirectional controls, invisible characters: :mod:`names`).
 _UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*]|{names.HIDDEN.pattern}')
-#: Characters a name or a label may not hold (:data:`tokenfactory_xl.names.HIDDEN`): a site
+#: Characters a name or a label may not hold (:data:`tokenfactory_xl.core.names.HIDDEN`): a site
 #: name becomes a file name, one line of a portfolio and a line of a report.
 CONTROL_OR_BIDI = names.HIDDEN
 #: A value echoed in a message or a report, its hidden characters escaped (``\u202e``).
@@ -920,8 +920,8 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
 def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
     """Report a site whose name, or whose workbook's file name, an earlier row already has.
 
-    Names are compared by :func:`tokenfactory_xl.names.key`: composed (NFC) and without regard to
-    case (``Alpha`` and ``ALPHA`` share a file on Windows and macOS), and after the file-name
+    Names are compared by :func:`tokenfactory_xl.core.names.key`: composed (NFC) and without regard
+    to case (``Alpha`` and ``ALPHA`` share a file on Windows and macOS), and after the file-name
     mapping (``A/B`` and ``A_B`` both become ``A_B.xlsx``).
     """
     first_by_name: dict[str, SiteRow] = {}

@@ -1,7 +1,7 @@
 """The formula language of the TFOM: one expression tree, two renderings.
 
 Every line of the operating model (a Capacity quantity, a Timeline row, a summary output, a
-check) is declared once, in :mod:`tokenfactory_xl.operating_model`, as an expression over
+check) is declared once, in :mod:`tokenfactory_xl.tfom.operating_model`, as an expression over
 inputs, named constants and other lines. This module turns such an expression into
 
 - an **Excel formula** (:func:`excel`): defined names for inputs (``in_gpus``), constants

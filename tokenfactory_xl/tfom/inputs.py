@@ -4,8 +4,8 @@
 file, the input cells of a filled-in workbook, a Python dict), starts from the catalogue's
 defaults, checks every value against the catalogue and the few rules that tie inputs together
 (salvage at most the CapEx, TTFT p99 above p50, measured throughput at most the theoretical), and
-returns :class:`SiteInputs`, or raises :class:`~tokenfactory_xl.errors.InputError` listing every
-problem at once.
+returns :class:`SiteInputs`, or raises :class:`~tokenfactory_xl.core.errors.InputError` listing
+every problem at once.
 
 Per-scenario inputs are addressed as ``tef_target.Optimised`` for one scenario; a bare
 ``tef_target`` means the live scenario's value (the CLI's ``--set``) or all three (a sites-file
@@ -156,7 +156,7 @@ class SiteInputs(FrozenMapping):
     @property
     def cohorts(self) -> tuple[dict[str, object], ...]:
         """The fleet's cohorts after the first (the site's own columns are cohort 1): each a
-        dict of :data:`~tokenfactory_xl.catalogue.COHORT_SPECS` names, ``None`` where blank
+        dict of :data:`~tokenfactory_xl.core.catalogue.COHORT_SPECS` names, ``None`` where blank
         (the site's value is used)."""
         return self.get("cohorts", ())  # type: ignore[return-value]
 

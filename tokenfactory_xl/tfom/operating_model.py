@@ -6,8 +6,8 @@ tokens. Each month the TEF and the sell-through move along linear ramps to their
 price falls by the quarterly decline, and power, opex, rent, depreciation and tax follow the
 calendar hours of the month. methodology section 4 is the contract; section 7 names the summary.
 
-**Every line is declared once**, below, as a :class:`~tokenfactory_xl.formula.Line`: its name,
-label, unit and formula, written in the expression language of :mod:`tokenfactory_xl.formula`
+**Every line is declared once**, below, as a :class:`~tokenfactory_xl.tfom.formula.Line`: its name,
+label, unit and formula, written in the expression language of :mod:`tokenfactory_xl.tfom.formula`
 over inputs (``I.gpus``), named constants (``K.seconds_per_hour``) and other lines. The workbook
 renders each declaration as the Excel formula of its cell or row; :func:`run` compiles the same
 declarations into one numpy function and returns the monthly lines and the summary; batch
@@ -1821,7 +1821,7 @@ def run(inputs: SiteInputs, scenario: str | None = None) -> Result:
 
     Parameters
     ----------
-    inputs : the site's checked inputs (:func:`tokenfactory_xl.inputs.make_inputs`).
+    inputs : the site's checked inputs (:func:`tokenfactory_xl.tfom.inputs.make_inputs`).
     scenario : the live scenario (what ``lines`` and ``summary`` show); default
         ``inputs["scenario"]``. Every scenario is in ``Result.scenarios`` either way.
     """

@@ -1,6 +1,6 @@
 """What must be true: the value of one input at which a summary output meets a target.
 
-The tornado (:mod:`tokenfactory_xl.risk`) says how far each assumption moves the NPV; a board
+The tornado (:mod:`tokenfactory_xl.tfom.risk`) says how far each assumption moves the NPV; a board
 asks the inverse: *what TEF target, price factor or CapEx per GPU makes the NPV zero, or the IRR
 our hurdle rate?* :func:`solve` answers it with the model itself, not an approximation:
 

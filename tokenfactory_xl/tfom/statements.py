@@ -5,7 +5,7 @@ statement (revenue to net income, book depreciation), the cash-flow statement (o
 investing, financing and equity, which sum to 0 because the company keeps no cash) and the
 balance sheet at the year's end (fixed assets at net book value + receivables = debt + payables
 + equity). The figures are the model's own lines (``st_<key>_<scenario>`` of
-:data:`~tokenfactory_xl.operating_model.STATEMENT_LINES`), read from a :class:`Result`; this
+:data:`~tokenfactory_xl.tfom.operating_model.STATEMENT_LINES`), read from a :class:`Result`; this
 module only arranges them as the workbook's Statements sheet does.
 """
 
@@ -23,7 +23,7 @@ def statements(result: Result, scenario: str | None = None
 
     Parameters
     ----------
-    result : the site's :func:`~tokenfactory_xl.operating_model.run`.
+    result : the site's :func:`~tokenfactory_xl.tfom.operating_model.run`.
     scenario : one scenario's name, or every scenario (None).
 
     Years are calendar years as text (``"2027"``), in order; the keys of each part are those of

@@ -1,9 +1,9 @@
 """The Actuals sheet of the TFOM workbook: measured TEF beside the plan's, month by month.
 
 The model plans a TEF ramp; the serving stack measures throughput every week. ``tokenfactory-xl
-track`` (:mod:`tokenfactory_xl.track`) appends one dated row per measurement to this sheet: the
-measured throughput, the TEF it is against cohort 1's theoretical TPS per GPU, the plan's TEF
-for that month, the variance and the revenue the variance is worth at that month's price, with a
+track`` (:mod:`tokenfactory_xl.portfolio.track`) appends one dated row per measurement to this
+sheet: the measured throughput, the TEF it is against cohort 1's theoretical TPS per GPU, the plan's
+TEF for that month, the variance and the revenue the variance is worth at that month's price, with a
 chart of plan against actual. The rows are values (what was measured, and the plan when the row
 was added), like the Risk sheet's figures: no formula of the model reads them, so they never
 change a figure of the model nor its master check.

@@ -1,18 +1,18 @@
 """The TFOM workbook: the Token Factory Operating Model as a self-contained Excel file.
 
 A finance team lives in a workbook, not in Python. :func:`build_workbook` lays the operating
-model of :mod:`tokenfactory_xl.operating_model` out the way financial modellers expect (the FAST
-Standard): every input on the Inputs sheet, named ``in_<name>`` and validated from the input
+model of :mod:`tokenfactory_xl.tfom.operating_model` out the way financial modellers expect (the
+FAST Standard): every input on the Inputs sheet, named ``in_<name>`` and validated from the input
 catalogue; fixed constants in one labelled block, named ``k_<name>``; one monthly timeline
 whose every row holds one formula copied across; the summary outputs of section 7 named
 ``out_<name>``; a Checks sheet with one master check. It opens in Excel 2016+, LibreOffice and
 Google Sheets with no Python and no macros.
 
 This module decides only *where* each line of the model goes and how it looks. The formula of
-every cell is its line's declaration rendered by :func:`tokenfactory_xl.formula.excel`, and
+every cell is its line's declaration rendered by :func:`tokenfactory_xl.tfom.formula.excel`, and
 :func:`cell_values` gives, for every input and formula cell, the value of the same declaration
 computed by the compiled model, which batch generation stores in each site's file. The CLI
-commands ``template`` and ``render`` are in :mod:`tokenfactory_xl.workbook_cli`.
+commands ``template`` and ``render`` are in :mod:`tokenfactory_xl.cli.workbook`.
 """
 
 from __future__ import annotations

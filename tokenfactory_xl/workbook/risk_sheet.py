@@ -1,7 +1,7 @@
 """The Risk sheet of the TFOM workbook: the tornado and the Monte Carlo (methodology §8) as values.
 
 Neither can be a formula in every engine (10,000 draws of a 120-month model), so the Python
-model computes them (:mod:`tokenfactory_xl.risk`) and the sheet holds its figures beside a copy
+model computes them (:mod:`tokenfactory_xl.tfom.risk`) and the sheet holds its figures beside a copy
 of the inputs they were computed for. A formula per input compares today's value with that copy:
 as soon as one differs, the sheet's status (and the Checks sheet) says **STALE** and how to
 refresh (``tokenfactory-xl refresh FILE``). A workbook written without them (``batch
@@ -9,7 +9,7 @@ refresh (``tokenfactory-xl refresh FILE``). A workbook written without them (``b
 
 Layout (fixed, the same for every site): the status on row 4; the tornado from row 7 with its
 chart beside it; the Monte Carlo figures and the NPV histogram below; then "what must be true",
-each tornado driver's value at which the live NPV is 0 (:mod:`tokenfactory_xl.solve`); the
+each tornado driver's value at which the live NPV is 0 (:mod:`tokenfactory_xl.tfom.solve`); the
 inputs the figures were computed for in columns U to AD.
 """
 
