@@ -210,9 +210,9 @@ def test_a_fifo_given_for_a_workbook_is_refused_at_once(tmp_path, args):
 
 
 def test_a_sites_file_larger_than_any_sites_file_is_refused_by_its_size(tmp_path, monkeypatch):
-    from tokenfactory_xl.sites import load as sites
+    from tokenfactory_xl.sites import table
 
-    monkeypatch.setattr(sites, "MAX_XLSX_UNPACKED", 100)
+    monkeypatch.setattr(table, "MAX_XLSX_UNPACKED", 100)
     (tmp_path / "s.csv").write_text("site_name,gpus\n" + "A,1024\n" * 20, encoding="utf-8")
     proc = run("batch", "s.csv", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 2

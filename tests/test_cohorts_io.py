@@ -13,7 +13,8 @@ import pytest
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.files.safe_xlsx import parse_reference
 from tokenfactory_xl.portfolio.collect import collect
-from tokenfactory_xl.sites.load import load_cohorts, load_sites
+from tokenfactory_xl.sites.cohorts import load_cohorts
+from tokenfactory_xl.sites.load import load_sites
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.tfom.operating_model import run
 

@@ -22,13 +22,8 @@ from ..core import names, number_text
 from ..core.catalogue import BY_NAME, BadValue
 from ..core.errors import InputError, Problem
 from ..files.disk import claim, read_regular, write_atomically
-from ..sites.load import (
-    MAX_XLSX_UNPACKED,
-    SitesFile,
-    _header_line,
-    normalise_column,
-    sniff_delimiter,
-)
+from ..sites.load import SitesFile
+from ..sites.table import MAX_XLSX_UNPACKED, _header_line, normalise_column, sniff_delimiter
 
 
 def _site_row(sites: SitesFile, site: str) -> int:

@@ -92,7 +92,7 @@ def _cohorts_of_site(path: str, values: dict[str, object], problems: list[Proble
                      ) -> list[str]:
     """Put the site's rows of the cohorts file ``path`` into ``values["cohorts"]``; returns
     where each row was read. With a site_name column, the rows naming the site are taken."""
-    from ..sites.load import load_cohorts
+    from ..sites.cohorts import load_cohorts
 
     table = load_cohorts(path, need_site_name=False)
     for note in table.notes:

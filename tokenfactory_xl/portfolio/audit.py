@@ -40,9 +40,10 @@ from .. import __version__
 from ..core import names
 from ..core.catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES, fmt_number
 from ..core.errors import InputError
+from ..core.number_text import two_readings
 from ..files.safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from ..files.safe_xlsx import parse_reference as _parse_reference
-from ..sites.load import CONTROL_OR_BIDI, two_readings
+from ..sites.load import CONTROL_OR_BIDI
 from ..tfom.inputs import SiteInputs, make_inputs
 from ..tfom.operating_model import Result, run_each
 from .book import PORTFOLIO_SHEET

@@ -1,5 +1,6 @@
 """Sites files: one row of inputs per site (.csv or .xlsx), and the fleet's cohorts.
 
-:mod:`.load` reads a sites or cohorts file into checked inputs, row by row, saying where each
-problem is. Imports the TFOM, files and core.
+:mod:`.table` reads a table a person made (its header, its cells, numbers typed as text),
+:mod:`.load` checks a sites file's rows into inputs, :mod:`.cohorts` a cohorts file's rows.
+Imports the TFOM, files and core.
 """
