@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tokenfactory_xl.addin import udfs
+from tokenfactory_xl.addin import params, udfs
 from tokenfactory_xl.core import roofline, specs
 
 GOAL_SECONDS = 0.050
@@ -58,7 +58,7 @@ def valid_column(function: str, name: str, rows: int, rng: np.random.Generator,
         flows = rng.uniform(1e5, 1e6, rows)
         flows[0] = -flows[1:].sum() / 2
         return flows
-    rule = udfs.PARAMS[name].rule
+    rule = params.PARAMS[name].rule
     low = 0.0 if rule.low is None else float(rule.low)
     high = low + 1000.0 if rule.high is None else float(rule.high)
     if rule.kind == "integer":

@@ -16,7 +16,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from tokenfactory_xl.addin import udfs
+from tokenfactory_xl.addin import cells, params, udfs
 from tokenfactory_xl.addin.udfs import (
     AVOIDED_CAPEX,
     BLENDED_PRICE,
@@ -287,7 +287,7 @@ def test_payback_takes_one_series():
 
 # -- how each runtime shows a bad argument --------------------------------------------------------
 def test_classic_excel_shows_the_message_as_the_cells_text(monkeypatch):
-    monkeypatch.setattr(udfs, "runtime", lambda: "classic")
+    monkeypatch.setattr(cells, "runtime", lambda: "classic")
     assert TFI(0.3, 99.5, 0.8) == "sla=99.5: looks like a percentage; enter 99.5% or 0.995"
     assert PAYBACK_MONTHS([[-100, 50], [60, 70]]).startswith("cash_flows is a block")
     assert TFI(0.3, 0.99, 0.8) == approx(0.2376)
@@ -296,7 +296,7 @@ def test_classic_excel_shows_the_message_as_the_cells_text(monkeypatch):
 def test_officejs_raises_an_xlwings_error_that_is_not_retried(monkeypatch):
     import xlwings
 
-    monkeypatch.setattr(udfs, "runtime", lambda: "officejs")
+    monkeypatch.setattr(cells, "runtime", lambda: "officejs")
     with pytest.raises(xlwings.XlwingsError, match="sla=99.5: looks like a percentage"):
         TFI(0.3, 99.5, 0.8)
 
@@ -304,14 +304,14 @@ def test_officejs_raises_an_xlwings_error_that_is_not_retried(monkeypatch):
 def test_runtime_follows_the_decorators_xlwings_bound(monkeypatch):
     import xlwings
 
-    assert udfs.runtime() == "python"  # on Linux xlwings' decorators are no-ops
+    assert cells.runtime() == "python"  # on Linux xlwings' decorators are no-ops
     stand_in = type(lambda: None)(TPM.__code__, {})
     for module, expected in (("xlwings.udfs", "classic"),
                              ("xlwings.pro.udfs_officejs", "officejs"),
                              ("xlwings.server", "officejs")):
         stand_in.__module__ = module
         monkeypatch.setattr(xlwings, "func", stand_in)
-        assert udfs.runtime() == expected
+        assert cells.runtime() == expected
 
 
 # -- every function: scalars, 1-D and 2-D ranges, empty cells, text -------------------------------
@@ -358,7 +358,7 @@ def test_each_argument_as_a_column_with_an_empty_cell(name, position):
     column = list(args)
     column[position] = [[args[position]], [None], [args[position]]]
     result = getattr(udfs, name)(*column)
-    optional = udfs.PARAMS[argument_name(name, position)].default
+    optional = params.PARAMS[argument_name(name, position)].default
     if optional is None:
         assert result == [[approx(expected)], [None], [approx(expected)]]
     else:  # an empty optional cell takes the default
@@ -382,19 +382,19 @@ def test_text_in_each_argument_is_named(name, position):
 def test_text_arguments_use_the_catalogue_rule(monkeypatch):
     from tokenfactory_xl.core.catalogue import BY_NAME
 
-    monkeypatch.setitem(udfs.PARAMS, "scenario",
-                        udfs.Param("scenario", BY_NAME["scenario"], "A scenario"))
+    monkeypatch.setitem(params.PARAMS, "scenario",
+                        params.Param("scenario", BY_NAME["scenario"], "A scenario"))
     factor = {"Base": 1.0, "Optimised": 2.0, "Downside": 0.5}
 
     def formula(scenario, tps):
         return np.vectorize(lambda s, t: factor[s] * t if s else np.nan)(scenario, tps)
 
-    assert udfs._call(formula, ("scenario", "tps"), ("optimised", 10)) == 20.0
-    assert udfs._call(formula, ("scenario", "tps"), ([["Base"], [None], ["Downside"]], 10)) == [
+    assert cells._call(formula, ("scenario", "tps"), ("optimised", 10)) == 20.0
+    assert cells._call(formula, ("scenario", "tps"), ([["Base"], [None], ["Downside"]], 10)) == [
         [10.0], [None], [5.0]]
     with pytest.raises(ArgumentError, match="scenario=Bse: must be one of Base, Optimised, "
                                             "Downside; did you mean Base?"):
-        udfs._call(formula, ("scenario", "tps"), ("Bse", 10))
+        cells._call(formula, ("scenario", "tps"), ("Bse", 10))
 
 
 # -- long ranges: the fast readings agree with the cell-by-cell one ------------------------------

@@ -232,9 +232,9 @@ def test_the_bundle_runs_again_in_the_same_process(bundle, lite_python):
 
 def test_the_bundle_holds_udfs_and_what_it_imports():
     order = lite.modules()
-    assert sorted(order) == ["addin", "addin.udfs", "core", "core.catalogue", "core.economics",
-                             "core.errors", "core.names", "core.number_text", "core.roofline",
-                             "core.serving", "core.specs"]
+    assert sorted(order) == ["addin", "addin.cells", "addin.params", "addin.udfs", "core",
+                             "core.catalogue", "core.economics", "core.errors", "core.names",
+                             "core.number_text", "core.roofline", "core.serving", "core.specs"]
     for position, module in enumerate(order):  # dependencies first
         assert set(lite._imports(module)[0]) <= set(order[:position]), module
     assert set(lite.data_files()) == {"data/gpus.csv", "data/models.csv", "data/method.csv"}

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import regen_golden
-from tokenfactory_xl.addin import udfs
+from tokenfactory_xl.addin import cells, udfs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,7 +193,7 @@ def test_officejs_turns_our_error_strings_into_error_values():
     # read, not imported: xlwings.pro is licensed separately and nothing here may need it
     officejs = source("pro/_xlofficejs.py")
     table = re.search(r"error_to_type = \{(.*?)\}", officejs, re.S)[1]
-    for code in (udfs.DIV0, udfs.NUM, udfs.NA):
+    for code in (cells.DIV0, cells.NUM, cells.NA):
         assert f'"{code}":' in table
     assert 'isinstance(x, str) and x.startswith("#")' in officejs
     assert "return errorstr_to_errortype(x" in officejs

@@ -6,7 +6,7 @@ into its requirements.txt tab the lines of the requirements.txt beside this file
 =TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
 Written by `tokenfactory-xl lite` from tokenfactory_xl 3.0.0; do not edit it by hand: write
-it again with that command. It holds the source of the package's modules addin, core, core.economics, core.errors, core.specs, core.roofline, core.serving, core.names, core.number_text, core.catalogue, addin.udfs and its
+it again with that command. It holds the source of the package's modules addin, core, core.economics, core.errors, core.specs, core.roofline, core.serving, core.names, core.number_text, core.catalogue, addin.params, addin.cells, addin.udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
 and help, as desktop Excel gets.
@@ -25,11 +25,12 @@ _VERSION = "3.0.0"
 
 # The package's modules, as text: dependencies first.
 _SOURCES = {
-    'tokenfactory_xl.addin': r'''"""The Excel add-in: the Excel functions (:mod:`.udfs`) and their xlwings Lite bundle
-(:mod:`.lite`).
+    'tokenfactory_xl.addin': r'''"""The Excel add-in: the Excel functions (:mod:`.udfs`), their arguments (:mod:`.params`), the
+reading of Excel's cells and the answers given back (:mod:`.cells`), and their xlwings Lite
+bundle (:mod:`.lite`).
 
 Workbooks and the xlwings settings name the functions' module ``tokenfactory_xl.udfs``; that
-path is kept by :mod:`tokenfactory_xl.udfs`, which re-exports :mod:`.udfs`.
+path is kept by :mod:`tokenfactory_xl.udfs`, which is :mod:`.udfs` itself.
 """
 ''',
     'tokenfactory_xl.core': r'''"""The core: what every other layer stands on, and all the Excel functions need.
@@ -3194,115 +3195,23 @@ COHORT_BY_NAME: dict[str, Input] = {c.name: c for c in COHORT_SPECS}
 #: Columns a cohort row must give.
 COHORT_REQUIRED: tuple[str, ...] = ("cohort", "online_month", "gpus")
 ''',
-    'tokenfactory_xl.addin.udfs': r'''"""The Excel functions: ``=TEF()``, ``=TFI()``, ``=BREAKEVEN_UTIL()`` … for finance teams.
+    'tokenfactory_xl.addin.params': r'''"""The Excel functions' arguments: one rule and one help text for each argument name.
 
-A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
-``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
-call that spills down the column. Each function here is a thin adapter: it checks the cells it is
-given, calls the formula of :mod:`tokenfactory_xl.core.economics` (methodology sections 1–4) once
-over whole arrays, and gives the result back in the shape Excel expects. No formula is stated here.
-
-The same module serves three runtimes through xlwings' decorators ``func``/``arg``/``ret``:
-classic xlwings (Windows desktop Excel, through COM and a generated VBA module), Office.js custom
-functions (xlwings Lite in Excel for Mac and the web, and xlwings Server), and plain Python
-(where the decorators do nothing and the functions are ordinary callables).
-
-Conventions every function follows (the specs functions ``THEORETICAL_TPS``, ``MAX_BATCH``,
-``GPU_SPEC``, ``MODEL_SPEC`` are to follow them too):
-
-1. **Names.** The Python function's name is the Excel name (upper case, the spec's words);
-   parameters are the spec's names, positional, optional ones last with their default. No
-   keyword-only parameters, none named ``caller``, no VBA reserved words (``currency``, ``date``,
-   ``type`` …), no type annotations (xlwings reads annotations as converters).
-2. **One source.** Each argument name is declared once in :data:`PARAMS` with its rule (the
-   catalogue's where the argument is a site input) and its help; a new function adds its names
-   there, a thin decorated function calling :func:`_call` with the model's formula, and its
-   name to ``__all__``; then ``python -m tests.tools.regen_golden`` regenerates the golden
-   registration files.
-3. **Help.** The docstring, collapsed to one line by :func:`_excel_help`, is the description the
-   function wizard shows; each argument's help comes from :data:`PARAMS` (the argument's meaning,
-   its unit in words, its allowed range derived from the rule). Both must stay within Excel's
-   255 characters (tests check). Category :data:`CATEGORY`.
-4. **Ranges in, ranges out.** Every argument is declared ``ndim=2`` so a range keeps its
-   orientation; any argument may be one cell or a range. :func:`_call` broadcasts like numpy and
-   returns a plain number for an all-single-cell call, a list of lists (rows of cells) for ranges,
-   which Excel 365 spills. An empty cell in a required argument gives an empty result at that
-   position; an empty cell (or an omitted argument) in an optional argument takes its default.
-   Every argument is also declared ``err_to_str=True``: a cell holding an error value (``#N/A``
-   …) gives that error at its position, as Excel's own functions propagate it (without it,
-   xlwings hands an error cell over as an empty one). Pyodide's ``jsnull`` reads as empty.
-5. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
-   sizes do not fit, p99 ≤ p50 …) stop the whole call with one short message that names the
-   argument, the value, what is allowed and the fix. The number rules are the input catalogue's
-   (:meth:`tokenfactory_xl.core.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
-   reported as a percentage typed without its % sign. An argument whose rule is text or a
-   choice (a GPU model) reaches the formula as an object array of parsed texts, ``None`` where
-   empty. How the message reaches the user depends on the runtime (see below).
-6. **Undefined results** of one element (a division by zero, no finite answer) give that element
-   one of Excel's error codes, ``"#DIV/0!"``, ``"#NUM!"`` or ``"#N/A"``; the other elements compute.
-
-How each runtime shows them (read in xlwings 0.37's own source, ``xlwings/udfs.py``,
-``xlwings/_xlwindows.py``, ``xlwings/pro/_xlofficejs.py``, ``xlwings/pro/udfs_officejs.py``):
-
-- **Office.js (xlwings Lite, xlwings Server).** The result strings ``"#DIV/0!"``, ``"#NUM!"`` and
-  ``"#N/A"`` are turned into real Excel error values (``ISERROR`` is TRUE, ``IFERROR`` catches
-  them, arithmetic propagates them). A bad argument raises :class:`ArgumentError`, an
-  ``xlwings.XlwingsError``: the cell shows ``#VALUE!`` with the message on hover, and xlwings
-  Server answers it with status 400, which the add-in does not retry (a plain exception is a 500
-  and is retried).
-- **Classic xlwings (Windows, COM).** A UDF cannot return a real error value there (xlwings
-  issue 776; NaN comes back as an empty cell), and a raised exception reaches the cell as
-  "Unexpected Python Error" text with the traceback. So in classic Excel a bad argument returns
-  the message itself as the cell's text (no traceback), and an undefined element shows the text
-  ``#DIV/0!`` / ``#NUM!`` / ``#N/A``: it looks like Excel's error and ``SUM`` skips it, but it is
-  text (``ISNUMBER`` is FALSE and ``ISERROR`` is FALSE). ``ISNUMBER()`` tells a result from a
-  problem in every runtime.
-- **Plain Python.** Bad arguments raise :class:`ArgumentError` (a ``ValueError``); undefined
-  elements are the same error strings.
+An argument that is an input of the catalogue takes the catalogue's rule and unit (one source);
+the others state theirs here once. The help is what Excel's function wizard shows (cut at
+255 characters by Excel, so the first sentence says the unit).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import chain, product
 
-import numpy as np
-import xlwings as xw
-
-from ..core import economics as model
-from ..core import roofline, specs
-from ..core import serving as capacity
-from ..core.catalogue import BY_NAME, BadValue, Input, fmt_number
-from ..core.errors import InputError, Problem, TokenFactoryError
-
-#: The function-wizard category of every function of this module.
-CATEGORY = "Token Factory"
-
-#: Excel's own error codes, as the strings Office.js turns into real error values.
-DIV0, NUM, NA = "#DIV/0!", "#NUM!", "#N/A"
-
-#: Every error value a cell can hold, as xlwings hands it over with ``err_to_str`` (every
-#: argument is read that way): an argument's error comes back as the result's error at its
-#: position, as Excel's own functions propagate it, instead of reading as an empty cell.
-EXCEL_ERRORS = frozenset({"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A",
-                          "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!",
-                          "#CONNECT!", "#BUSY!", "#UNKNOWN!", "#DATA!", "#PYTHON!"})
+from ..core.catalogue import BY_NAME, Input, fmt_number
 
 #: Excel cuts function and argument descriptions at this many characters.
 EXCEL_HELP_LIMIT = 255
-
-
-class ArgumentError(TokenFactoryError, xw.XlwingsError, ValueError):
-    """An Excel function was given an argument it cannot use; the message says which and why.
-
-    A subclass of ``xlwings.XlwingsError`` so that Office.js runtimes show it as ``#VALUE!``
-    with the message and do not retry the call.
-    """
 
 
 # -- the arguments: one rule and one help text for each name ------------------------------------
@@ -3359,9 +3268,16 @@ def _fraction(name: str) -> Input:
 
 
 _TPS = "tokens per second"
+
+
 _PER_MTOK = "$ per million tokens"
+
+
 _PER_GPU_H = "$ per GPU-hour"
+
+
 _FRACTION = "fraction, e.g. 65%"
+
 
 #: Every argument name used by the functions, with its rule and help. One name, one meaning.
 PARAMS: dict[str, Param] = {p.name: p for p in (
@@ -3451,6 +3367,50 @@ def _excel_help(f: Callable) -> Callable:
     """
     f.__doc__ = " ".join((f.__doc__ or "").split())
     return f
+''',
+    'tokenfactory_xl.addin.cells': r'''"""Excel's cells in and out: what an Excel function receives and what it gives back.
+
+A cell arrives as a number, text, an empty cell (``None``; Pyodide's ``jsnull`` under older
+xlwings Lite), an error value, or a range as a list of rows. Each argument is read by its rule
+(:mod:`.params`), every value checked, ranges broadcast against each other; the answer is one
+value or a range of the same shape, a spreadsheet error (``#DIV/0!``, ``#NUM!``, ``#N/A``) where
+the formula has none, and a message naming the argument, the value and what is allowed where
+the user typed something wrong (:class:`ArgumentError`).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+import xlwings as xw
+
+from ..core.catalogue import BadValue, Input
+from ..core.errors import Problem, TokenFactoryError
+from .params import PARAMS, Param
+
+#: Excel's own error codes, as the strings Office.js turns into real error values.
+DIV0, NUM, NA = "#DIV/0!", "#NUM!", "#N/A"
+
+
+#: Every error value a cell can hold, as xlwings hands it over with ``err_to_str`` (every
+#: argument is read that way): an argument's error comes back as the result's error at its
+#: position, as Excel's own functions propagate it, instead of reading as an empty cell.
+EXCEL_ERRORS = frozenset({"#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A",
+                          "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!",
+                          "#CONNECT!", "#BUSY!", "#UNKNOWN!", "#DATA!", "#PYTHON!"})
+
+
+class ArgumentError(TokenFactoryError, xw.XlwingsError, ValueError):
+    """An Excel function was given an argument it cannot use; the message says which and why.
+
+    A subclass of ``xlwings.XlwingsError`` so that Office.js runtimes show it as ``#VALUE!``
+    with the message and do not retry the call.
+    """
 
 
 # -- the runtime ---------------------------------------------------------------------------------
@@ -3470,6 +3430,8 @@ def runtime() -> str:
 
 # -- reading the cells ---------------------------------------------------------------------------
 _NUMERIC_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+
+
 _NUMBER_OR_EMPTY = _NUMERIC_TYPES | {type(None)}
 
 
@@ -3790,6 +3752,104 @@ def _with_errors(answer: object, values: Iterator[_Values] | object, shape: tupl
     rows = np.asarray(answer, dtype=object).reshape(shape) if shape else np.asarray(answer)
     rows = np.where(np.equal(errors, None), rows, errors)
     return rows.tolist()
+''',
+    'tokenfactory_xl.addin.udfs': r'''"""The Excel functions: ``=TEF()``, ``=TFI()``, ``=BREAKEVEN_UTIL()`` … for finance teams.
+
+A finance user types ``=TEF(B2,B3)`` and gets the Token Efficiency Factor, or types
+``=BREAKEVEN_UTIL(A2:A10001, B2:B10001, 0.25)`` and gets 10,000 breakeven utilisations from one
+call that spills down the column. Each function here is a thin adapter: it checks the cells it is
+given, calls the formula of :mod:`tokenfactory_xl.core.economics` (methodology sections 1–4) once
+over whole arrays, and gives the result back in the shape Excel expects. No formula is stated here.
+
+The same module serves three runtimes through xlwings' decorators ``func``/``arg``/``ret``:
+classic xlwings (Windows desktop Excel, through COM and a generated VBA module), Office.js custom
+functions (xlwings Lite in Excel for Mac and the web, and xlwings Server), and plain Python
+(where the decorators do nothing and the functions are ordinary callables).
+
+Conventions every function follows (the specs functions ``THEORETICAL_TPS``, ``MAX_BATCH``,
+``GPU_SPEC``, ``MODEL_SPEC`` are to follow them too):
+
+1. **Names.** The Python function's name is the Excel name (upper case, the spec's words);
+   parameters are the spec's names, positional, optional ones last with their default. No
+   keyword-only parameters, none named ``caller``, no VBA reserved words (``currency``, ``date``,
+   ``type`` …), no type annotations (xlwings reads annotations as converters).
+2. **One source.** Each argument name is declared once in :data:`.params.PARAMS` with its rule (the
+   catalogue's where the argument is a site input) and its help; a new function adds its names
+   there, a thin decorated function calling :func:`.cells._call` with the model's formula, and its
+   name to ``__all__``; then ``python -m tests.tools.regen_golden`` regenerates the golden
+   registration files.
+3. **Help.** The docstring, collapsed to one line by :func:`_excel_help`, is the description the
+   function wizard shows; each argument's help comes from :data:`PARAMS` (the argument's meaning,
+   its unit in words, its allowed range derived from the rule). Both must stay within Excel's
+   255 characters (tests check). Category :data:`CATEGORY`.
+4. **Ranges in, ranges out.** Every argument is declared ``ndim=2`` so a range keeps its
+   orientation; any argument may be one cell or a range. :func:`_call` broadcasts like numpy and
+   returns a plain number for an all-single-cell call, a list of lists (rows of cells) for ranges,
+   which Excel 365 spills. An empty cell in a required argument gives an empty result at that
+   position; an empty cell (or an omitted argument) in an optional argument takes its default.
+   Every argument is also declared ``err_to_str=True``: a cell holding an error value (``#N/A``
+   …) gives that error at its position, as Excel's own functions propagate it (without it,
+   xlwings hands an error cell over as an empty one). Pyodide's ``jsnull`` reads as empty.
+5. **Bad arguments** (text, TRUE/FALSE, a date, a negative count, 65 for 65 %, ranges whose
+   sizes do not fit, p99 ≤ p50 …) stop the whole call with one short message that names the
+   argument, the value, what is allowed and the fix. The number rules are the input catalogue's
+   (:meth:`tokenfactory_xl.core.catalogue.Input.parse`): a fraction typed as a number in (1, 100] is
+   reported as a percentage typed without its % sign. An argument whose rule is text or a
+   choice (a GPU model) reaches the formula as an object array of parsed texts, ``None`` where
+   empty. How the message reaches the user depends on the runtime (see below).
+6. **Undefined results** of one element (a division by zero, no finite answer) give that element
+   one of Excel's error codes, ``"#DIV/0!"``, ``"#NUM!"`` or ``"#N/A"``; the other elements compute.
+
+How each runtime shows them (read in xlwings 0.37's own source, ``xlwings/udfs.py``,
+``xlwings/_xlwindows.py``, ``xlwings/pro/_xlofficejs.py``, ``xlwings/pro/udfs_officejs.py``):
+
+- **Office.js (xlwings Lite, xlwings Server).** The result strings ``"#DIV/0!"``, ``"#NUM!"`` and
+  ``"#N/A"`` are turned into real Excel error values (``ISERROR`` is TRUE, ``IFERROR`` catches
+  them, arithmetic propagates them). A bad argument raises :class:`ArgumentError`, an
+  ``xlwings.XlwingsError``: the cell shows ``#VALUE!`` with the message on hover, and xlwings
+  Server answers it with status 400, which the add-in does not retry (a plain exception is a 500
+  and is retried).
+- **Classic xlwings (Windows, COM).** A UDF cannot return a real error value there (xlwings
+  issue 776; NaN comes back as an empty cell), and a raised exception reaches the cell as
+  "Unexpected Python Error" text with the traceback. So in classic Excel a bad argument returns
+  the message itself as the cell's text (no traceback), and an undefined element shows the text
+  ``#DIV/0!`` / ``#NUM!`` / ``#N/A``: it looks like Excel's error and ``SUM`` skips it, but it is
+  text (``ISNUMBER`` is FALSE and ``ISERROR`` is FALSE). ``ISNUMBER()`` tells a result from a
+  problem in every runtime.
+- **Plain Python.** Bad arguments raise :class:`ArgumentError` (a ``ValueError``); undefined
+  elements are the same error strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable
+from itertools import product
+
+import numpy as np
+import xlwings as xw
+
+from ..core import economics as model
+from ..core import roofline, specs
+from ..core import serving as capacity
+from ..core.catalogue import Input, fmt_number
+from ..core.errors import InputError, Problem
+from .cells import (
+    NA,
+    NUM,
+    ArgumentError,
+    _call,
+    _no_cycle_collection,
+    _read,
+    _reply_to,
+    _Values,
+    _where,
+)
+from .params import _FRACTION, PARAMS, Param, _excel_help, _rule
+
+#: The function-wizard category of every function of this module.
+CATEGORY = "Token Factory"
 
 
 def _p99_above_p50(read: dict[str, _Values]) -> None:
@@ -3822,10 +3882,6 @@ def _salvage_within_capex(read: dict[str, _Values]) -> None:
 def _doc(name: str) -> str:
     return PARAMS[name].doc
 
-
-# -- the functions -------------------------------------------------------------------------------
-# Each: xlwings decorators (name, category, per-argument help), a one-paragraph description, one
-# call into the model. Order and names are those of issue 3's table.
 
 @xw.func(category=CATEGORY)
 @xw.arg("actual_tps", ndim=2, err_to_str=True, doc=_doc("actual_tps"))
@@ -4137,13 +4193,6 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
                  ("tps_per_gpu", "power_kw", "pue", "util"), (tps_per_gpu, power_kw, pue, util))
 
 
-# -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
-# The catalogue functions take names (a GPU, a model, a field) and a precision as well as
-# numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
-# once in the catalogues of tokenfactory_xl.core.specs and runs the roofline of
-# tokenfactory_xl.core.roofline over the cells that share it. An unknown name stops the call with
-# the close matches.
-
 #: THEORETICAL_TPS's figures: the two of methodology section 5.1 and the version-2 roofline.
 THEORETICAL_MODES = ("attainable", "bound", "roofline")
 
@@ -4307,6 +4356,8 @@ def _utilisations_unused(mbu: object, mfu: object, figure: str) -> None:
 
 
 _ROOFLINE_NAMES = ("gpu", "model", "precision")
+
+
 _ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
 
 

@@ -11,7 +11,7 @@ import itertools
 import pytest
 
 from tests.specs.test_roofline import GPUS, MODELS, hand_max_batch, hand_tps
-from tokenfactory_xl.addin import udfs
+from tokenfactory_xl.addin import cells
 from tokenfactory_xl.addin.udfs import (
     GPU_SPEC,
     MAX_BATCH,
@@ -129,7 +129,7 @@ def test_bad_arguments():
 
 
 def test_classic_excel_shows_the_message_as_the_cells_text(monkeypatch):
-    monkeypatch.setattr(udfs, "runtime", lambda: "classic")
+    monkeypatch.setattr(cells, "runtime", lambda: "classic")
     assert GPU_SPEC("H201", "hbm_gb").startswith("gpu=H201: is not in the gpu catalogue")
 
 

@@ -97,7 +97,8 @@ def classic_registration() -> dict[str, object]:
             "call_in_wizard": xlfunc["call_in_wizard"],
             "options": {a["name"]: a["options"] for a in xlfunc["args"]},
         })
-    return {"xlwings": xlwings.__version__, "runtime": module.runtime(), "vba": vba.getvalue(),
+    runtime = importlib.import_module("tokenfactory_xl.addin.cells").runtime()
+    return {"xlwings": xlwings.__version__, "runtime": runtime, "vba": vba.getvalue(),
             "functions": functions,
             # Two calls as classic Excel makes them (ranges as lists of rows): a good one and a
             # percentage typed without its % sign, which must come back as the cell's text.
