@@ -39,7 +39,7 @@ import numpy as np
 from . import __version__, names
 from .catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIOS, fmt_number
 from .errors import InputError
-from .inputs import SiteInputs, make_inputs
+from .inputs import NOTE, NOTES_NAME, SiteInputs, make_inputs
 from .operating_model import Result, run_each
 from .safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from .safe_xlsx import parse_reference as _parse_reference
@@ -343,6 +343,8 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
         if spec.name == "site_name" and read[0] is not None:
             audit.site_name = str(read[0])  # shown even when the inputs are not valid
     missing |= not _read_fleet(content, audit, values, where, input_cells)
+    if not missing:
+        _read_notes(content, values, where)
     if missing:
         return {}, where, input_cells
     return values, where, input_cells
@@ -407,6 +409,29 @@ def _read_fleet(content: XlsxContent, audit: WorkbookAudit, values: dict,
         values["cohorts"] = cohorts
         where["(cohorts)"] = labels
     return ok
+
+
+def _read_notes(content: XlsxContent, values: dict, where: dict) -> None:
+    """Each input's source note (methodology §10.7) into ``values`` as ``gpus.note``: the cell
+    of the notes column (the defined name :data:`~tokenfactory_xl.inputs.NOTES_NAME`) on the
+    row of the input's first cell. A workbook without the column (made before it) has none; a
+    formula typed there is reported with the other formulas, not read."""
+    text = content.defined_names.get(NOTES_NAME)
+    ref = _parse_reference(text) if text is not None else None
+    if ref is None or not ref[1]:
+        return
+    sheet, coords = ref
+    column = re.match(r"[A-Z]+", coords[0]).group()  # type: ignore[union-attr]
+    for spec in INPUTS:
+        address = where.get(f"{spec.name}.{SCENARIOS[0]}" if spec.per_scenario else spec.name)
+        if address is None or not address.startswith(f"{sheet}!"):
+            continue
+        coord = column + re.sub(r"^[A-Z]+", "", address[len(sheet) + 1:])
+        cells = content.cells(sheet)
+        value = cells.values.get(coord)
+        if value is not None and cells.formulas.get(coord) is None:
+            values[f"{spec.name}.{NOTE}"] = value
+            where[f"{spec.name}.{NOTE}"] = f"{sheet}!{coord}"
 
 
 def _check_inputs(values: dict, where: dict, audit: WorkbookAudit) -> None:

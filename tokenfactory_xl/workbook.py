@@ -49,7 +49,7 @@ from .catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
 from .errors import InputError, Problem
 from .files import write_atomically
 from .formula import ExcelContext, Line, excel, from_serial
-from .inputs import SiteInputs, default_inputs
+from .inputs import NOTES_NAME, SiteInputs, default_inputs
 from .operating_model import MAX_MONTHS, OUTPUTS, Result
 from .stencil import Stencil
 
@@ -122,6 +122,8 @@ class Plan:
     lines: dict[str, Placement] = field(default_factory=dict)
     inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
     echoes: list[tuple[str, str, str]] = field(default_factory=list)
+    #: (sheet, coordinate, input name): each input's source note (:data:`NOTE_COLUMN`)
+    notes: list[tuple[str, str, str]] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
     #: the Checks sheet's cell saying whether the Risk sheet's figures are current
     risk_check: tuple[str, str] = ("", "")
@@ -482,11 +484,12 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
         row += 1
 
     _header(ws, 4, ["Input", "", "Name", "Unit", "Value · Base", "Optimised", "Downside",
-                    "Allowed", "Note"])
+                    "Allowed", "Help", "Source / note"])
     ws.merge_cells("A4:B4")
     row = 5
+    notes = inputs.notes
     for group in dict.fromkeys(i.group for i in INPUTS):
-        _section(ws, row, group, 9)
+        _section(ws, row, group, 10)
         row += 1
         for spec in (i for i in INPUTS if i.group == group):
             ws.cell(row, 1, spec.label)
@@ -494,6 +497,8 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             _unit(b, ws, row, 4, spec.unit)
             ws.cell(row, 8, spec.allowed[:1].upper() + spec.allowed[1:]).font = st.NOTE_FONT
             ws.cell(row, 9, spec.description).font = st.NOTE_FONT
+            _note_cell(ws.cell(row, NOTE_COLUMN), notes.get(spec.name, ""))
+            b.plan.notes.append((ws.title, f"{_col(NOTE_COLUMN)}{row}", spec.name))
             cols = _VALUE_COLS if spec.per_scenario else _VALUE_COLS[:1]
             dv = _validation(spec, lists)
             ws.add_data_validation(dv)
@@ -507,9 +512,10 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             b.name(f"in_{spec.name}", ws, ref)
             row += 1
     last = row - 1
+    b.name(NOTES_NAME, ws, f"{_col(NOTE_COLUMN)}5:{_col(NOTE_COLUMN)}{last}")
     _fleet_block(b, ws, inputs, lists)
     widths = {"A": 30, "B": 2, "C": 30, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
-              "J": 3, "K": 34, "S": 30} | {col: 12 for col in FLEET_COLS}
+              "J": 40, "K": 34, "S": 30} | {col: 12 for col in FLEET_COLS}
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E5"
@@ -519,6 +525,21 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     _print_setup(ws, fit_height=0)
     ws.print_area = f"A1:H{last}"
     ws.print_title_rows = "4:4"
+
+#: The Inputs sheet's "Source / note" column (J): a note per input that the model never reads
+#: and ``refresh`` and ``collect`` keep (methodology §10.7), named :data:`NOTES_NAME`.
+NOTE_COLUMN = 10
+
+
+def _note_cell(cell, text: str) -> None:  # type: ignore[no-untyped-def]
+    """An input's source note: the user's text, typed as text (never a formula: the cell's
+    format is Text, so what is typed there later stays text too)."""
+    cell.value = text or None
+    if text:
+        cell.data_type = "s"
+    cell.font, cell.border, cell.protection = st.INPUT_FONT, st.BOX, st.UNLOCKED
+    cell.number_format = "@"
+
 
 FLEET_TOP = 10  # the fleet block's title row, right of the inputs and under the lists
 FLEET_LABEL_COL = 11  # column K
@@ -1252,7 +1273,7 @@ _KPIS = (
     ("npv", "NPV"), ("npv_excl_terminal", "NPV excl. terminal"),
     ("irr", "IRR (yearly)"), ("mirr", "MIRR (yearly)"), ("payback_months", "Payback (months)"),
     ("equity_irr", "Equity IRR (yearly)"), ("min_dscr", "Minimum DSCR"),
-    ("warnings", "Warnings (see Checks)"),
+    ("peak_funding", "Peak funding"), ("warnings", "Warnings (see Checks)"),
 )
 _KPIS_PLAN = (
     ("planned_tfi", "Planned TFI"), ("lifetime_breakeven_tfi", "Lifetime breakeven TFI"),
@@ -1668,6 +1689,9 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
         value = inputs[name]
         sink.one(sheet, coord, input_cell_value(spec, value[index] if index is not None
                                                 else value))
+    notes = inputs.notes
+    for sheet, coord, name in p.notes:
+        sink.one(sheet, coord, notes.get(name, ""))
     unused: dict[str, list[bool]] = {}  # a guarded table → the positions not in use
     for name, place in p.lines.items():
         line = place.line

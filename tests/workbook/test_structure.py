@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.formula.translate import Translator
+from openpyxl.utils import get_column_letter
 
 from tokenfactory_xl import __version__, workbook_risk
 from tokenfactory_xl import operating_model as om
@@ -330,6 +331,11 @@ def test_cell_values_cover_every_formula_and_input_cell(book):
     # the Cover's build date: a value each workbook gets as it is written
     sheet, coord = wbm.plan().build_date
     expected[sheet].add(coord)
+    # each input's source note, on the input's row (blank for the defaults)
+    for spec in INPUTS:
+        cells = destination(book, f"in_{spec.name}")
+        first = cells[0][0] if isinstance(cells, tuple) else cells
+        expected["Inputs"].add(f"{get_column_letter(wbm.NOTE_COLUMN)}{first.row}")
     assert {k: set(v) for k, v in values.items()} == expected
 
 
@@ -357,3 +363,34 @@ def test_cell_values_are_plain_python_values():
     returns = wbm.cell_values(site)["Returns"]
     (_, ref), = wbm.build_workbook(site, risk_draws=0).defined_names["out_roi"].destinations
     assert returns[ref.replace("$", "")] == "none"  # no CapEx when rented
+
+
+def test_the_dashboard_heads_with_the_committee_figures_by_formula(book):
+    """Methodology §10.5: NPV with and without the terminal value, IRR, MIRR, payback, equity
+    IRR, minimum DSCR and peak funding, then the warnings, each a formula of its output."""
+    ws = book["Dashboard"]
+    label_row, value_row = wbm.KPI_ROWS
+    shown = {ws.cell(label_row, c).value: ws.cell(value_row, c).value for c in range(1, 12)
+             if ws.cell(label_row, c).value}
+    assert shown == {
+        "NPV": "=out_npv", "NPV excl. terminal": "=out_npv_excl_terminal",
+        "IRR (yearly)": "=out_irr", "MIRR (yearly)": "=out_mirr",
+        "Payback (months)": "=out_payback_months", "Equity IRR (yearly)": "=out_equity_irr",
+        "Minimum DSCR": "=out_min_dscr", "Peak funding": "=out_peak_funding",
+        "Warnings (see Checks)": "=out_warnings"}
+
+
+def test_the_dashboards_peak_funding_is_the_models_with_debt(book):
+    from tokenfactory_xl.operating_model import run
+
+    inputs = make_inputs({"debt_share": 0.6})
+    result = run(inputs)
+    values = wbm.cell_values(inputs, result)["Dashboard"]
+    label_row, value_row = wbm.KPI_ROWS
+    column = next(c for c in range(1, 12)
+                  if book["Dashboard"].cell(label_row, c).value == "Peak funding")
+    stored = values[f"{get_column_letter(column)}{value_row}"]
+    # −(lowest cumulative equity cash flow), from the model's own monthly line
+    lowest = min(result.values["cumulative_equity_base"])
+    assert stored == result.summary["peak_funding"] == pytest.approx(-lowest, rel=1e-12)
+    assert 0 < stored < run(make_inputs({})).summary["peak_funding"]  # debt funds the rest
