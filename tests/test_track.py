@@ -92,6 +92,8 @@ def test_real_sglang_runs_give_tef_and_variance_computed_by_hand(tmp_path):
         assert row["variance"] == pytest.approx(tef - plan_tef(3), rel=1e-12)
         assert row["revenue_worth"] == pytest.approx(worth(tef - plan_tef(3), 3, 31), rel=1e-9)
         assert row["scenario"] == "Base" and row["format"] == "SGLang bench_serving"
+        # the message gives the worth in the workbook's currency, rounded as printed
+        assert f"(worth USD {row['revenue_worth']:,.0f} of revenue that month)" in proc.stdout
     assert "6 rows added, 6 on the Actuals sheet" in proc.stdout
 
 

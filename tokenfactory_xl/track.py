@@ -48,6 +48,7 @@ class Tracked:
     added: tuple[dict[str, object], ...]
     already: tuple[tuple[str, str], ...]  # (source, the month it was tracked in)
     rows: tuple[dict[str, object], ...]
+    currency: str = ""  # the workbook's, for the money the command prints
 
 
 class TrackError(ValueError):
@@ -288,7 +289,7 @@ def track(workbook: str | Path, files: Sequence[str], month: dt.date | None = No
     if added:
         data = rewrite(path.read_bytes(), rows, str(inputs["currency"]))
         write_atomically(path, data)
-    return Tracked(path, tuple(added), tuple(already), tuple(rows))
+    return Tracked(path, tuple(added), tuple(already), tuple(rows), str(inputs["currency"]))
 
 
 # -- command line --------------------------------------------------------------------------------
@@ -309,7 +310,8 @@ def cmd_track(args: argparse.Namespace) -> int:
     for row in done.added:
         print(f"added {row['month']:%Y-%m} (month {row['model_month']}): TEF actual "
               f"{row['tef_actual']:.2%} against plan {row['tef_plan']:.2%}, variance "
-              f"{row['variance']:+.2%} (worth {row['revenue_worth']:,.0f} that month) — "
+              f"{row['variance']:+.2%} (worth {done.currency} {row['revenue_worth']:,.0f} of "
+              "revenue that month) — "
               f"{visible(str(row['source']))}")
         if row["tef_actual"] > 1:  # type: ignore[operator]
             print("  note: TEF above 100 %: the measurement beats cohort 1's theoretical TPS "
