@@ -22,7 +22,7 @@ Data flows one way, inputs → model → outputs:
 
 #: The version of the package and of the model it computes (version 3 of the TFOM), shown on the
 #: workbook's Cover as ``tfom_version`` and in the README.
-__version__ = "3.0.0"
+__version__ = "3.1.0"
 
 from .errors import InputError, Problem  # noqa: E402
 from .inputs import SiteInputs, make_inputs  # noqa: E402

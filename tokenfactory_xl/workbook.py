@@ -515,7 +515,7 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     b.name(NOTES_NAME, ws, f"{_col(NOTE_COLUMN)}5:{_col(NOTE_COLUMN)}{last}")
     _fleet_block(b, ws, inputs, lists)
     widths = {"A": 30, "B": 2, "C": 30, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
-              "J": 40, "K": 34, "S": 30} | {col: 12 for col in FLEET_COLS}
+              "J": 40, "K": 34, "S": 13, "T": 30} | {col: 12 for col in FLEET_COLS}
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E5"
@@ -551,18 +551,20 @@ def _fleet_block(b: _Builder, ws: Worksheet, inputs: SiteInputs, lists: dict[str
     """Cohorts 2…8 (methodology §4.1): one column each, one row per cohort column, named
     ``in_fleet_<column>``; a blank cell takes the site's own value (except the retire month)."""
     top, label_col = FLEET_TOP, FLEET_LABEL_COL
-    name_col = label_col + MAX_COHORTS
+    unit_col = label_col + MAX_COHORTS  # S, after the cohorts' columns
+    name_col = unit_col + 1
     cell = ws.cell(top, label_col, f"Fleet: cohorts 2–{MAX_COHORTS}")
     cell.font = st.SECTION_FONT
     ws.cell(top + 1, label_col, "Cohort 1 is the site's own GPUs (left); a blank cell takes the "
             "site's value, except the retire month (blank: to the horizon).").font = st.NOTE_FONT
     _header(ws, top + 2, ["Cohort column"] + [f"Cohort {k}" for k in range(2, MAX_COHORTS + 1)]
-            + ["Name"], first_col=label_col)
+            + ["Unit", "Name"], first_col=label_col)
     cohorts = inputs.cohorts
     for i, spec in enumerate(COHORT_SPECS):
         row = top + 3 + i
-        ws.cell(row, label_col, f"{spec.label} ({spec.unit})" if spec.unit not in ("text", "")
-                else spec.label)
+        ws.cell(row, label_col, spec.label)
+        if spec.unit not in ("text", ""):
+            _unit(b, ws, row, unit_col, spec.unit)
         ws.cell(row, name_col, f"in_fleet_{spec.name}").font = st.NAME_FONT
         dv = _validation(spec, lists)
         dv.allow_blank = True
@@ -602,7 +604,7 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
         b.name(f"k_{c.name}", ws, f"B{row}" + (f":{last}{row}" if len(values) > 1 else ""))
         b.plan.rows[f"k_{c.name}"] = row
         if len(values) == 1:
-            ws.cell(row, 3, c.unit).font = st.NOTE_FONT
+            _unit(b, ws, row, 3, c.unit)
             ws.cell(row, 4, f"k_{c.name}: {c.note}").font = st.NOTE_FONT
         else:
             ws.cell(row, 2 + len(values), f"k_{c.name}: {c.note}").font = st.NOTE_FONT
@@ -623,12 +625,15 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
     _section(ws, row, "The fleet: one column per cohort (inputs of cohort 1 from the site, "
              "cohorts 2–8 from the fleet block; empty columns have 0 GPUs)", 9)
     row += 1
-    _header(ws, row, ["Cohort line"] + [f"Cohort {k}" for k in range(1, MAX_COHORTS + 1)])
+    _header(ws, row, ["Cohort line"] + [f"Cohort {k}" for k in range(1, MAX_COHORTS + 1)]
+            + ["Unit"])
     row += 1
     for line in om.FLEET + tuple(ln for sc in om.ALL_SCENARIOS
                                  for ln in om.FLEET_SCENARIO[sc.key]):
-        ws.cell(row, 1, line.label + (f" ({line.unit})" if line.unit else ""))
+        ws.cell(row, 1, line.label)
         b.along(ws, row, 2, line)
+        if line.unit:
+            _unit(b, ws, row, 2 + MAX_COHORTS, line.unit)
         row += 1
     row += 1
     for line in om.FLEET_SCALARS:
@@ -764,7 +769,7 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
     for source, label, unit, kind in _RETURNS_EXTRAS:
         ws.cell(row, 1, label)
         b.echo(ws, f"B{row}", source, kind)
-        ws.cell(row, 3, unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 3, unit)
         row += 1
     _yearly_summary(b, ws)
     for col, width in {"A": 34, "B": 20, "C": 14, "D": 30, "E": 62, "F": 4, "G": 3, "H": 7,

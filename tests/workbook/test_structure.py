@@ -394,3 +394,26 @@ def test_the_dashboards_peak_funding_is_the_models_with_debt(book):
     lowest = min(result.values["cumulative_equity_base"])
     assert stored == result.summary["peak_funding"] == pytest.approx(-lowest, rel=1e-12)
     assert 0 < stored < run(make_inputs({})).summary["peak_funding"]  # debt funds the rest
+
+
+def test_every_money_unit_shown_names_the_currency():
+    """Methodology §10.7: a money unit reads ``EUR/GPU-h``, never ``money/GPU-h``, wherever a
+    sheet states one (units columns, the fleet block, the constants); the only ``money…`` texts
+    left are the labels of the lines that spell each unit in the site's currency."""
+    inputs = make_inputs({"currency": "EUR"})
+    values = wbm.cell_values(inputs)
+    wb = wbm.build_workbook(inputs)
+    plan = wbm.plan()
+    labels = {(plan.lines[ln.name].sheet, f"A{re.sub(r'[A-Z]', '', plan.lines[ln.name].coords[0])}")
+              for ln in om.UNIT_LINES}
+    raw = []
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                shown = values.get(ws.title, {}).get(cell.coordinate, cell.value)
+                if (isinstance(shown, str) and re.fullmatch(r"money(/.*)?", shown)
+                        and (ws.title, cell.coordinate) not in labels):
+                    raw.append(f"{ws.title}!{cell.coordinate} {shown}")
+    assert raw == []
+    assert values["Returns"]  # the Returns sheet's units came from the same rule
+    assert "EUR/GPU-h" in values["Returns"].values()
