@@ -127,6 +127,10 @@ def chart(ws: Worksheet) -> LineChart:
     line.title = "TEF: plan against actual"
     line.y_axis.title = "TEF"
     line.y_axis.number_format = "0%"
+    # TEF runs from 0 to 100 %: an empty sheet's chart shows that span, not a spreadsheet's
+    # guess (0 to 1,200 %); a measurement above 100 % lifts the top (:func:`chart_xml`)
+    line.y_axis.scaling.min = 0
+    line.y_axis.scaling.max = 1
     line.x_axis.number_format = "mmm yy"
     line.x_axis.title = "month measured"
     for name, title in SERIES:
@@ -384,6 +388,10 @@ _ONE_COLUMN = re.compile(r"^(?:'?(?P<sheet>(?:[^']|'')+)'?!)?\$?(?P<col>[A-Z]+)\
                          r"(?::\$?[A-Z]+\$?\d+)?$")
 
 
+#: The TEF axis's fixed top (100 %), which a row above it removes.
+_TOP_AT_ONE = re.compile(r'<(?:\w+:)?max val="1(?:\.0)?"\s*/>')
+
+
 def chart_xml(xml: str, rows: Sequence[Row]) -> str:
     """The chart's XML with each series over the Actuals rows written (its title cell kept),
     each with a cache of its values (previewers draw the chart before any recalculation)."""
@@ -416,7 +424,11 @@ def chart_xml(xml: str, rows: Sequence[Row]) -> str:
                      f"<{p}ptCount val=\"{count}\"/>{points}</{p}numCache>")
         return f"<{p}{kind}><{fp}f>{escape(target)}</{fp}f>{cache}</{p}{kind}>"
 
-    return _SERIES_REF.sub(series, xml)
+    xml = _SERIES_REF.sub(series, xml)
+    if any(isinstance(r.get(name), (int, float)) and r.get(name) > 1  # type: ignore[operator]
+           for r in rows for name, _ in SERIES):
+        xml = _TOP_AT_ONE.sub("", xml)  # the axis grows to show a TEF above 100 %
+    return xml
 
 
 def rewrite(data: bytes, rows: Sequence[Row], currency: str) -> bytes:
