@@ -27,6 +27,7 @@ the leading axes, which is ``()`` for one site.
 from __future__ import annotations
 
 import datetime as dt
+import marshal
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -978,17 +979,55 @@ def _input_value(values: dict, name: str):
     return np.asarray(v, dtype=float)[..., None, None]
 
 
-def compile_model(lines: Sequence[Line], share: bool = True
+def compile_model(lines: Sequence[Line], share: bool = True, keep: str | None = None
                   ) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
     """One Python function computing every line, in order, from inputs and constants.
 
     With ``share`` (the default) what several lines compute alike is computed once per pass
     (:class:`_Shared`); without, each line computes all of its own formula (the same values).
+    With ``keep``, the compiled code is kept between runs under that name in the build cache
+    (:mod:`tokenfactory_xl.build_cache`), which names it after this package's code: the name
+    must stand for ``lines`` (the whole model's are the same in every run of the same code).
 
     The function takes ``(inputs, constants, lists)`` (inputs by catalogue name, per-scenario
     ones as tuples, dates as serial numbers) and returns line name → values. The source it was
     built from is its ``__source__``.
     """
+    def build() -> tuple[str, bytes, frozenset[str], frozenset[str]]:
+        source = _model_source(lines, share)
+        return (source, marshal.dumps(compile(source, "<tfom model>", "exec")),
+                inputs_of(lines), texts_per_site(lines))
+
+    if keep is None:
+        source, code, inputs, texts = build()
+    else:
+        from .build_cache import kept
+
+        source, code, inputs, texts = kept(keep, build, libraries=False)
+    namespace = {
+        "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
+        "_shift": _shift, "_position": _position, "_fit": _fit, "_i": _input_value,
+        "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
+        "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
+        "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
+        "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
+        "_take": _take, "_put": _put, "_pow": _pow,
+    }
+    exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
+    compiled = namespace["model"]
+
+    def model(inputs: dict, constants: dict, lists: dict) -> dict[str, np.ndarray]:
+        with np.errstate(all="ignore"):
+            return compiled(inputs, constants, lists)
+
+    model.__source__ = source  # type: ignore[attr-defined]
+    model.inputs = inputs  # type: ignore[attr-defined]
+    model.texts_per_site = texts  # type: ignore[attr-defined]
+    return model
+
+
+def _model_source(lines: Sequence[Line], share: bool) -> str:
+    """The Python source of :func:`compile_model`'s function."""
     tables = {ln.name: ln.table for ln in lines}
     body = ["def model(inputs, K, L):", "    V = {'_inputs': inputs}"]
     done: set[str] = set()
@@ -1027,28 +1066,7 @@ def compile_model(lines: Sequence[Line], share: bool = True
         done.add(ln.name)
         i += 1
     body.append("    return V")
-    source = "\n".join(body) + "\n"
-    namespace = {
-        "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
-        "_shift": _shift, "_position": _position, "_fit": _fit, "_i": _input_value,
-        "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
-        "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
-        "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
-        "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
-        "_take": _take, "_put": _put, "_pow": _pow,
-    }
-    with np.errstate(all="ignore"):
-        exec(compile(source, "<tfom model>", "exec"), namespace)  # noqa: S102
-    compiled = namespace["model"]
-
-    def model(inputs: dict, constants: dict, lists: dict) -> dict[str, np.ndarray]:
-        with np.errstate(all="ignore"):
-            return compiled(inputs, constants, lists)
-
-    model.__source__ = source  # type: ignore[attr-defined]
-    model.inputs = inputs_of(lines)  # type: ignore[attr-defined]
-    model.texts_per_site = texts_per_site(lines)  # type: ignore[attr-defined]
-    return model
+    return "\n".join(body) + "\n"
 
 
 #: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
