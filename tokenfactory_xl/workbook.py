@@ -21,7 +21,6 @@ import copy
 import datetime as dt
 import functools
 import io
-import operator
 import os
 import re
 import zipfile
@@ -1668,7 +1667,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
         value = inputs[name]
         sink.one(sheet, coord, input_cell_value(spec, value[index] if index is not None
                                                 else value))
-    unused: dict[str, list[bool]] = {}  # a guarded table → the positions not in use
+    unused: dict[str, np.ndarray] = {}  # a guarded table → the positions not in use
     for name, place in p.lines.items():
         line = place.line
         v = values[name]
@@ -1686,10 +1685,10 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             sink.shown(place.sheet, place.coords, first,
                        [_shown(line, x) for x in array.tolist()])
         if t is not None and t.guard is not None:
-            if t.name not in unused:
-                unused[t.name] = list(map(operator.not_, _guard_values(t, values, place)))
+            if t.name not in unused:  # once per table and site, for all of its lines
+                unused[t.name] = ~np.asarray(_guard_values(t, values, place), dtype=bool)
             blank = unused[t.name]
-            if True in blank:
+            if blank.any():
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
     sink.sheet(workbook_risk.SHEET, workbook_risk.cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
