@@ -116,6 +116,10 @@ class _Member:
     size: int
 
 
+#: The most cells' XML a sheet keeps between sites (:meth:`_SheetStencil.render`).
+_MADE_MOST = 20_000
+
+
 class _SheetStencil:
     """One worksheet's XML as segments around the cells to fill.
 
@@ -194,16 +198,32 @@ class _SheetStencil:
         blank = (values.others[rest] == "") & np.isnan(numbers[rest])
         at = rest[blank]
         parts[3 * at], parts[3 * at + 2] = self._blank[at], b""
+        # the other cells (the currency's units, "OK", "none", dates: some 850 a workbook) mostly
+        # show what they showed for the site before: their XML is kept, by cell and value
+        made = self.__dict__.setdefault("_made", {})
+        if len(made) > _MADE_MOST:  # a text of each site's own (its name) must not pile up
+            made.clear()
         for index in rest[~blank].tolist():
             value = values.value_at(index)
             at = 3 * index
             if type(value) is int:
                 parts[at + 1] = str(value).encode()
-            else:
+                continue
+            key = (index, type(value), value)
+            xml = made.get(key)
+            if xml is None:
                 _, cell = self.cells[index]
-                xml = cell.original if value is _ABSENT else _cell_xml(cell, value)
-                parts[at: at + 3] = (self.segments[index] + xml).encode(), b"", b""
+                xml = made[key] = (self.segments[index] + (
+                    cell.original if value is _ABSENT else _cell_xml(cell, value))).encode()
+            parts[at: at + 3] = xml, b"", b""
         return b"".join(parts.tolist())
+
+    def __getstate__(self) -> dict[str, object]:
+        """What a kept stencil holds (:mod:`tokenfactory_xl.build_cache`): not the XML made for
+        the cells of the sites filled so far."""
+        state = dict(self.__dict__)
+        state.pop("_made", None)
+        return state
 
 
 class SheetValues:
