@@ -155,3 +155,27 @@ def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_pa
     assert outputs[0] == outputs[1]
     assert any(p.name.startswith("workbook-factory-1-") for p in kept)
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # read, not written again
+
+
+def test_the_compiled_model_is_kept_and_read_back(cache, monkeypatch):
+    """The whole model's compiled code is kept under a fingerprint of the package's code, Python
+    and numpy (no openpyxl: ``summary`` reads it without), and read back as it was built."""
+    from tokenfactory_xl import formula
+
+    fresh = formula.compile_model(om.LINES)
+    first = formula.compile_model(om.LINES, keep="compiled-model")
+    assert kept_files(cache) == [f"compiled-model-{build_cache.fingerprint(False)}.pickle"]
+    assert build_cache.fingerprint(False) != build_cache.fingerprint()
+
+    def no_compiling(*_args, **_kw):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(formula, "_model_source", no_compiling)
+    again = formula.compile_model(om.LINES, keep="compiled-model")
+    assert again.__source__ == first.__source__ == fresh.__source__
+    assert again.inputs == fresh.inputs and again.texts_per_site == fresh.texts_per_site
+    inputs = om.formula_inputs(default_inputs())
+    want = fresh(inputs, om._formula_constants(), om.LISTS)
+    got = again(inputs, om._formula_constants(), om.LISTS)
+    assert float(got["out_npv_base"]) == float(want["out_npv_base"])
+    assert float(got["out_irr_optimised"]) == float(want["out_irr_optimised"])

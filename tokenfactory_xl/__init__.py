@@ -24,8 +24,19 @@ Data flows one way, inputs → model → outputs:
 #: workbook's Cover as ``tfom_version`` and in the README.
 __version__ = "3.1.0"
 
-from .errors import InputError, Problem  # noqa: E402
-from .inputs import SiteInputs, make_inputs  # noqa: E402
-from .operating_model import Result, run  # noqa: E402
-
 __all__ = ["InputError", "Problem", "Result", "SiteInputs", "__version__", "make_inputs", "run"]
+
+#: Where each name of :data:`__all__` is defined. They are imported when first used, so that
+#: importing the package (as the command line does first) loads neither numpy nor the model.
+_DEFINED_IN = {"InputError": "errors", "Problem": "errors", "SiteInputs": "inputs",
+               "make_inputs": "inputs", "Result": "operating_model", "run": "operating_model"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_DEFINED_IN[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -8,19 +8,26 @@ prints a message and exits with status 2, never a traceback.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
-import json
-import math
 import os
-import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
-from . import __version__
-from .catalogue import (
+# Before numpy loads: one BLAS thread in a run of the command line. The model's matrix products
+# are small (221 rates × 121 months); OpenBLAS's extra threads do not shorten them but spin
+# after each one, and a batch already runs a worker process on each core. The figures are the
+# same to the last bit; a value the user has set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from collections.abc import Iterator, Sequence  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+from . import __version__  # noqa: E402
+from .catalogue import (  # noqa: E402
     BY_NAME,
     COHORT_REQUIRED,
     COHORT_SPECS,
@@ -30,8 +37,8 @@ from .catalogue import (
     BadValue,
     fmt_number,
 )
-from .errors import InputError, Problem
-from .inputs import make_inputs, split_key
+from .errors import InputError, Problem  # noqa: E402
+from .inputs import make_inputs, split_key  # noqa: E402
 
 if TYPE_CHECKING:
     from .inputs import SiteInputs

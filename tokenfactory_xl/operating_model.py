@@ -1777,8 +1777,10 @@ def formula_inputs(inputs: SiteInputs) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=4)
 def compiled(lines: tuple[Line, ...] = LINES):
-    """The model compiled once: ``evaluate(inputs)`` → line name → values."""
-    model = compile_model(lines)
+    """The model compiled once: ``evaluate(inputs)`` → line name → values. The whole model's
+    compiled code is kept between runs (:mod:`tokenfactory_xl.build_cache`): a run of the same
+    code reads it back instead of compiling it again."""
+    model = compile_model(lines, keep="compiled-model" if lines is LINES else None)
     constants = _formula_constants()
 
     def evaluate(inputs: SiteInputs) -> dict[str, np.ndarray]:

@@ -21,7 +21,6 @@ import copy
 import datetime as dt
 import functools
 import io
-import operator
 import os
 import re
 import zipfile
@@ -1697,7 +1696,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
     notes = inputs.notes
     for sheet, coord, name in p.notes:
         sink.one(sheet, coord, notes.get(name, ""))
-    unused: dict[str, list[bool]] = {}  # a guarded table → the positions not in use
+    unused: dict[str, np.ndarray] = {}  # a guarded table → the positions not in use
     for name, place in p.lines.items():
         line = place.line
         v = values[name]
@@ -1715,10 +1714,10 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             sink.shown(place.sheet, place.coords, first,
                        [_shown(line, x) for x in array.tolist()])
         if t is not None and t.guard is not None:
-            if t.name not in unused:
-                unused[t.name] = list(map(operator.not_, _guard_values(t, values, place)))
+            if t.name not in unused:  # once per table and site, for all of its lines
+                unused[t.name] = ~np.asarray(_guard_values(t, values, place), dtype=bool)
             blank = unused[t.name]
-            if True in blank:
+            if blank.any():
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
     sink.sheet(workbook_risk.SHEET, workbook_risk.cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
