@@ -181,6 +181,30 @@ class SiteInputs(FrozenMapping):
                     if f"{name}.{NOTE}" not in changes)
         return make_inputs({**base, **changes}, bare=bare)
 
+    def allows(self, key: str, value: object) -> bool:
+        """Whether :meth:`replace` with ``{key: value}`` (one numeric input, ``gpus`` or
+        ``tef_target.Optimised``; a bare per-scenario name is the live scenario's) would pass
+        every rule :func:`make_inputs` applies, found without checking again the inputs that do
+        not change: the input's own range, the rules that tie inputs together and the cohorts'.
+        A solve asks this of each value it scans."""
+        name, scenario = split_key(key)
+        spec = BY_NAME[name]
+        try:
+            parsed = spec.parse(value)
+        except BadValue:
+            return False
+        values = dict(self.items())
+        if spec.per_scenario:
+            index = SCENARIOS.index(scenario or self.scenario)
+            held = list(values[name])  # type: ignore[call-overload]
+            held[index] = spec.default_for(SCENARIOS[index]) if parsed is MISSING else parsed
+            values[name] = tuple(held)
+        else:
+            values[name] = spec.default if parsed is MISSING else parsed
+        problems = _cross_checks(values, values, "")
+        _cohorts(self.cohorts, values, problems, "")
+        return not problems
+
     @property
     def notes(self) -> dict[str, str]:
         """Each input's source note (methodology §10.7), by input name in the catalogue's order;
