@@ -2,13 +2,15 @@
 
 In the same run on the same machine, for one site over 120 months:
 
-1. ``risk(inputs, 10,000)``: every draw at once, in chunks, through the compiled model's NPV and
-   IRR lines only (goal: at most 1 s of CPU);
+1. ``risk(inputs, 10,000)``: every draw at once, in chunks, through the compiled model's NPV
+   and cash-flow lines only, each draw's IRR found by ``risk.monthly_irr`` (goal: at most 1 s
+   of CPU);
 2. the plain way: ``run()`` once per draw with the drawn values (timed on ``--plain`` draws, the
    rate scaled to 10,000);
 3. the tornado (21 variants in one pass) against 21 ``run()`` calls.
 
-CPU time is ``time.process_time`` of this process (one core: numpy is not threaded here).
+CPU time is ``time.process_time`` of this process, its BLAS threads included (run it with
+``OPENBLAS_NUM_THREADS=1``, as the command line runs, to leave out their spinning).
 Usage::
 
     python benchmarks/risk.py              # 10,000 draws, 200 plain runs
@@ -67,6 +69,7 @@ def main() -> None:
         def plain(inputs=inputs, draws=draws):
             for i in range(args.plain):
                 run(inputs.replace({name: (float(values[i]),) + tuple(inputs[name][1:])
+                                    if isinstance(inputs[name], tuple) else float(values[i])
                                     for name, values in draws.items()}))
 
         looped = cpu(plain, repeat=1)

@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from tokenfactory_xl.engines.libreoffice import find_soffice
-from tokenfactory_xl.workbook.build_cache import ENV as CACHE_ENV
+from tokenfactory_xl.files.build_cache import ENV as CACHE_ENV
 
 _CACHE_OWNER = "TOKENFACTORY_XL_TEST_CACHE_OWNER"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tokenfactory_xl.files import build_cache
 from tokenfactory_xl.portfolio.batch import WorkbookFactory
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import default_inputs
 from tokenfactory_xl.workbook import build as workbook
-from tokenfactory_xl.workbook import build_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,3 +158,33 @@ def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_pa
     assert outputs[0] == outputs[1]
     assert any(p.name.startswith("workbook-factory-1-") for p in kept)
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # read, not written again
+
+
+def test_the_compiled_model_is_kept_and_read_back(cache, monkeypatch):
+    """The whole model's compiled code is kept under a fingerprint of the package's code, Python
+    and numpy (no openpyxl: ``summary`` reads it without), and read back as it was built."""
+    from tokenfactory_xl.tfom import formula
+
+    fresh = formula.compile_lines(om.LINES)
+    first = formula.compile_lines(om.LINES, keep="compiled-model")
+    assert kept_files(cache) == [f"compiled-model-{build_cache.fingerprint(False)}.pickle"]
+    assert build_cache.fingerprint(False) != build_cache.fingerprint()
+
+    def no_compiling(*_args, **_kw):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(formula, "_model_source", no_compiling)
+    again = formula.compile_lines(om.LINES, keep="compiled-model")
+    assert again.__source__ == first.__source__ == fresh.__source__
+    assert again.inputs == fresh.inputs and again.texts_per_site == fresh.texts_per_site
+    inputs = om.formula_inputs(default_inputs())
+    want = fresh(inputs, om._formula_constants(), om.LISTS)
+    got = again(inputs, om._formula_constants(), om.LISTS)
+    assert float(got["out_npv_base"]) == float(want["out_npv_base"])
+    assert float(got["out_irr_optimised"]) == float(want["out_irr_optimised"])
+
+
+def test_the_fingerprint_names_the_deflate_the_stencil_uses():
+    from tokenfactory_xl.workbook import stencil
+
+    assert build_cache._deflate() == stencil.DEFLATE

@@ -537,3 +537,20 @@ def test_a_workbook_piped_into_render(tmp_path, soffice):
                            text=False, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout[:8] == b"\x89PNG\r\n\x1a\n" and list(tmp_path.iterdir()) == []
+
+
+def test_summary_loads_neither_openpyxl_nor_xlwings(tmp_path):
+    """`summary` is the first answer a user waits for: the model, read back compiled from the
+    build cache from the second run on, and nothing of the workbook's."""
+    env = {**os.environ, "TOKENFACTORY_XL_CACHE": str(tmp_path / "cache")}
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "tokenfactory_xl",
+                               "summary"], cwd=ROOT, capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert proc.returncode == 0 and "npv_excl_terminal" in proc.stdout
+        loaded = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+        for module in ("openpyxl", "xlwings", "tokenfactory_xl.workbook",
+                       "tokenfactory_xl.workbook.stencil"):
+            assert module not in loaded, module
+    assert [p.name.split("-")[:2] for p in (tmp_path / "cache").iterdir()] == [
+        ["compiled", "model"]]

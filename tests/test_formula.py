@@ -190,3 +190,64 @@ def test_a_recurrent_line_of_one_site_stacks_its_steps_as_many_variants_do():
     among = _stack([np.full((2, 1, 1), s) for s in steps])
     assert alone.shape == (8,) and among.shape == (2, 8) and alone.dtype == among.dtype
     np.testing.assert_array_equal(alone, among[0])  # NaN where NaN, else bit for bit
+
+
+def _site_values(rng: np.random.Generator) -> dict:
+    """A random site with cohorts, debt, a shutdown and a contract: most lines move."""
+    gpus = int(rng.integers(64, 4096))
+    return {
+        "gpus": gpus, "measured_tps": gpus * float(rng.uniform(1000, 9000)),
+        "horizon_months": int(rng.integers(1, 121)),
+        "capex_per_gpu": float(rng.integers(15_000, 60_000)),
+        "tef_target": tuple(float(x) for x in rng.uniform(0.3, 0.95, 3)),
+        "debt_share": float(rng.choice([0.0, 0.5])), "debt_tenor_months": 36,
+        "shutdown_month": (None, None, int(rng.integers(1, 121))),
+        "contract_mtok_per_month": float(rng.choice([0.0, 5e5])), "contract_months": 24,
+        "cohorts": [{"cohort": "later", "online_month": 1, "gpus": int(rng.integers(1, 500)),
+                     "ownership": str(rng.choice(["own", "rent"]))}],
+    }
+
+
+def test_what_several_lines_compute_alike_is_computed_once_to_the_last_bit():
+    """The model computes a line of the same code as an earlier one (the six IRR searches'
+    grids of rates) and a grid's powers (their discount factors) once per pass: every value of
+    random sites, alone and many at once, is the same float as when each line computes its own
+    formula."""
+    from tokenfactory_xl.tfom.inputs import make_inputs
+    from tokenfactory_xl.tfom.operating_model import (
+        LINES,
+        LISTS,
+        _formula_constants,
+        compiled,
+        formula_inputs,
+        run_many,
+    )
+
+    shared = compiled().model
+    source = shared.__source__
+    assert source.count("_grid") >= 2 and "V['irr_rate_project_base']" in source
+    assert "V['irr_rate_equity_downside'] = V['irr_rate_project_base']" in source
+    alone = compile_lines(LINES, share=False)
+    assert "_grid" not in alone.__source__
+    rng = np.random.default_rng(37)
+    sites = []
+    while len(sites) < 12:
+        try:
+            sites.append(make_inputs(_site_values(rng)))
+        except Exception:  # noqa: BLE001 - a random site the catalogue refuses: draw again
+            continue
+    constants = _formula_constants()
+    many = [result.values for result in run_many(sites)]  # in passes of many sites
+    for site, together in zip(sites, many, strict=True):
+        want = alone(formula_inputs(site), constants, LISTS)
+        for got in (shared(formula_inputs(site), constants, LISTS), together):
+            for name, value in want.items():
+                if name == "_inputs":
+                    continue
+                a, b = np.asarray(got[name]), np.asarray(value)
+                assert a.shape == b.shape and a.dtype == b.dtype, name
+                if a.dtype.kind == "f":
+                    assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
+                else:  # texts, NaN where blank
+                    assert all(x == y or (x != x and y != y)
+                               for x, y in zip(a.ravel(), b.ravel(), strict=True)), name

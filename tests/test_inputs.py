@@ -221,3 +221,37 @@ def test_a_growth_above_100_percent_survives_a_change_to_the_last_bit():
     assert changed["market_growth_per_quarter"][0] == 5.606443440139841
     with pytest.raises(InputError, match="looks like a percentage"):
         make_inputs({"market_growth_per_quarter": 5.606443440139841})
+
+
+def test_allows_answers_as_replace_does_for_every_numeric_input():
+    """``SiteInputs.allows`` (what a solve asks of each value it scans) says yes exactly when
+    ``replace`` checks the site without a problem: over every numeric input, each scenario,
+    values inside and outside its range, and sites whose rules tie inputs together."""
+    import numpy as np
+
+    sites = [make_inputs({}),
+             make_inputs({"ownership": "rent", "debt_share": 0.5, "prefill_tps_per_gpu": 20_000,
+                          "decode_tps_per_gpu": 5_000}),
+             make_inputs({"horizon_months": 36,
+                          "cohorts": [{"cohort": "b", "online_month": 12, "gpus": 100}]})]
+    compared = refused = 0
+    for site in sites:
+        for spec in INPUTS:
+            if spec.kind not in ("number", "integer", "fraction"):
+                continue
+            keys = [f"{spec.name}.{s}" for s in SCENARIO_NAMES] + [spec.name] \
+                if spec.per_scenario else [spec.name]
+            low = spec.low if spec.low is not None else -1e6
+            high = spec.high if spec.high is not None else 1e7
+            for key in keys:
+                for value in [*np.linspace(low - 1, high + 1, 9).tolist(), 0.0, 1.0, 5.0, 150.0]:
+                    value = int(round(value)) if spec.kind == "integer" else value
+                    try:
+                        site.replace({key: value})
+                        allowed = True
+                    except InputError:
+                        allowed = False
+                    assert site.allows(key, value) is allowed, (key, value)
+                    compared += 1
+                    refused += not allowed
+    assert compared > 2_000 and 0 < refused < compared   # both answers were exercised

@@ -64,7 +64,7 @@ def test_the_core_needs_only_numpy(graph):
 # -- the contract catches what it should: a planted package ---------------------------------------
 def _plant(root: Path, files: dict[str, str]) -> Path:
     package = root / "tokenfactory_xl"
-    for folder in ("", "core", "tfom", "files", "cli"):
+    for folder in ("", "core", "tfom", "files", "workbook", "sites", "cli"):
         (package / folder).mkdir(parents=True, exist_ok=True)
         (package / folder / "__init__.py").write_text('__version__ = "0"\n' if not folder else "")
     for name, text in files.items():
@@ -76,15 +76,17 @@ def test_a_planted_upward_import_is_caught(tmp_path):
     package = _plant(tmp_path, {
         "core/numbers.py": "from ..cli import main\n",           # up: core → cli
         "cli/main.py": "from ..core import numbers\n",            # down: allowed
-        "tfom/model.py": "def run():\n    from ..files.disk import save\n",  # across, lazily
-        "files/disk.py": "from .. import __version__\ndef save(): pass\n",  # the version: allowed
+        "workbook/sheet.py": "def fill():\n    from ..sites.rows import read\n",  # across, lazily
+        "sites/rows.py": "from .. import __version__\ndef read(): pass\n",  # the version: allowed
+        "tfom/model.py": "from ..files import disk\n",           # down: allowed
+        "files/disk.py": "",
     })
     broken = upward_imports(import_graph(package))
     assert broken == [
         "tokenfactory_xl.core.numbers (core, layer 0) imports tokenfactory_xl.cli.main "
-        "(cli, layer 5): up a layer",
-        "tokenfactory_xl.tfom.model (tfom) imports tokenfactory_xl.files.disk (files): across "
-        "to a sibling of the same layer",
+        "(cli, layer 6): up a layer",
+        "tokenfactory_xl.workbook.sheet (workbook) imports tokenfactory_xl.sites.rows (sites): "
+        "across to a sibling of the same layer",
     ]
 
 

@@ -182,3 +182,18 @@ def test_without_financing_the_lines_are_version_3s_own(case):
                   + x["disposal_proceeds"] - x["capex"][1:] + x["drawdown"][1:])
         assert np.array_equal(x["equity_cash_flow"][1:], equity)
         assert np.array_equal(x["cfads"], x["ebitda"] - x["levered_tax"])
+
+
+@pytest.mark.parametrize("changes", [
+    {"debt_share": 0.6, "receivable_days": 45, "payable_days": 30, "capex_deposit_share": 0.3},
+    {"debt_share": 0.4, "tax_rate": 0.3, "shutdown_month": (30, 40, 20), "horizon_months": 84},
+    {"ownership": "rent", "receivable_days": 60},
+])
+def test_the_check_lines_show_zero_not_rounding_noise(changes):
+    # the sums of a year's months differ by about 1e-9 from the sums of their parts; a check
+    # line below half a cent is exactly 0, so the workbook never shows a red "-0"
+    result = run(make_inputs(changes))
+    for key in ("base", "optimised", "downside"):
+        for line in (f"st_cash_change_{key}", f"st_balance_gap_{key}"):
+            years = [x for x in result.values[line].tolist() if x == x]  # past the years: NaN
+            assert years and all(x == 0.0 for x in years), (line, years)

@@ -233,12 +233,13 @@ EDGES = [0.0, -0.0, 1.0, 0.1 + 0.2, 1e-4, 9.999999999999999e-05, 0.0001000000000
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=8, max_size=60))
 def test_floats_are_written_as_repr_writes_them(numbers):
     # The bulk formatter and ``repr`` give the same text, exponent notation included: a
-    # workbook does not depend on which one wrote it.
+    # workbook does not depend on which one wrote it. The text comes as the bytes the file
+    # stores (ASCII).
     from tokenfactory_xl.workbook import stencil
 
     assert stencil.FLOAT_FORMAT == "orjson"  # the test extra installs it
     numbers = numbers + EDGES
-    expected = [repr(x) for x in numbers]
+    expected = [repr(x).encode("ascii") for x in numbers]
     assert stencil.format_floats(numbers) == expected
     assert stencil.format_floats(np.array(numbers)) == expected  # a sheet's row of numbers
     assert stencil.format_floats(np.array(numbers)[::-1]) == expected[::-1]  # not contiguous
@@ -319,3 +320,21 @@ def test_repack_copies_what_it_leaves_unchanged_as_a_recompression_would():
     assert copied == stencil._zip_bytes(members)
     with zipfile.ZipFile(io.BytesIO(copied)) as archive:
         assert archive.testzip() is None
+
+
+def test_one_stencil_fills_site_after_site_as_a_fresh_one_does():
+    """A stencil keeps the XML of the cells that are no number (texts, dates, TRUE) from one
+    site to the next: each site's file is still the one a fresh stencil writes, and a kept
+    stencil holds none of it."""
+    import pickle
+
+    sites = [values(name, gpus, start, tef) for name, gpus, start, tef in (
+        ("Oslo", 1024, dt.date(2027, 1, 1), 0.3), ("Lyon", 4096, dt.date(2028, 7, 1), 0.25),
+        ("Oslo", 1024, dt.date(2027, 1, 1), 0.3), ("Zürich — Süd", 2048, dt.date(2027, 1, 1),
+                                                  0.5))]
+    used = Stencil(template(), CELLS)
+    for site in sites:
+        assert used.fill(site) == Stencil(template(), CELLS).fill(site)
+    assert "Lyon" in sheet_xml(used.fill(sites[1]), 1)
+    assert "Lyon" not in sheet_xml(used.fill(sites[0]), 1)
+    assert b"Oslo" not in pickle.dumps(used)

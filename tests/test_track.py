@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -93,6 +94,8 @@ def test_real_sglang_runs_give_tef_and_variance_computed_by_hand(tmp_path):
         assert row["variance"] == pytest.approx(tef - plan_tef(3), rel=1e-12)
         assert row["revenue_worth"] == pytest.approx(worth(tef - plan_tef(3), 3, 31), rel=1e-9)
         assert row["scenario"] == "Base" and row["format"] == "SGLang bench_serving"
+        # the message gives the worth in the workbook's currency, rounded as printed
+        assert f"(worth USD {row['revenue_worth']:,.0f} of revenue that month)" in proc.stdout
     assert "6 rows added, 6 on the Actuals sheet" in proc.stdout
 
 
@@ -299,3 +302,25 @@ def test_a_month_after_cohort_1_retires_is_refused(tmp_path):
     proc = track(path, SUITE, "--month", "2027-03")
     assert proc.returncode == 2 and path.read_bytes() == before
     assert "measured in 2027-03 (month 3), after cohort 1 retires (retire_month 2)" in proc.stderr
+
+
+def _chart(path: Path) -> str:
+    with zipfile.ZipFile(path) as archive:
+        (chart,) = wa.find_parts(archive).charts
+        return archive.read(chart).decode()
+
+
+def test_the_chart_spans_0_to_100_percent_until_a_measurement_beats_it(tmp_path):
+    # an empty sheet's chart shows TEF from 0 to 100 % (not a spreadsheet's 0 to 1,200 %)
+    path = workbook(tmp_path, theoretical_tps_per_gpu=2_000)
+    assert re.search(r'<max val="1" ?/><min val="0" ?/>', _chart(path))
+    assert track(path, SGLANG, "--month", "2027-03", "--gpus", 8).returncode == 0
+    assert max(r["tef_actual"] for r in actuals_rows(path)) <= 1
+    assert re.search(r'<max val="1" ?/>', _chart(path))       # kept: every TEF fits
+    # 10 tokens/s per GPU of theory: the same runs measure a TEF far above 100 %
+    # (at the site's 400, the busiest run is already at 114 %)
+    high = workbook(tmp_path, "high.xlsx", theoretical_tps_per_gpu=10, measured_tps=5_000)
+    proc = track(high, SGLANG, "--month", "2027-03", "--gpus", 8)
+    assert proc.returncode == 0 and "TEF above 100 %" in proc.stdout
+    assert not re.search(r"<max ", _chart(high))               # the axis grows to show it
+    assert re.search(r'<min val="0" ?/>', _chart(high))

@@ -24,10 +24,22 @@ only from those below it; ``docs/architecture.md`` draws them):
 
 #: The version of the package and of the model it computes (version 3 of the TFOM), shown on the
 #: workbook's Cover as ``tfom_version`` and in the README.
-__version__ = "3.0.0"
-
-from .core.errors import InputError, Problem  # noqa: E402
-from .tfom.inputs import SiteInputs, make_inputs  # noqa: E402
-from .tfom.operating_model import Result, run  # noqa: E402
+__version__ = "3.1.0"
 
 __all__ = ["InputError", "Problem", "Result", "SiteInputs", "__version__", "make_inputs", "run"]
+
+#: Where each name of :data:`__all__` is defined. They are imported when first used, so that
+#: importing the package (as the command line does first) loads neither numpy nor the model.
+_DEFINED_IN = {"InputError": "core.errors", "Problem": "core.errors", "SiteInputs": "tfom.inputs",
+               "make_inputs": "tfom.inputs", "Result": "tfom.operating_model",
+               "run": "tfom.operating_model"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _DEFINED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_DEFINED_IN[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -5,7 +5,7 @@ into its requirements.txt tab the lines of the requirements.txt beside this file
 (numpy, xlwings>=0.35,<0.38): numpy and xlwings are all this file needs. Then type, for example,
 =TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
-Written by `tokenfactory-xl lite` from tokenfactory_xl 3.0.0; do not edit it by hand: write
+Written by `tokenfactory-xl lite` from tokenfactory_xl 3.1.0; do not edit it by hand: write
 it again with that command. It holds the source of the package's modules addin, core, core.economics, core.errors, core.specs, core.roofline, core.serving, core.names, core.number_text, core.catalogue, addin.params, addin.cells, addin.udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
@@ -21,7 +21,7 @@ import linecache as _linecache
 import sys as _sys
 
 _PACKAGE = "tokenfactory_xl"
-_VERSION = "3.0.0"
+_VERSION = "3.1.0"
 
 # The package's modules, as text: dependencies first.
 _SOURCES = {
@@ -1969,7 +1969,7 @@ class Setup:
     @property
     def expert_compute(self) -> str:
         """The precision whose dense peak the routed-expert GEMMs compute at: the weights',
-        except for a release's weight-only 4-bit experts (:attr:`specs.Model.
+        except for a release's weight-only 4-bit experts (:attr:`specs.LLM.
         weight_only_experts`): their activations are not 4-bit, so they compute at 8 bits
         (MXFP4 × MXFP8, the FP8 rate) on a GPU with FP4 tensor cores and at 16 bits (W4A16)
         on one without."""
@@ -2261,6 +2261,23 @@ def _figure(s: Setup, row: dict[str, str], metric: str, mode: str, where: str
                                   _cell(row, "osl", where, True), mode)[0], ""
 
 
+def release_notes(s: Setup) -> list[str]:
+    """What a reader of the setup's figures should know about the model's release: a model
+    whose release ships weight-only 4-bit experts (:attr:`specs.LLM.weight_only_experts`,
+    gpt-oss's MXFP4) given another weight precision is computed as given, which is not the run
+    an engine makes of the release; on a GPU without 4-bit tensor cores it runs the release as
+    W4A16, at the 16-bit rate (methodology §5.1)."""
+    if not s.model.weight_only_experts or s.precision == "fp4":
+        return []
+    text = (f"{s.model.name} ships its experts as weight-only 4-bit (MXFP4): the figures are for "
+            f"{s.precision} experts, as the row says, not for the release")
+    if not s.gpu.fp4_tflops:
+        text += (f"; {s.gpu.name} has no 4-bit tensor cores, so engines run the release as "
+                 "W4A16 at the BF16 rate (precision fp4 reads the run as shipped, kv_precision "
+                 "bf16 where the engine keeps the cache in 16 bits)")
+    return [text]
+
+
 def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
     """The bound, the attainable figure, measured ÷ each and a verdict for one table row.
 
@@ -2286,6 +2303,7 @@ def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
     except InputError as error:  # say which row
         raise InputError([replace(p, where=p.where or where) for p in error.problems]
                          ) from None
+    notes += release_notes(s)
     return {"id": row.get("id", ""), "metric": metric, "gpu": s.gpu.name, "model": s.model.name,
             "setup": f"{s.gpus} × {s.gpu.name}, {s.parallel}, {s.precision} weights, "
                      f"{s.dense_precision} dense, {s.kv_precision} KV"
@@ -2411,6 +2429,10 @@ INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u20
 SEPARATORS = "\u2028\u2029"
 #: Every character a name may not hold: control characters, and the three kinds above.
 HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
+#: Every character a free text (an input's source note) may not hold: those of a name but the
+#: line break and the tab, which a note written on several lines holds.
+HIDDEN_IN_TEXT = re.compile(
+    rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
 
 _WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
          "\u2028": "a line separator", "\u2029": "a paragraph separator",
@@ -2442,11 +2464,12 @@ def key(text: object) -> str:
     return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
 
 
-def hidden(text: str) -> str:
+def hidden(text: str, pattern: re.Pattern[str] = HIDDEN) -> str:
     """The hidden characters of ``text`` in words (``"U+200B (a zero-width space) at character
-    6"``), at most three, or ``""`` when it has none."""
+    6"``), at most three, or ``""`` when it has none (those ``pattern`` finds: a name's by
+    default, :data:`HIDDEN_IN_TEXT` for a free text)."""
     found = []
-    for match in HIDDEN.finditer(text):
+    for match in pattern.finditer(text):
         char = match.group()
         if all(not item.startswith(f"U+{ord(char):04X} ") for item in found):
             found.append(f"U+{ord(char):04X} ({_what(char)}) at character {match.start() + 1}")

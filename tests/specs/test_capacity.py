@@ -191,6 +191,27 @@ def test_the_check_holds_every_row_under_its_bound_and_attainable_figure():
     assert sum(v >= 0.5 for v in vendor) >= len(vendor) - 1
 
 
+def test_a_row_that_names_another_format_than_the_release_says_so():
+    # gpt-oss ships MXFP4 experts (config.json quantization_config): a row written fp8 is
+    # computed for fp8 experts as given, and its notes say it is not the release's run; on
+    # Hopper (no FP4 tensor cores) they say how the engines run the release instead
+    row = {"id": "X", "metric": "max output tokens/s per GPU", "measured": "4715",
+           "gpu": "H100 SXM", "model": "gpt-oss-120b", "precision": "fp8", "gpus": "4",
+           "parallel": "DEP4", "isl": "1024", "osl": "1024"}
+    checked = capacity.check_row(row)
+    assert checked["setup"].startswith("4 × H100 SXM, dep, fp8 weights")
+    (note,) = [n for n in checked["notes"] if "ships its experts" in n]
+    assert "the figures are for fp8 experts" in note and "W4A16 at the BF16 rate" in note
+    blackwell = capacity.check_row({**row, "gpu": "B200"})
+    (note,) = [n for n in blackwell["notes"] if "ships its experts" in n]
+    assert "W4A16" not in note     # B200 computes 4-bit: nothing to say of Hopper's way
+    as_shipped = capacity.check_row({**row, "precision": "fp4"})
+    assert not [n for n in as_shipped["notes"] if "ships its experts" in n]
+    dense = capacity.check_row({**row, "model": "Llama-3.1-8B", "parallel": "TP1",
+                                "gpus": "1"})
+    assert not [n for n in dense["notes"] if "ships its experts" in n]
+
+
 def test_the_check_row_of_the_spec_check_value_by_hand():
     proc = check("--json")
     a3 = next(r for r in json.loads(proc.stdout) if r["id"] == "A3")

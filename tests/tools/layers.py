@@ -20,7 +20,8 @@ PACKAGE = "tokenfactory_xl"
 #: sub-package of a lower layer; sub-packages of one layer are independent of each other.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"core"}),
-    frozenset({"tfom", "files", "engines"}),
+    frozenset({"files", "engines"}),
+    frozenset({"tfom"}),
     frozenset({"workbook", "sites"}),
     frozenset({"capacity", "addin"}),
     frozenset({"portfolio"}),

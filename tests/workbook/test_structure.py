@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.formula.translate import Translator
+from openpyxl.utils import get_column_letter
 
 from tokenfactory_xl import __version__
 from tokenfactory_xl.cli.workbook import template_bytes
@@ -281,6 +282,11 @@ def test_cell_values_cover_every_formula_and_input_cell(book):
     # the Cover's build date: a value each workbook gets as it is written
     sheet, coord = wbm.plan().build_date
     expected[sheet].add(coord)
+    # each input's source note, on the input's row (blank for the defaults)
+    for spec in INPUTS:
+        cells = destination(book, f"in_{spec.name}")
+        first = cells[0][0] if isinstance(cells, tuple) else cells
+        expected["Inputs"].add(f"{get_column_letter(wbm.NOTE_COLUMN)}{first.row}")
     assert {k: set(v) for k, v in values.items()} == expected
 
 
@@ -308,3 +314,57 @@ def test_cell_values_are_plain_python_values():
     returns = wbm.cell_values(site)["Returns"]
     (_, ref), = wbm.build_workbook(site, risk_draws=0).defined_names["out_roi"].destinations
     assert returns[ref.replace("$", "")] == "none"  # no CapEx when rented
+
+
+def test_the_dashboard_heads_with_the_committee_figures_by_formula(book):
+    """Methodology §10.5: NPV with and without the terminal value, IRR, MIRR, payback, equity
+    IRR, minimum DSCR and peak funding, then the warnings, each a formula of its output."""
+    ws = book["Dashboard"]
+    label_row, value_row = wbm.KPI_ROWS
+    shown = {ws.cell(label_row, c).value: ws.cell(value_row, c).value for c in range(1, 12)
+             if ws.cell(label_row, c).value}
+    assert shown == {
+        "NPV": "=out_npv", "NPV excl. terminal": "=out_npv_excl_terminal",
+        "IRR (yearly)": "=out_irr", "MIRR (yearly)": "=out_mirr",
+        "Payback (months)": "=out_payback_months", "Equity IRR (yearly)": "=out_equity_irr",
+        "Minimum DSCR": "=out_min_dscr", "Peak funding": "=out_peak_funding",
+        "Warnings (see Checks)": "=out_warnings"}
+
+
+def test_the_dashboards_peak_funding_is_the_models_with_debt(book):
+    from tokenfactory_xl.tfom.operating_model import run
+
+    inputs = make_inputs({"debt_share": 0.6})
+    result = run(inputs)
+    values = wbm.cell_values(inputs, result)["Dashboard"]
+    label_row, value_row = wbm.KPI_ROWS
+    column = next(c for c in range(1, 12)
+                  if book["Dashboard"].cell(label_row, c).value == "Peak funding")
+    stored = values[f"{get_column_letter(column)}{value_row}"]
+    # −(lowest cumulative equity cash flow), from the model's own monthly line
+    lowest = min(result.values["cumulative_equity_base"])
+    assert stored == result.summary["peak_funding"] == pytest.approx(-lowest, rel=1e-12)
+    assert 0 < stored < run(make_inputs({})).summary["peak_funding"]  # debt funds the rest
+
+
+def test_every_money_unit_shown_names_the_currency():
+    """Methodology §10.7: a money unit reads ``EUR/GPU-h``, never ``money/GPU-h``, wherever a
+    sheet states one (units columns, the fleet block, the constants); the only ``money…`` texts
+    left are the labels of the lines that spell each unit in the site's currency."""
+    inputs = make_inputs({"currency": "EUR"})
+    values = wbm.cell_values(inputs)
+    wb = wbm.build_workbook(inputs)
+    plan = wbm.plan()
+    labels = {(plan.lines[ln.name].sheet, f"A{re.sub(r'[A-Z]', '', plan.lines[ln.name].coords[0])}")
+              for ln in om.UNIT_LINES}
+    raw = []
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                shown = values.get(ws.title, {}).get(cell.coordinate, cell.value)
+                if (isinstance(shown, str) and re.fullmatch(r"money(/.*)?", shown)
+                        and (ws.title, cell.coordinate) not in labels):
+                    raw.append(f"{ws.title}!{cell.coordinate} {shown}")
+    assert raw == []
+    assert values["Returns"]  # the Returns sheet's units came from the same rule
+    assert "EUR/GPU-h" in values["Returns"].values()

@@ -29,7 +29,8 @@ def cmd_track(args: argparse.Namespace) -> int:
     for row in done.added:
         print(f"added {row['month']:%Y-%m} (month {row['model_month']}): TEF actual "
               f"{row['tef_actual']:.2%} against plan {row['tef_plan']:.2%}, variance "
-              f"{row['variance']:+.2%} (worth {row['revenue_worth']:,.0f} that month) — "
+              f"{row['variance']:+.2%} (worth {done.currency} {row['revenue_worth']:,.0f} of "
+              "revenue that month) — "
               f"{visible(str(row['source']))}")
         if row["tef_actual"] > 1:  # type: ignore[operator]
             print("  note: TEF above 100 %: the measurement beats cohort 1's theoretical TPS "

@@ -30,6 +30,10 @@ INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u20
 SEPARATORS = "\u2028\u2029"
 #: Every character a name may not hold: control characters, and the three kinds above.
 HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
+#: Every character a free text (an input's source note) may not hold: those of a name but the
+#: line break and the tab, which a note written on several lines holds.
+HIDDEN_IN_TEXT = re.compile(
+    rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
 
 _WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
          "\u2028": "a line separator", "\u2029": "a paragraph separator",
@@ -61,11 +65,12 @@ def key(text: object) -> str:
     return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
 
 
-def hidden(text: str) -> str:
+def hidden(text: str, pattern: re.Pattern[str] = HIDDEN) -> str:
     """The hidden characters of ``text`` in words (``"U+200B (a zero-width space) at character
-    6"``), at most three, or ``""`` when it has none."""
+    6"``), at most three, or ``""`` when it has none (those ``pattern`` finds: a name's by
+    default, :data:`HIDDEN_IN_TEXT` for a free text)."""
     found = []
-    for match in HIDDEN.finditer(text):
+    for match in pattern.finditer(text):
         char = match.group()
         if all(not item.startswith(f"U+{ord(char):04X} ") for item in found):
             found.append(f"U+{ord(char):04X} ({_what(char)}) at character {match.start() + 1}")

@@ -173,7 +173,7 @@ class Setup:
     @property
     def expert_compute(self) -> str:
         """The precision whose dense peak the routed-expert GEMMs compute at: the weights',
-        except for a release's weight-only 4-bit experts (:attr:`specs.Model.
+        except for a release's weight-only 4-bit experts (:attr:`specs.LLM.
         weight_only_experts`): their activations are not 4-bit, so they compute at 8 bits
         (MXFP4 × MXFP8, the FP8 rate) on a GPU with FP4 tensor cores and at 16 bits (W4A16)
         on one without."""
@@ -465,6 +465,23 @@ def _figure(s: Setup, row: dict[str, str], metric: str, mode: str, where: str
                                   _cell(row, "osl", where, True), mode)[0], ""
 
 
+def release_notes(s: Setup) -> list[str]:
+    """What a reader of the setup's figures should know about the model's release: a model
+    whose release ships weight-only 4-bit experts (:attr:`specs.LLM.weight_only_experts`,
+    gpt-oss's MXFP4) given another weight precision is computed as given, which is not the run
+    an engine makes of the release; on a GPU without 4-bit tensor cores it runs the release as
+    W4A16, at the 16-bit rate (methodology §5.1)."""
+    if not s.model.weight_only_experts or s.precision == "fp4":
+        return []
+    text = (f"{s.model.name} ships its experts as weight-only 4-bit (MXFP4): the figures are for "
+            f"{s.precision} experts, as the row says, not for the release")
+    if not s.gpu.fp4_tflops:
+        text += (f"; {s.gpu.name} has no 4-bit tensor cores, so engines run the release as "
+                 "W4A16 at the BF16 rate (precision fp4 reads the run as shipped, kv_precision "
+                 "bf16 where the engine keeps the cache in 16 bits)")
+    return [text]
+
+
 def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
     """The bound, the attainable figure, measured ÷ each and a verdict for one table row.
 
@@ -490,6 +507,7 @@ def check_row(row: dict[str, str], where: str = "") -> dict[str, object]:
     except InputError as error:  # say which row
         raise InputError([replace(p, where=p.where or where) for p in error.problems]
                          ) from None
+    notes += release_notes(s)
     return {"id": row.get("id", ""), "metric": metric, "gpu": s.gpu.name, "model": s.model.name,
             "setup": f"{s.gpus} × {s.gpu.name}, {s.parallel}, {s.precision} weights, "
                      f"{s.dense_precision} dense, {s.kv_precision} KV"

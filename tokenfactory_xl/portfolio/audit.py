@@ -44,7 +44,7 @@ from ..core.number_text import two_readings
 from ..files.safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from ..files.safe_xlsx import parse_reference as _parse_reference
 from ..sites.load import CONTROL_OR_BIDI
-from ..tfom.inputs import SiteInputs, make_inputs
+from ..tfom.inputs import NOTE, NOTES_NAME, SiteInputs, make_inputs
 from ..tfom.operating_model import Result, run_each
 from .book import PORTFOLIO_SHEET
 
@@ -185,9 +185,9 @@ def _formula_of(value: object) -> str | None:
 @lru_cache(maxsize=1)
 def current_template() -> Template:
     """The template of this version, built by the workbook builder once (kept between runs of
-    this same code: :mod:`tokenfactory_xl.workbook.build_cache`)."""
+    this same code: :mod:`tokenfactory_xl.files.build_cache`)."""
+    from ..files.build_cache import kept
     from ..workbook.build import default_workbook
-    from ..workbook.build_cache import kept
 
     # The Risk sheet's figures are values, not formulas: the template is the same without them.
     return kept("audit-template", lambda: Template.from_workbook(default_workbook()))
@@ -344,6 +344,8 @@ def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict
         if spec.name == "site_name" and read[0] is not None:
             audit.site_name = str(read[0])  # shown even when the inputs are not valid
     missing |= not _read_fleet(content, audit, values, where, input_cells)
+    if not missing:
+        _read_notes(content, values, where)
     if missing:
         return {}, where, input_cells
     return values, where, input_cells
@@ -408,6 +410,29 @@ def _read_fleet(content: XlsxContent, audit: WorkbookAudit, values: dict,
         values["cohorts"] = cohorts
         where["(cohorts)"] = labels
     return ok
+
+
+def _read_notes(content: XlsxContent, values: dict, where: dict) -> None:
+    """Each input's source note (methodology §10.7) into ``values`` as ``gpus.note``: the cell
+    of the notes column (the defined name :data:`~tokenfactory_xl.inputs.NOTES_NAME`) on the
+    row of the input's first cell. A workbook without the column (made before it) has none; a
+    formula typed there is reported with the other formulas, not read."""
+    text = content.defined_names.get(NOTES_NAME)
+    ref = _parse_reference(text) if text is not None else None
+    if ref is None or not ref[1]:
+        return
+    sheet, coords = ref
+    column = re.match(r"[A-Z]+", coords[0]).group()  # type: ignore[union-attr]
+    for spec in INPUTS:
+        address = where.get(f"{spec.name}.{SCENARIO_NAMES[0]}" if spec.per_scenario else spec.name)
+        if address is None or not address.startswith(f"{sheet}!"):
+            continue
+        coord = column + re.sub(r"^[A-Z]+", "", address[len(sheet) + 1:])
+        cells = content.cells(sheet)
+        value = cells.values.get(coord)
+        if value is not None and cells.formulas.get(coord) is None:
+            values[f"{spec.name}.{NOTE}"] = value
+            where[f"{spec.name}.{NOTE}"] = f"{sheet}!{coord}"
 
 
 def _check_inputs(values: dict, where: dict, audit: WorkbookAudit) -> None:

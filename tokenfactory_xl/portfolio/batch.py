@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..core.errors import InputError, Problem
+from ..files.build_cache import kept
 from ..files.disk import (
     TEMP_PREFIX,
     Outputs,
@@ -49,7 +50,6 @@ from ..files.disk import (
 from ..sites.load import SiteRow, SitesFile, load_sites
 from ..tfom.inputs import SiteInputs, default_inputs
 from ..tfom.operating_model import OUTPUT_NAMES, Result, run, run_each
-from ..workbook.build_cache import kept
 from ..workbook.charts import ChartParts
 from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
 from .book import (
@@ -185,7 +185,7 @@ _FACTORY: WorkbookFactory | None = None
 
 def shared_factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
     """The process's factory at deflate ``level``: built once, or read back as an earlier run of
-    this same code kept it (:mod:`tokenfactory_xl.workbook.build_cache`)."""
+    this same code kept it (:mod:`tokenfactory_xl.files.build_cache`)."""
     global _FACTORY
     if _FACTORY is None or _FACTORY.stencil.level != level:
         _FACTORY = kept(f"workbook-factory-{level}", lambda: WorkbookFactory(level))

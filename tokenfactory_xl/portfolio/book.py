@@ -51,9 +51,9 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 import numpy as np
 
-from ..core.catalogue import BY_NAME
+from ..core.catalogue import BY_NAME, INPUTS
 from ..files.disk import write_atomically
-from ..tfom.inputs import SiteInputs
+from ..tfom.inputs import NOTE, SiteInputs
 from ..tfom.operating_model import BRIDGE_LINES, OUTPUTS, SCENARIOS
 from ..workbook.charts import with_caches
 from ..workbook.stencil import repack_to
@@ -225,6 +225,9 @@ def applies(name: str, inputs: SiteInputs) -> bool:
 def value(name: str, inputs: SiteInputs, summary: dict[str, float | None],
           flat: dict[str, object]) -> object:
     """What the portfolio shows for one site in column ``name``: ``None`` for a blank cell."""
+    base, _, suffix = name.partition(".")
+    if suffix == NOTE:  # a source note, kept whether or not the input applies
+        return inputs.notes.get(base)
     if not applies(name, inputs):
         return None
     found = summary[name] if _output(name) else flat[name]
@@ -234,7 +237,8 @@ def value(name: str, inputs: SiteInputs, summary: dict[str, float | None],
 
 
 def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
-    """The input columns (``site_name``, ``gpus``, then those that differ) and output columns.
+    """The input columns (``site_name``, ``gpus``, then those that differ, then each input's
+    source note that any site has, ``gpus.note``) and output columns.
 
     An input differs when the sites show different values for it (a blank for an input that
     does not apply counts as a value: owned and rented sites with the default CapEx still
@@ -243,8 +247,10 @@ def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
     names: list[str] = list(ALWAYS)
     first: dict[str, object] = {}
     differ: set[str] = set()
+    noted: set[str] = set()
     # One pass, keeping each column's first value only: memory does not grow with the sites.
     for number, (inputs, _) in enumerate(entries):
+        noted.update(inputs.notes)
         flat = inputs.flat()
         if number == 0:
             names = list(flat)
@@ -256,7 +262,8 @@ def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
                 first[n] = key
             elif key != first[n]:
                 differ.add(n)
-    return [*ALWAYS, *(n for n in names if n in differ)], output_columns(entries)
+    notes = [f"{spec.name}.{NOTE}" for spec in INPUTS if spec.name in noted]
+    return [*ALWAYS, *(n for n in names if n in differ), *notes], output_columns(entries)
 
 
 def _key(found: object) -> object:
@@ -281,6 +288,8 @@ def label_and_unit(name: str, currency: str | None = None) -> tuple[str, str]:
     else:
         base, _, scenario = name.partition(".")
         spec = BY_NAME[base]
+        if scenario == NOTE:
+            return f"{spec.label}: source / note", ""
         label = spec.label + (f" ({scenario})" if scenario else "")
         unit = "" if spec.unit in _NO_UNIT else spec.unit
     if currency:
@@ -309,7 +318,10 @@ def _number_format(name: str) -> str:
     output = _output(name)
     if output is not None:
         return _OUTPUT_FORMATS.get(output.kind, "General")
-    return _INPUT_FORMATS.get(BY_NAME[name.split(".", 1)[0]].kind, "General")
+    base, _, suffix = name.partition(".")
+    if suffix == NOTE:
+        return "@"  # text, as typed
+    return _INPUT_FORMATS.get(BY_NAME[base].kind, "General")
 
 
 def shown_text(found: object, number_format: str) -> str:

@@ -49,6 +49,7 @@ class Tracked:
     added: tuple[dict[str, object], ...]
     already: tuple[tuple[str, str], ...]  # (source, the month it was tracked in)
     rows: tuple[dict[str, object], ...]
+    currency: str = ""  # the workbook's, for the money the command prints
 
 
 class TrackError(TokenFactoryError, ValueError):
@@ -289,4 +290,4 @@ def track(workbook: str | Path, files: Sequence[str], month: dt.date | None = No
     if added:
         data = rewrite(path.read_bytes(), rows, str(inputs["currency"]))
         write_atomically(path, data)
-    return Tracked(path, tuple(added), tuple(already), tuple(rows))
+    return Tracked(path, tuple(added), tuple(already), tuple(rows), str(inputs["currency"]))

@@ -4,5 +4,6 @@
 runtime), :mod:`.operating_model` declares every line of the model and runs it,
 :mod:`.inputs` checks one site's inputs, and :mod:`.risk`, :mod:`.solve` and
 :mod:`.statements` read the compiled model for the risk sheet, "what must be true" and the
-three statements. Imports only :mod:`tokenfactory_xl.core`.
+three statements. Imports :mod:`tokenfactory_xl.core` and :mod:`tokenfactory_xl.files` (the build
+cache keeps the compiled model).
 """

@@ -8,7 +8,7 @@ inputs, named constants and other lines. This module turns such an expression in
   (``k_seconds_per_hour``) and scalar lines (``tef_now``), A1 references for the cells of a
   table (``E$4``, ``Timeline!$E$20:$DT$20``), Excel's function names; and
 - **Python source over numpy arrays** (:func:`python`), compiled once into one function that
-  computes every line of a site (:func:`compile_model`), the way SQLAlchemy compiles one query
+  computes every line of a site (:func:`compile_lines`), the way SQLAlchemy compiles one query
   to the SQL of each database.
 
 The two renderings share the tree, so a rule cannot say one thing in the workbook and another in
@@ -27,6 +27,7 @@ the leading axes, which is ``()`` for one site.
 from __future__ import annotations
 
 import datetime as dt
+import marshal
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -422,31 +423,60 @@ _PY_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "=": "==", "<>": "
 _AGGREGATES = {"SUM", "COUNT", "MIN", "MAX"}
 
 
+@dataclass
+class _Shared:
+    """What one pass of the compiled model computes once for all lines: a line whose code is
+    that of an earlier line is that line's values (``alias``: the six IRR searches' grid of
+    rates), and a power of a table's cells over a whole row (a grid: the IRR search's table of
+    discount factors, the same for every search) is computed once, into a variable of its own
+    (``powers``), before the first line that needs it (``pending``). The same numpy call on
+    the same operands: the same values, to the last bit."""
+
+    enabled: bool = True
+    alias: dict[str, str] = field(default_factory=dict)
+    powers: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+
+    def power(self, code: str, step: bool) -> str:
+        if not self.enabled or step or "_c(" not in code or "_r(" not in code or "V['_n']" in code:
+            return code
+        name = self.powers.get(code)
+        if name is None:
+            name = self.powers[code] = f"_grid{len(self.powers)}"
+            self.pending.append(f"    {name} = {code}")
+        return name
+
+
 class PythonContext:
     """How a line's references read in the generated Python (one table, or scalars)."""
 
     def __init__(self, table: Table | None, tables: dict[str, Table], step: bool = False,
-                 building: frozenset[str] = frozenset()):
+                 building: frozenset[str] = frozenset(), shared: _Shared | None = None):
         self.table = table
         self.tables = tables  # line name -> its table (absent: a scalar)
         self.step = step  # inside the loop of a recurrent table: position ``_k``
         self.building = building  # in the loop: the lines it builds, a list of steps each
         self.hoisted: dict[str, str] = {}  # code computed once before the loop -> its name
+        self.shared = shared if shared is not None else _Shared()
+
+    def v(self, name: str) -> str:
+        """A line's values: ``V['name']``, or those of the earlier line of the same code."""
+        return f"V[{self.shared.alias.get(name, name)!r}]"
 
     def value(self, name: str) -> str:
         """A scalar (or a line of this table in the same position) as a (…, n, 1) operand."""
         if self.tables.get(name) is None:
-            return f"_s(V[{name!r}])"
+            return f"_s({self.v(name)})"
         if self.step:
             return self.at_step(name, "_k")
-        return f"_c(V[{name!r}])"
+        return f"_c({self.v(name)})"
 
     def at_step(self, name: str, k: str) -> str:
         """In the loop, position ``k`` of a line: a step already built, or a finished line's
         cell (a float for one site, (…, 1, 1) for many)."""
         if name in self.building:
             return f"V[{name!r}][{k}]"
-        return f"_pick(V[{name!r}], {k})"
+        return f"_pick({self.v(name)}, {k})"
 
 
 def python(e: Expr, ctx: PythonContext) -> str:
@@ -490,18 +520,18 @@ def _python(e: Expr, ctx: PythonContext) -> str:
             return ctx.value(e.line)
         if ctx.step:
             return ctx.at_step(e.line, f"_k {e.shift:+d}")
-        return f"_c(_shift(V[{e.line!r}], {e.shift}))"
+        return f"_c(_shift({ctx.v(e.line)}, {e.shift}))"
     if isinstance(e, At):
-        return f"_s(V[{e.line!r}][..., {e.index}])"
+        return f"_s({ctx.v(e.line)}[..., {e.index}])"
     if isinstance(e, Each):
-        names = ", ".join(f"V[{n!r}]" for n in e.lines)
+        names = ", ".join(ctx.v(n) for n in e.lines)
         return f"_each([{names}])"
     if isinstance(e, Row):
-        return f"_r(V[{e.line!r}])"
+        return f"_r({ctx.v(e.line)})"
     if isinstance(e, Position):
         return "_f64(_k + 1)" if ctx.step else "_position(V['_n'])"
     if isinstance(e, RunningSum):
-        return f"_c(np.nancumsum(V[{e.line!r}], axis=-1))"
+        return f"_c(np.nancumsum({ctx.v(e.line)}, axis=-1))"
     if isinstance(e, Op):
         if e.op == "neg":
             return f"(-{python(e.args[0], ctx)})"
@@ -509,7 +539,7 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         if e.op == "&":
             return f"_concat({a}, {b})"
         if e.op == "^":
-            return f"_pow({a}, {b})"
+            return ctx.shared.power(f"_pow({a}, {b})", ctx.step)
         return f"({a} {_PY_OPS[e.op]} {b})"
     assert isinstance(e, Fn)
     if e.name in ("ROWS", "COLUMNS"):
@@ -949,27 +979,71 @@ def _input_value(values: dict, name: str):
     return np.asarray(v, dtype=float)[..., None, None]
 
 
-def compile_lines(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
+def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = None
+                  ) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
     """One Python function computing every line, in order, from inputs and constants.
+
+    With ``share`` (the default) what several lines compute alike is computed once per pass
+    (:class:`_Shared`); without, each line computes all of its own formula (the same values).
+    With ``keep``, the compiled code is kept between runs under that name in the build cache
+    (:mod:`tokenfactory_xl.files.build_cache`), which names it after this package's code: the name
+    must stand for ``lines`` (the whole model's are the same in every run of the same code).
 
     The function takes ``(inputs, constants, lists)`` (inputs by catalogue name, per-scenario
     ones as tuples, dates as serial numbers) and returns line name → values. The source it was
     built from is its ``__source__``.
     """
+    def build() -> tuple[str, bytes, frozenset[str], frozenset[str]]:
+        source = _model_source(lines, share)
+        return (source, marshal.dumps(compile(source, "<tfom model>", "exec")),
+                inputs_of(lines), texts_per_site(lines))
+
+    if keep is None:
+        source, code, inputs, texts = build()
+    else:
+        from ..files.build_cache import kept
+
+        source, code, inputs, texts = kept(keep, build, libraries=False)
+    namespace = {
+        "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
+        "_shift": _shift, "_position": _position, "_fit": _fit, "_i": _input_value,
+        "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
+        "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
+        "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
+        "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
+        "_take": _take, "_put": _put, "_pow": _pow,
+    }
+    exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
+    compiled = namespace["model"]
+
+    def model(inputs: dict, constants: dict, lists: dict) -> dict[str, np.ndarray]:
+        with np.errstate(all="ignore"):
+            return compiled(inputs, constants, lists)
+
+    model.__source__ = source  # type: ignore[attr-defined]
+    model.inputs = inputs  # type: ignore[attr-defined]
+    model.texts_per_site = texts  # type: ignore[attr-defined]
+    return model
+
+
+def _model_source(lines: Sequence[Line], share: bool) -> str:
+    """The Python source of :func:`compile_lines`'s function."""
     tables = {ln.name: ln.table for ln in lines}
     body = ["def model(inputs, K, L):", "    V = {'_inputs': inputs}"]
     done: set[str] = set()
+    shared = _Shared(enabled=share)
+    by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
     i = 0
     while i < len(lines):
         ln = lines[i]
         t = ln.table
         if t is not None and t.recurrent:
             group = [x for x in lines[i:] if x.table is t]
-            body += _recurrent(group, t, tables)
+            body += _recurrent(group, t, tables, shared)
             done.update(x.name for x in group)
             i += len(group)
             continue
-        ctx = PythonContext(t, tables)
+        ctx = PythonContext(t, tables, shared=shared)
         n = None if t is None else t.length
         code = python(ln.formula, ctx)
         if t is not None:
@@ -980,32 +1054,19 @@ def compile_lines(lines: Sequence[Line]) -> Callable[[dict, dict, dict], dict[st
                 code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
             if ln.skip_first:
                 code = f"_blank_first({code})"
-        body.append(f"    V[{ln.name!r}] = _fit({code}, {n})")
+        code = f"_fit({code}, {n})"
+        body += shared.pending
+        shared.pending.clear()
+        same = by_code.setdefault((code, None if t is None else id(t)), ln.name) if share \
+            else ln.name
+        if same != ln.name:
+            shared.alias[ln.name] = same
+            code = f"V[{same!r}]"
+        body.append(f"    V[{ln.name!r}] = {code}")
         done.add(ln.name)
         i += 1
     body.append("    return V")
-    source = "\n".join(body) + "\n"
-    namespace = {
-        "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
-        "_shift": _shift, "_position": _position, "_fit": _fit, "_i": _input_value,
-        "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
-        "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
-        "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
-        "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
-        "_take": _take, "_put": _put, "_pow": _pow,
-    }
-    with np.errstate(all="ignore"):
-        exec(compile(source, "<tfom model>", "exec"), namespace)  # noqa: S102
-    compiled = namespace["model"]
-
-    def model(inputs: dict, constants: dict, lists: dict) -> dict[str, np.ndarray]:
-        with np.errstate(all="ignore"):
-            return compiled(inputs, constants, lists)
-
-    model.__source__ = source  # type: ignore[attr-defined]
-    model.inputs = inputs_of(lines)  # type: ignore[attr-defined]
-    model.texts_per_site = texts_per_site(lines)  # type: ignore[attr-defined]
-    return model
+    return "\n".join(body) + "\n"
 
 
 #: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
@@ -1057,13 +1118,15 @@ def _blank_first(x):
     return out
 
 
-def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None]) -> list[str]:
+def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None],
+               shared: _Shared | None = None) -> list[str]:
     """A recurrent table: one position at a time, each line reading the previous position.
 
     For one site every operand of a step is a plain float, so a step costs Python arithmetic,
     not numpy calls; for many sites at once the same code runs on arrays.
     """
-    ctx = PythonContext(t, tables, step=True, building=frozenset(ln.name for ln in group))
+    ctx = PythonContext(t, tables, step=True, building=frozenset(ln.name for ln in group),
+                        shared=shared)
     loop = []
     for ln in group:
         code = python(ln.formula, ctx)

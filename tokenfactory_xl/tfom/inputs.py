@@ -10,6 +10,10 @@ every problem at once.
 Per-scenario inputs are addressed as ``tef_target.Optimised`` for one scenario; a bare
 ``tef_target`` means the live scenario's value (the CLI's ``--set``) or all three (a sites-file
 column), as the caller chooses.
+
+Each input may carry a source note, ``gpus.note`` (methodology §10.7): free text the model never
+reads, kept from a sites file or a workbook's "Source / note" column to the workbooks made from
+them, and to the portfolio that collects them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,14 @@ from ..core.catalogue import (
     fmt_number,
 )
 from ..core.errors import InputError, Problem
+from ..core.names import HIDDEN_IN_TEXT, hidden
+
+#: The suffix of an input's source note: ``gpus.note`` (:func:`split_key`).
+NOTE = "note"
+#: The longest note: the text one Excel cell holds.
+NOTE_MAX_CHARS = 32_767
+#: The workbook's defined name for its column of notes, one cell on each input's row.
+NOTES_NAME = "source_notes"
 
 
 class FrozenMapping(Mapping[str, object]):
@@ -119,9 +131,23 @@ class SiteInputs(FrozenMapping):
 
     A per-scenario input maps to a tuple ``(Base, Optimised, Downside)``; :meth:`live` gives the
     live scenario's value. Instances are immutable; :meth:`replace` returns a checked copy.
+    The inputs' source notes (:attr:`notes`) ride beside the mapping, not in it: what the model
+    reads is the mapping, and two sites that differ only in their notes compare equal.
     """
 
-    __slots__ = ()
+    __slots__ = ("_notes",)
+
+    def __init__(self, values: Mapping[str, object], notes: tuple[tuple[str, str], ...] = ()):
+        super().__init__(values)
+        self._notes = notes
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return type(self), (dict(self.items()), self._notes)
+
+    def sharing(self, memo: dict[object, dict[object, object]]) -> SiteInputs:
+        shared = super().sharing(memo)
+        shared._notes = self._notes  # type: ignore[attr-defined]
+        return shared  # type: ignore[return-value]
 
     @property
     def scenario(self) -> str:
@@ -151,7 +177,39 @@ class SiteInputs(FrozenMapping):
                     base.pop(f"{name}.{target}", None)
         if "cohorts" not in changes:
             base["cohorts"] = self.cohorts
+        base.update((f"{name}.{NOTE}", text) for name, text in self.notes.items()
+                    if f"{name}.{NOTE}" not in changes)
         return make_inputs({**base, **changes}, bare=bare)
+
+    def allows(self, key: str, value: object) -> bool:
+        """Whether :meth:`replace` with ``{key: value}`` (one numeric input, ``gpus`` or
+        ``tef_target.Optimised``; a bare per-scenario name is the live scenario's) would pass
+        every rule :func:`make_inputs` applies, found without checking again the inputs that do
+        not change: the input's own range, the rules that tie inputs together and the cohorts'.
+        A solve asks this of each value it scans."""
+        name, scenario = split_key(key)
+        spec = BY_NAME[name]
+        try:
+            parsed = spec.parse(value)
+        except BadValue:
+            return False
+        values = dict(self.items())
+        if spec.per_scenario:
+            index = SCENARIO_NAMES.index(scenario or self.scenario)
+            held = list(values[name])  # type: ignore[call-overload]
+            held[index] = spec.default_for(SCENARIO_NAMES[index]) if parsed is MISSING else parsed
+            values[name] = tuple(held)
+        else:
+            values[name] = spec.default if parsed is MISSING else parsed
+        problems = _cross_checks(values, values, "")
+        _cohorts(self.cohorts, values, problems, "")
+        return not problems
+
+    @property
+    def notes(self) -> dict[str, str]:
+        """Each input's source note (methodology §10.7), by input name in the catalogue's order;
+        inputs without one are left out. The model never reads them."""
+        return dict(self._notes)
 
     @property
     def cohorts(self) -> tuple[dict[str, object], ...]:
@@ -204,7 +262,8 @@ def site_tps_per_gpu(v: Mapping[str, object]) -> float:
 
 
 def split_key(key: str) -> tuple[str, str | None]:
-    """``"tef_target.optimised"`` → ``("tef_target", "Optimised")``; bare names → ``(name, None)``.
+    """``"tef_target.optimised"`` → ``("tef_target", "Optimised")``; bare names → ``(name, None)``;
+    a source note ``"gpus.note"`` → ``("gpus", "note")`` (:data:`NOTE`), for any input.
 
     Raises :class:`BadValue` for a scenario suffix that is not a scenario, or one on an input that
     has a single value.
@@ -212,12 +271,42 @@ def split_key(key: str) -> tuple[str, str | None]:
     name, _, suffix = key.strip().partition(".")
     if not suffix:
         return name, None
+    if suffix.strip().lower() == NOTE:
+        return name, NOTE
     for scenario in SCENARIO_NAMES:
         if suffix.lower() == scenario.lower():
             if name in BY_NAME and not BY_NAME[name].per_scenario:
                 raise BadValue(f"{name} has one value for all scenarios", f"use the column {name}")
             return name, scenario
-    raise BadValue("is not a scenario", "the scenarios are " + ", ".join(SCENARIO_NAMES))
+    raise BadValue("is not a scenario", f"the scenarios are {', '.join(SCENARIO_NAMES)} (or "
+                   f"{NOTE}, for the input's source note)")
+
+
+def note_text(value: object) -> str:
+    """A source note as it is kept: text as typed (a line break as ``\\n``), a number or a date
+    as the text it shows, ``""`` for none.
+
+    Raises :class:`BadValue` for a note holding hidden characters or longer than a cell holds.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        text = "TRUE" if value else "FALSE"
+    elif isinstance(value, float) and value.is_integer():
+        text = str(int(value))
+    elif hasattr(value, "isoformat"):
+        text = value.isoformat()  # type: ignore[union-attr]
+    else:
+        text = str(value)
+    text = text.replace("\r\n", "\n").strip()
+    which = hidden(text, HIDDEN_IN_TEXT)
+    if which:
+        raise BadValue(f"contains control characters: {which}, which do not show or change how "
+                       "the text shows", "type the note again without them")
+    if len(text) > NOTE_MAX_CHARS:
+        raise BadValue(f"is {len(text):,} characters long, more than the {NOTE_MAX_CHARS:,} one "
+                       "cell holds", "shorten the note, or keep the document elsewhere and name it")
+    return text
 
 
 def make_inputs(
@@ -254,6 +343,7 @@ def make_inputs(
 
     # Sort the keys: unknown ones are reported, scenario-specific ones wait for the scenario.
     plain: dict[str, object] = {}
+    notes: dict[str, str] = {}
     scenario_keys: list[tuple[str, str, str, object]] = []
     cohort_rows = values.pop("cohorts", None) or ()
     for key, value in values.items():
@@ -269,6 +359,16 @@ def make_inputs(
             hint = closest_name(name)
             fix = f"did you mean {hint}?" if hint else "see `tokenfactory-xl inputs` for the names"
             problems.append(Problem(str(key), value, "is not a known input", fix, where))
+        elif scenario == NOTE:
+            try:
+                text = note_text(value)
+            except BadValue as exc:  # a long note is shown by its start
+                shown = value if not isinstance(value, str) or len(value) <= 60 \
+                    else f"{value[:57]}…"
+                bad(str(key), shown, exc)
+            else:
+                if text:
+                    notes[name] = text
         elif scenario is None:
             plain[name] = value
         else:
@@ -326,7 +426,8 @@ def make_inputs(
     out["cohorts"] = _cohorts(cohort_rows, out, problems, where, cohort_where)
     if problems:
         raise InputError(problems)
-    return SiteInputs(out)
+    return SiteInputs(out, tuple((spec.name, notes[spec.name]) for spec in INPUTS
+                                 if spec.name in notes))
 
 
 def _cohorts(rows: object, site: dict[str, object], problems: list[Problem],

@@ -927,6 +927,11 @@ def statement_lines(sc: Scenario) -> tuple[Line, ...]:
     def y(line: str) -> Expr:
         return _in_statement_year(f"{line}_{k}")
 
+    def to_the_cent(gap: Expr) -> Expr:
+        """A check line's gap, 0 below half a cent: the rounding of sums of a year's months
+        (about 1e-9) shows as 0, not as a red "-0"; a real gap shows whole."""
+        return IF(ABS(gap) < K.cent, 0, gap)
+
     return (
         st("income", "revenue", "Revenue", y("revenue")),
         st("income", "ebitda", "EBITDA", y("ebitda")),
@@ -947,8 +952,8 @@ def statement_lines(sc: Scenario) -> tuple[Line, ...]:
         st("cash_flow", "equity", "Equity: contributions − distributions",
            y("contributions") - y("distributions")),
         st("cash_flow", "cash_change", "Change in cash (the company keeps none: 0)",
-           Cell(f"st_operating_{k}") + Cell(f"st_investing_{k}") + Cell(f"st_financing_{k}")
-           + Cell(f"st_equity_flow_{k}")),
+           to_the_cent(Cell(f"st_operating_{k}") + Cell(f"st_investing_{k}")
+                       + Cell(f"st_financing_{k}") + Cell(f"st_equity_flow_{k}"))),
         st("balance", "fixed_assets", "Fixed assets at net book value",
            _to_year_end(f"capex_{k}") - _to_year_end(f"depreciation_{k}")
            - _to_year_end(f"disposal_book_value_{k}"),
@@ -961,8 +966,9 @@ def statement_lines(sc: Scenario) -> tuple[Line, ...]:
            + _to_year_end(f"net_income_{k}"),
            "Σ contributions − distributions + net income"),
         st("balance", "balance_gap", "Assets − debt − payables − equity (0: it balances)",
-           Cell(f"st_fixed_assets_{k}") + Cell(f"st_receivables_{k}") - Cell(f"st_debt_{k}")
-           - Cell(f"st_payables_{k}") - Cell(f"st_equity_{k}")),
+           to_the_cent(Cell(f"st_fixed_assets_{k}") + Cell(f"st_receivables_{k}")
+                       - Cell(f"st_debt_{k}") - Cell(f"st_payables_{k}")
+                       - Cell(f"st_equity_{k}"))),
     )
 
 
@@ -1770,8 +1776,10 @@ def formula_inputs(inputs: SiteInputs) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=4)
 def compiled(lines: tuple[Line, ...] = LINES):
-    """The model compiled once: ``evaluate(inputs)`` → line name → values."""
-    model = compile_lines(lines)
+    """The model compiled once: ``evaluate(inputs)`` → line name → values. The whole model's
+    compiled code is kept between runs (:mod:`tokenfactory_xl.files.build_cache`): a run of
+    the same code reads it back instead of compiling it again."""
+    model = compile_lines(lines, keep="compiled-model" if lines is LINES else None)
     constants = _formula_constants()
 
     def evaluate(inputs: SiteInputs) -> dict[str, np.ndarray]:

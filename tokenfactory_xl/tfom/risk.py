@@ -26,7 +26,15 @@ import numpy as np
 
 from ..core.catalogue import BY_NAME, COHORT_INHERITED, RISK_RANGES, Input
 from .inputs import SiteInputs
-from .operating_model import LINES, LISTS, SCENARIOS, _formula_constants, formula_inputs
+from .operating_model import (
+    CONSTANT_VALUES,
+    IRR_STEPS,
+    LINES,
+    LISTS,
+    SCENARIOS,
+    _formula_constants,
+    formula_inputs,
+)
 
 #: The tornado's drivers (methodology §10.6), in the spec's order; ties in swing keep it.
 TORNADO_DRIVERS: tuple[str, ...] = tuple(r.driver for r in RISK_RANGES)
@@ -49,11 +57,13 @@ RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "npv_mean",
 # -- many variants of one site, in one pass --------------------------------------------------------
 @functools.lru_cache(maxsize=6)
 def _model(key: str, irr: bool = True):
-    """The model compiled for the live scenario's NPV and (with ``irr``) IRR only: the IRR's
-    searches are two thirds of a variant's cost, and the tornado does without them."""
+    """The model compiled for the live scenario's NPV only, and (with ``irr``) the project cash
+    flow and the IRR grid's rates from which :func:`monthly_irr` finds the IRR: the model's own
+    search (sixty halvings, each a power over every month) is most of a variant's cost."""
     from .formula import compile_lines, needed
 
-    wanted = [f"out_npv_{key}"] + ([f"out_irr_{key}"] if irr else [])
+    wanted = [f"out_npv_{key}"] + ([f"cash_flow_{key}", f"irr_rate_project_{key}"] if irr
+                                   else [])
     return compile_lines(needed(LINES, wanted))
 
 
@@ -101,7 +111,11 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool 
         npv[part] = np.broadcast_to(np.asarray(out[f"out_npv_{key}"], dtype=float),
                                     (part.stop - part.start,))
         if irr:
-            irrs[part] = _numbers(out[f"out_irr_{key}"], part.stop - part.start)
+            flows = np.asarray(out[f"cash_flow_{key}"], dtype=float)
+            flows = np.broadcast_to(flows, (part.stop - part.start, flows.shape[-1]))
+            monthly = monthly_irr(flows, np.asarray(out[f"irr_rate_project_{key}"], dtype=float))
+            with np.errstate(all="ignore"):  # as the model's yearly IRR: (1 + IRR_m)^12 − 1
+                irrs[part] = np.power(1.0 + monthly, CONSTANT_VALUES["months_per_year"]) - 1.0
     return npv, irrs
 
 
@@ -112,6 +126,147 @@ def _numbers(x: object, n: int) -> np.ndarray:
         arr = np.vectorize(lambda v: float(v) if isinstance(v, (int, float)) else math.nan,
                            otypes=[float])(arr)
     return np.broadcast_to(arr.astype(float), (n,)).copy()
+
+
+# -- the IRR of many cash flows at once --------------------------------------------------------
+#: Newton steps (each backed by false position) before a cash flow falls back to halving.
+IRR_ITERATIONS = 50
+
+
+def monthly_irr(cash_flows: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """The monthly IRR [fraction/month] of each row of ``cash_flows`` (months 0, 1, …; NaN beyond
+    the horizon), the root the model's own IRR search finds (methodology §4.3, §4.6): NaN where
+    it has none.
+
+    The model's search, declared once in :mod:`~tokenfactory_xl.operating_model` for the
+    workbook, takes the NPV at each rate of ``grid`` (its ``irr_rate`` line), the first sign
+    change at or above 0 and the last below it, and halves each bracket sixty times; the root is
+    the nearer to 0 of the two. Here the grid's NPVs are one matrix product for every row, and
+    each bracket's root is found by Newton's method from the false-position point of the
+    bracket, a step that leaves the bracket replaced by false position (the Illinois variant),
+    the powers of v = 1 ÷ (1 + r) by a cumulative product, and only the rows not yet converged
+    stepping on. A bracket that starts at an exact zero of the NPV, or a root not found in
+    :data:`IRR_ITERATIONS` steps, is halved as the model halves it, so every row gets the
+    model's root (to about 1e-15).
+    """
+    flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
+    grid = np.asarray(grid, dtype=float)
+    given = ~np.isnan(flows)
+    cf = np.where(given, flows, 0.0)
+    months = np.arange(flows.shape[-1], dtype=float)
+    with np.errstate(all="ignore"):
+        table = np.power(1.0 + grid[None, :], -months[:, None])  # (months, rates)
+        npv = cf @ table
+    npv[~np.isfinite(npv)] = np.nan  # IFERROR(…, ""): no figure at that rate
+    sign = np.sign(npv)
+    with np.errstate(invalid="ignore"):
+        change = ~np.isnan(npv[:, :-1]) & ~np.isnan(npv[:, 1:]) & (sign[:, :-1] * sign[:, 1:] <= 0)
+    out = np.full(len(flows), np.nan)
+    roots = []
+    # "above": the lower rate of a bracket at or above 0, the smallest; "below": minus the upper
+    # rate of a bracket at or below 0, the smallest; each the first position holding it (MATCH)
+    for ok, key in ((change & (grid[:-1] >= 0), grid[:-1]), (change & (grid[1:] <= 0), -grid[1:])):
+        candidates = np.where(ok, key, np.inf)
+        best = candidates.min(axis=1)
+        rows = np.flatnonzero(np.isfinite(best))
+        at = np.argmax(candidates[rows] == best[rows, None], axis=1)
+        root = np.full(len(flows), np.nan)
+        root[rows] = _bracketed_root(cf[rows], grid[at], grid[at + 1], npv[rows, at],
+                                     npv[rows, at + 1])
+        roots.append(root)
+    up, down = roots
+    nearest = np.where(np.isnan(down), up,
+                       np.where(np.isnan(up) | (np.abs(down) < np.abs(up)), down, up))
+    # the flows must change sign: MIN < 0 < MAX over the months given (no month: 0)
+    low = np.where(given, flows, np.inf).min(axis=1, initial=np.inf)
+    high = np.where(given, flows, -np.inf).max(axis=1, initial=-np.inf)
+    signed = (np.where(np.isinf(low), 0.0, low) < 0) & (np.where(np.isinf(high), 0.0, high) > 0)
+    out[signed] = nearest[signed]
+    return out
+
+
+def _npv_and_slope(cf: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Σ cf_m v^m and its derivative in the rate, −Σ m cf_m v^(m+1), at v = 1 ÷ (1 + rate)."""
+    v = 1.0 / (1.0 + rate)
+    powers = np.empty_like(cf)
+    powers[:, 0] = 1.0
+    if cf.shape[1] > 1:
+        powers[:, 1:] = v[:, None]
+        np.cumprod(powers[:, 1:], axis=1, out=powers[:, 1:])
+    weighted = cf * powers
+    npv = weighted.sum(axis=1)
+    slope = -v * (weighted[:, 1:] @ np.arange(1.0, cf.shape[1]))
+    return npv, slope
+
+
+def _bracketed_root(cf: np.ndarray, a: np.ndarray, b: np.ndarray, fa: np.ndarray,
+                    fb: np.ndarray) -> np.ndarray:
+    """A root of each row's NPV in [a, b], where the NPV changes sign (fa × fb ≤ 0)."""
+    a0, b0, fa0 = (np.asarray(x, dtype=float) for x in (a, b, fa))
+    a, b, fa, fb = (np.array(x, dtype=float) for x in (a, b, fa, fb))
+    out = np.full(len(cf), np.nan)
+    halve = fa == 0  # the model's halving keeps such a bracket its own way: follow it there
+    with np.errstate(all="ignore"):
+        x = np.where(fb == fa, (a + b) / 2, a - fa * (b - a) / (fb - fa))
+        x = np.where((x > a) & (x < b), x, (a + b) / 2)
+    side = np.zeros(len(cf))  # which end the last step replaced (−1 low, +1 high): Illinois
+    todo = np.flatnonzero(~halve)
+    for _ in range(IRR_ITERATIONS):
+        if todo.size == 0:
+            break
+        with np.errstate(all="ignore"):
+            f, slope = _npv_and_slope(cf[todo], x[todo])
+            lo, hi, flo, fhi = a[todo], b[todo], fa[todo], fb[todo]
+            same_as_low = np.sign(f) == np.sign(flo)
+            # the bracket shrinks to the side where the sign changes; an end kept twice in a
+            # row has its NPV halved (Illinois), so that false position cannot stall
+            keep = side[todo]
+            flo = np.where(~same_as_low & (keep == 1), flo / 2, flo)
+            fhi = np.where(same_as_low & (keep == -1), fhi / 2, fhi)
+            lo = np.where(same_as_low, x[todo], lo)
+            flo = np.where(same_as_low, f, flo)
+            hi = np.where(same_as_low, hi, x[todo])
+            fhi = np.where(same_as_low, fhi, f)
+            side[todo] = np.where(same_as_low, -1.0, 1.0)
+            step = np.where(slope != 0, f / slope, np.inf)
+            newton = x[todo] - step
+            inside = np.isfinite(newton) & (newton > lo) & (newton < hi)
+            regula = np.where(fhi == flo, (lo + hi) / 2, lo - flo * (hi - lo) / (fhi - flo))
+            regula = np.where((regula > lo) & (regula < hi), regula, (lo + hi) / 2)
+            nxt = np.where(inside, newton, regula)
+        lost = ~np.isfinite(f)  # an NPV out of floating range: halved as the model halves
+        halve[todo[lost]] = True
+        done = lost | (f == 0) | (inside & (np.abs(step) <= 1e-14 * (1 + np.abs(x[todo])))) \
+            | (hi - lo <= 4e-16 * (1 + np.abs(x[todo])))
+        found = done & ~lost
+        out[todo[found]] = np.where(f[found] == 0, x[todo[found]], nxt[found])
+        a[todo], b[todo], fa[todo], fb[todo], x[todo] = lo, hi, flo, fhi, nxt
+        todo = todo[~done]
+    halve[todo] = True
+    rows = np.flatnonzero(halve)
+    if rows.size:
+        out[rows] = _halving(cf[rows], a0[rows], b0[rows], fa0[rows])
+    return out
+
+
+def _halving(cf: np.ndarray, low: np.ndarray, high: np.ndarray, f_low: np.ndarray
+             ) -> np.ndarray:
+    """The model's bisection of each bracket [low, high]: sixty halvings, the last midpoint."""
+    months = np.arange(cf.shape[1], dtype=float)
+
+    def npv(rate: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return (cf * np.power(1.0 + rate[:, None], -months)).sum(axis=1)
+
+    mid = (low + high) / 2
+    f_mid = npv(mid)
+    for _ in range(1, IRR_STEPS):
+        keep_low = (f_mid > 0) == (f_low > 0)  # the root is above the midpoint
+        low, high = np.where(keep_low, mid, low), np.where(keep_low, high, mid)
+        f_low = np.where(keep_low, f_mid, f_low)
+        mid = (low + high) / 2
+        f_mid = npv(mid)
+    return mid
 
 
 def live_value(inputs: SiteInputs, name: str) -> float:

@@ -240,11 +240,7 @@ class _Evaluator:
     def valid(self, value: float) -> bool:
         """Whether the inputs' own rules allow the value (the catalogue's range and the rules
         that tie inputs together: salvage ≤ CapEx, measured ≤ theoretical TPS …)."""
-        try:
-            self.inputs.replace({self.moved.key: int(value) if self.integer else value})
-        except InputError:
-            return False
-        return True
+        return self.inputs.allows(self.moved.key, int(value) if self.integer else value)
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         """The output at each of ``values`` (NaN: none)."""

@@ -82,7 +82,8 @@ CHART_ANCHOR = f"A{ACTUALS_CHART_ROW}"
 #: The chart's series: (column, title). Plan first: the actual is drawn over it.
 SERIES: tuple[tuple[str, str], ...] = (("tef_plan", "TEF plan"), ("tef_actual", "TEF actual"))
 
-NOTE = ("TEF actual = measured TPS per GPU ÷ cohort 1's theoretical TPS per GPU. Variance = "
+ACTUALS_NOTE = (
+        "TEF actual = measured TPS per GPU ÷ cohort 1's theoretical TPS per GPU. Variance = "
         "actual − plan. The revenue the variance is worth = variance × the month's theoretical "
         "tokens × SLA × the plan's sell-through ÷ 10⁶ × the month's market price (as if every "
         "token it adds or loses found a buyer: no demand limit, no contract).")
@@ -103,7 +104,7 @@ def build_actuals_sheet(ws: Worksheet) -> None:
     st.title(ws, "Actuals", "Plan against actual: measured TEF beside the plan's TEF, one row "
              "per measurement, added by tokenfactory-xl track WORKBOOK RESULT_FILE… (values: "
              "the plan as it was when each row was added).")
-    ws["A4"] = NOTE
+    ws["A4"] = ACTUALS_NOTE
     ws["A4"].font = st.NOTE_FONT
     st.header(ws, HEADER_ROW, [header_text(c) for c in ACTUALS_COLUMNS])
     for i, column in enumerate(ACTUALS_COLUMNS, start=1):
@@ -128,6 +129,10 @@ def chart(ws: Worksheet) -> LineChart:
     line.title = "TEF: plan against actual"
     line.y_axis.title = "TEF"
     line.y_axis.number_format = "0%"
+    # TEF runs from 0 to 100 %: an empty sheet's chart shows that span, not a spreadsheet's
+    # guess (0 to 1,200 %); a measurement above 100 % lifts the top (:func:`chart_xml`)
+    line.y_axis.scaling.min = 0
+    line.y_axis.scaling.max = 1
     line.x_axis.number_format = "mmm yy"
     line.x_axis.title = "month measured"
     for name, title in SERIES:
@@ -387,6 +392,10 @@ _ONE_COLUMN = re.compile(r"^(?:'?(?P<sheet>(?:[^']|'')+)'?!)?\$?(?P<col>[A-Z]+)\
                          r"(?::\$?[A-Z]+\$?\d+)?$")
 
 
+#: The TEF axis's fixed top (100 %), which a row above it removes.
+_TOP_AT_ONE = re.compile(r'<(?:\w+:)?max val="1(?:\.0)?"\s*/>')
+
+
 def chart_xml(xml: str, rows: Sequence[ActualsRow]) -> str:
     """The chart's XML with each series over the Actuals rows written (its title cell kept),
     each with a cache of its values (previewers draw the chart before any recalculation)."""
@@ -420,7 +429,11 @@ def chart_xml(xml: str, rows: Sequence[ActualsRow]) -> str:
                      f"<{p}ptCount val=\"{count}\"/>{points}</{p}numCache>")
         return f"<{p}{kind}><{fp}f>{escape(target)}</{fp}f>{cache}</{p}{kind}>"
 
-    return _SERIES_REF.sub(series, xml)
+    xml = _SERIES_REF.sub(series, xml)
+    if any(isinstance(r.get(name), (int, float)) and r.get(name) > 1  # type: ignore[operator]
+           for r in rows for name, _ in SERIES):
+        xml = _TOP_AT_ONE.sub("", xml)  # the axis grows to show a TEF above 100 %
+    return xml
 
 
 def rewrite(data: bytes, rows: Sequence[ActualsRow], currency: str) -> bytes:

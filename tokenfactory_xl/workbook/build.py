@@ -21,7 +21,6 @@ import copy
 import datetime as dt
 import functools
 import io
-import operator
 import os
 import re
 import zipfile
@@ -45,14 +44,13 @@ from openpyxl.writer.excel import ExcelWriter
 from .. import __version__
 from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
 from ..core.errors import InputError, Problem
-from ..files import ooxml
+from ..files import build_cache, ooxml
 from ..files.disk import write_atomically
 from ..tfom import operating_model as om
 from ..tfom.formula import ExcelContext, Line, excel, from_serial
-from ..tfom.inputs import SiteInputs, default_inputs
+from ..tfom.inputs import NOTES_NAME, SiteInputs, default_inputs
 from ..tfom.operating_model import MAX_MONTHS, OUTPUTS, Result
 from . import actuals_sheet as workbook_actuals
-from . import build_cache
 from . import risk_sheet as workbook_risk
 from . import style as st
 from .stencil import Stencil
@@ -126,6 +124,8 @@ class Plan:
     lines: dict[str, Placement] = field(default_factory=dict)
     inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
     echoes: list[tuple[str, str, str]] = field(default_factory=list)
+    #: (sheet, coordinate, input name): each input's source note (:data:`NOTE_COLUMN`)
+    notes: list[tuple[str, str, str]] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
     #: the Checks sheet's cell saying whether the Risk sheet's figures are current
     risk_check: tuple[str, str] = ("", "")
@@ -486,11 +486,12 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
         row += 1
 
     _header(ws, 4, ["Input", "", "Name", "Unit", "Value · Base", "Optimised", "Downside",
-                    "Allowed", "Note"])
+                    "Allowed", "Help", "Source / note"])
     ws.merge_cells("A4:B4")
     row = 5
+    notes = inputs.notes
     for group in dict.fromkeys(i.group for i in INPUTS):
-        _section(ws, row, group, 9)
+        _section(ws, row, group, 10)
         row += 1
         for spec in (i for i in INPUTS if i.group == group):
             ws.cell(row, 1, spec.label)
@@ -498,6 +499,8 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             _unit(b, ws, row, 4, spec.unit)
             ws.cell(row, 8, spec.allowed[:1].upper() + spec.allowed[1:]).font = st.NOTE_FONT
             ws.cell(row, 9, spec.description).font = st.NOTE_FONT
+            _note_cell(ws.cell(row, NOTE_COLUMN), notes.get(spec.name, ""))
+            b.plan.notes.append((ws.title, f"{_col(NOTE_COLUMN)}{row}", spec.name))
             cols = _VALUE_COLS if spec.per_scenario else _VALUE_COLS[:1]
             dv = _validation(spec, lists)
             ws.add_data_validation(dv)
@@ -511,9 +514,10 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             b.name(f"in_{spec.name}", ws, ref)
             row += 1
     last = row - 1
+    b.name(NOTES_NAME, ws, f"{_col(NOTE_COLUMN)}5:{_col(NOTE_COLUMN)}{last}")
     _fleet_block(b, ws, inputs, lists)
     widths = {"A": 30, "B": 2, "C": 30, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
-              "J": 3, "K": 34, "S": 30} | {col: 12 for col in FLEET_COLS}
+              "J": 40, "K": 34, "S": 13, "T": 30} | {col: 12 for col in FLEET_COLS}
     for col, width in widths.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "E5"
@@ -523,6 +527,21 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     _print_setup(ws, fit_height=0)
     ws.print_area = f"A1:H{last}"
     ws.print_title_rows = "4:4"
+
+#: The Inputs sheet's "Source / note" column (J): a note per input that the model never reads
+#: and ``refresh`` and ``collect`` keep (methodology §10.7), named :data:`NOTES_NAME`.
+NOTE_COLUMN = 10
+
+
+def _note_cell(cell, text: str) -> None:  # type: ignore[no-untyped-def]
+    """An input's source note: the user's text, typed as text (never a formula: the cell's
+    format is Text, so what is typed there later stays text too)."""
+    cell.value = text or None
+    if text:
+        cell.data_type = "s"
+    cell.font, cell.border, cell.protection = st.INPUT_FONT, st.BOX, st.UNLOCKED
+    cell.number_format = "@"
+
 
 FLEET_TOP = 10  # the fleet block's title row, right of the inputs and under the lists
 FLEET_LABEL_COL = 11  # column K
@@ -534,18 +553,20 @@ def _fleet_block(b: _Builder, ws: Worksheet, inputs: SiteInputs, lists: dict[str
     """Cohorts 2…8 (methodology §4.1): one column each, one row per cohort column, named
     ``in_fleet_<column>``; a blank cell takes the site's own value (except the retire month)."""
     top, label_col = FLEET_TOP, FLEET_LABEL_COL
-    name_col = label_col + MAX_COHORTS
+    unit_col = label_col + MAX_COHORTS  # S, after the cohorts' columns
+    name_col = unit_col + 1
     cell = ws.cell(top, label_col, f"Fleet: cohorts 2–{MAX_COHORTS}")
     cell.font = st.SECTION_FONT
     ws.cell(top + 1, label_col, "Cohort 1 is the site's own GPUs (left); a blank cell takes the "
             "site's value, except the retire month (blank: to the horizon).").font = st.NOTE_FONT
     _header(ws, top + 2, ["Cohort column"] + [f"Cohort {k}" for k in range(2, MAX_COHORTS + 1)]
-            + ["Name"], first_col=label_col)
+            + ["Unit", "Name"], first_col=label_col)
     cohorts = inputs.cohorts
     for i, spec in enumerate(COHORT_SPECS):
         row = top + 3 + i
-        ws.cell(row, label_col, f"{spec.label} ({spec.unit})" if spec.unit not in ("text", "")
-                else spec.label)
+        ws.cell(row, label_col, spec.label)
+        if spec.unit not in ("text", ""):
+            _unit(b, ws, row, unit_col, spec.unit)
         ws.cell(row, name_col, f"in_fleet_{spec.name}").font = st.NAME_FONT
         dv = _validation(spec, lists)
         dv.allow_blank = True
@@ -585,7 +606,7 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
         b.name(f"k_{c.name}", ws, f"B{row}" + (f":{last}{row}" if len(values) > 1 else ""))
         b.plan.rows[f"k_{c.name}"] = row
         if len(values) == 1:
-            ws.cell(row, 3, c.unit).font = st.NOTE_FONT
+            _unit(b, ws, row, 3, c.unit)
             ws.cell(row, 4, f"k_{c.name}: {c.note}").font = st.NOTE_FONT
         else:
             ws.cell(row, 2 + len(values), f"k_{c.name}: {c.note}").font = st.NOTE_FONT
@@ -606,12 +627,15 @@ def _capacity_sheet(b: _Builder, ws: Worksheet) -> None:
     _section(ws, row, "The fleet: one column per cohort (inputs of cohort 1 from the site, "
              "cohorts 2–8 from the fleet block; empty columns have 0 GPUs)", 9)
     row += 1
-    _header(ws, row, ["Cohort line"] + [f"Cohort {k}" for k in range(1, MAX_COHORTS + 1)])
+    _header(ws, row, ["Cohort line"] + [f"Cohort {k}" for k in range(1, MAX_COHORTS + 1)]
+            + ["Unit"])
     row += 1
     for line in om.FLEET + tuple(ln for sc in om.ALL_SCENARIOS
                                  for ln in om.FLEET_SCENARIO[sc.key]):
-        ws.cell(row, 1, line.label + (f" ({line.unit})" if line.unit else ""))
+        ws.cell(row, 1, line.label)
         b.along(ws, row, 2, line)
+        if line.unit:
+            _unit(b, ws, row, 2 + MAX_COHORTS, line.unit)
         row += 1
     row += 1
     for line in om.FLEET_SCALARS:
@@ -747,7 +771,7 @@ def _returns_sheet(b: _Builder, ws: Worksheet) -> None:
     for source, label, unit, kind in _RETURNS_EXTRAS:
         ws.cell(row, 1, label)
         b.echo(ws, f"B{row}", source, kind)
-        ws.cell(row, 3, unit).font = st.NOTE_FONT
+        _unit(b, ws, row, 3, unit)
         row += 1
     _yearly_summary(b, ws)
     for col, width in {"A": 34, "B": 20, "C": 14, "D": 30, "E": 62, "F": 4, "G": 3, "H": 7,
@@ -1256,7 +1280,7 @@ _KPIS = (
     ("npv", "NPV"), ("npv_excl_terminal", "NPV excl. terminal"),
     ("irr", "IRR (yearly)"), ("mirr", "MIRR (yearly)"), ("payback_months", "Payback (months)"),
     ("equity_irr", "Equity IRR (yearly)"), ("min_dscr", "Minimum DSCR"),
-    ("warnings", "Warnings (see Checks)"),
+    ("peak_funding", "Peak funding"), ("warnings", "Warnings (see Checks)"),
 )
 _KPIS_PLAN = (
     ("planned_tfi", "Planned TFI"), ("lifetime_breakeven_tfi", "Lifetime breakeven TFI"),
@@ -1672,7 +1696,10 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
         value = inputs[name]
         sink.one(sheet, coord, input_cell_value(spec, value[index] if index is not None
                                                 else value))
-    unused: dict[str, list[bool]] = {}  # a guarded table → the positions not in use
+    notes = inputs.notes
+    for sheet, coord, name in p.notes:
+        sink.one(sheet, coord, notes.get(name, ""))
+    unused: dict[str, np.ndarray] = {}  # a guarded table → the positions not in use
     for name, place in p.lines.items():
         line = place.line
         v = values[name]
@@ -1690,10 +1717,10 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             sink.shown(place.sheet, place.coords, first,
                        [_shown(line, x) for x in array.tolist()])
         if t is not None and t.guard is not None:
-            if t.name not in unused:
-                unused[t.name] = list(map(operator.not_, _guard_values(t, values, place)))
+            if t.name not in unused:  # once per table and site, for all of its lines
+                unused[t.name] = ~np.asarray(_guard_values(t, values, place), dtype=bool)
             blank = unused[t.name]
-            if True in blank:
+            if blank.any():
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
     sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check

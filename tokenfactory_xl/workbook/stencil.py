@@ -117,6 +117,10 @@ class _Member:
     size: int
 
 
+#: The most cells' XML a sheet keeps between sites (:meth:`_SheetStencil.render`).
+_MADE_MOST = 20_000
+
+
 class _SheetStencil:
     """One worksheet's XML as segments around the cells to fill.
 
@@ -161,20 +165,24 @@ class _SheetStencil:
         self.missing = sorted(missing)
 
         # Speed (a TFOM workbook has ~12,000 cells to fill): the output is a list of three parts
-        # per cell, [segment + start tag + formula + "<v>", value, "</v></c>"], prepared once.
-        # Filling a site sets the values of the finite floats (most cells) with one slice
-        # assignment and patches the few other cells. Text stays plain UTF-8: some readers
-        # (SheetJS) decode character references in a formula's text result twice.
+        # per cell, [segment + start tag + formula + "<v>", value, "</v></c>"], prepared once,
+        # as UTF-8 bytes: the numbers come as bytes too (format_floats), so the sheet is joined
+        # without encoding megabytes of text (the labels' "−", "·" and "◄" would make every
+        # sheet's text a wide string). Filling a site sets the values of the finite floats (most
+        # cells) with one slice assignment and patches the few other cells. Text stays plain
+        # UTF-8: some readers (SheetJS) decode character references in a formula's text result
+        # twice.
         self.refs = [ref for ref, _ in self.cells]
         self.index = {ref: i for i, ref in enumerate(self.refs)}
-        parts: list[str] = []
-        self._empty: list[str] = []
+        parts: list[bytes] = []
+        empty: list[bytes] = []
         for segment, (_, cell) in zip(self.segments, self.cells, strict=False):
-            parts += [f'{segment}{cell.head} t="n">{cell.formula}<v>', "", "</v></c>"]
-            self._empty.append(segment + _cell_xml(cell, ""))
-        parts.append(self.segments[-1])
+            parts += [f'{segment}{cell.head} t="n">{cell.formula}<v>'.encode(), b"",
+                      b"</v></c>"]
+            empty.append((segment + _cell_xml(cell, "")).encode())
+        parts.append(self.segments[-1].encode())
         self._parts = np.array(parts, dtype=object)
-        self._blank = np.array(self._empty, dtype=object)  # each cell's XML as a blank
+        self._blank = np.array(empty, dtype=object)  # each cell's XML as a blank
 
     def render(self, values: Mapping[str, object] | SheetValues) -> bytes:
         """The sheet's XML with ``values`` stored: coordinate → value, or a
@@ -190,17 +198,33 @@ class _SheetStencil:
         rest = np.flatnonzero(~finite)
         blank = (values.others[rest] == "") & np.isnan(numbers[rest])
         at = rest[blank]
-        parts[3 * at], parts[3 * at + 2] = self._blank[at], ""
+        parts[3 * at], parts[3 * at + 2] = self._blank[at], b""
+        # the other cells (the currency's units, "OK", "none", dates: some 850 a workbook) mostly
+        # show what they showed for the site before: their XML is kept, by cell and value
+        made = self.__dict__.setdefault("_made", {})
+        if len(made) > _MADE_MOST:  # a text of each site's own (its name) must not pile up
+            made.clear()
         for index in rest[~blank].tolist():
             value = values.value_at(index)
             at = 3 * index
             if type(value) is int:
-                parts[at + 1] = str(value)
-            else:
+                parts[at + 1] = str(value).encode()
+                continue
+            key = (index, type(value), value)
+            xml = made.get(key)
+            if xml is None:
                 _, cell = self.cells[index]
-                xml = cell.original if value is _ABSENT else _cell_xml(cell, value)
-                parts[at: at + 3] = self.segments[index] + xml, "", ""
-        return "".join(parts.tolist()).encode("utf-8")
+                xml = made[key] = (self.segments[index] + (
+                    cell.original if value is _ABSENT else _cell_xml(cell, value))).encode()
+            parts[at: at + 3] = xml, b"", b""
+        return b"".join(parts.tolist())
+
+    def __getstate__(self) -> dict[str, object]:
+        """What a kept stencil holds (:mod:`tokenfactory_xl.files.build_cache`): not the XML made
+        for the cells of the sites filled so far."""
+        state = dict(self.__dict__)
+        state.pop("_made", None)
+        return state
 
 
 class SheetValues:
@@ -315,10 +339,10 @@ def _cell_xml(cell: _Cell, value: object) -> str:
     return f'{cell.head} t="n">{cell.formula}<v>{_format_number(number)}</v></c>'
 
 
-def format_floats(numbers: list[float] | np.ndarray) -> list[str]:
-    """Finite floats (a list, or a float64 array) as the file stores them: the text ``repr``
-    gives each, every digit needed to give the same float back (``1e-05``, ``1e+16``, ``0.1``),
-    written in bulk.
+def format_floats(numbers: list[float] | np.ndarray) -> list[bytes]:
+    """Finite floats (a list, or a float64 array) as the file stores them, in ASCII bytes: the
+    text ``repr`` gives each, every digit needed to give the same float back (``1e-05``,
+    ``1e+16``, ``0.1``), written in bulk.
 
     A worksheet stores some 15,000 numbers; ``repr`` one at a time is a third of filling it.
     orjson writes the same shortest digits in C, from an array without a float object per
@@ -327,17 +351,17 @@ def format_floats(numbers: list[float] | np.ndarray) -> list[str]:
     installed.
     """
     if _orjson is None or len(numbers) < 8:
-        return list(map(repr, np.asarray(numbers, dtype=float).tolist()))
+        return [repr(x).encode() for x in np.asarray(numbers, dtype=float).tolist()]
     if isinstance(numbers, np.ndarray):
         array = np.ascontiguousarray(numbers, dtype=np.float64)
         texts = _orjson.dumps(array, option=_orjson.OPT_SERIALIZE_NUMPY)
     else:
         array = np.array(numbers, dtype=float)
         texts = _orjson.dumps(numbers)
-    out = texts[1:-1].decode("ascii").split(",")
+    out = texts[1:-1].split(b",")
     size = np.abs(array)
     for i in np.flatnonzero(((size < 1e-4) & (size != 0)) | (size >= 1e16)).tolist():
-        out[i] = repr(float(array[i]))
+        out[i] = repr(float(array[i])).encode()
     return out
 
 

@@ -43,6 +43,18 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 _SUFFIX = ".pickle"
 
 
+def _deflate() -> str:
+    """Which library deflates a workbook's worksheets: ISA-L's where its wheel imports, else zlib
+    (the rule of :data:`tokenfactory_xl.workbook.stencil.DEFLATE`, read here without importing
+    the workbook layer; a test holds the two equal)."""
+    try:
+        from isal import isal_zlib  # noqa: F401
+    except ImportError:
+        return "zlib"
+    return "isal"
+
+
+
 def folder() -> Path | None:
     """The cache folder (``None``: turned off)."""
     given = os.environ.get(ENV)
@@ -57,26 +69,32 @@ def folder() -> Path | None:
     return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "tokenfactory_xl"
 
 
-@functools.lru_cache(maxsize=1)
-def fingerprint() -> str:
-    """Digest of what a build depends on: every file of the package and the libraries' versions."""
-    import numpy
-    import openpyxl
+@functools.lru_cache(maxsize=2)
+def fingerprint(libraries: bool = True) -> str:
+    """Digest of what a build depends on: every file of the package and the libraries' versions.
 
-    from .stencil import DEFLATE
+    ``libraries`` false: of Python and numpy only, for a build that needs no other library (the
+    compiled model, which ``summary`` reads without importing openpyxl)."""
+    import numpy
 
     digest = hashlib.sha256()
     for path in sorted(p for p in _PACKAGE.rglob("*")
                        if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
-    isal = ""
-    if DEFLATE == "isal":
-        from importlib.metadata import version
+    parts = [sys.version, numpy.__version__, str(pickle.HIGHEST_PROTOCOL)]
+    if libraries:
+        import openpyxl
 
-        isal = version("isal")
-    for part in (sys.version, openpyxl.__version__, numpy.__version__,
-                 zlib.ZLIB_RUNTIME_VERSION, DEFLATE, isal, str(pickle.HIGHEST_PROTOCOL)):
+        deflate = _deflate()
+        isal = ""
+        if deflate == "isal":
+            from importlib.metadata import version
+
+            isal = version("isal")
+        parts = [sys.version, openpyxl.__version__, numpy.__version__,
+                 zlib.ZLIB_RUNTIME_VERSION, deflate, isal, str(pickle.HIGHEST_PROTOCOL)]
+    for part in parts:
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:20]
 
@@ -94,15 +112,17 @@ def _private(where: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def kept(name: str, build: Callable[[], T]) -> T:
+def kept(name: str, build: Callable[[], T], libraries: bool = True) -> T:
     """``build()``, or the result an earlier run of this same code kept under ``name``.
 
-    ``name`` says what is kept (letters, digits, ``-``); the file is ``name-<fingerprint>``.
+    ``name`` says what is kept (letters, digits, ``-``); the file is ``name-<fingerprint>``
+    (:func:`fingerprint`; ``libraries`` false for a build that depends on Python and numpy
+    only).
     """
     where = folder()
     if where is None:
         return build()
-    path = where / f"{name}-{fingerprint()}{_SUFFIX}"
+    path = where / f"{name}-{fingerprint(libraries)}{_SUFFIX}"
     if _private(where):
         try:
             with open(path, "rb") as f:

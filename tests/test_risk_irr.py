@@ -1,0 +1,147 @@
+"""The risk draws' IRR (methodology §4.3, §4.6): found in a few Newton steps, it is the root the
+model's own search, declared for the workbook, finds by sixty halvings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tokenfactory_xl.tfom import risk
+from tokenfactory_xl.tfom.formula import IF as IF_
+from tokenfactory_xl.tfom.formula import (
+    INDEX,
+    InputRef,
+    Line,
+    Position,
+    Table,
+    _RowArray,
+    compile_lines,
+    needed,
+)
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.tfom.operating_model import (
+    LINES,
+    LISTS,
+    _formula_constants,
+    formula_inputs,
+    irr_search,
+)
+
+MONTHS = 121
+T = Table("t_months", MONTHS)
+SEARCH = irr_search("t_cash_flow", "t", "test")
+
+
+def declared_bisection(flows: np.ndarray, horizons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The model's IRR search, as declared, over given cash flows: the monthly IRR of each row
+    (NaN: none) and the grid's rates. The flows of months past a row's horizon are ignored."""
+    lines = [
+        Line("month", "", "", "", Position() - 1, table=T),
+        Line("in_horizon", "", "", "", IF_(Position() <= InputRef("horizon_months") + 1, 1, 0),
+             table=T),
+        Line("t_cash_flow", "", "", "",
+             IF_(Position() <= InputRef("horizon_months") + 1,
+                 INDEX(InputRef("flows"), 1, Position()), ""), table=T, missing=""),
+        *SEARCH.grid, *SEARCH.bracket, *SEARCH.halving, SEARCH.result,
+    ]
+    model = compile_lines(lines)
+    out = model({"flows": flows.view(_RowArray), "horizon_months": horizons},
+                _formula_constants(), LISTS)
+    return np.broadcast_to(out["irr_monthly_t"], (len(flows),)).astype(float), \
+        np.asarray(out["irr_rate_t"], dtype=float)
+
+
+def cash_flow_sets(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cash flows of many kinds: projects (an outlay, then income that may fade), flows that
+    change sign many times, flows without a sign change, flows of whole numbers whose sum is 0
+    (a root at exactly 0), short and long horizons."""
+    rng = np.random.default_rng(seed)
+    flows = np.empty((n, MONTHS))
+    horizons = rng.integers(1, MONTHS, n).astype(float)
+    kinds = rng.integers(0, 6, n)
+    for i, kind in enumerate(kinds):
+        m = np.arange(MONTHS)
+        if kind == 0:  # a project: an outlay, then income growing or fading
+            flows[i] = rng.uniform(0.2, 3) * 1e6 * rng.uniform(0.9, 1.02) ** m
+            flows[i, 0] = -rng.uniform(1e6, 2e8)
+        elif kind == 1:  # a project with a late outlay (two sign changes or more)
+            flows[i] = rng.uniform(0.5, 2) * 1e6 + rng.normal(0, 2e5, MONTHS)
+            flows[i, 0] = -rng.uniform(1e7, 8e7)
+            flows[i, rng.integers(1, MONTHS)] -= rng.uniform(1e7, 1e8)
+        elif kind == 2:  # noise: many sign changes
+            flows[i] = rng.normal(0, 1e6, MONTHS)
+        elif kind == 3:  # no sign change
+            flows[i] = rng.uniform(0, 1e6, MONTHS) * rng.choice([-1, 1])
+        elif kind == 4:  # whole numbers summing to 0: the NPV at a rate of 0 is exactly 0
+            flows[i] = rng.integers(-1000, 1000, MONTHS).astype(float)
+            h = int(horizons[i])
+            flows[i, 0] -= flows[i, :h + 1].sum()
+        else:  # losses at the start, huge income later: a root far above 0 (or far below)
+            flows[i] = -rng.uniform(1, 5e6, MONTHS)
+            flows[i, rng.integers(1, MONTHS):] = rng.uniform(1e7, 1e9)
+    return flows, horizons
+
+
+def given(flows: np.ndarray, horizons: np.ndarray) -> np.ndarray:
+    """The flows as the model holds them: blank (NaN) past each row's horizon."""
+    return np.where(np.arange(MONTHS)[None, :] <= horizons[:, None], flows, np.nan)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_same_root_as_the_declared_bisection(seed):
+    flows, horizons = cash_flow_sets(seed, 600)
+    want, grid = declared_bisection(flows, horizons)
+    got = risk.monthly_irr(given(flows, horizons), grid)
+    # the same draws have no IRR
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    # a real mix: roots above 0 and below it, none, and more than one sign change
+    assert np.count_nonzero(np.isnan(want)) > 50
+    assert np.count_nonzero(want > 0) > 100 and np.count_nonzero(want < 0) > 50
+    found = ~np.isnan(want)
+    assert np.max(np.abs(got[found] - want[found])) <= 1e-12
+
+
+def test_a_root_at_exactly_zero_and_flows_of_one_month():
+    flows = np.full((4, MONTHS), np.nan)
+    flows[0, :3] = [-3.0, 1.0, 2.0]  # sums to 0: the IRR is 0
+    flows[1, :1] = [-5.0]  # one month: no sign change
+    flows[2, :2] = [-100.0, 110.0]  # 10 % a month
+    flows[3, :2] = [100.0, -110.0]  # the same root, the signs turned round
+    want, grid = declared_bisection(np.nan_to_num(flows), np.array([2.0, 0.0, 1.0, 1.0]))
+    got = risk.monthly_irr(flows, grid)
+    # by hand: −3 + v + 2v² = 0 at v = 1; −100 + 110 v = 0 at v = 1 ÷ 1.1
+    assert abs(got[0]) <= 1e-15 and abs(want[0]) <= 1e-15
+    assert np.isnan(got[1]) and np.isnan(want[1])
+    assert got[2] == pytest.approx(0.1, abs=1e-15) and got[3] == pytest.approx(0.1, abs=1e-15)
+    assert np.max(np.abs(got[[0, 2, 3]] - want[[0, 2, 3]])) <= 1e-12
+
+
+def test_the_risk_draws_irr_is_the_models():
+    """Each draw's yearly IRR is what the model's IRR line gives for that draw."""
+    # prices low enough that some draws never pay back (no IRR), and the book exit of §4.1
+    inputs = make_inputs({"horizon_months": 72, "price_factor": (0.6, 1, 0.3),
+                          "residual_method": "book", "range_low_price_factor": 0.5,
+                          "range_high_price_factor": 1.5})
+    draws = risk.draw(inputs, 400)
+    npv, irr = risk.evaluate(inputs, draws)
+    reference = compile_lines(needed(LINES, ["out_npv_base", "out_irr_base"]))
+    values = {**draws}
+    base = formula_inputs(inputs)
+    given_ = dict(base)
+    for name, column in values.items():
+        if isinstance(base[name], tuple):
+            row = np.tile(np.asarray(base[name], dtype=float), (len(column), 1))
+            row[:, 0] = column
+            given_[name] = row.view(_RowArray)
+        else:
+            given_[name] = np.asarray(column, dtype=float)
+    own = np.asarray(base["fleet_capex_per_gpu"], dtype=float)
+    factor = values["capex_per_gpu"] / float(base["capex_per_gpu"])
+    given_["fleet_capex_per_gpu"] = (own[None, :] * factor[:, None]).view(_RowArray)
+    out = reference(given_, _formula_constants(), LISTS)
+    want = risk._numbers(out["out_irr_base"], len(irr))
+    assert np.array_equal(npv, np.asarray(out["out_npv_base"], dtype=float))
+    assert np.array_equal(np.isnan(irr), np.isnan(want))
+    assert np.count_nonzero(np.isnan(want)) > 0 and np.count_nonzero(~np.isnan(want)) > 100
+    monthly = lambda y: (1 + y) ** (1 / 12) - 1  # noqa: E731
+    assert np.nanmax(np.abs(monthly(irr) - monthly(want))) <= 1e-12
