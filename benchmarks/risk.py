@@ -46,8 +46,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.evaluation import run
     from tokenfactory_xl.tfom.inputs import make_inputs
-    from tokenfactory_xl.tfom.operating_model import run
 
     print(f"one site, 120 months; {os.cpu_count()} cores; load average "
           f"{os.getloadavg()[0]:.1f} (the machine may be shared)")

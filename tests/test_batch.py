@@ -21,7 +21,8 @@ from tokenfactory_xl.portfolio import batch
 from tokenfactory_xl.portfolio import book as pf
 from tokenfactory_xl.sites.load import read_sites
 from tokenfactory_xl.tfom import risk
-from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES, run
+from tokenfactory_xl.tfom.evaluation import run
+from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
 
 workbook = pytest.importorskip("tokenfactory_xl.workbook.build")

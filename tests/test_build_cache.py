@@ -14,6 +14,7 @@ import pytest
 
 from tokenfactory_xl.files import build_cache
 from tokenfactory_xl.portfolio.batch import WorkbookFactory
+from tokenfactory_xl.tfom import evaluation
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import default_inputs
 from tokenfactory_xl.workbook import build as workbook
@@ -177,9 +178,9 @@ def test_the_compiled_model_is_kept_and_read_back(cache, monkeypatch):
     again = formula.compile_lines(om.LINES, keep="compiled-model")
     assert again.__source__ == first.__source__ == fresh.__source__
     assert again.inputs == fresh.inputs and again.texts_per_site == fresh.texts_per_site
-    inputs = om.formula_inputs(default_inputs())
-    want = fresh(inputs, om._formula_constants(), om.LISTS)
-    got = again(inputs, om._formula_constants(), om.LISTS)
+    inputs = evaluation.formula_inputs(default_inputs())
+    want = fresh(inputs, evaluation._formula_constants(), evaluation.LISTS)
+    got = again(inputs, evaluation._formula_constants(), evaluation.LISTS)
     assert float(got["out_npv_base"]) == float(want["out_npv_base"])
     assert float(got["out_irr_optimised"]) == float(want["out_irr_optimised"])
 

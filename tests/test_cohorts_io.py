@@ -15,8 +15,8 @@ from tokenfactory_xl.files.safe_xlsx import parse_reference
 from tokenfactory_xl.portfolio.collect import collect
 from tokenfactory_xl.sites.cohorts import load_cohorts
 from tokenfactory_xl.sites.load import load_sites
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.operating_model import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SITES = "site_name,gpus,measured_tps\nLyon,512,500000\nOslo,256,200000\n"

@@ -10,8 +10,8 @@ import pytest
 from openpyxl.workbook.defined_name import DefinedName
 
 from tokenfactory_xl.portfolio.audit import MAX_VALUE_FINDINGS, audit_workbook, current_template
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.operating_model import run
 
 from .collect_support import (
     cell_of,

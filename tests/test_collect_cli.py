@@ -18,8 +18,9 @@ import pytest
 from tests.tools import command
 from tokenfactory_xl.files.safe_xlsx import OLE2_MAGIC
 from tokenfactory_xl.portfolio import book as pf
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES, run
+from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES
 
 from .collect_support import (
     SITES,

@@ -292,8 +292,8 @@ def test_a_text_file_that_is_no_csv_is_not_called_one(tmp_path):
 
 def test_a_workbook_from_the_builder_gives_only_the_no_values_note(tmp_path):
     # The builder writes formulas without stored values (openpyxl): nothing to compare, a note.
+    from tokenfactory_xl.tfom.evaluation import run
     from tokenfactory_xl.tfom.inputs import make_inputs
-    from tokenfactory_xl.tfom.operating_model import run
     from tokenfactory_xl.workbook.build import build_workbook, save_workbook
 
     site = make_inputs({"gpus": 2048, "ownership": "rent", "tef_target.Optimised": 0.7})

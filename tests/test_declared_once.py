@@ -17,6 +17,7 @@ import pytest
 
 from tests.tools import command
 from tokenfactory_xl import make_inputs, run
+from tokenfactory_xl.tfom import evaluation
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.formula import (
     SUM,
@@ -101,7 +102,8 @@ def test_one_declaration_gives_formula_and_value():
                      table=om.TIMELINE, skip_first=True)
     total = Line("gpu_seconds_total", "GPU-seconds", "s", "number", SUM(Row("gpu_seconds")))
     values = compile_lines(om.LINES + (extra, per_month, total))(
-        om.formula_inputs(make_inputs(SITE)), om._formula_constants(), om.LISTS)
+        evaluation.formula_inputs(make_inputs(SITE)), evaluation._formula_constants(),
+        evaluation.LISTS)
     hours = run(make_inputs(SITE)).lines["hours"]
     assert float(values["fleet_mw_hours"]) == pytest.approx(0.768 * hours.sum(), rel=1e-12)
     assert values["gpu_seconds"][1] == 512 * 31 * 24 * 3600  # January 2027

@@ -213,15 +213,15 @@ def test_what_several_lines_compute_alike_is_computed_once_to_the_last_bit():
     grids of rates) and a grid's powers (their discount factors) once per pass: every value of
     random sites, alone and many at once, is the same float as when each line computes its own
     formula."""
-    from tokenfactory_xl.tfom.inputs import make_inputs
-    from tokenfactory_xl.tfom.operating_model import (
-        LINES,
+    from tokenfactory_xl.tfom.evaluation import (
         LISTS,
         _formula_constants,
         compiled,
         formula_inputs,
         run_many,
     )
+    from tokenfactory_xl.tfom.inputs import make_inputs
+    from tokenfactory_xl.tfom.operating_model import LINES
 
     shared = compiled().model
     source = shared.__source__

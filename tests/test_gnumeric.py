@@ -33,7 +33,8 @@ from tests.tools.once import build_once
 from tokenfactory_xl.core.catalogue import SCENARIO_NAMES
 from tokenfactory_xl.engines import gnumeric
 from tokenfactory_xl.portfolio.audit import audit_workbook
-from tokenfactory_xl.tfom.operating_model import OUTPUT_MISSING, run
+from tokenfactory_xl.tfom.evaluation import run
+from tokenfactory_xl.tfom.operating_model import OUTPUT_MISSING
 
 # Gnumeric's xlsx has no default cell style; openpyxl says so on every load.
 pytestmark = pytest.mark.filterwarnings("ignore:Workbook contains no default style")

@@ -421,7 +421,7 @@ def _inputs_of(site: dict, cohorts: list[dict], scenario: str):
 def test_many_sites_in_one_pass_give_each_site_its_own_run_to_the_last_bit(many):
     """``run_many`` computes sites that share their compared texts along one axis; every line,
     output, scenario and uplift is the very number ``run`` gives the site alone."""
-    from tokenfactory_xl.tfom.operating_model import run_many
+    from tokenfactory_xl.tfom.evaluation import run_many
 
     alone = [run(inputs) for inputs in many]
     together = run_many(many)
@@ -442,17 +442,17 @@ def test_many_sites_in_one_pass_give_each_site_its_own_run_to_the_last_bit(many)
 def test_many_sites_share_a_pass_only_when_their_compared_texts_agree():
     """Two owned sites and one rented: the owned ones in one pass, the rented alone (the
     model compares the ownership); the site names differ and do not split them."""
-    from tokenfactory_xl.tfom import operating_model as om
+    from tokenfactory_xl.tfom import evaluation
 
     many = [make_inputs({**OWNED, "site_name": f"Site {i}", "ownership": own}, bare="all")
             for i, own in enumerate(["own", "rent", "own"])]
     groups = {}
-    for i, values in enumerate(om.formula_inputs(x) for x in many):
-        groups.setdefault(om._texts_of(values), []).append(i)
+    for i, values in enumerate(evaluation.formula_inputs(x) for x in many):
+        groups.setdefault(evaluation._texts_of(values), []).append(i)
     assert sorted(groups.values()) == [[0, 2], [1]]
-    assert {"site_name", "currency", "gpu_model"} <= om.compiled().model.texts_per_site
-    assert "ownership" not in om.compiled().model.texts_per_site
-    assert [r.summary for r in om.run_many(many)] == [run(x).summary for x in many]
+    assert {"site_name", "currency", "gpu_model"} <= evaluation.compiled().model.texts_per_site
+    assert "ownership" not in evaluation.compiled().model.texts_per_site
+    assert [r.summary for r in evaluation.run_many(many)] == [run(x).summary for x in many]
 
 
 def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
@@ -461,7 +461,7 @@ def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
     too, to the last bit."""
     import random
 
-    from tokenfactory_xl.tfom.operating_model import run_many
+    from tokenfactory_xl.tfom.evaluation import run_many
 
     rnd = random.Random(11)
     many = []
@@ -482,24 +482,24 @@ def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
 def test_when_the_pass_fails_each_site_runs_alone_and_only_the_bad_one_fails(monkeypatch):
     """``run_each``: the pass's failure falls back to one run per site; a site whose own run
     fails gets its exception in its place, the others their usual results."""
-    from tokenfactory_xl.tfom import operating_model as om
+    from tokenfactory_xl.tfom import evaluation
 
     many = [make_inputs({"gpus": g}) for g in (1024, 2048, 4096)]
     expected = [run(x).summary for x in many]
-    assert [r.summary for r in om.run_each(many)] == expected  # the pass itself
+    assert [r.summary for r in evaluation.run_each(many)] == expected  # the pass itself
 
     def broken_pass(_many):
         raise RuntimeError("pass failed")
 
-    real_run = om.run
+    real_run = evaluation.run
 
     def run_but_128(inputs, scenario=None):
         if inputs["gpus"] == 2048:
             raise ValueError("site 2048")
         return real_run(inputs, scenario)
 
-    monkeypatch.setattr(om, "run_many", broken_pass)
-    monkeypatch.setattr(om, "run", run_but_128)
-    first, bad, last = om.run_each(many)
+    monkeypatch.setattr(evaluation, "run_many", broken_pass)
+    monkeypatch.setattr(evaluation, "run", run_but_128)
+    first, bad, last = evaluation.run_each(many)
     assert (first.summary, last.summary) == (expected[0], expected[2])
     assert isinstance(bad, ValueError) and str(bad) == "site 2048"

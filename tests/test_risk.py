@@ -10,8 +10,8 @@ import pytest
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.tfom import risk
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.operating_model import run
 
 SITE = {"horizon_months": 96, "gpus": 2048, "measured_tps": 2_000_000,
         "cohorts": [{"cohort": "B200 2028", "online_month": 13, "gpus": 512,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tokenfactory_xl.tfom import risk
+from tokenfactory_xl.tfom.evaluation import LISTS, _formula_constants, formula_inputs
 from tokenfactory_xl.tfom.formula import IF as IF_
 from tokenfactory_xl.tfom.formula import (
     INDEX,
@@ -19,13 +20,7 @@ from tokenfactory_xl.tfom.formula import (
     needed,
 )
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.operating_model import (
-    LINES,
-    LISTS,
-    _formula_constants,
-    formula_inputs,
-    irr_search,
-)
+from tokenfactory_xl.tfom.operating_model import LINES, irr_search
 
 MONTHS = 121
 T = Table("t_months", MONTHS)

@@ -12,8 +12,8 @@ import pytest
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.catalogue import BY_NAME
 from tokenfactory_xl.core.errors import InputError
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.operating_model import run
 from tokenfactory_xl.tfom.solve import parse_target, solve
 
 ROOT = Path(__file__).resolve().parents[1]

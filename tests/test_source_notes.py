@@ -14,8 +14,8 @@ from tests.collect_support import copy, edit_with_openpyxl
 from tests.tools import command
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.files.safe_xlsx import open_xlsx, parse_reference
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import NOTE_MAX_CHARS, NOTES_NAME, make_inputs
-from tokenfactory_xl.tfom.operating_model import run
 
 
 def _note_cell(wb: openpyxl.Workbook, name: str) -> openpyxl.cell.Cell:

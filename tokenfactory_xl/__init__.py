@@ -31,8 +31,7 @@ __all__ = ["InputError", "Problem", "Result", "SiteInputs", "__version__", "make
 #: Where each name of :data:`__all__` is defined. They are imported when first used, so that
 #: importing the package (as the command line does first) loads neither numpy nor the model.
 _DEFINED_IN = {"InputError": "core.errors", "Problem": "core.errors", "SiteInputs": "tfom.inputs",
-               "make_inputs": "tfom.inputs", "Result": "tfom.operating_model",
-               "run": "tfom.operating_model"}
+               "make_inputs": "tfom.inputs", "Result": "tfom.evaluation", "run": "tfom.evaluation"}
 
 
 def __getattr__(name: str) -> object:

@@ -10,8 +10,8 @@ import openpyxl
 
 from tests.tools import command
 from tokenfactory_xl.cli.workbook import template_bytes
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.operating_model import run
 
 ROOT = Path(__file__).resolve().parents[2]
 

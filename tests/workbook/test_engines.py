@@ -18,12 +18,12 @@ import pytest
 
 from tests.tools.cells import read_cells
 from tokenfactory_xl.tfom import operating_model as om
+from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.operating_model import (
     FROM_MONTH0,
     LINE_NAMES,
     OUTPUT_MISSING,
     OUTPUT_NAMES,
-    run,
 )
 from tokenfactory_xl.workbook import build as wbm
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk

@@ -332,7 +332,7 @@ def test_the_dashboard_heads_with_the_committee_figures_by_formula(book):
 
 
 def test_the_dashboards_peak_funding_is_the_models_with_debt(book):
-    from tokenfactory_xl.tfom.operating_model import run
+    from tokenfactory_xl.tfom.evaluation import run
 
     inputs = make_inputs({"debt_share": 0.6})
     result = run(inputs)

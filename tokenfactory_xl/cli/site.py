@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 # -- summary -------------------------------------------------------------------------------------
 def cmd_summary(args: argparse.Namespace) -> int:
-    from ..tfom.operating_model import BRIDGE_LINES, BRIDGE_NAMES, OUTPUTS, run
+    from ..tfom.evaluation import run
+    from ..tfom.operating_model import BRIDGE_LINES, BRIDGE_NAMES, OUTPUTS
 
     form = table_format(args)
     inputs = inputs_from_args(args)

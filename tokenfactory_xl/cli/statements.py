@@ -10,7 +10,7 @@ import sys
 
 
 def cmd_statements(args: argparse.Namespace) -> int:
-    from ..tfom.operating_model import run
+    from ..tfom.evaluation import run
     from ..tfom.statements import statement_labels, statements
     from .common import inputs_from_args
 

@@ -44,8 +44,8 @@ from ..core.number_text import two_readings
 from ..files.safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from ..files.safe_xlsx import parse_reference as _parse_reference
 from ..sites.load import CONTROL_OR_BIDI
+from ..tfom.evaluation import Result, run_each
 from ..tfom.inputs import NOTE, NOTES_NAME, SiteInputs, make_inputs
-from ..tfom.operating_model import Result, run_each
 from .book import PORTFOLIO_SHEET
 
 Severity = Literal["error", "warning", "info"]

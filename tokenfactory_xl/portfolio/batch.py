@@ -48,8 +48,9 @@ from ..files.disk import (
     stage,
 )
 from ..sites.load import SiteRow, SitesFile, load_sites
+from ..tfom.evaluation import Result, run, run_each
 from ..tfom.inputs import SiteInputs, default_inputs
-from ..tfom.operating_model import OUTPUT_NAMES, Result, run, run_each
+from ..tfom.operating_model import OUTPUT_NAMES
 from ..workbook.charts import ChartParts
 from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
 from .book import (

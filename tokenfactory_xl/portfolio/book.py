@@ -59,7 +59,8 @@ from ..workbook.charts import with_caches
 from ..workbook.stencil import repack_to
 
 if TYPE_CHECKING:
-    from ..tfom.operating_model import Output, Result
+    from ..tfom.evaluation import Result
+    from ..tfom.operating_model import Output
 
 
 class _HasSummary(Protocol):
@@ -67,7 +68,7 @@ class _HasSummary(Protocol):
 
 
 #: One site of the portfolio: its inputs and its
-#: :class:`~tokenfactory_xl.tfom.operating_model.Result` (a batch passes results holding only
+#: :class:`~tokenfactory_xl.tfom.evaluation.Result` (a batch passes results holding only
 #: ``summary``, with :data:`SCENARIO_COLUMNS` in it: see :func:`figures`).
 Entry = tuple[SiteInputs, _HasSummary]
 

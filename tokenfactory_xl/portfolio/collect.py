@@ -460,7 +460,7 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
 def _with_actuals(sites: Sequence[tuple[Path, object, object]]) -> list[tuple[object, object]]:
     """The portfolio's entries; when any workbook's Actuals sheet holds rows (``track``), every
     site's latest actual TEF, its variance and month as well (blank for a site without)."""
-    from ..tfom.operating_model import Result
+    from ..tfom.evaluation import Result
     from ..workbook.actuals_sheet import latest_actual
     from .book import ACTUAL_COLUMNS, site_summary
 

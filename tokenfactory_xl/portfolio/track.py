@@ -184,7 +184,7 @@ def plan_rows(inputs: SiteInputs, readings: Sequence[Reading], gpus: int | None 
     """The Actuals rows of ``readings`` for a site (raises :class:`TrackError` naming the file
     for a measurement that cannot be placed: no date, a month outside the horizon, no GPU count,
     no throughput)."""
-    from ..tfom.operating_model import run
+    from ..tfom.evaluation import run
 
     result = run(inputs)
     scenario = inputs.scenario

@@ -16,12 +16,8 @@ stores those very values beside the formulas. ``docs/architecture.md`` shows how
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import dataclass
 
 from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES
 from .formula import (
@@ -75,16 +71,14 @@ from .formula import (
     RunningSum,
     Table,
     Text,
-    compile_lines,
-    from_serial,
     nm_if,
     none_if,
-    to_serial,
 )
-from .inputs import SiteInputs
 
 #: The timeline has this many month columns (methodology §6: horizons of 1–120 months).
 MAX_MONTHS = int(BY_NAME["horizon_months"].high)  # type: ignore[arg-type]
+
+
 YEARS = MAX_MONTHS // 12
 
 
@@ -161,11 +155,20 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("scenario_downside", "Scenario number: Downside", "", 3,
              "third column of an S input"),
 )
+
+
 CONSTANT_VALUES: dict[str, float | tuple[float, ...]] = {c.name: c.value for c in CONSTANTS}
 
+
 IRR_STEPS = 60  # halvings: any bracket of the IRR grid shrinks below 1e-16
+
+
 N_IRR = 221  # the IRR grid: 98 rates below 0, 0, and 122 above (CONSTANTS irr_*)
+
+
 N_UTIL = 20
+
+
 #: Calendar years a timeline of 120 months can touch (one starting in December: 11).
 FISCAL_YEARS = MAX_MONTHS // 12 + 1
 
@@ -190,6 +193,7 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = tuple(
     Scenario(name, name.lower(), f"scenario_{name.lower()}") for name in SCENARIO_NAMES)
 
+
 #: The uplift bridge (methodology §10.3): Base's inputs with more and more of Optimised's. Each
 #: step is a scenario of its own, computed by live formulas; the last step is Optimised.
 BRIDGE_STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -212,16 +216,31 @@ def _bridge_scenarios() -> tuple[Scenario, ...]:
 
 
 BRIDGE_SCENARIOS: tuple[Scenario, ...] = _bridge_scenarios()
+
+
 ALL_SCENARIOS: tuple[Scenario, ...] = SCENARIOS + BRIDGE_SCENARIOS
+
 
 # -- tables -----------------------------------------------------------------------------------
 MONTHS = Table("months", MAX_MONTHS + 1)  # the Timeline's header rows, month 0 … 120
+
+
 TIMELINE = Table("timeline", MAX_MONTHS + 1, guard=C.in_horizon.eq(1))
+
+
 COHORTS = Table("cohorts", MAX_COHORTS)  # the fleet block: cohort 1 is the site's own columns
+
+
 FISCAL = Table("fiscal", FISCAL_YEARS, guard=Position() <= N.fiscal_years)
+
+
 YEAR_TABLE = Table("years", YEARS, guard=Position() <= ROUNDUP(I.horizon_months /
                                                                K.months_per_year, 0))
+
+
 IRR_GRID = Table("irr_grid", N_IRR)
+
+
 UTIL = Table("utilisation", N_UTIL)
 
 
@@ -380,6 +399,8 @@ def _fleet(name, label, unit, kind, formula, note="", first=None) -> Line:
 
 
 _OWN_TYPED = INDEX(InputRef("fleet_ownership"), 1, Position() - 1)
+
+
 FLEET: tuple[Line, ...] = (
     _fleet("number", "Cohort", "", "integer", Position()),
     _fleet("gpus", "GPUs", "GPUs", "gpus",
@@ -437,6 +458,7 @@ FLEET: tuple[Line, ...] = (
            "GPUs × kW × PUE"),
 )
 
+
 FLEET_SCALARS: tuple[Line, ...] = (
     _scalar("fleet_gpus", "GPUs of all cohorts", "GPUs", "gpus", SUM(Row("c_gpus")),
             "the planned fleet"),
@@ -484,9 +506,11 @@ TIMELINE_HEADER: tuple[Line, ...] = (
             YEAR(C.month_end) - YEAR(I.start_date) + 1, 0), table=MONTHS),
 )
 
+
 _FISCAL_YEARS = _scalar(
     "fiscal_years", "Calendar years the horizon touches", "years", "integer",
     MAX(Row("fiscal_index")), "the first and last may be partial")
+
 
 FLEET_LINES: tuple[Line | str, ...] = (
     "Every scenario",
@@ -506,7 +530,6 @@ FLEET_LINES: tuple[Line | str, ...] = (
              (1 + I.opex_escalation_per_year) ** ((C.month - 1) / K.months_per_year),
              note="(1 + opex escalation)^((m − 1) ÷ 12): opex, fixed opex, programme fee"),
 )
-
 
 
 # -- each scenario: the fleet, efficiency, demand, profit, tax and cash (§4.1–§4.4, §10) -------
@@ -794,8 +817,12 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
 
 SCENARIO_LINES: dict[str, tuple[Line | str, ...]] = {
     sc.key: scenario_lines(sc) for sc in ALL_SCENARIOS}
+
+
 FLEET_SCENARIO: dict[str, tuple[Line, ...]] = {
     sc.key: fleet_scenario_lines(sc) for sc in ALL_SCENARIOS}
+
+
 #: The scenario lines a chart or the yearly summary shows for the live scenario.
 LIVE_SOURCES: tuple[str, ...] = (
     "gpus_in_service", "theoretical_tokens", "facility_kw", "mw_seconds", "power", "other_opex",
@@ -1069,6 +1096,8 @@ def _halving(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
 
 
 _P = Position()
+
+
 #: The grid's rates: −99%, …, −0.011%, −0.01% a month, 0, +0.01%, +0.011%, …, +1,000% a month.
 _IRR_GRID_RATE = IF(
     _P <= K.irr_negatives,
@@ -1084,7 +1113,6 @@ IRR_SEARCHES: tuple[IrrSearch, ...] = tuple(
                             ("equity_cash_flow", "equity", "equity")))
 
 
-
 def _total(line: Line) -> Line:
     return Line(f"total_{line.name}", f"{line.label}, total", line.unit, line.kind,
                 SUM(Row(line.name)), meta={"total_of": line.name})
@@ -1098,6 +1126,8 @@ def _lines(items) -> tuple[Line, ...]:
 TIMELINE_LINES: tuple[Line | str, ...] = (
     FLEET_LINES + tuple(x for sc in ALL_SCENARIOS for x in SCENARIO_LINES[sc.key])
     + LIVE_LINES)
+
+
 TIMELINE_TOTALS: tuple[Line, ...] = tuple(
     _total(ln) for ln in _lines(TIMELINE_LINES) if ln.total)
 
@@ -1366,6 +1396,8 @@ class Warning_:
 
 
 NO_DEMAND_LIMIT = "no market demand limit: every sellable token is assumed sold"
+
+
 WARNINGS: tuple[Warning_, ...] = (
     Warning_("no_demand_limit", NO_DEMAND_LIMIT,
              lambda sc: IF(I.market_mtok_month1.eq(0), 1, 0)),
@@ -1386,20 +1418,34 @@ WARNINGS: tuple[Warning_, ...] = (
     Warning_("irr_not_unique", "the cash flows change sign more than once: the IRR is not "
              "unique (read the MIRR)", lambda sc: IF(_t("sign_change", sc) > 1, 1, 0)),
 )
+
+
 WARNING_LINES: dict[str, tuple[Line, ...]] = {
     sc.key: tuple(w.line_for(sc) for w in WARNINGS) for sc in SCENARIOS}
+
+
 OUTPUTS += (
     Output("warnings", "Warnings", "", "integer",
            lambda sc: SUM(*(Name(w.name) for w in WARNING_LINES[sc.key])),
            "how many warning rules fire (Checks lists them; none turns the master check red)"),
 )
+
+
 OUTPUT_NAMES: tuple[str, ...] = tuple(o.name for o in OUTPUTS)
+
+
 #: What each output shows where it has no figure: "none" or "n/m" (a ratio without meaning).
 OUTPUT_MISSING: dict[str, str] = {o.name: o.missing for o in OUTPUTS}
+
+
 #: The outputs the Scenarios sheet and the portfolio show as Optimised − Base.
 UPLIFT_NAMES: tuple[str, ...] = ("npv", "ebitda_total", "revenue_total", "tokens_sold_total",
                                  "equivalent_gpus")
+
+
 _BASE, _OPTIMISED = SCENARIOS[0], SCENARIOS[1]
+
+
 UPLIFT_LINES: tuple[Line, ...] = tuple(
     Line(f"out_uplift_{o.name}", f"{o.label}: Optimised − Base", o.unit, o.kind,
          IF(AND(ISNUMBER(_o(o.name, _OPTIMISED)), ISNUMBER(_o(o.name, _BASE))),
@@ -1424,14 +1470,23 @@ BRIDGE_LINES: tuple[Line, ...] = tuple(
          _bridge_npv(i + 1) - _bridge_npv(i), defined_name=True,
          meta={"output": f"uplift_npv_{key}", "step": key})
     for i, (key, what, _names) in enumerate(BRIDGE_STEPS))
+
+
 BRIDGE_NAMES: tuple[str, ...] = tuple(f"uplift_npv_{key}" for key, _w, _n in BRIDGE_STEPS)
+
 
 #: The bridge as a waterfall: Base's NPV, each step, Optimised's NPV. A chart draws each bar
 #: as a stack of an invisible part and a visible one, split at 0 (the way every engine's
 #: stacked bar chart can draw a waterfall).
 BRIDGE_BARS = Table("bridge_bars", len(BRIDGE_STEPS) + 2)
+
+
 _CUMULATIVE = tuple(_bridge_npv(i) for i in range(len(BRIDGE_STEPS) + 1))
+
+
 _LOW, _HIGH = (MIN(C.bridge_from, C.bridge_to), MAX(C.bridge_from, C.bridge_to))
+
+
 BRIDGE_BAR_LINES: tuple[Line, ...] = (
     Line("bridge_from", "From", "money", "money",
          CHOOSE(Position(), 0, *_CUMULATIVE[:-1], 0), table=BRIDGE_BARS),
@@ -1448,7 +1503,6 @@ BRIDGE_BAR_LINES: tuple[Line, ...] = (
     Line("bridge_shown_down", "Bar below 0", "money", "money",
          IF(_HIGH < 0, _LOW - _HIGH, MIN(_LOW, 0)), table=BRIDGE_BARS),
 )
-
 
 
 # -- the yearly summary of the live scenario (Returns) -----------------------------------------
@@ -1470,6 +1524,7 @@ YEARLY_LINES: tuple[Line, ...] = (
          INDEX(Row("cumulative_cash_flow"), 1,
                MIN(C.year_number * K.months_per_year, I.horizon_months) + 1), table=YEAR_TABLE),
 )
+
 
 # -- Sensitivity: margin against utilisation (live scenario's price factor) --------------------
 UTIL_LINES: tuple[Line, ...] = (
@@ -1621,10 +1676,16 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
            .eq(ROWS(block) * COLUMNS(block))
            for block in _OUT_BLOCKS))),
 )
+
+
 CROSS_CHECKS: tuple[Line, ...] = tuple(
     Line(f"check_{key}", label, "", "text", IF(condition, "OK", "ERROR"))
     for key, label, condition in _CROSS)
+
+
 CHECK_NAMES: tuple[str, ...] = tuple(ln.name for ln in INPUT_CHECKS + CROSS_CHECKS)
+
+
 MASTER_CHECK = _scalar(
     "check_master", "Master check", "", "text",
     IF(COUNTIF(Each(CHECK_NAMES, (len(CHECK_NAMES), 1)), "ERROR").eq(0), "OK", "ERROR"))
@@ -1633,6 +1694,8 @@ MASTER_CHECK = _scalar(
 _DASHBOARD_NOTE = Text("Money in ").concat(I.currency).concat(
     ". The terminal value is the fleet's resale at the horizon; breakeven utilisation (at "
     "today's price) is on Returns.")
+
+
 #: Texts the sheets show about the site, in the same language as the model's lines.
 TEXT_LINES: tuple[Line, ...] = (
     Line("dashboard_note", "", "", "text",
@@ -1668,6 +1731,7 @@ def _irr_lines(search: IrrSearch) -> tuple[Line, ...]:
 # the input and output costs split the cost per Mtok, so they are computed after it
 _COMPUTE_ORDER = tuple(sorted(OUTPUTS, key=lambda o: o.name.startswith("cost_per_mtok_")))
 
+
 #: Every line of the model, in an order in which each needs only those before it.
 _MODEL_LINES: tuple[Line, ...] = (
     _lines(CAPACITY) + FLEET + tuple(ln for sc in ALL_SCENARIOS for ln in FLEET_SCENARIO[sc.key])
@@ -1699,266 +1763,33 @@ def unit_name(unit: str) -> str:
 MONEY_UNITS: tuple[str, ...] = tuple(sorted(
     u for u in {ln.unit for ln in _MODEL_LINES} | {o.unit for o in OUTPUTS}
     | {i.unit for i in INPUTS} if u.startswith("money")))
+
+
 # (the currency is only ever joined into a text, so sites of different currencies still share
 # a pass of run_many)
 UNIT_LINES: tuple[Line, ...] = tuple(
     Line(unit_name(u), u, "", "text", I.currency.concat(u[len("money"):]), meta={"unit": u})
     for u in MONEY_UNITS if u != "money")
 
+
 #: Every line of the model, in an order in which each needs only those before it.
 LINES: tuple[Line, ...] = UNIT_LINES + _MODEL_LINES
+
+
 BY_LINE: dict[str, Line] = {ln.name: ln for ln in LINES}
+
 
 #: The monthly lines :func:`run` returns, in the Timeline's order: the fleet's, and the live
 #: scenario's under their plain names. Each is an array over months 1…H, except those that start
 #: at month 0 (``capex``, ``cash_flow``, ``cumulative_cash_flow`` …).
 LINE_NAMES: tuple[str, ...] = tuple(ln.name for ln in _lines(FLEET_LINES) + _lines(LIVE_LINES))
+
+
 #: Each scenario's monthly lines, by their plain names (``revenue`` for ``revenue_base`` …).
 SCENARIO_LINE_NAMES: tuple[str, ...] = tuple(
     ln.meta["line"] for ln in _lines(SCENARIO_LINES["base"]))  # type: ignore[misc]
+
+
 FROM_MONTH0: frozenset[str] = frozenset(
     ln.name for ln in _lines(TIMELINE_LINES) if not ln.skip_first) | frozenset(
     ln.meta["line"] for ln in _lines(SCENARIO_LINES["base"]) if not ln.skip_first)
-
-
-# -- evaluation -------------------------------------------------------------------------------
-def constant_values() -> dict[str, object]:
-    """Every constant by name, the input checks' bounds included (``low_gpus`` …)."""
-    out: dict[str, object] = dict(CONSTANT_VALUES)
-    bounded = [(spec.name, spec) for spec in INPUTS] + [
-        (f"fleet_{spec.name}", spec) for spec in COHORT_SPECS]
-    for name, spec in bounded:
-        low, high = check_bounds(spec)
-        if low is not None:
-            out[f"low_{name}"] = low
-        if high is not None:
-            out[f"high_{name}"] = high
-    return out
-
-
-def _formula_constants() -> dict[str, object]:
-    from .formula import _r
-
-    return {k: _r(np.asarray(v, dtype=float)) if isinstance(v, tuple) else np.float64(v)
-            for k, v in constant_values().items()}
-
-
-LISTS: dict[str, tuple[str, ...]] = {spec.name: spec.choices for spec in INPUTS
-                                     if spec.kind == "choice"}
-
-
-def formula_inputs(inputs: SiteInputs) -> dict[str, object]:
-    """The inputs as the compiled model takes them: dates as serial numbers, numbers as floats
-    (NaN where an optional input is blank), per-scenario inputs as tuples (Base, Optimised,
-    Downside), and the fleet block's rows of cohorts 2…8 as ``fleet_<column>`` tuples."""
-    out: dict[str, object] = {}
-    for spec in INPUTS:
-        value = inputs[spec.name]
-        if spec.kind == "date":
-            out[spec.name] = to_serial(value)  # type: ignore[arg-type]
-        elif spec.kind in ("text", "choice", "currency"):
-            out[spec.name] = str(value)
-        elif spec.per_scenario:
-            out[spec.name] = tuple(np.nan if x is None else float(x)  # blank: not given
-                                   for x in value)  # type: ignore[union-attr]
-        else:
-            out[spec.name] = np.nan if value is None else float(value)  # type: ignore[arg-type]
-    cohorts = inputs.cohorts
-    for spec in COHORT_SPECS:
-        values = [c.get(spec.name) for c in cohorts]
-        values += [None] * (MAX_COHORTS - 1 - len(values))
-        if spec.kind in ("text", "choice"):
-            out[f"fleet_{spec.name}"] = tuple("" if v is None else str(v) for v in values)
-        else:
-            out[f"fleet_{spec.name}"] = tuple(np.nan if v is None else float(v) for v in values)
-    return out
-
-
-@functools.lru_cache(maxsize=4)
-def compiled(lines: tuple[Line, ...] = LINES):
-    """The model compiled once: ``evaluate(inputs)`` → line name → values. The whole model's
-    compiled code is kept between runs (:mod:`tokenfactory_xl.files.build_cache`): a run of
-    the same code reads it back instead of compiling it again."""
-    model = compile_lines(lines, keep="compiled-model" if lines is LINES else None)
-    constants = _formula_constants()
-
-    def evaluate(inputs: SiteInputs) -> dict[str, np.ndarray]:
-        return model(formula_inputs(inputs), constants, LISTS)
-
-    evaluate.__source__ = model.__source__  # type: ignore[attr-defined]
-    evaluate.model = model  # type: ignore[attr-defined] - takes formula inputs (run_many)
-    return evaluate
-
-
-@dataclass(frozen=True)
-class ScenarioResult:
-    """One scenario's monthly lines (by their plain names) and summary outputs."""
-
-    name: str
-    lines: dict[str, np.ndarray]
-    summary: dict[str, float | None]
-    warnings: tuple[str, ...] = ()  # the texts of the warning rules that fire (§10.5)
-
-
-@dataclass(frozen=True)
-class Result:
-    """What :func:`run` computes for one site: all three scenarios at once (methodology §4.5).
-
-    ``lines`` maps each of :data:`LINE_NAMES` to its monthly array (the fleet's lines, and the
-    live scenario's); ``summary`` maps each of :data:`OUTPUT_NAMES` to the live scenario's
-    float, or ``None`` where the spec says "none". ``scenarios`` holds every scenario's lines,
-    summary and warnings by name; ``uplift`` Optimised − Base of :data:`UPLIFT_NAMES` and the
-    steps of its bridge (:data:`BRIDGE_NAMES`). ``values`` holds
-    every line of the model (:data:`LINES`) as computed, which the workbook stores beside its
-    formulas.
-    """
-
-    inputs: SiteInputs
-    scenario: str
-    month_starts: tuple[dt.date, ...]
-    month_ends: tuple[dt.date, ...]
-    lines: dict[str, np.ndarray]
-    summary: dict[str, float | None]
-    values: dict[str, np.ndarray] = field(default_factory=dict)
-    scenarios: dict[str, ScenarioResult] = field(default_factory=dict)
-    uplift: dict[str, float | None] = field(default_factory=dict)
-
-
-def run(inputs: SiteInputs, scenario: str | None = None) -> Result:
-    """Compute the monthly model of one site, its three scenarios at once, and the summary.
-
-    Parameters
-    ----------
-    inputs : the site's checked inputs (:func:`tokenfactory_xl.tfom.inputs.make_inputs`).
-    scenario : the live scenario (what ``lines`` and ``summary`` show); default
-        ``inputs["scenario"]``. Every scenario is in ``Result.scenarios`` either way.
-    """
-    scenario = scenario or inputs.scenario
-    if scenario != inputs.scenario:
-        inputs = inputs.replace({"scenario": scenario})
-    return result_from(inputs, compiled()(inputs))
-
-
-def run_many(many: Sequence[SiteInputs]) -> list[Result]:
-    """:func:`run` for many sites: the same results, in the order given.
-
-    Sites whose texts that the model reads (ownership, scenario …) are the same are computed in
-    one pass of the compiled model along a leading axis of sites, as the risk run computes its
-    draws: one pass for eight sites costs about what two single ones do.
-    """
-    given = [formula_inputs(inputs) for inputs in many]
-    groups: dict[tuple, list[int]] = {}
-    for index, values in enumerate(given):
-        groups.setdefault(_texts_of(values), []).append(index)
-    results: list[Result | None] = [None] * len(many)
-    for members in groups.values():
-        for index, values in zip(members, _evaluate_many([given[i] for i in members]),
-                                 strict=True):
-            results[index] = result_from(many[index], values)
-    return results  # type: ignore[return-value]
-
-
-def run_each(many: Sequence[SiteInputs]) -> list[Result | Exception]:
-    """:func:`run_many`, or, if that pass fails, :func:`run` of each site alone: a site's own
-    failure is then its own entry (the exception), and the other sites keep their results."""
-    try:
-        return list(run_many(many))
-    except Exception:  # noqa: BLE001 - each site is then run alone, its own failure its own
-        out: list[Result | Exception] = []
-        for inputs in many:
-            try:
-                out.append(run(inputs))
-            except Exception as exc:  # noqa: BLE001
-                out.append(exc)
-        return out
-
-
-#: Each line's number of dimensions for one site: 1 for a table's row, 0 for a single figure.
-_LINE_NDIM = {ln.name: 0 if ln.table is None else 1 for ln in LINES}
-
-
-def _is_text(value: object) -> bool:
-    return isinstance(value, str) or (isinstance(value, tuple) and any(isinstance(x, str)
-                                                                       for x in value))
-
-
-def _texts_of(values: dict[str, object]) -> tuple:
-    """What sites computed in one pass must share: each text input the model compares or
-    looks up (a site's name, only measured and shown, may differ)."""
-    model = compiled().model
-    return tuple((k, v) for k, v in values.items()
-                 if k in model.inputs and k not in model.texts_per_site and _is_text(v))
-
-
-def _same(column: list[object]) -> bool:
-    first = column[0]
-    return all(v == first or (v != v and first != first) for v in column)  # NaN: blank alike
-
-
-def _evaluate_many(group: list[dict[str, object]]) -> list[dict[str, object]]:
-    """The compiled model's values for each site of ``group`` (formula inputs whose texts read
-    by the model are the same), in one pass: a number that differs among the sites is given
-    along a leading axis (a row per site for a per-scenario or cohort input)."""
-    from .formula import _RowArray
-
-    model, constants = compiled().model, _formula_constants()
-    if len(group) == 1:
-        return [model(group[0], constants, LISTS)]
-    count, first = len(group), group[0]
-    stacked: dict[str, object] = {}
-    for name, value in first.items():
-        column = [values[name] for values in group]
-        if _same(column) or (_is_text(value) and name not in model.texts_per_site):
-            stacked[name] = value  # the same for all (a text the model compares: grouped so)
-        else:
-            kind = object if _is_text(value) else float
-            if isinstance(value, tuple):
-                stacked[name] = np.asarray(column, dtype=kind).view(_RowArray)
-            else:
-                stacked[name] = np.asarray(column, dtype=kind)
-    out = model(stacked, constants, LISTS)
-    per_site: list[dict[str, object]] = [{"_inputs": values} for values in group]
-    for name, value in out.items():
-        if name == "_inputs":
-            continue
-        # one site's line is a row (a table's) or a single figure, as it is declared
-        ndim = _LINE_NDIM.get(name)
-        if ndim is None or not isinstance(value, np.ndarray) or value.ndim == ndim:
-            for values in per_site:  # the same for every site (reads no input that differs)
-                values[name] = value
-        elif value.ndim == ndim + 1 and value.shape[0] == count:
-            for i, values in enumerate(per_site):
-                values[name] = value[i, ...]
-        else:
-            raise AssertionError(f"the line {name} has the shape {value.shape} for {count} "
-                                 "sites at once, not one per site")
-    return per_site
-
-
-def _number(x) -> float | None:
-    x = float(x)
-    return x if np.isfinite(x) else None
-
-
-def result_from(inputs: SiteInputs, values: dict[str, np.ndarray]) -> Result:
-    """The :class:`Result` of values computed by a compiled model that holds :data:`LINES`."""
-    horizon = int(inputs["horizon_months"])  # type: ignore[call-overload]
-
-    def months(name: str, plain: str) -> np.ndarray:
-        start = 0 if plain in FROM_MONTH0 else 1
-        return np.asarray(values[name][start:horizon + 1], dtype=float)
-
-    lines = {name: months(name, name) for name in LINE_NAMES}
-    summary = {name: _number(values[f"out_{name}"]) for name in OUTPUT_NAMES}
-    scenarios = {}
-    for sc in SCENARIOS:
-        scenarios[sc.name] = ScenarioResult(
-            sc.name, {name: months(f"{name}_{sc.key}", name) for name in SCENARIO_LINE_NAMES},
-            {name: _number(values[f"out_{name}_{sc.key}"]) for name in OUTPUT_NAMES},
-            tuple(w.text for w in WARNINGS if float(values[f"warn_{w.key}_{sc.key}"]) == 1))
-    uplift = {ln.meta["output"]: _number(values[ln.name])
-              for ln in UPLIFT_LINES + BRIDGE_LINES}
-    ends = tuple(from_serial(s).date() for s in values["month_end"][1:horizon + 1])
-    starts = tuple(e.replace(day=1) for e in ends)
-    return Result(inputs, inputs.scenario, starts, ends, lines, summary, values, scenarios,
-                  uplift)  # type: ignore[arg-type]

@@ -25,16 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.catalogue import BY_NAME, COHORT_INHERITED, RISK_RANGES, Input
+from .evaluation import LISTS, _formula_constants, formula_inputs
 from .inputs import SiteInputs
-from .operating_model import (
-    CONSTANT_VALUES,
-    IRR_STEPS,
-    LINES,
-    LISTS,
-    SCENARIOS,
-    _formula_constants,
-    formula_inputs,
-)
+from .operating_model import CONSTANT_VALUES, IRR_STEPS, LINES, SCENARIOS
 
 #: The tornado's drivers (methodology §10.6), in the spec's order; ties in swing keep it.
 TORNADO_DRIVERS: tuple[str, ...] = tuple(r.driver for r in RISK_RANGES)

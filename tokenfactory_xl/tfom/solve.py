@@ -36,8 +36,9 @@ import numpy as np
 
 from ..core.catalogue import BY_NAME, SCENARIO_NAMES, BadValue, closest_name, fmt_number
 from ..core.errors import InputError, Problem
+from .evaluation import LISTS, _formula_constants, formula_inputs
 from .inputs import SiteInputs, split_key
-from .operating_model import LINES, LISTS, OUTPUTS, _formula_constants, formula_inputs
+from .operating_model import LINES, OUTPUTS
 from .operating_model import SCENARIOS as MODEL_SCENARIOS
 
 #: Values of the input evaluated in the first scan of its range (one numpy pass).

@@ -11,7 +11,8 @@ module only arranges them as the workbook's Statements sheet does.
 
 from __future__ import annotations
 
-from .operating_model import SCENARIOS, STATEMENT_LINES, STATEMENT_PARTS, Result
+from .evaluation import Result
+from .operating_model import SCENARIOS, STATEMENT_LINES, STATEMENT_PARTS
 
 #: The statement lines shown apart from the statements' contents: checks, not figures.
 CHECK_KEYS: tuple[str, ...] = ("cash_change", "balance_gap")
@@ -23,7 +24,7 @@ def statements(result: Result, scenario: str | None = None
 
     Parameters
     ----------
-    result : the site's :func:`~tokenfactory_xl.tfom.operating_model.run`.
+    result : the site's :func:`~tokenfactory_xl.tfom.evaluation.run`.
     scenario : one scenario's name, or every scenario (None).
 
     Years are calendar years as text (``"2027"``), in order; the keys of each part are those of

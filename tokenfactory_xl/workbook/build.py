@@ -46,10 +46,12 @@ from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
 from ..core.errors import InputError, Problem
 from ..files import build_cache, ooxml
 from ..files.disk import write_atomically
+from ..tfom import evaluation
 from ..tfom import operating_model as om
+from ..tfom.evaluation import Result
 from ..tfom.formula import ExcelContext, Line, excel, from_serial
 from ..tfom.inputs import NOTES_NAME, SiteInputs, default_inputs
-from ..tfom.operating_model import MAX_MONTHS, OUTPUTS, Result
+from ..tfom.operating_model import MAX_MONTHS, OUTPUTS
 from . import actuals_sheet as workbook_actuals
 from . import risk_sheet as workbook_risk
 from . import style as st
@@ -1687,7 +1689,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
     """Put into ``sink`` the value each input and formula cell shows (see :func:`cell_values`):
     the one place that says what a cell of the workbook shows."""
     p = plan()
-    values = (result if result is not None else om.run(inputs)).values
+    values = (result if result is not None else evaluation.run(inputs)).values
     for sheet, coord, name, index in p.inputs:
         if name.startswith("fleet_"):
             sink.one(sheet, coord, fleet_cell_value(name, index, inputs))  # type: ignore[arg-type]
