@@ -164,18 +164,18 @@ def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_pa
 def test_the_compiled_model_is_kept_and_read_back(cache, monkeypatch):
     """The whole model's compiled code is kept under a fingerprint of the package's code, Python
     and numpy (no openpyxl: ``summary`` reads it without), and read back as it was built."""
-    from tokenfactory_xl.tfom import formula
+    from tokenfactory_xl.tfom import compiler
 
-    fresh = formula.compile_lines(om.LINES)
-    first = formula.compile_lines(om.LINES, keep="compiled-model")
+    fresh = compiler.compile_lines(om.LINES)
+    first = compiler.compile_lines(om.LINES, keep="compiled-model")
     assert kept_files(cache) == [f"compiled-model-{build_cache.fingerprint(False)}.pickle"]
     assert build_cache.fingerprint(False) != build_cache.fingerprint()
 
     def no_compiling(*_args, **_kw):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr(formula, "_model_source", no_compiling)
-    again = formula.compile_lines(om.LINES, keep="compiled-model")
+    monkeypatch.setattr(compiler, "_model_source", no_compiling)
+    again = compiler.compile_lines(om.LINES, keep="compiled-model")
     assert again.__source__ == first.__source__ == fresh.__source__
     assert again.inputs == fresh.inputs and again.texts_per_site == fresh.texts_per_site
     inputs = evaluation.formula_inputs(default_inputs())

@@ -19,18 +19,9 @@ from tests.tools import command
 from tokenfactory_xl import make_inputs, run
 from tokenfactory_xl.tfom import evaluation
 from tokenfactory_xl.tfom import operating_model as om
-from tokenfactory_xl.tfom.formula import (
-    SUM,
-    Cell,
-    Const,
-    ExcelContext,
-    InputRef,
-    Line,
-    Name,
-    Row,
-    compile_lines,
-    excel,
-)
+from tokenfactory_xl.tfom.compiler import compile_lines
+from tokenfactory_xl.tfom.excel import ExcelContext, excel
+from tokenfactory_xl.tfom.formula import SUM, Cell, Const, InputRef, Line, Name, Row
 from tokenfactory_xl.workbook import build as wbm
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pytest
 
+from tokenfactory_xl.tfom.compiler import compile_lines
+from tokenfactory_xl.tfom.excel import ExcelContext, excel
 from tokenfactory_xl.tfom.formula import (
     IF,
     INDEX,
@@ -20,14 +22,11 @@ from tokenfactory_xl.tfom.formula import (
     SUMPRODUCT,
     Cell,
     Const,
-    ExcelContext,
     InputRef,
     Line,
     Position,
     Row,
     Table,
-    compile_lines,
-    excel,
     lit,
 )
 
@@ -131,7 +130,7 @@ def _bits(a) -> bytes:
 def test_a_sumif_over_many_variants_is_the_nansum_of_the_picked_cells():
     """SUMIF(index row, position, value row) per fiscal year for 7 variants with blanks (NaN):
     the very sums of numpy's nansum over the picked cells, as each variant alone gets them."""
-    from tokenfactory_xl.tfom.formula import _sum_row, _sumif
+    from tokenfactory_xl.tfom.runtime import _sum_row, _sumif
 
     rng = np.random.default_rng(3)
     index = np.repeat(np.arange(1.0, 6.0), 12)[None, None, :]  # 5 years of 12 months
@@ -151,7 +150,7 @@ def test_a_sumif_over_many_variants_is_the_nansum_of_the_picked_cells():
 def test_match_finds_numbers_in_a_row_of_many_variants_and_texts_in_a_list():
     """MATCH(x, row, 0): the first position of x in each variant's row (NaN: not found);
     over a list of texts, the case-insensitive position."""
-    from tokenfactory_xl.tfom.formula import _match
+    from tokenfactory_xl.tfom.runtime import _match
 
     rows = np.array([[[3.0, 1.0, 1.0, np.nan]], [[2.0, 2.0, 5.0, 1.0]]])
     got = _match(np.array([[[1.0]], [[7.0]]]), rows, 0)
@@ -167,7 +166,7 @@ def test_match_finds_numbers_in_a_row_of_many_variants_and_texts_in_a_list():
 def test_one_sites_index_is_the_cell_many_variants_would_pick(row, position):
     """INDEX of one site's row at one position (a shortcut) against the same row among two
     variants (numpy's general picking): the same cell, its type, and NaN off the row."""
-    from tokenfactory_xl.tfom.formula import _index
+    from tokenfactory_xl.tfom.runtime import _index
 
     one = np.array([row], dtype=float if isinstance(row[0], float) else object)
     for k in (position, np.array([[position]])):
@@ -183,7 +182,7 @@ def test_one_sites_index_is_the_cell_many_variants_would_pick(row, position):
 
 
 def test_a_recurrent_line_of_one_site_stacks_its_steps_as_many_variants_do():
-    from tokenfactory_xl.tfom.formula import _stack
+    from tokenfactory_xl.tfom.compiler import _stack
 
     steps = [np.float64(0.1) * i for i in range(7)] + [np.float64(np.nan)]
     alone = _stack(steps)

@@ -7,20 +7,13 @@ import numpy as np
 import pytest
 
 from tokenfactory_xl.tfom import risk
+from tokenfactory_xl.tfom.compiler import compile_lines
 from tokenfactory_xl.tfom.evaluation import LISTS, _formula_constants, formula_inputs
 from tokenfactory_xl.tfom.formula import IF as IF_
-from tokenfactory_xl.tfom.formula import (
-    INDEX,
-    InputRef,
-    Line,
-    Position,
-    Table,
-    _RowArray,
-    compile_lines,
-    needed,
-)
+from tokenfactory_xl.tfom.formula import INDEX, InputRef, Line, Position, Table, needed
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.tfom.operating_model import LINES, irr_search
+from tokenfactory_xl.tfom.runtime import _RowArray
 
 MONTHS = 121
 T = Table("t_months", MONTHS)

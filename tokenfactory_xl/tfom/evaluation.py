@@ -4,7 +4,7 @@ sites in one pass, or each of many sites alone.
 :func:`run` gives a :class:`Result`: every line of the live scenario, each scenario's lines and
 summary (:class:`ScenarioResult`), the uplift and its bridge. The lines themselves are declared
 in :mod:`.operating_model`; this module only evaluates them (:func:`compiled`, through
-:func:`~.formula.compile_lines`), feeding each the site's inputs, the named constants and the
+:func:`~.compiler.compile_lines`), feeding each the site's inputs, the named constants and the
 lists the formulas read.
 """
 
@@ -18,12 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS
-from .formula import (
-    Line,
-    compile_lines,
-    from_serial,
-    to_serial,
-)
+from .compiler import compile_lines
+from .formula import Line
 from .inputs import SiteInputs
 from .operating_model import (
     BRIDGE_LINES,
@@ -38,6 +34,7 @@ from .operating_model import (
     WARNINGS,
     check_bounds,
 )
+from .runtime import from_serial, to_serial
 
 
 # -- evaluation -------------------------------------------------------------------------------
@@ -56,7 +53,7 @@ def constant_values() -> dict[str, object]:
 
 
 def _formula_constants() -> dict[str, object]:
-    from .formula import _r
+    from .compiler import _r
 
     return {k: _r(np.asarray(v, dtype=float)) if isinstance(v, tuple) else np.float64(v)
             for k, v in constant_values().items()}
@@ -218,7 +215,7 @@ def _evaluate_many(group: list[dict[str, object]]) -> list[dict[str, object]]:
     """The compiled model's values for each site of ``group`` (formula inputs whose texts read
     by the model are the same), in one pass: a number that differs among the sites is given
     along a leading axis (a row per site for a per-scenario or cohort input)."""
-    from .formula import _RowArray
+    from .runtime import _RowArray
 
     model, constants = compiled().model, _formula_constants()
     if len(group) == 1:

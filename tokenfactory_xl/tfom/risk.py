@@ -53,7 +53,8 @@ def _model(key: str, irr: bool = True):
     """The model compiled for the live scenario's NPV only, and (with ``irr``) the project cash
     flow and the IRR grid's rates from which :func:`monthly_irr` finds the IRR: the model's own
     search (sixty halvings, each a power over every month) is most of a variant's cost."""
-    from .formula import compile_lines, needed
+    from .compiler import compile_lines
+    from .formula import needed
 
     wanted = [f"out_npv_{key}"] + ([f"cash_flow_{key}", f"irr_rate_project_{key}"] if irr
                                    else [])
@@ -74,7 +75,7 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool 
     scenario's value of a per-scenario input, the site's value otherwise, and for
     :data:`ALL_COHORTS` every cohort's own value scaled alike.
     """
-    from .formula import _RowArray
+    from .runtime import _RowArray
 
     index, key = _scenario_key(inputs)
     model = _model(key, irr)

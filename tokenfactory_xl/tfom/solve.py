@@ -222,7 +222,8 @@ class Solution:
 @functools.lru_cache(maxsize=16)
 def _model(line: str):
     """The model compiled for one output line and the lines it needs."""
-    from .formula import compile_lines, needed
+    from .compiler import compile_lines
+    from .formula import needed
 
     return compile_lines(needed(LINES, [line]))
 
@@ -245,8 +246,8 @@ class _Evaluator:
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         """The output at each of ``values`` (NaN: none)."""
-        from .formula import _RowArray
         from .risk import _numbers
+        from .runtime import _RowArray
 
         values = np.asarray(values, dtype=float)
         given = dict(self.base)

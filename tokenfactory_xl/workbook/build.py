@@ -9,7 +9,7 @@ whose every row holds one formula copied across; the summary outputs of section 
 Google Sheets with no Python and no macros.
 
 This module decides only *where* each line of the model goes and how it looks. The formula of
-every cell is its line's declaration rendered by :func:`tokenfactory_xl.tfom.formula.excel`, and
+every cell is its line's declaration rendered by :func:`tokenfactory_xl.tfom.excel.excel`, and
 :func:`cell_values` gives, for every input and formula cell, the value of the same declaration
 computed by the compiled model, which batch generation stores in each site's file. The CLI
 commands ``template`` and ``render`` are in :mod:`tokenfactory_xl.cli.workbook`.
@@ -49,9 +49,11 @@ from ..files.disk import write_atomically
 from ..tfom import evaluation
 from ..tfom import operating_model as om
 from ..tfom.evaluation import Result
-from ..tfom.formula import ExcelContext, Line, excel, from_serial
+from ..tfom.excel import ExcelContext, excel
+from ..tfom.formula import Line
 from ..tfom.inputs import NOTES_NAME, SiteInputs, default_inputs
 from ..tfom.operating_model import MAX_MONTHS, OUTPUTS
+from ..tfom.runtime import from_serial
 from . import actuals_sheet as workbook_actuals
 from . import risk_sheet as workbook_risk
 from . import style as st

@@ -1,0 +1,489 @@
+"""The Python rendering of the model: every line's formula written as numpy source, in order,
+into one function compiled once (:func:`compile_lines`), with the recurrent tables (the losses
+carried forward, the IRR's halvings) stepped one position at a time.
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .formula import (
+    NM,
+    NONE,
+    At,
+    Cell,
+    Const,
+    Each,
+    Expr,
+    Fn,
+    InputRef,
+    Line,
+    ListRef,
+    Name,
+    Num,
+    Op,
+    Position,
+    Row,
+    RunningSum,
+    Table,
+    Text,
+)
+from .runtime import FUNCTIONS, _concat, _count, _is_row, _max, _min, _pow, _RowArray, _sum, _where
+
+_PY_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "=": "==", "<>": "!=", "<": "<",
+           "<=": "<=", ">": ">", ">=": ">="}
+
+
+_AGGREGATES = {"SUM", "COUNT", "MIN", "MAX"}
+
+
+@dataclass
+class _Shared:
+    """What one pass of the compiled model computes once for all lines: a line whose code is
+    that of an earlier line is that line's values (``alias``: the six IRR searches' grid of
+    rates), and a power of a table's cells over a whole row (a grid: the IRR search's table of
+    discount factors, the same for every search) is computed once, into a variable of its own
+    (``powers``), before the first line that needs it (``pending``). The same numpy call on
+    the same operands: the same values, to the last bit."""
+
+    enabled: bool = True
+    alias: dict[str, str] = field(default_factory=dict)
+    powers: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+
+    def power(self, code: str, step: bool) -> str:
+        if not self.enabled or step or "_c(" not in code or "_r(" not in code or "V['_n']" in code:
+            return code
+        name = self.powers.get(code)
+        if name is None:
+            name = self.powers[code] = f"_grid{len(self.powers)}"
+            self.pending.append(f"    {name} = {code}")
+        return name
+
+
+class PythonContext:
+    """How a line's references read in the generated Python (one table, or scalars)."""
+
+    def __init__(self, table: Table | None, tables: dict[str, Table], step: bool = False,
+                 building: frozenset[str] = frozenset(), shared: _Shared | None = None):
+        self.table = table
+        self.tables = tables  # line name -> its table (absent: a scalar)
+        self.step = step  # inside the loop of a recurrent table: position ``_k``
+        self.building = building  # in the loop: the lines it builds, a list of steps each
+        self.hoisted: dict[str, str] = {}  # code computed once before the loop -> its name
+        self.shared = shared if shared is not None else _Shared()
+
+    def v(self, name: str) -> str:
+        """A line's values: ``V['name']``, or those of the earlier line of the same code."""
+        return f"V[{self.shared.alias.get(name, name)!r}]"
+
+    def value(self, name: str) -> str:
+        """A scalar (or a line of this table in the same position) as a (…, n, 1) operand."""
+        if self.tables.get(name) is None:
+            return f"_s({self.v(name)})"
+        if self.step:
+            return self.at_step(name, "_k")
+        return f"_c({self.v(name)})"
+
+    def at_step(self, name: str, k: str) -> str:
+        """In the loop, position ``k`` of a line: a step already built, or a finished line's
+        cell (a float for one site, (…, 1, 1) for many)."""
+        if name in self.building:
+            return f"V[{name!r}][{k}]"
+        return f"_pick({self.v(name)}, {k})"
+
+
+def python(e: Expr, ctx: PythonContext) -> str:
+    """Python source evaluating ``e`` over numpy arrays of shape (…, n, m).
+
+    Inside a recurrent table's loop, a part of the formula that does not depend on the
+    position is computed once, before the loop.
+    """
+    code = _python(e, ctx)
+    if ctx.step and not isinstance(e, (Num, Text, Const)) and _invariant(e, ctx):
+        return ctx.hoisted.setdefault(code, f"_h{len(ctx.hoisted)}")
+    return code
+
+
+def _invariant(e: Expr, ctx: PythonContext) -> bool:
+    """Whether ``e`` reads nothing that changes from one position of the loop to the next."""
+    if isinstance(e, Position):
+        return False
+    if isinstance(e, Cell):  # a cell of any table moves with the position
+        return ctx.tables.get(e.line) is None
+    if isinstance(e, Name):
+        return ctx.tables.get(e.name) is not ctx.table
+    return all(_invariant(c, ctx) for c in e.children())
+
+
+def _python(e: Expr, ctx: PythonContext) -> str:
+    if isinstance(e, Num):
+        return repr(e.value)
+    if isinstance(e, Text):
+        return "_nan" if e.value in ("", NONE, NM) else repr(e.value)
+    if isinstance(e, Const):
+        return f"K[{e.name!r}]"
+    if isinstance(e, ListRef):
+        return f"L[{e.name!r}]"
+    if isinstance(e, InputRef):
+        return f"_i(V, {e.name!r})"
+    if isinstance(e, Name):
+        return ctx.value(e.name)
+    if isinstance(e, Cell):
+        if e.shift == 0:
+            return ctx.value(e.line)
+        if ctx.step:
+            return ctx.at_step(e.line, f"_k {e.shift:+d}")
+        return f"_c(_shift({ctx.v(e.line)}, {e.shift}))"
+    if isinstance(e, At):
+        return f"_s({ctx.v(e.line)}[..., {e.index}])"
+    if isinstance(e, Each):
+        names = ", ".join(ctx.v(n) for n in e.lines)
+        return f"_each([{names}])"
+    if isinstance(e, Row):
+        return f"_r({ctx.v(e.line)})"
+    if isinstance(e, Position):
+        return "_f64(_k + 1)" if ctx.step else "_position(V['_n'])"
+    if isinstance(e, RunningSum):
+        return f"_c(np.nancumsum({ctx.v(e.line)}, axis=-1))"
+    if isinstance(e, Op):
+        if e.op == "neg":
+            return f"(-{python(e.args[0], ctx)})"
+        a, b = (python(x, ctx) for x in e.args)
+        if e.op == "&":
+            return f"_concat({a}, {b})"
+        if e.op == "^":
+            return ctx.shared.power(f"_pow({a}, {b})", ctx.step)
+        return f"({a} {_PY_OPS[e.op]} {b})"
+    assert isinstance(e, Fn)
+    if e.name in ("ROWS", "COLUMNS"):
+        (arg,) = e.args
+        if isinstance(arg, Each):
+            return repr(float(arg.shape[0 if e.name == "ROWS" else 1]))
+        return f"_columns({python(arg, ctx)})"
+    if e.name == "COUNTIF" and isinstance(e.args[1], Text) and e.args[1].value == NM:
+        # Python holds "n/m" as NaN, as it holds "none": COUNTIF(…, "none") counts both there,
+        # where a spreadsheet counts the two texts apart
+        return "0.0"
+    args = [python(a, ctx) for a in e.args]
+    if e.name in _AGGREGATES:
+        return f"_{e.name.lower()}({', '.join(args)})"
+    return f"F[{e.name!r}]({', '.join(args)})"
+
+
+def _c(x):
+    """A line of this table (…, n) as an operand (…, n, 1); a scalar passes as (…, 1, 1)."""
+    x = np.asarray(x)
+    return x[..., :, None]
+
+
+def _s(x):
+    # one site's scalar stays a numpy float: IEEE arithmetic (x / 0 is inf, as numpy gives)
+    if isinstance(x, np.float64):
+        return x
+    x = np.asarray(x)
+    if x.ndim == 0 and x.dtype.kind == "f":
+        return x[()]
+    return x[..., None, None]
+
+
+def _r(x):
+    return np.asarray(x, dtype=float)[..., None, :].view(_RowArray)
+
+
+def _shift(x, by: int):
+    """The line moved by ``by`` positions (−1: each cell sees its predecessor), NaN-padded."""
+    x = np.asarray(x, dtype=float)
+    pad = np.full(x.shape[:-1] + (abs(by),), np.nan)
+    if by < 0:
+        return np.concatenate([pad, x[..., :by]], axis=-1)
+    return np.concatenate([x[..., by:], pad], axis=-1)
+
+
+def _each(values):
+    stacked = np.stack(np.broadcast_arrays(*(np.asarray(v, dtype=object) for v in values)),
+                       axis=-1)
+    return stacked[..., None, :].view(_RowArray)
+
+
+def _columns(x):
+    return float(np.shape(x)[-1]) if _is_row(x) else 1.0
+
+
+def _position(n):
+    return np.arange(1.0, n + 1)[:, None]
+
+
+def _fit(value, n: int | None):
+    """A formula's (…, n, 1) result as the line's values: (…, n) for a table, (…) otherwise."""
+    value = np.asarray(value)
+    if isinstance(value, _RowArray):
+        value = value.view(np.ndarray)
+    if value.ndim < 2:
+        value = value[..., None, None]
+    if n is None:
+        return value[..., 0, 0]
+    lead = value.shape[:-2]
+    return np.broadcast_to(value[..., 0], lead + (n,)) if value.shape[-2] == 1 \
+        else value[..., 0]
+
+
+def _input_value(values: dict, name: str):
+    v = values["_inputs"][name]
+    if isinstance(v, _RowArray):  # a row per draw (…, m): many values of a per-scenario input
+        rows = np.asarray(v)  # (or many sites' rows of cohort texts)
+        return (rows if rows.dtype == object else rows.astype(float, copy=False)
+                )[..., None, :].view(_RowArray)
+    if isinstance(v, np.ndarray) and v.dtype == object:  # a text per site (texts_per_site)
+        return v[..., None, None]
+    if isinstance(v, tuple):  # per scenario (a row of three), or the fleet block's cohorts
+        if any(isinstance(x, str) for x in v):  # a row of texts, "" where blank
+            return np.asarray(v, dtype=object)[..., None, :].view(_RowArray)
+        return np.asarray([np.nan if x is None else x for x in v],
+                          dtype=float)[..., None, :].view(_RowArray)
+    if isinstance(v, str):
+        return v
+    return np.asarray(v, dtype=float)[..., None, None]
+
+
+def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = None
+                  ) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
+    """One Python function computing every line, in order, from inputs and constants.
+
+    With ``share`` (the default) what several lines compute alike is computed once per pass
+    (:class:`_Shared`); without, each line computes all of its own formula (the same values).
+    With ``keep``, the compiled code is kept between runs under that name in the build cache
+    (:mod:`tokenfactory_xl.files.build_cache`), which names it after this package's code: the name
+    must stand for ``lines`` (the whole model's are the same in every run of the same code).
+
+    The function takes ``(inputs, constants, lists)`` (inputs by catalogue name, per-scenario
+    ones as tuples, dates as serial numbers) and returns line name → values. The source it was
+    built from is its ``__source__``.
+    """
+    def build() -> tuple[str, bytes, frozenset[str], frozenset[str]]:
+        source = _model_source(lines, share)
+        return (source, marshal.dumps(compile(source, "<tfom model>", "exec")),
+                inputs_of(lines), texts_per_site(lines))
+
+    if keep is None:
+        source, code, inputs, texts = build()
+    else:
+        from ..files.build_cache import kept
+
+        source, code, inputs, texts = kept(keep, build, libraries=False)
+    namespace = {
+        "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
+        "_shift": _shift, "_position": _position, "_fit": _fit, "_i": _input_value,
+        "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
+        "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
+        "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
+        "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
+        "_take": _take, "_put": _put, "_pow": _pow,
+    }
+    exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
+    compiled = namespace["model"]
+
+    def model(inputs: dict, constants: dict, lists: dict) -> dict[str, np.ndarray]:
+        with np.errstate(all="ignore"):
+            return compiled(inputs, constants, lists)
+
+    model.__source__ = source  # type: ignore[attr-defined]
+    model.inputs = inputs  # type: ignore[attr-defined]
+    model.texts_per_site = texts  # type: ignore[attr-defined]
+    return model
+
+
+def _model_source(lines: Sequence[Line], share: bool) -> str:
+    """The Python source of :func:`compile_lines`'s function."""
+    tables = {ln.name: ln.table for ln in lines}
+    body = ["def model(inputs, K, L):", "    V = {'_inputs': inputs}"]
+    done: set[str] = set()
+    shared = _Shared(enabled=share)
+    by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        t = ln.table
+        if t is not None and t.recurrent:
+            group = [x for x in lines[i:] if x.table is t]
+            body += _recurrent(group, t, tables, shared)
+            done.update(x.name for x in group)
+            i += len(group)
+            continue
+        ctx = PythonContext(t, tables, shared=shared)
+        n = None if t is None else t.length
+        code = python(ln.formula, ctx)
+        if t is not None:
+            body.append(f"    V['_n'] = {n}")
+            if ln.first is not None:
+                code = f"_first({python(ln.first, ctx)}, {code})"
+            if t.guard is not None:
+                code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
+            if ln.skip_first:
+                code = f"_blank_first({code})"
+        code = f"_fit({code}, {n})"
+        body += shared.pending
+        shared.pending.clear()
+        same = by_code.setdefault((code, None if t is None else id(t)), ln.name) if share \
+            else ln.name
+        if same != ln.name:
+            shared.alias[ln.name] = same
+            code = f"V[{same!r}]"
+        body.append(f"    V[{ln.name!r}] = {code}")
+        done.add(ln.name)
+        i += 1
+    body.append("    return V")
+    return "\n".join(body) + "\n"
+
+
+#: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
+#: its length measured, its kind tested, or joined into a caption.
+_PER_SITE_TEXT = frozenset({("Fn", "ISTEXT"), ("Fn", "LEN"), ("Op", "&")})
+
+
+def _input_uses(lines: Sequence[Line]) -> dict[str, set[tuple[str, str]]]:
+    """Each input the formulas of ``lines`` read (first values and guards included) → the
+    nodes it is read in, as (kind, function or operator)."""
+    uses: dict[str, set[tuple[str, str]]] = {}
+    stack: list[tuple[Expr, tuple[str, str]]] = [
+        (e, ("", "")) for ln in lines
+        for e in (ln.formula, ln.first, ln.table.guard if ln.table is not None else None)
+        if e is not None]
+    while stack:
+        e, parent = stack.pop()
+        if isinstance(e, InputRef):
+            uses.setdefault(e.name, set()).add(parent)
+        here = (type(e).__name__, getattr(e, "name", getattr(e, "op", "")))
+        stack.extend((child, here) for child in e.children())
+    return uses
+
+
+def inputs_of(lines: Sequence[Line]) -> frozenset[str]:
+    """The inputs the formulas of ``lines`` read (their first values and guards included)."""
+    return frozenset(_input_uses(lines))
+
+
+def texts_per_site(lines: Sequence[Line]) -> frozenset[str]:
+    """The inputs that ``lines`` read only inside ``ISTEXT``, ``LEN`` or ``&``: a pass of the
+    model for many sites may give them a text per site; any other input read as text (compared,
+    looked up, counted) must be the same for all of them."""
+    return frozenset(name for name, seen in _input_uses(lines).items()
+                     if seen <= _PER_SITE_TEXT)
+
+
+def _first(first, rest):
+    first, rest = np.broadcast_arrays(np.asarray(first, dtype=float),
+                                      np.asarray(rest, dtype=float))
+    out = np.array(rest)
+    out[..., 0, :] = first[..., 0, :]
+    return out
+
+
+def _blank_first(x):
+    out = np.array(np.asarray(x, dtype=float))
+    out[..., 0, :] = np.nan
+    return out
+
+
+def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None],
+               shared: _Shared | None = None) -> list[str]:
+    """A recurrent table: one position at a time, each line reading the previous position.
+
+    For one site every operand of a step is a plain float, so a step costs Python arithmetic,
+    not numpy calls; for many sites at once the same code runs on arrays.
+    """
+    ctx = PythonContext(t, tables, step=True, building=frozenset(ln.name for ln in group),
+                        shared=shared)
+    loop = []
+    for ln in group:
+        code = python(ln.formula, ctx)
+        if ln.first is not None:
+            code = f"({python(ln.first, ctx)} if _k == 0 else {code})"
+        if t.guard is not None:
+            code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
+        loop.append(f"        V[{ln.name!r}].append(_step({code}))")
+    out = [f"    {name} = {code}" for code, name in ctx.hoisted.items()]
+    guard = python(t.guard, ctx) if t.guard is not None else None
+    indent = "    "
+    compress = guard in ctx.hoisted.values() and not any("_pick(" in line for line in loop)
+    if compress:
+        # Many variants at once (a risk run): the loop runs only for those where the guard
+        # holds; the others are blank, as the guard makes them. A guard that holds nowhere
+        # leaves the table blank without a step.
+        out.append(f"    _rows = _guarded_rows({guard})")
+        out.append("    if _rows is not None and _rows.size == 0:")
+        out += [f"        V[{ln.name!r}] = _blank_table({guard}, {t.length})" for ln in group]
+        out.append("    else:")
+        indent = "        "
+        out.append(f"        _full = {guard}")
+        for name in ctx.hoisted.values():
+            out.append(f"        {name} = _take({name}, _rows)")
+    out += [f"{indent}V[{ln.name!r}] = []" for ln in group]
+    out.append(f"{indent}for _k in range({t.length}):")
+    out += [indent + line for line in loop]
+    for ln in group:
+        stacked = f"_stack(V[{ln.name!r}])"
+        if compress:
+            stacked = f"_put({stacked}, _rows, _full, {t.length})"
+        out.append(f"{indent}V[{ln.name!r}] = {stacked}")
+    return out
+
+
+def _guarded_rows(guard):
+    """For many variants (a guard of shape (k, 1, 1)), the variants where it holds; ``None``
+    for one site (a plain boolean), whose loop runs unless the guard fails."""
+    g = np.asarray(guard)
+    if g.ndim != 3:
+        return None if bool(np.any(g)) else np.empty(0, dtype=int)
+    return np.flatnonzero(g[:, 0, 0])
+
+
+def _take(x, rows):
+    """An operand of the loop restricted to the variants ``rows`` (shared operands as they
+    are)."""
+    if rows is None or np.ndim(x) != 3 or np.shape(x)[0] == 1:
+        return x
+    return np.asarray(x)[rows]
+
+
+def _put(values, rows, guard, n: int):
+    """A loop's lines computed for the variants ``rows`` put back among all, blank elsewhere."""
+    if rows is None:
+        return values
+    out = np.full((np.shape(guard)[0], n), np.nan)
+    out[rows] = values
+    return out
+
+
+def _blank_table(guard, n: int) -> np.ndarray:
+    """A recurrent table whose guard holds nowhere: blank (NaN) at every position."""
+    shape = np.shape(guard)
+    return np.full((shape[:-2] if len(shape) >= 2 else shape) + (n,), np.nan)
+
+
+def _step(value):
+    """A step's (…, 1, 1) result as the value of that position: a float for one site, an
+    operand of shape (…, 1, 1) for many (what the next step reads)."""
+    value = np.asarray(value, dtype=float)
+    if value.ndim == 2:
+        value = value[0, 0]
+    return value[()] if value.ndim == 0 else value
+
+
+def _pick(line, k: int):
+    """Cell ``k`` of a finished line (…, n) as a step operand."""
+    if np.ndim(line) == 1:
+        return line[k]
+    return np.asarray(line)[..., k, None, None]
+
+
+def _stack(values: list) -> np.ndarray:
+    """The steps of a recurrent line as its values (…, n)."""
+    if values and all(type(v) in (float, np.float64) for v in values):
+        return np.array(values, dtype=float)  # one site's steps, numbers: the same row at once
+    return np.stack([np.asarray(v, dtype=float).reshape(np.shape(v)[:-2] or np.shape(v))
+                     for v in values], axis=-1)

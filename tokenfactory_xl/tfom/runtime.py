@@ -1,0 +1,356 @@
+"""The numpy side of each spreadsheet function the formulas use: ``SUM``, ``INDEX``, ``MATCH``,
+``IRR``'s pieces, dates as serial numbers … each as a spreadsheet computes it (blank and text
+cells skipped where a spreadsheet skips them, NaN for a blank), over arrays that carry a
+leading axis of variants. :data:`FUNCTIONS` is the table the compiled model calls by name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+
+def _pow(a, b):
+    """``a ^ b`` by numpy's power whatever the shapes: one site's number then gets what the
+    same number gets among many sites' (Python's ``**`` on a numpy float rounds by another
+    routine, a last digit apart).
+
+    Always over the whole rows: numpy takes a faster routine when an exponent is the same
+    along its innermost loop (−1 as a reciprocal), a last digit apart from ``pow``; a row cut
+    short (say, to the months before the horizon) can become one.
+    """
+    return np.power(a, b)
+
+
+def _where(c, a, b):
+    if isinstance(c, (bool, np.bool_)) and isinstance(a, float) and isinstance(b, float):
+        return a if c else b
+    if isinstance(a, str) or isinstance(b, str):
+        return np.where(c, np.asarray(a, dtype=object), np.asarray(b, dtype=object))
+    return np.where(c, a, b)
+
+
+def _aggregate(reduce_row, combine, empty):
+    def f(*args):
+        parts = []
+        for a in args:
+            a = np.asarray(a, dtype=float)
+            if a.shape[-1:] != (1,) or a.ndim < 2:
+                a = reduce_row(a)
+            parts.append(a)
+        out = parts[0]
+        for p in parts[1:]:
+            out = combine(out, p)
+        return out
+    return f
+
+
+def _nanmin_row(a):
+    a = np.asarray(a, dtype=float)
+    if a.ndim < 2:
+        return a
+    with np.errstate(invalid="ignore"):
+        m = np.fmin.reduce(a, axis=-1, keepdims=True)
+    return np.where(np.isnan(m), 0.0, m)  # MIN of no numbers is 0, as in Excel
+
+
+def _nanmax_row(a):
+    a = np.asarray(a, dtype=float)
+    if a.ndim < 2:
+        return a
+    m = np.fmax.reduce(a, axis=-1, keepdims=True)
+    return np.where(np.isnan(m), 0.0, m)
+
+
+def _count_row(a):
+    a = np.asarray(a, dtype=float)
+    return np.sum(np.isfinite(a), axis=-1, keepdims=True).astype(float)
+
+
+def _sum_row(a):
+    # in C order: a row is then summed the same way alone or among many sites' rows
+    return np.nansum(np.ascontiguousarray(a, dtype=float), axis=-1, keepdims=True)
+
+
+def _min(*args):
+    out = None
+    for a in args:
+        a = _nanmin_row(a) if _is_row(a) else np.asarray(a, dtype=float)
+        out = a if out is None else np.minimum(out, a)
+    return out
+
+
+def _max(*args):
+    out = None
+    for a in args:
+        a = _nanmax_row(a) if _is_row(a) else np.asarray(a, dtype=float)
+        out = a if out is None else np.maximum(out, a)
+    return out
+
+
+def _sum(*args):
+    out = 0.0
+    for a in args:
+        out = out + (_sum_row(a) if _is_row(a) else np.asarray(a, dtype=float))
+    return out
+
+
+def _count(*args):
+    out = 0.0
+    for a in args:
+        if _is_row(a):
+            out = out + _count_row(a)
+        else:
+            out = out + np.isfinite(np.asarray(a, dtype=float)).astype(float)
+    return out
+
+
+class _RowArray(np.ndarray):
+    """A whole row in a formula (``_r``): aggregates reduce it; arithmetic keeps it a row."""
+
+
+def _is_row(a) -> bool:
+    return isinstance(a, _RowArray)
+
+
+def _sumproduct(*args):
+    if len(args) == 2:
+        a, b = (np.asarray(x, dtype=float) for x in args)
+        if a.ndim >= 2 and b.ndim >= 2 and a.shape[-2] == 1 and b.shape[-2] > 1 \
+                and a.shape[-1] == b.shape[-1] > 1:
+            # One row against the rows of a grid (the NPV at every rate of the IRR search): a
+            # product of matrices, without the grid-sized product in memory. A blank is 0.
+            a = np.where(np.isnan(a), 0.0, a)
+            b = np.where(np.isnan(b), 0.0, b)
+            return np.matmul(b, np.swapaxes(a, -1, -2))
+    prod = args[0]
+    for a in args[1:]:
+        prod = prod * a
+    prod = np.asarray(prod, dtype=float)
+    if len(args) > 1 and prod.ndim and prod.flags.writeable:  # the product is ours to change:
+        np.copyto(prod, 0.0, where=np.isnan(prod))  # blanks add nothing (as nansum, no copy)
+        return prod.sum(axis=-1, keepdims=True)
+    return _sum_row(prod)
+
+
+def _sumif(criteria_row, criterion, sum_row):
+    hit = np.asarray(criteria_row) == np.asarray(criterion)
+    # _sum_row's nansum of np.where(hit, sum_row, 0), its blanks left out before the cells are
+    # picked (the row is a criterion's count of times smaller): the same numbers, summed alike
+    values = np.asarray(sum_row, dtype=float)
+    picked = np.ascontiguousarray(np.where(hit & ~np.isnan(values), values, 0.0))
+    return picked.sum(axis=-1, keepdims=True)
+
+
+def _countif(row, criterion):
+    arr = np.asarray(row, dtype=object)
+    if isinstance(criterion, float) and math.isnan(criterion):  # "none" (or a blank) is NaN
+        hit = np.vectorize(lambda v: isinstance(v, float) and math.isnan(v), otypes=[bool])(arr)
+    else:
+        hit = arr == criterion
+    return np.sum(hit, axis=-1, keepdims=True)
+
+
+def _index(row, r, c=None):
+    """INDEX(row, 1, k) (or INDEX(column, k)): the k-th cell of a row; NaN where k is not a
+    position of the row."""
+    k = np.asarray(c if c is not None else r, dtype=float)
+    arr = np.asarray(row)
+    if arr.ndim == 2 and arr.shape[0] == 1 and arr.dtype.kind in "fO" and k.size == 1 \
+            and k.ndim <= 2:
+        # One site's row and one position (most INDEXes of a run): the cell itself, as the
+        # general case below gives it, shaped (1, 1), without its dozen numpy calls.
+        n, at = arr.shape[1], float(k.flat[0])
+        out = np.empty((1, 1), dtype=arr.dtype)
+        out[0, 0] = arr[0, int(at) - 1] if math.isfinite(at) and 1 <= at <= n else np.nan
+        return out
+    if k.ndim < arr.ndim:  # numpy's broadcasting: missing leading axes
+        k = k.reshape((1,) * (arr.ndim - k.ndim) + k.shape)
+    n = arr.shape[-1]
+    ok = np.isfinite(k) & (k >= 1) & (k <= n)
+    idx = np.where(ok, k, 1).astype(int) - 1
+    lead = np.broadcast_shapes(arr.shape[:-1], idx.shape[:-1])
+    shape = lead + idx.shape[-1:]
+    idx = np.broadcast_to(idx, shape)
+    picked = np.take_along_axis(np.broadcast_to(arr, lead + (n,)), idx, axis=-1)
+    return np.where(np.broadcast_to(ok, shape), picked, np.nan)
+
+
+def _match(x, row, _exact=0):
+    if isinstance(row, tuple) or np.ndim(row) == 0:
+        items = list(row)
+        key = x.item() if isinstance(x, np.ndarray) and x.size == 1 else x
+        for i, item in enumerate(items):
+            if _same(item, key):
+                return np.asarray(float(i + 1)).reshape(np.shape(x))
+        return np.full(np.shape(x), np.nan)
+    hit = np.asarray(row, dtype=float) == np.asarray(x, dtype=float)
+    first = np.argmax(hit, axis=-1)[..., None]
+    return np.where(np.any(hit, axis=-1, keepdims=True), first + 1.0, np.nan)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return a.lower() == b.lower()
+    return a == b
+
+
+def _iferror(x, fallback):
+    x = np.asarray(x, dtype=float)
+    return np.where(np.isfinite(x), x, fallback)
+
+
+def _isnumber(x):
+    if isinstance(x, str) or (isinstance(x, np.ndarray) and x.dtype == object):
+        return np.vectorize(lambda v: isinstance(v, (int, float)) and math.isfinite(v),
+                            otypes=[bool])(x)
+    return np.isfinite(np.asarray(x, dtype=float))
+
+
+def _istext(x):
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return np.vectorize(lambda v: isinstance(v, str), otypes=[bool])(x)
+    return np.asarray(isinstance(x, str) or (isinstance(x, np.ndarray) and x.dtype.kind == "U"))
+
+
+def _len(x):
+    return np.vectorize(lambda v: float(len(str(v))), otypes=[float])(x)
+
+
+_EPOCH = dt.date(1899, 12, 30)  # serial 0 of the 1900 date system (after Excel's leap bug)
+
+
+def to_serial(d: dt.date) -> float:
+    """The spreadsheet serial number of a date."""
+    return float((dt.date(d.year, d.month, d.day) - _EPOCH).days)
+
+
+def from_serial(serial: float) -> dt.datetime:
+    return dt.datetime.combine(_EPOCH + dt.timedelta(days=int(serial)), dt.time())
+
+
+def _eomonth_one(serial: float, months: float) -> float:
+    if not (math.isfinite(serial) and math.isfinite(months)):
+        return math.nan
+    d = _EPOCH + dt.timedelta(days=int(serial))
+    total = d.year * 12 + (d.month - 1) + int(months) + 1  # the month after the target
+    first_next = dt.date(total // 12, total % 12 + 1, 1)
+    return float((first_next - dt.timedelta(days=1) - _EPOCH).days)
+
+
+_eomonth = np.vectorize(_eomonth_one, otypes=[float])
+
+
+_day = np.vectorize(lambda s: float((_EPOCH + dt.timedelta(days=int(s))).day)
+                    if math.isfinite(s) else math.nan, otypes=[float])
+
+
+def _text(x, fmt):
+    def one(v):
+        if fmt == "0":
+            return f"{v:.0f}"
+        if fmt == "yyyy-mm-dd":
+            return f"{from_serial(v):%Y-%m-%d}"
+        raise ValueError(f"TEXT format {fmt!r} is not supported")
+    return np.vectorize(one, otypes=[object])(x)
+
+
+def _concat(a, b):
+    return np.vectorize(lambda x, y: _as_text(x) + _as_text(y), otypes=[object])(a, b)
+
+
+def _as_text(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _normsdist(z):
+    z = np.asarray(z, dtype=float)
+    return 0.5 * _erfc(-z / math.sqrt(2))
+
+
+_erfc = np.vectorize(math.erfc, otypes=[float])
+
+
+def _normsinv(p):
+    from statistics import NormalDist
+
+    return np.vectorize(lambda q: NormalDist().inv_cdf(q), otypes=[float])(p)
+
+
+def _round(x, _digits):
+    """ROUND(x, 0) as the spreadsheets do it: halves away from zero."""
+    x = np.asarray(x, dtype=float)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+_year = np.vectorize(lambda s: float((_EPOCH + dt.timedelta(days=int(s))).year)
+                     if math.isfinite(s) else math.nan, otypes=[float])
+
+
+def _choose(k, *options):
+    """CHOOSE(k, a, b, …): the k-th option; NaN where k is not a position of the options."""
+    k = np.asarray(k, dtype=float)
+    out = np.full(np.broadcast_shapes(k.shape, *(np.shape(o) for o in options)), np.nan)
+    for i, option in enumerate(options, start=1):
+        out = np.where(k == i, np.asarray(option, dtype=float), out)
+    return out
+
+
+def _counta(x):
+    """COUNTA: the cells that are not blank (a blank text cell is "", a blank number NaN)."""
+    arr = np.asarray(x, dtype=object)
+    filled = np.vectorize(lambda v: not (v is None or v == "" or (isinstance(v, float)
+                                                                   and math.isnan(v))),
+                          otypes=[float])(arr)
+    return np.sum(filled, axis=-1, keepdims=True) if arr.ndim >= 2 else filled
+
+
+def _and(*args):
+    out = np.asarray(True)
+    for a in args:
+        out = out & np.asarray(a, dtype=bool)
+    return out
+
+
+def _or(*args):
+    out = np.asarray(False)
+    for a in args:
+        out = out | np.asarray(a, dtype=bool)
+    return out
+
+
+FUNCTIONS: dict[str, Callable] = {
+    "IF": _where,
+    "AND": _and,
+    "OR": _or,
+    "LN": lambda x: np.log(np.asarray(x, dtype=float)),
+    "ABS": lambda x: np.abs(np.asarray(x, dtype=float)),
+    "SIGN": lambda x: np.sign(np.asarray(x, dtype=float)),
+    "INT": lambda x: np.floor(np.asarray(x, dtype=float)),
+    "ROUNDUP": lambda x, _d: np.ceil(np.asarray(x, dtype=float)),  # digits 0, x ≥ 0
+    "ISNUMBER": _isnumber,
+    "ISTEXT": _istext,
+    "LEN": _len,
+    "INDEX": _index,
+    "MATCH": _match,
+    "SUMIF": _sumif,
+    "SUMPRODUCT": _sumproduct,
+    "COUNTIF": _countif,
+    "IFERROR": _iferror,
+    "AVERAGE": lambda a, b: (np.asarray(a, dtype=float) + b) / 2,
+    "DAY": _day,
+    "EOMONTH": _eomonth,
+    "TEXT": _text,
+    "NORMSDIST": _normsdist,
+    "NORMSINV": _normsinv,
+    "ROUND": _round,
+    "YEAR": _year,
+    "CHOOSE": _choose,
+    "NOT": lambda x: np.logical_not(np.asarray(x, dtype=bool)),
+    "COUNTA": _counta,
+}
