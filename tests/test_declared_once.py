@@ -23,6 +23,7 @@ from tokenfactory_xl.tfom.compiler import compile_lines
 from tokenfactory_xl.tfom.excel import ExcelContext, excel
 from tokenfactory_xl.tfom.formula import SUM, Cell, Const, InputRef, Line, Name, Row
 from tokenfactory_xl.workbook import build as wbm
+from tokenfactory_xl.workbook import values as wbv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +57,7 @@ def test_python_model():
 def test_workbook_formula_and_stored_value():
     inputs = make_inputs(SITE)
     book = wbm.build_workbook(inputs, risk_draws=0)  # formulas and names: no Risk figures
-    values = wbm.cell_values(inputs)
+    values = wbv.cell_values(inputs)
     # the declaration gives one formula per scenario, and the live one picks among them
     (sheet, ref), = book.defined_names["out_tokens_per_mw_base"].destinations
     coord = ref.replace("$", "")

@@ -26,7 +26,9 @@ from tokenfactory_xl.tfom.operating_model import (
     OUTPUT_NAMES,
 )
 from tokenfactory_xl.workbook import build as wbm
+from tokenfactory_xl.workbook import layout as wbl
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import values as wbv
 
 from .conftest import INPUT_SETS, RISK_DRAWS, excel_serial
 
@@ -64,7 +66,7 @@ def check_against_model(read, inputs) -> list[str]:
         expected = result.lines[line]
         first = wbm.MONTH0_COL if line in FROM_MONTH0 else wbm.FIRST_MONTH_COL
         for i, col in enumerate(range(first, wbm.LAST_COL + 1)):
-            coord = f"{wbm._col(col)}{row}"
+            coord = f"{wbl._col(col)}{row}"
             got = read("Timeline", coord)
             want = expected[i] if i < len(expected) else ""
             if not same(got, want):
@@ -80,8 +82,8 @@ def check_against_model(read, inputs) -> list[str]:
 
 
 def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
-    values = wbm.cell_values(inputs, figures=workbook_risk.compute(inputs, RISK_DRAWS))
-    noise = wbm.irr_sheet_noise(values)
+    values = wbv.cell_values(inputs, figures=workbook_risk.compute(inputs, RISK_DRAWS))
+    noise = wbv.irr_sheet_noise(values)
     bad = []
     for sheet, coords in formula_coords.items():
         for coord in coords:
@@ -158,11 +160,11 @@ def test_a_loan_is_prepaid_when_its_gpus_are_sold(recalculated, input_sets):
     debt service is scheduled after it, so DSCR never divides by a payment after the sale."""
     read = libreoffice_reader(recalculated["v3_shutdown_prepaid_debt"])
     result = run(input_sets["v3_shutdown_prepaid_debt"]).scenarios["Downside"]
-    prepaid = read("Timeline", f"{wbm._col(wbm.FIRST_MONTH_COL + 23)}"
+    prepaid = read("Timeline", f"{wbl._col(wbm.FIRST_MONTH_COL + 23)}"
                                f"{wbm.TIMELINE_ROWS['prepayment_downside']}")
     assert prepaid > 0 and math.isclose(prepaid, result.lines["prepayment"][23], rel_tol=RTOL)
     row = wbm.TIMELINE_ROWS["debt_service_downside"]
-    after = [read("Timeline", f"{wbm._col(wbm.FIRST_MONTH_COL + m)}{row}") for m in range(24, 60)]
+    after = [read("Timeline", f"{wbl._col(wbm.FIRST_MONTH_COL + m)}{row}") for m in range(24, 60)]
     assert all(v == 0 for v in after)
 
 

@@ -13,6 +13,7 @@ from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.workbook import build as wbm
+from tokenfactory_xl.workbook import layout as wbl
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def test_each_yearly_line_shows_its_unit(stored, sheet):
               if p.sheet == sheet and p.line.table is om.FISCAL}
     rows = {int(coord.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")): line
             for coord, line in placed.items()
-            if coord.startswith(wbm._col(first))}
+            if coord.startswith(wbl._col(first))}
     assert len(rows) == len(placed) > 10  # every yearly line starts in the first year's column
     header = min(rows)
     assert ws.cell(header, unit_col).value == "Unit"

@@ -89,11 +89,13 @@ class WorkbookFactory:
 
     def __init__(self, level: int = COMPRESSION_LEVEL):
         from ..workbook import build as workbook
+        from ..workbook import values as workbook_values
 
         self._spots: dict = {}  # the stencil's positions of the plan's lines (StencilCells.at)
         defaults = default_inputs()
         template = _template_bytes(workbook)
-        cells = {sheet: list(values) for sheet, values in workbook.cell_values(defaults).items()}
+        cells = {sheet: list(values)
+                 for sheet, values in workbook_values.cell_values(defaults).items()}
         self.stencil = Stencil(template, cells, level)
         self.charts = _chart_parts(self.stencil, cells, workbook)
 
@@ -123,12 +125,12 @@ class WorkbookFactory:
         ``None``); ``must_be_true`` fills the Risk sheet's "what must be true" block (a solve
         per tornado driver, with the draws); ``solve`` names the inputs whose value at NPV 0
         the summary gets as ``<input>_at_npv0`` (the block's answers where it has them)."""
-        from ..workbook import build as workbook
         from ..workbook import risk_sheet as workbook_risk
+        from ..workbook import values as workbook_values
 
         figures = workbook_risk.compute(inputs, risk_draws, must_be_true)
-        cells = workbook.StencilCells(self.stencil, self._spots)
-        workbook.fill_cells(cells, inputs, result, figures)
+        cells = workbook_values.StencilCells(self.stencil, self._spots)
+        workbook_values.fill_cells(cells, inputs, result, figures)
         values = cells.sheets
         extra: dict[str, float | None] = {}
         if figures is not None:

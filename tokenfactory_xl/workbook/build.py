@@ -17,7 +17,6 @@ commands ``template`` and ``render`` are in :mod:`tokenfactory_xl.cli.workbook`.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import functools
 import io
@@ -25,18 +24,13 @@ import os
 import re
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from itertools import compress, repeat
 from pathlib import Path
 
-import numpy as np
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, LineChart, Reference, Series
 from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.drawing.line import LineProperties
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
-from openpyxl.utils import get_column_letter
-from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.worksheet import Worksheet
 from openpyxl.writer.excel import ExcelWriter
@@ -46,18 +40,14 @@ from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, Input
 from ..core.errors import InputError, Problem
 from ..files import build_cache, ooxml
 from ..files.disk import write_atomically
-from ..tfom import evaluation
 from ..tfom import operating_model as om
-from ..tfom.evaluation import Result
-from ..tfom.excel import ExcelContext, excel
 from ..tfom.formula import Line
 from ..tfom.inputs import NOTES_NAME, SiteInputs, default_inputs
 from ..tfom.operating_model import MAX_MONTHS, OUTPUTS
-from ..tfom.runtime import from_serial
 from . import actuals_sheet as workbook_actuals
 from . import risk_sheet as workbook_risk
 from . import style as st
-from .stencil import Stencil
+from .layout import Plan, _Builder, _col, _protect, _split
 
 #: The tabs in order. The first two answer "what is it worth, and can we trust it": the Cover
 #: shows the live scenario's NPV, IRR and payback beside the master check, the Dashboard the
@@ -67,331 +57,42 @@ SHEETS: tuple[str, ...] = (
     "Scenarios", "IRR", "Sensitivity", "Risk", "Actuals", "Checks",
 )
 
+
 #: The sheet of the IRR searches' working (grid, brackets, halvings).
 IRR_SHEET = "IRR"
+
+
 #: Sheets read on screen that print no page: the Timeline's 120 monthly columns would take a
 #: ream (the model's years are printed on Years and Returns), and Capacity (constants and the
 #: capacity a month rests on) and the IRR searches are working, not an answer (TEF, TFI and the
 #: IRRs are on the Dashboard, Returns and Scenarios).
 UNPRINTED_SHEETS: tuple[str, ...] = ("Capacity", "Timeline", IRR_SHEET)
 
+
 MONTH0_COL = 4  # column D holds month 0 (the investment)
+
+
 FIRST_MONTH_COL = MONTH0_COL + 1
+
+
 LAST_COL = MONTH0_COL + MAX_MONTHS
+
+
 CONSTANT_VALUES = om.CONSTANT_VALUES
 
 
-def _col(i: int) -> str:
-    return get_column_letter(i)
-
-
-def _column_index(letters: str) -> int:
-    n = 0
-    for ch in letters:
-        n = n * 26 + ord(ch) - 64
-    return n
-
-
 MONTH_COLS: tuple[str, ...] = tuple(_col(c) for c in range(FIRST_MONTH_COL, LAST_COL + 1))
+
+
 ALL_COLS: tuple[str, ...] = (_col(MONTH0_COL),) + MONTH_COLS
-
-
-# -- the plan: where each line lives ------------------------------------------------------------
-@dataclass
-class Placement:
-    """Where one line's cells are: a scalar's cell, or a table line's cells by position."""
-
-    line: Line
-    sheet: str
-    coords: list[str]  # one per position (a scalar: one)
-    orient: str  # "s" scalar, "h" along a row, "v" down a column
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        # kept between runs (:mod:`build_cache`) by the line's name: a plan read back holds the
-        # model's own declarations, not copies of them
-        return _placement, (self.line.name, self.sheet, self.coords, self.orient)
-
-
-def _placement(line: str, sheet: str, coords: list[str], orient: str) -> Placement:
-    return Placement(om.BY_LINE[line], sheet, coords, orient)
-
-
-@dataclass
-class Plan:
-    """Where every input, formula cell and echo is.
-
-    ``lines``: line name → :class:`Placement`; ``inputs``: (sheet, coordinate, input name,
-    scenario index); ``echoes``: (sheet, coordinate, line name or ``in_<input>``), cells that
-    show another line or an input as it is.
-    """
-
-    lines: dict[str, Placement] = field(default_factory=dict)
-    inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
-    echoes: list[tuple[str, str, str]] = field(default_factory=list)
-    #: (sheet, coordinate, input name): each input's source note (:data:`NOTE_COLUMN`)
-    notes: list[tuple[str, str, str]] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
-    #: the Checks sheet's cell saying whether the Risk sheet's figures are current
-    risk_check: tuple[str, str] = ("", "")
-    #: the Cover's cell holding the date the workbook was built (:func:`build_date`)
-    build_date: tuple[str, str] = ("", "")
-
-
-@functools.lru_cache(maxsize=1 << 16)  # a workbook's formulas name the same cells many times
-def _split(coord: str) -> tuple[str, int]:
-    m = re.fullmatch(r"([A-Z]+)(\d+)", coord)
-    assert m, coord
-    return m.group(1), int(m.group(2))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _row_column(coord: str) -> tuple[int, int]:
-    col, row = _split(coord)
-    return row, _column_index(col)
-
-
-def _cell(ws: Worksheet, coord: str):  # type: ignore[no-untyped-def]
-    """``ws[coord]`` without parsing ``coord`` again each time (tens of thousands of cells)."""
-    row, column = _row_column(coord)
-    return ws.cell(row=row, column=column)
-
-
-def _abs(sheet: str, coord: str) -> str:
-    col, row = _split(coord)
-    return f"{sheet}!${col}${row}"
-
-
-class _Context(ExcelContext):
-    """Renders references from the cell of ``here`` at ``position``."""
-
-    def __init__(self, plan: Plan, here: Placement, position: int):
-        self.plan, self.here, self.k = plan, here, position
-
-    def _prefix(self, p: Placement) -> str:
-        return "" if p.sheet == self.here.sheet else f"{p.sheet}!"
-
-    def cell(self, line: str, shift: int) -> str:
-        p = self.plan.lines[line]
-        if p.orient == "s":
-            return self.name(line)
-        col, row = _split(p.coords[self.k + shift] if 0 <= self.k + shift < len(p.coords)
-                          else _beyond(p, self.k + shift))
-        ref = f"{col}${row}" if p.orient == "h" else f"${col}{row}"
-        return self._prefix(p) + ref
-
-    def row(self, line: str) -> str:
-        p = self.plan.lines[line]
-        if p.orient == "s":
-            return self.name(line)
-        return f"{_abs(p.sheet, p.coords[0])}:{_abs(p.sheet, p.coords[-1]).split('!')[1]}"
-
-    def position(self) -> str:
-        p = self.here
-        col, row = _split(p.coords[self.k])
-        first_col, first_row = _split(p.coords[0])
-        if p.orient == "h":
-            before = _col(_column_index(first_col) - 1)
-            prev_col = _col(_column_index(col) - 1)
-            return f"COLUMNS(${before}${row}:{prev_col}${row})"
-        return f"ROWS(${col}${first_row - 1}:${col}{row - 1})"
-
-    def running(self, line: str) -> str:
-        p = self.plan.lines[line]
-        first_col, row = _split(p.coords[0])
-        col, _ = _split(p.coords[self.k])
-        return f"SUM({self._prefix(p)}${first_col}${row}:{col}${row})"
-
-    def name(self, line: str) -> str:
-        p = self.plan.lines[line]
-        if p.line.defined_name:
-            return line
-        return _abs(p.sheet, p.coords[0])
-
-    def const(self, name: str) -> str:
-        if name.startswith(("low_", "high_")):
-            p = self.plan.lines[f"check_in_{name.split('_', 1)[1]}"]
-            _, row = _split(p.coords[0])
-            return f"${'C' if name.startswith('low_') else 'D'}${row}"
-        return f"k_{name}"
-
-    def at(self, line: str, index: int) -> str:
-        p = self.plan.lines[line]
-        return _abs(p.sheet, p.coords[index]) if p.sheet != self.here.sheet else \
-            _abs(p.sheet, p.coords[index]).split("!")[1]
-
-    def block(self, lines: tuple[str, ...]) -> str:
-        cells = [_split(self.plan.lines[n].coords[0]) for n in lines]
-        sheet = self.plan.lines[lines[0]].sheet
-        cols = [_column_index(c) for c, _ in cells]
-        rows = [r for _, r in cells]
-        first = f"${_col(min(cols))}${min(rows)}"
-        last = f"${_col(max(cols))}${max(rows)}"
-        return ("" if sheet == self.here.sheet else f"{sheet}!") + f"{first}:{last}"
-
-
-def _beyond(p: Placement, k: int) -> str:
-    """The cell one step past either end of a table line (empty in the layout)."""
-    col, row = _split(p.coords[0] if k < 0 else p.coords[-1])
-    step = -1 if k < 0 else 1
-    if p.orient == "h":
-        return f"{_col(_column_index(col) + step)}{row}"
-    return f"{col}{row + step}"
-
-
-class _Gaps(_Context):
-    """Renders a formula once for every position of a line: a reference that moves with the
-    position is left as a numbered gap (``\0n\0``), which :func:`formula_texts` fills per cell."""
-
-    def __init__(self, plan: Plan, here: Placement):
-        super().__init__(plan, here, 0)
-        self.gaps: list[tuple] = []
-
-    def _gap(self, method, *args) -> str:  # type: ignore[no-untyped-def]
-        self.gaps.append((method, args))
-        return f"\0{len(self.gaps) - 1}\0"
-
-    def cell(self, line: str, shift: int) -> str:
-        if self.plan.lines[line].orient == "s":
-            return self.name(line)
-        return self._gap(_Context.cell, line, shift)
-
-    def position(self) -> str:
-        return self._gap(_Context.position)
-
-    def running(self, line: str) -> str:
-        return self._gap(_Context.running, line)
-
-
-def formula_texts(plan: Plan, p: Placement) -> list[str | None]:
-    """The formula of each position of a placed line, from its declaration (``None`` where the
-    line leaves its first cell to the layout).
-
-    A line's formula is rendered once; the references that move along the line are then
-    written into it position by position, as a person filling the formula right would.
-    """
-    ln = p.line
-    shapes: dict[int, list] = {}
-
-    def shape(body) -> list:  # type: ignore[no-untyped-def]
-        key = id(body)
-        if key not in shapes:
-            gaps = _Gaps(plan, p)
-            text = excel(body, gaps)
-            t = ln.table
-            if t is not None and t.guard is not None:
-                text = f'IF({excel(t.guard, gaps)},{text},"")'
-            assert text.count("\0") == 2 * len(gaps.gaps), text  # no other NUL in a formula
-            pieces = ("=" + text).split("\0")
-            shapes[key] = [pieces[0::2], [gaps.gaps[int(i)] for i in pieces[1::2]]]
-        return shapes[key]
-
-    out: list[str | None] = []
-    for k in range(len(p.coords)):
-        if k == 0 and ln.skip_first:
-            out.append(None)
-            continue
-        fixed, gaps = shape(ln.first if (k == 0 and ln.first is not None) else ln.formula)
-        if not gaps:
-            out.append(fixed[0])
-            continue
-        here = _Context(plan, p, k)
-        filled = [method(here, *args) for method, args in gaps]
-        text = [fixed[0]]
-        for gap, after in zip(filled, fixed[1:], strict=True):
-            text += (gap, after)
-        out.append("".join(text))
-    return out
-
-
-class _Builder:
-    """Places lines, inputs and echoes on the sheets and records them in the plan."""
-
-    def __init__(self, wb: Workbook):
-        self.wb = wb
-        self.plan = Plan()
-        self.styles: list[tuple[Worksheet, str, str, object]] = []
-        self._styled: dict[tuple[str, int], tuple[object, object]] = {}
-
-    def name(self, name: str, ws: Worksheet, ref: str) -> None:
-        if not re.fullmatch(r"[a-z][a-z0-9]*_[a-z0-9_]+", name):
-            raise ValueError(f"not a safe defined name: {name}")
-        absolute = re.sub(r"([A-Z]+)(\d+)", r"$\1$\2", ref)
-        self.wb.defined_names[name] = DefinedName(name, attr_text=f"{ws.title}!{absolute}")
-
-    def _style(self, ws: Worksheet, coord: str, kind: str, font) -> None:
-        cell = _cell(ws, coord)
-        # Tens of thousands of cells share a handful of styles: the first cell of each is
-        # styled through openpyxl (which registers the style's parts), the others copy its
-        # style indices.
-        key = (kind, id(font))
-        known = self._styled.get(key)
-        if known is not None:
-            cell._style = copy.copy(known[1])
-            return
-        cell.number_format = st.number_format(kind)
-        cell.font = font
-        cell.protection = st.LOCKED
-        if kind not in ("text", "flag_text"):
-            cell.alignment = st.RIGHT
-        self._styled[key] = (font, copy.copy(cell._style))  # the font kept: its id stays its own
-
-    def scalar(self, ws: Worksheet, coord: str, line: Line, font=st.CALC_FONT,
-               kind: str | None = None) -> None:
-        self.plan.lines[line.name] = Placement(line, ws.title, [coord], "s")
-        self._style(ws, coord, kind or line.kind, font)
-        if line.defined_name:
-            self.name(line.name, ws, coord)
-
-    def along(self, ws: Worksheet, row: int, first_col: int, line: Line,
-              font=st.CALC_FONT) -> None:
-        t = line.table
-        assert t is not None
-        coords = [f"{_col(first_col + k)}{row}" for k in range(t.length)]
-        self.plan.lines[line.name] = Placement(line, ws.title, coords, "h")
-        for k, coord in enumerate(coords):
-            if not (k == 0 and line.skip_first):
-                self._style(ws, coord, line.kind, font)
-        self.plan.rows[line.name] = row
-
-    def down(self, ws: Worksheet, col: int, first_row: int, line: Line,
-             font=st.CALC_FONT) -> None:
-        t = line.table
-        assert t is not None
-        coords = [f"{_col(col)}{first_row + k}" for k in range(t.length)]
-        self.plan.lines[line.name] = Placement(line, ws.title, coords, "v")
-        for coord in coords:
-            self._style(ws, coord, line.kind, font)
-
-    def echo(self, ws: Worksheet, coord: str, source: str, kind: str, font=st.CALC_FONT) -> None:
-        """A cell that shows a line (by name) or an input (``in_<name>``) as it is."""
-        self.plan.echoes.append((ws.title, coord, source))
-        self._style(ws, coord, kind, font)
-
-    def render(self) -> None:
-        """Write every placed line's formulas and every echo (after all are placed)."""
-        for p in self.plan.lines.values():
-            ws = self.wb[p.sheet]
-            for coord, text in zip(p.coords, formula_texts(self.plan, p), strict=True):
-                if text is not None:
-                    _cell(ws, coord).value = text
-        for sheet, coord, source in self.plan.echoes:
-            ref = source if source.startswith("in_") else _Context(
-                self.plan, self.plan.lines[source], 0).name(source)
-            self.wb[sheet][coord].value = f"={ref}"
 
 
 # The sheets' layout helpers and what an input cell holds live in workbook_style, which the Risk
 # sheet's module shares without importing this one.
 _title, _header, _section, _print_setup = st.title, st.header, st.section, st.print_setup
+
+
 input_cell_value, fleet_cell_value = st.input_cell_value, st.fleet_cell_value
-
-
-def _protect(ws: Worksheet) -> None:
-    # No password: the protection stops accidental overwrites, it is not a security measure.
-    ws.protection.sheet = True
-    ws.protection.formatColumns = False
-    ws.protection.formatRows = False
-
 
 
 # -- Inputs ----------------------------------------------------------------------------------
@@ -532,6 +233,7 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     ws.print_area = f"A1:H{last}"
     ws.print_title_rows = "4:4"
 
+
 #: The Inputs sheet's "Source / note" column (J): a note per input that the model never reads
 #: and ``refresh`` and ``collect`` keep (methodology §10.7), named :data:`NOTES_NAME`.
 NOTE_COLUMN = 10
@@ -548,7 +250,11 @@ def _note_cell(cell, text: str) -> None:  # type: ignore[no-untyped-def]
 
 
 FLEET_TOP = 10  # the fleet block's title row, right of the inputs and under the lists
+
+
 FLEET_LABEL_COL = 11  # column K
+
+
 FLEET_COLS: tuple[str, ...] = tuple(_col(FLEET_LABEL_COL + 1 + i)
                                     for i in range(MAX_COHORTS - 1))  # L … R
 
@@ -681,6 +387,8 @@ def _timeline_rows() -> dict[str, int]:
 
 
 TIMELINE_ROWS: dict[str, int] = _timeline_rows()
+
+
 _BOLD_LINES = ("revenue", "ebitda", "cash_flow")
 
 
@@ -1182,6 +890,7 @@ _HOW_TO = (
     "Review → Unprotect Sheet to change the structure.",
 )
 
+
 #: The Cover's answer: (label, the name the value cell shows, display kind, unit: an input's
 #: name whose value is the unit, or the unit itself, and what the figure rests on).
 COVER_HEADLINES: tuple[tuple[str, str, str, str, str], ...] = (
@@ -1195,6 +904,8 @@ COVER_HEADLINES: tuple[tuple[str, str, str, str, str], ...] = (
     ("Master check", "check_master", "text", "",
      "OK when every integrity check on Checks holds"),
 )
+
+
 #: The Cover's row of its first headline (NPV).
 COVER_FIRST = 7
 
@@ -1286,12 +997,16 @@ _KPIS = (
     ("equity_irr", "Equity IRR (yearly)"), ("min_dscr", "Minimum DSCR"),
     ("peak_funding", "Peak funding"), ("warnings", "Warnings (see Checks)"),
 )
+
+
 _KPIS_PLAN = (
     ("planned_tfi", "Planned TFI"), ("lifetime_breakeven_tfi", "Lifetime breakeven TFI"),
     ("tfi_headroom", "TFI headroom"), ("uplift_npv", "NPV: Optimised − Base"),
     ("uplift_npv_tef", "of which TEF"), ("uplift_npv_sell_through", "of which sell-through"),
     ("uplift_npv_market", "of which market"), ("uplift_npv_programme", "of which programme"),
 )
+
+
 #: Rows of the Dashboard: the two rows of headline figures, the notes, the first charts.
 KPI_ROWS, PLAN_ROWS, NOTE_ROW, CHART_ROW = (4, 5), (7, 8), 9, 11
 
@@ -1421,6 +1136,7 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     _print_setup(ws, fit_height=1)
     ws.page_setup.fitToHeight = 1
 
+
 # -- the workbook -----------------------------------------------------------------------------
 def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
            ) -> tuple[Workbook, Plan]:
@@ -1502,8 +1218,11 @@ def default_workbook_bytes() -> bytes:
     """:func:`default_workbook` as ``.xlsx`` bytes, saved once per process."""
     return workbook_bytes(default_workbook())
 
+
 #: Fixed document properties, so that the same inputs give the same bytes.
 DOC_TIME = dt.datetime(2026, 1, 1)
+
+
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)
 
 
@@ -1543,218 +1262,3 @@ def save_workbook(wb: Workbook, path: str | os.PathLike, *, force: bool = True) 
     if path.exists() and not force:
         raise FileExistsError(str(path))
     return write_atomically(path, workbook_bytes(wb))
-
-
-
-# -- cell values from the Python model -------------------------------------------------------
-def _shown(line: Line, value: object) -> object:
-    """A computed value as its cell shows it: NaN is the line's blank or "none"."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return line.missing
-        if line.kind == "month":
-            return from_serial(value)
-        return value
-    if isinstance(value, (bool, int)):
-        return float(value)
-    return value
-
-
-def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
-    """How far two engines may disagree on a number of the IRR sheet (``values``: what
-    :func:`cell_values` gives).
-
-    Near an IRR the NPV is a difference of large numbers: what is left is rounding noise (a few
-    1e-16 of the largest NPV on the sheet), and its sign may steer a halving to the other half of
-    a bracket a few ulps wide. Such cells agree to 1e-10 of that largest NPV; the IRR itself, the
-    search's result, agrees as every other output does.
-    """
-    cells = list(values.get(IRR_SHEET, {}).values())
-    numbers = np.fromiter(compress(cells, map(isinstance, cells, repeat(float))), dtype=float)
-    numbers = np.abs(numbers[np.isfinite(numbers)])
-    return 1e-10 * max(float(numbers.max()) if numbers.size else 0.0, 1.0)
-
-
-class CellSink:
-    """Where :func:`fill_cells` puts the value each cell shows, a run of cells at a time.
-
-    :class:`CellDict` keeps them as sheet → coordinate → value; the batch keeps them in its
-    stencil's order (:class:`StencilCells`). A cell set twice shows the second value.
-    """
-
-    def one(self, sheet: str, coord: str, value: object) -> None:
-        """One cell's value."""
-        raise NotImplementedError
-
-    def numbers(self, sheet: str, coords: Sequence[str], first: int, row: np.ndarray,
-                missing: object) -> None:
-        """Cells ``coords[first:]`` show the floats ``row[first:len(coords)]``; a NaN among
-        them shows ``missing``."""
-        raise NotImplementedError
-
-    def shown(self, sheet: str, coords: Sequence[str], first: int,
-              values: Sequence[object]) -> None:
-        """Cells ``coords[first:]`` show ``values[first:len(coords)]``."""
-        raise NotImplementedError
-
-    def blanks(self, sheet: str, coords: Sequence[str], first: int,
-               blank: Sequence[bool]) -> None:
-        """Cells ``coords[first:]`` where ``blank[first:]`` holds are blank (``""``)."""
-        raise NotImplementedError
-
-    def sheet(self, sheet: str, values: dict[str, object]) -> None:
-        """The whole sheet's cells: ``values`` (coordinate → value) and no other."""
-        raise NotImplementedError
-
-
-class CellDict(CellSink):
-    """The values as :func:`cell_values` gives them: sheet → coordinate → value."""
-
-    def __init__(self) -> None:
-        self.sheets: dict[str, dict[str, object]] = {name: {} for name in SHEETS}
-
-    def one(self, sheet, coord, value):
-        self.sheets[sheet][coord] = value
-
-    def numbers(self, sheet, coords, first, row, missing):
-        shown = row.tolist()
-        for k in np.flatnonzero(np.isnan(row)).tolist():
-            shown[k] = missing
-        self.shown(sheet, coords, first, shown)
-
-    def shown(self, sheet, coords, first, values):
-        self.sheets[sheet].update(zip(coords[first:], values[first:len(coords)], strict=True))
-
-    def blanks(self, sheet, coords, first, blank):
-        self.sheets[sheet].update(dict.fromkeys(compress(coords[first:], blank[first:]), ""))
-
-    def sheet(self, sheet, values):
-        self.sheets[sheet] = values
-
-
-class StencilCells(CellSink):
-    """The values set straight in a stencil's order (a :class:`~.stencil.SheetValues` per
-    sheet), as the batch fills a site's workbook: a line's row of numbers is one array
-    assignment, not a dict entry per cell."""
-
-    def __init__(self, stencil: Stencil,
-                 spots: dict[tuple[int, int], tuple[Sequence[str], np.ndarray]]):
-        self.sheets = stencil.values()
-        self._spots = spots
-
-    def at(self, sheet: str, coords: Sequence[str], first: int) -> np.ndarray:
-        """The stencil's positions of ``coords[first:]``, found once per list of coordinates
-        (the workbook's plan gives the same list for a line, site after site)."""
-        key = (id(coords), first)
-        spot = self._spots.get(key)
-        if spot is None or spot[0] is not coords:
-            spot = (coords, self.sheets[sheet].positions(coords[first:]))
-            self._spots[key] = spot
-        return spot[1]
-
-    def one(self, sheet, coord, value):
-        self.sheets[sheet].put_one(coord, value)
-
-    def numbers(self, sheet, coords, first, row, missing):
-        self.sheets[sheet].put_numbers(self.at(sheet, coords, first), row[first:len(coords)],
-                                       missing)
-
-    def shown(self, sheet, coords, first, values):
-        self.sheets[sheet].put(self.at(sheet, coords, first), values[first:len(coords)])
-
-    def blanks(self, sheet, coords, first, blank):
-        where = self.at(sheet, coords, first)
-        self.sheets[sheet].put_same(where[np.asarray(blank[first:], dtype=bool)], "")
-
-    def sheet(self, sheet, values):
-        self.sheets[sheet].replace(values)
-
-
-def cell_values(inputs: SiteInputs, result: Result | None = None,
-                figures: workbook_risk.Figures | None = None) -> dict[str, dict[str, object]]:
-    """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
-
-    Numbers are floats (input counts ints, dates ``datetime``), texts are strings, ``"none"``
-    where the spec says none, ``""`` for blanks (months beyond the horizon). ``result`` is
-    ``run(inputs)`` when the caller has it already (the model is not run twice); ``figures``
-    the Risk sheet's (``None``: not computed).
-    """
-    cells = CellDict()
-    fill_cells(cells, inputs, result, figures)
-    return cells.sheets
-
-
-def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
-               figures: workbook_risk.Figures | None = None) -> None:
-    """Put into ``sink`` the value each input and formula cell shows (see :func:`cell_values`):
-    the one place that says what a cell of the workbook shows."""
-    p = plan()
-    values = (result if result is not None else evaluation.run(inputs)).values
-    for sheet, coord, name, index in p.inputs:
-        if name.startswith("fleet_"):
-            sink.one(sheet, coord, fleet_cell_value(name, index, inputs))  # type: ignore[arg-type]
-            continue
-        spec = BY_NAME[name]
-        value = inputs[name]
-        sink.one(sheet, coord, input_cell_value(spec, value[index] if index is not None
-                                                else value))
-    notes = inputs.notes
-    for sheet, coord, name in p.notes:
-        sink.one(sheet, coord, notes.get(name, ""))
-    unused: dict[str, np.ndarray] = {}  # a guarded table → the positions not in use
-    for name, place in p.lines.items():
-        line = place.line
-        v = values[name]
-        if place.orient == "s":
-            sink.one(place.sheet, place.coords[0],
-                     _shown(line, np.asarray(v).reshape(()).item()))
-            continue
-        t = line.table
-        first = 1 if line.skip_first else 0
-        array = np.asarray(v)
-        if line.kind != "month" and array.dtype.kind in "biuf":  # numbers: in bulk
-            sink.numbers(place.sheet, place.coords, first, array.astype(float, copy=False),
-                         line.missing)
-        else:
-            sink.shown(place.sheet, place.coords, first,
-                       [_shown(line, x) for x in array.tolist()])
-        if t is not None and t.guard is not None:
-            if t.name not in unused:  # once per table and site, for all of its lines
-                unused[t.name] = ~np.asarray(_guard_values(t, values, place), dtype=bool)
-            blank = unused[t.name]
-            if blank.any():
-                sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
-    sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
-    check_sheet, check_coord = p.risk_check
-    sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
-    sink.one(*p.build_date, dt.datetime.combine(build_date(), dt.time()))
-    for sheet_name, coord, source in p.echoes:
-        if source.startswith("in_"):
-            spec = BY_NAME[source[3:]]
-            sink.one(sheet_name, coord, input_cell_value(spec, inputs[spec.name]))
-        else:
-            sink.one(sheet_name, coord, _shown(om_line(source), np.asarray(values[source]).item()))
-
-
-def om_line(name: str) -> Line:
-    return _LINES_BY_NAME[name]
-
-
-_LINES_BY_NAME: dict[str, Line] = {ln.name: ln for ln in om.LINES}
-
-
-def _guard_values(t, values, place) -> list[bool]:
-    """Whether each position of a guarded table is in use (the guard's own value)."""
-    if t is om.TIMELINE:
-        return [bool(x) for x in np.asarray(values["in_horizon"]).tolist()]
-    if t.name == "fiscal" or t.name.startswith("loss_pool_"):
-        years = float(values["fiscal_years"])
-        return [k + 1 <= years for k in range(t.length)]
-    if t.name.startswith("irr_halving_"):
-        found = t.guard.args[0]  # IF(found = 1): the search's bracket flag
-        return [float(values[found.name]) == 1] * t.length
-    if t is om.YEAR_TABLE:
-        return [x == x for x in np.asarray(values["year_revenue"]).tolist()]
-    raise AssertionError(f"no guard values for {t.name}")

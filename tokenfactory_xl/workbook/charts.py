@@ -6,7 +6,7 @@ The template's charts are drawn once, for the longest horizon. A site's workbook
 site's last month, so a 48-month site's charts end at month 48 in Excel and in LibreOffice, and
 each reference gets the values it points at as a cache (``numCache``/``strCache``), which
 previewers and Excel show before any recalculation. The values come from the same
-:func:`workbook.cell_values` the cells store.
+:func:`.values.cell_values` the cells store.
 """
 
 from __future__ import annotations

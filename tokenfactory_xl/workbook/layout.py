@@ -1,0 +1,328 @@
+"""The layout engine of the TFOM workbook: where each line lives and how its cells are written.
+
+A sheet builder places a line with :class:`_Builder` (one cell, a row along a table, a column
+down one); the :class:`Plan` records every placement; each cell's formula is its line's
+declaration rendered with a context (:class:`_Context`) that turns a reference into the A1
+address seen from that cell, blank beyond a table's guard (:class:`_Gaps`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from dataclasses import dataclass, field
+
+from openpyxl import Workbook
+from openpyxl.utils import get_column_letter
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.worksheet import Worksheet
+
+from ..tfom import operating_model as om
+from ..tfom.excel import ExcelContext, excel
+from ..tfom.formula import Line
+from . import style as st
+
+
+def _col(i: int) -> str:
+    return get_column_letter(i)
+
+
+def _column_index(letters: str) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+# -- the plan: where each line lives ------------------------------------------------------------
+@dataclass
+class Placement:
+    """Where one line's cells are: a scalar's cell, or a table line's cells by position."""
+
+    line: Line
+    sheet: str
+    coords: list[str]  # one per position (a scalar: one)
+    orient: str  # "s" scalar, "h" along a row, "v" down a column
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # kept between runs (:mod:`build_cache`) by the line's name: a plan read back holds the
+        # model's own declarations, not copies of them
+        return _placement, (self.line.name, self.sheet, self.coords, self.orient)
+
+
+def _placement(line: str, sheet: str, coords: list[str], orient: str) -> Placement:
+    return Placement(om.BY_LINE[line], sheet, coords, orient)
+
+
+@dataclass
+class Plan:
+    """Where every input, formula cell and echo is.
+
+    ``lines``: line name → :class:`Placement`; ``inputs``: (sheet, coordinate, input name,
+    scenario index); ``echoes``: (sheet, coordinate, line name or ``in_<input>``), cells that
+    show another line or an input as it is.
+    """
+
+    lines: dict[str, Placement] = field(default_factory=dict)
+    inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
+    echoes: list[tuple[str, str, str]] = field(default_factory=list)
+    #: (sheet, coordinate, input name): each input's source note (:data:`NOTE_COLUMN`)
+    notes: list[tuple[str, str, str]] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
+    #: the Checks sheet's cell saying whether the Risk sheet's figures are current
+    risk_check: tuple[str, str] = ("", "")
+    #: the Cover's cell holding the date the workbook was built (:func:`build_date`)
+    build_date: tuple[str, str] = ("", "")
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a workbook's formulas name the same cells many times
+def _split(coord: str) -> tuple[str, int]:
+    m = re.fullmatch(r"([A-Z]+)(\d+)", coord)
+    assert m, coord
+    return m.group(1), int(m.group(2))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _row_column(coord: str) -> tuple[int, int]:
+    col, row = _split(coord)
+    return row, _column_index(col)
+
+
+def _cell(ws: Worksheet, coord: str):  # type: ignore[no-untyped-def]
+    """``ws[coord]`` without parsing ``coord`` again each time (tens of thousands of cells)."""
+    row, column = _row_column(coord)
+    return ws.cell(row=row, column=column)
+
+
+def _abs(sheet: str, coord: str) -> str:
+    col, row = _split(coord)
+    return f"{sheet}!${col}${row}"
+
+
+class _Context(ExcelContext):
+    """Renders references from the cell of ``here`` at ``position``."""
+
+    def __init__(self, plan: Plan, here: Placement, position: int):
+        self.plan, self.here, self.k = plan, here, position
+
+    def _prefix(self, p: Placement) -> str:
+        return "" if p.sheet == self.here.sheet else f"{p.sheet}!"
+
+    def cell(self, line: str, shift: int) -> str:
+        p = self.plan.lines[line]
+        if p.orient == "s":
+            return self.name(line)
+        col, row = _split(p.coords[self.k + shift] if 0 <= self.k + shift < len(p.coords)
+                          else _beyond(p, self.k + shift))
+        ref = f"{col}${row}" if p.orient == "h" else f"${col}{row}"
+        return self._prefix(p) + ref
+
+    def row(self, line: str) -> str:
+        p = self.plan.lines[line]
+        if p.orient == "s":
+            return self.name(line)
+        return f"{_abs(p.sheet, p.coords[0])}:{_abs(p.sheet, p.coords[-1]).split('!')[1]}"
+
+    def position(self) -> str:
+        p = self.here
+        col, row = _split(p.coords[self.k])
+        first_col, first_row = _split(p.coords[0])
+        if p.orient == "h":
+            before = _col(_column_index(first_col) - 1)
+            prev_col = _col(_column_index(col) - 1)
+            return f"COLUMNS(${before}${row}:{prev_col}${row})"
+        return f"ROWS(${col}${first_row - 1}:${col}{row - 1})"
+
+    def running(self, line: str) -> str:
+        p = self.plan.lines[line]
+        first_col, row = _split(p.coords[0])
+        col, _ = _split(p.coords[self.k])
+        return f"SUM({self._prefix(p)}${first_col}${row}:{col}${row})"
+
+    def name(self, line: str) -> str:
+        p = self.plan.lines[line]
+        if p.line.defined_name:
+            return line
+        return _abs(p.sheet, p.coords[0])
+
+    def const(self, name: str) -> str:
+        if name.startswith(("low_", "high_")):
+            p = self.plan.lines[f"check_in_{name.split('_', 1)[1]}"]
+            _, row = _split(p.coords[0])
+            return f"${'C' if name.startswith('low_') else 'D'}${row}"
+        return f"k_{name}"
+
+    def at(self, line: str, index: int) -> str:
+        p = self.plan.lines[line]
+        return _abs(p.sheet, p.coords[index]) if p.sheet != self.here.sheet else \
+            _abs(p.sheet, p.coords[index]).split("!")[1]
+
+    def block(self, lines: tuple[str, ...]) -> str:
+        cells = [_split(self.plan.lines[n].coords[0]) for n in lines]
+        sheet = self.plan.lines[lines[0]].sheet
+        cols = [_column_index(c) for c, _ in cells]
+        rows = [r for _, r in cells]
+        first = f"${_col(min(cols))}${min(rows)}"
+        last = f"${_col(max(cols))}${max(rows)}"
+        return ("" if sheet == self.here.sheet else f"{sheet}!") + f"{first}:{last}"
+
+
+def _beyond(p: Placement, k: int) -> str:
+    """The cell one step past either end of a table line (empty in the layout)."""
+    col, row = _split(p.coords[0] if k < 0 else p.coords[-1])
+    step = -1 if k < 0 else 1
+    if p.orient == "h":
+        return f"{_col(_column_index(col) + step)}{row}"
+    return f"{col}{row + step}"
+
+
+class _Gaps(_Context):
+    """Renders a formula once for every position of a line: a reference that moves with the
+    position is left as a numbered gap (``\0n\0``), which :func:`formula_texts` fills per cell."""
+
+    def __init__(self, plan: Plan, here: Placement):
+        super().__init__(plan, here, 0)
+        self.gaps: list[tuple] = []
+
+    def _gap(self, method, *args) -> str:  # type: ignore[no-untyped-def]
+        self.gaps.append((method, args))
+        return f"\0{len(self.gaps) - 1}\0"
+
+    def cell(self, line: str, shift: int) -> str:
+        if self.plan.lines[line].orient == "s":
+            return self.name(line)
+        return self._gap(_Context.cell, line, shift)
+
+    def position(self) -> str:
+        return self._gap(_Context.position)
+
+    def running(self, line: str) -> str:
+        return self._gap(_Context.running, line)
+
+
+def formula_texts(plan: Plan, p: Placement) -> list[str | None]:
+    """The formula of each position of a placed line, from its declaration (``None`` where the
+    line leaves its first cell to the layout).
+
+    A line's formula is rendered once; the references that move along the line are then
+    written into it position by position, as a person filling the formula right would.
+    """
+    ln = p.line
+    shapes: dict[int, list] = {}
+
+    def shape(body) -> list:  # type: ignore[no-untyped-def]
+        key = id(body)
+        if key not in shapes:
+            gaps = _Gaps(plan, p)
+            text = excel(body, gaps)
+            t = ln.table
+            if t is not None and t.guard is not None:
+                text = f'IF({excel(t.guard, gaps)},{text},"")'
+            assert text.count("\0") == 2 * len(gaps.gaps), text  # no other NUL in a formula
+            pieces = ("=" + text).split("\0")
+            shapes[key] = [pieces[0::2], [gaps.gaps[int(i)] for i in pieces[1::2]]]
+        return shapes[key]
+
+    out: list[str | None] = []
+    for k in range(len(p.coords)):
+        if k == 0 and ln.skip_first:
+            out.append(None)
+            continue
+        fixed, gaps = shape(ln.first if (k == 0 and ln.first is not None) else ln.formula)
+        if not gaps:
+            out.append(fixed[0])
+            continue
+        here = _Context(plan, p, k)
+        filled = [method(here, *args) for method, args in gaps]
+        text = [fixed[0]]
+        for gap, after in zip(filled, fixed[1:], strict=True):
+            text += (gap, after)
+        out.append("".join(text))
+    return out
+
+
+class _Builder:
+    """Places lines, inputs and echoes on the sheets and records them in the plan."""
+
+    def __init__(self, wb: Workbook):
+        self.wb = wb
+        self.plan = Plan()
+        self.styles: list[tuple[Worksheet, str, str, object]] = []
+        self._styled: dict[tuple[str, int], tuple[object, object]] = {}
+
+    def name(self, name: str, ws: Worksheet, ref: str) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9]*_[a-z0-9_]+", name):
+            raise ValueError(f"not a safe defined name: {name}")
+        absolute = re.sub(r"([A-Z]+)(\d+)", r"$\1$\2", ref)
+        self.wb.defined_names[name] = DefinedName(name, attr_text=f"{ws.title}!{absolute}")
+
+    def _style(self, ws: Worksheet, coord: str, kind: str, font) -> None:
+        cell = _cell(ws, coord)
+        # Tens of thousands of cells share a handful of styles: the first cell of each is
+        # styled through openpyxl (which registers the style's parts), the others copy its
+        # style indices.
+        key = (kind, id(font))
+        known = self._styled.get(key)
+        if known is not None:
+            cell._style = copy.copy(known[1])
+            return
+        cell.number_format = st.number_format(kind)
+        cell.font = font
+        cell.protection = st.LOCKED
+        if kind not in ("text", "flag_text"):
+            cell.alignment = st.RIGHT
+        self._styled[key] = (font, copy.copy(cell._style))  # the font kept: its id stays its own
+
+    def scalar(self, ws: Worksheet, coord: str, line: Line, font=st.CALC_FONT,
+               kind: str | None = None) -> None:
+        self.plan.lines[line.name] = Placement(line, ws.title, [coord], "s")
+        self._style(ws, coord, kind or line.kind, font)
+        if line.defined_name:
+            self.name(line.name, ws, coord)
+
+    def along(self, ws: Worksheet, row: int, first_col: int, line: Line,
+              font=st.CALC_FONT) -> None:
+        t = line.table
+        assert t is not None
+        coords = [f"{_col(first_col + k)}{row}" for k in range(t.length)]
+        self.plan.lines[line.name] = Placement(line, ws.title, coords, "h")
+        for k, coord in enumerate(coords):
+            if not (k == 0 and line.skip_first):
+                self._style(ws, coord, line.kind, font)
+        self.plan.rows[line.name] = row
+
+    def down(self, ws: Worksheet, col: int, first_row: int, line: Line,
+             font=st.CALC_FONT) -> None:
+        t = line.table
+        assert t is not None
+        coords = [f"{_col(col)}{first_row + k}" for k in range(t.length)]
+        self.plan.lines[line.name] = Placement(line, ws.title, coords, "v")
+        for coord in coords:
+            self._style(ws, coord, line.kind, font)
+
+    def echo(self, ws: Worksheet, coord: str, source: str, kind: str, font=st.CALC_FONT) -> None:
+        """A cell that shows a line (by name) or an input (``in_<name>``) as it is."""
+        self.plan.echoes.append((ws.title, coord, source))
+        self._style(ws, coord, kind, font)
+
+    def render(self) -> None:
+        """Write every placed line's formulas and every echo (after all are placed)."""
+        for p in self.plan.lines.values():
+            ws = self.wb[p.sheet]
+            for coord, text in zip(p.coords, formula_texts(self.plan, p), strict=True):
+                if text is not None:
+                    _cell(ws, coord).value = text
+        for sheet, coord, source in self.plan.echoes:
+            ref = source if source.startswith("in_") else _Context(
+                self.plan, self.plan.lines[source], 0).name(source)
+            self.wb[sheet][coord].value = f"={ref}"
+
+
+
+
+def _protect(ws: Worksheet) -> None:
+    # No password: the protection stops accidental overwrites, it is not a security measure.
+    ws.protection.sheet = True
+    ws.protection.formatColumns = False
+    ws.protection.formatRows = False

@@ -1,0 +1,238 @@
+"""The values the Python model gives every formula cell of the TFOM workbook, at the cells the
+plan recorded: stored beside the formulas (batch, template, refresh), spelled as each line
+shows them (``none`` or blank), blank beyond a table's guard.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from itertools import compress, repeat
+
+import numpy as np
+
+from ..core.catalogue import BY_NAME
+from ..tfom import evaluation
+from ..tfom import operating_model as om
+from ..tfom.evaluation import Result
+from ..tfom.formula import Line
+from ..tfom.inputs import SiteInputs
+from ..tfom.runtime import from_serial
+from . import risk_sheet as workbook_risk
+from .build import IRR_SHEET, SHEETS, build_date, plan
+from .stencil import Stencil
+from .style import fleet_cell_value, input_cell_value
+
+
+# -- cell values from the Python model -------------------------------------------------------
+def _shown(line: Line, value: object) -> object:
+    """A computed value as its cell shows it: NaN is the line's blank or "none"."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return line.missing
+        if line.kind == "month":
+            return from_serial(value)
+        return value
+    if isinstance(value, (bool, int)):
+        return float(value)
+    return value
+
+
+def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
+    """How far two engines may disagree on a number of the IRR sheet (``values``: what
+    :func:`cell_values` gives).
+
+    Near an IRR the NPV is a difference of large numbers: what is left is rounding noise (a few
+    1e-16 of the largest NPV on the sheet), and its sign may steer a halving to the other half of
+    a bracket a few ulps wide. Such cells agree to 1e-10 of that largest NPV; the IRR itself, the
+    search's result, agrees as every other output does.
+    """
+    cells = list(values.get(IRR_SHEET, {}).values())
+    numbers = np.fromiter(compress(cells, map(isinstance, cells, repeat(float))), dtype=float)
+    numbers = np.abs(numbers[np.isfinite(numbers)])
+    return 1e-10 * max(float(numbers.max()) if numbers.size else 0.0, 1.0)
+
+
+class CellSink:
+    """Where :func:`fill_cells` puts the value each cell shows, a run of cells at a time.
+
+    :class:`CellDict` keeps them as sheet → coordinate → value; the batch keeps them in its
+    stencil's order (:class:`StencilCells`). A cell set twice shows the second value.
+    """
+
+    def one(self, sheet: str, coord: str, value: object) -> None:
+        """One cell's value."""
+        raise NotImplementedError
+
+    def numbers(self, sheet: str, coords: Sequence[str], first: int, row: np.ndarray,
+                missing: object) -> None:
+        """Cells ``coords[first:]`` show the floats ``row[first:len(coords)]``; a NaN among
+        them shows ``missing``."""
+        raise NotImplementedError
+
+    def shown(self, sheet: str, coords: Sequence[str], first: int,
+              values: Sequence[object]) -> None:
+        """Cells ``coords[first:]`` show ``values[first:len(coords)]``."""
+        raise NotImplementedError
+
+    def blanks(self, sheet: str, coords: Sequence[str], first: int,
+               blank: Sequence[bool]) -> None:
+        """Cells ``coords[first:]`` where ``blank[first:]`` holds are blank (``""``)."""
+        raise NotImplementedError
+
+    def sheet(self, sheet: str, values: dict[str, object]) -> None:
+        """The whole sheet's cells: ``values`` (coordinate → value) and no other."""
+        raise NotImplementedError
+
+
+class CellDict(CellSink):
+    """The values as :func:`cell_values` gives them: sheet → coordinate → value."""
+
+    def __init__(self) -> None:
+        self.sheets: dict[str, dict[str, object]] = {name: {} for name in SHEETS}
+
+    def one(self, sheet, coord, value):
+        self.sheets[sheet][coord] = value
+
+    def numbers(self, sheet, coords, first, row, missing):
+        shown = row.tolist()
+        for k in np.flatnonzero(np.isnan(row)).tolist():
+            shown[k] = missing
+        self.shown(sheet, coords, first, shown)
+
+    def shown(self, sheet, coords, first, values):
+        self.sheets[sheet].update(zip(coords[first:], values[first:len(coords)], strict=True))
+
+    def blanks(self, sheet, coords, first, blank):
+        self.sheets[sheet].update(dict.fromkeys(compress(coords[first:], blank[first:]), ""))
+
+    def sheet(self, sheet, values):
+        self.sheets[sheet] = values
+
+
+class StencilCells(CellSink):
+    """The values set straight in a stencil's order (a :class:`~.stencil.SheetValues` per
+    sheet), as the batch fills a site's workbook: a line's row of numbers is one array
+    assignment, not a dict entry per cell."""
+
+    def __init__(self, stencil: Stencil,
+                 spots: dict[tuple[int, int], tuple[Sequence[str], np.ndarray]]):
+        self.sheets = stencil.values()
+        self._spots = spots
+
+    def at(self, sheet: str, coords: Sequence[str], first: int) -> np.ndarray:
+        """The stencil's positions of ``coords[first:]``, found once per list of coordinates
+        (the workbook's plan gives the same list for a line, site after site)."""
+        key = (id(coords), first)
+        spot = self._spots.get(key)
+        if spot is None or spot[0] is not coords:
+            spot = (coords, self.sheets[sheet].positions(coords[first:]))
+            self._spots[key] = spot
+        return spot[1]
+
+    def one(self, sheet, coord, value):
+        self.sheets[sheet].put_one(coord, value)
+
+    def numbers(self, sheet, coords, first, row, missing):
+        self.sheets[sheet].put_numbers(self.at(sheet, coords, first), row[first:len(coords)],
+                                       missing)
+
+    def shown(self, sheet, coords, first, values):
+        self.sheets[sheet].put(self.at(sheet, coords, first), values[first:len(coords)])
+
+    def blanks(self, sheet, coords, first, blank):
+        where = self.at(sheet, coords, first)
+        self.sheets[sheet].put_same(where[np.asarray(blank[first:], dtype=bool)], "")
+
+    def sheet(self, sheet, values):
+        self.sheets[sheet].replace(values)
+
+
+def cell_values(inputs: SiteInputs, result: Result | None = None,
+                figures: workbook_risk.Figures | None = None) -> dict[str, dict[str, object]]:
+    """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
+
+    Numbers are floats (input counts ints, dates ``datetime``), texts are strings, ``"none"``
+    where the spec says none, ``""`` for blanks (months beyond the horizon). ``result`` is
+    ``run(inputs)`` when the caller has it already (the model is not run twice); ``figures``
+    the Risk sheet's (``None``: not computed).
+    """
+    cells = CellDict()
+    fill_cells(cells, inputs, result, figures)
+    return cells.sheets
+
+
+def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
+               figures: workbook_risk.Figures | None = None) -> None:
+    """Put into ``sink`` the value each input and formula cell shows (see :func:`cell_values`):
+    the one place that says what a cell of the workbook shows."""
+    p = plan()
+    values = (result if result is not None else evaluation.run(inputs)).values
+    for sheet, coord, name, index in p.inputs:
+        if name.startswith("fleet_"):
+            sink.one(sheet, coord, fleet_cell_value(name, index, inputs))  # type: ignore[arg-type]
+            continue
+        spec = BY_NAME[name]
+        value = inputs[name]
+        sink.one(sheet, coord, input_cell_value(spec, value[index] if index is not None
+                                                else value))
+    notes = inputs.notes
+    for sheet, coord, name in p.notes:
+        sink.one(sheet, coord, notes.get(name, ""))
+    unused: dict[str, np.ndarray] = {}  # a guarded table → the positions not in use
+    for name, place in p.lines.items():
+        line = place.line
+        v = values[name]
+        if place.orient == "s":
+            sink.one(place.sheet, place.coords[0],
+                     _shown(line, np.asarray(v).reshape(()).item()))
+            continue
+        t = line.table
+        first = 1 if line.skip_first else 0
+        array = np.asarray(v)
+        if line.kind != "month" and array.dtype.kind in "biuf":  # numbers: in bulk
+            sink.numbers(place.sheet, place.coords, first, array.astype(float, copy=False),
+                         line.missing)
+        else:
+            sink.shown(place.sheet, place.coords, first,
+                       [_shown(line, x) for x in array.tolist()])
+        if t is not None and t.guard is not None:
+            if t.name not in unused:  # once per table and site, for all of its lines
+                unused[t.name] = ~np.asarray(_guard_values(t, values, place), dtype=bool)
+            blank = unused[t.name]
+            if blank.any():
+                sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
+    sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
+    check_sheet, check_coord = p.risk_check
+    sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
+    sink.one(*p.build_date, dt.datetime.combine(build_date(), dt.time()))
+    for sheet_name, coord, source in p.echoes:
+        if source.startswith("in_"):
+            spec = BY_NAME[source[3:]]
+            sink.one(sheet_name, coord, input_cell_value(spec, inputs[spec.name]))
+        else:
+            sink.one(sheet_name, coord, _shown(om_line(source), np.asarray(values[source]).item()))
+
+
+def om_line(name: str) -> Line:
+    return _LINES_BY_NAME[name]
+
+
+_LINES_BY_NAME: dict[str, Line] = {ln.name: ln for ln in om.LINES}
+
+
+def _guard_values(t, values, place) -> list[bool]:
+    """Whether each position of a guarded table is in use (the guard's own value)."""
+    if t is om.TIMELINE:
+        return [bool(x) for x in np.asarray(values["in_horizon"]).tolist()]
+    if t.name == "fiscal" or t.name.startswith("loss_pool_"):
+        years = float(values["fiscal_years"])
+        return [k + 1 <= years for k in range(t.length)]
+    if t.name.startswith("irr_halving_"):
+        found = t.guard.args[0]  # IF(found = 1): the search's bracket flag
+        return [float(values[found.name]) == 1] * t.length
+    if t is om.YEAR_TABLE:
+        return [x == x for x in np.asarray(values["year_revenue"]).tolist()]
+    raise AssertionError(f"no guard values for {t.name}")
