@@ -4487,7 +4487,7 @@ def MODEL_SPEC(model, field):
                         (specs.model, _field_of(specs.MODEL_FIELDS)))
 
 
-#: The Excel functions of this module, in the order of issue 3's table.
+#: The Excel functions of this module.
 __all__ = [
     "TEF", "TFI", "EQUIV_GPU", "AVOIDED_CAPEX", "LOAD_FACTOR", "TPM", "TOKENS_PER_DAY",
     "BREAKEVEN_UTIL", "MARGIN_AT_UTIL", "COST_PER_MTOK", "REVENUE_PER_GPU_HOUR",
