@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.test_risk_irr import MONTHS, T, cash_flow_sets, given
+from tokenfactory_xl import risk
 from tokenfactory_xl.formula import IF as IF_
 from tokenfactory_xl.formula import INDEX, Input, Line, Position, _RowArray, compile_model
 from tokenfactory_xl.operating_model import (
@@ -138,6 +139,12 @@ def test_roots_on_and_beside_the_grids_rates():
     assert np.array_equal(got[differ], rates[differ])
     assert np.allclose(want[differ], grid[np.searchsorted(grid, rates[differ]) + 1], rtol=1e-14,
                        atol=0)
+    # the risk draws' IRR keeps those roots too (below +1,000 % a month: there its grid NPV, a
+    # matrix product, is not exactly 0, and a root exactly at the grid's end has no bracket)
+    draws = risk.monthly_irr(given(flows, np.full(len(rates), 12.0)), grid)
+    below = rates < grid[-1]
+    assert np.array_equal(np.isnan(draws[below]), np.isnan(got[below]))
+    assert np.nanmax(np.abs(draws - got)[below]) <= 1e-14
 
 
 def test_roots_close_together_and_far_below_zero():
