@@ -164,7 +164,8 @@ CONSTANTS: tuple[Constant, ...] = (
 )
 CONSTANT_VALUES: dict[str, float | tuple[float, ...]] = {c.name: c.value for c in CONSTANTS}
 
-IRR_STEPS = 60  # halvings: any bracket of the IRR grid shrinks below 1e-16
+IRR_STEPS = 60  # halvings: any bracket of the IRR grid shrinks below 1e-16 (the risk draws')
+IRR_NEWTON_STEPS = 8  # the safeguarded Newton steps in a bracket of the IRR grid (6 suffice)
 N_IRR = 221  # the IRR grid: 98 rates below 0, 0, and 122 above (CONSTANTS irr_*)
 N_UTIL = 20
 #: Calendar years a timeline of 120 months can touch (one starting in December: 11).
@@ -977,9 +978,10 @@ STATEMENT_LINES: dict[str, tuple[Line, ...]] = {sc.key: statement_lines(sc)
                                                 for sc in SCENARIOS}
 
 
-# -- the IRR: the NPV on a grid of monthly rates, then halving the bracket nearest 0 ----------
-# Unlike Excel's IRR (Newton's method from a guess), this cannot fail to converge, and it picks
-# the same root in every engine where the cash flows change sign more than once.
+# -- the IRR: the NPV on a grid of monthly rates, then Newton's steps in the bracket nearest 0 --
+# Unlike Excel's IRR (Newton's method from a guess), this cannot wander off: every step stays in a
+# bracket of the grid where the NPV changes sign, so it picks the same root in every engine where
+# the cash flows change sign more than once.
 @dataclass(frozen=True)
 class IrrSearch:
     """The lines of one IRR search: of a scenario's project or equity cash flow."""
@@ -989,7 +991,7 @@ class IrrSearch:
     label: str
     grid: tuple[Line, ...]
     bracket: tuple[Line, ...]
-    halving: tuple[Line, ...]
+    steps: tuple[Line, ...]
     result: Line
 
 
@@ -1017,7 +1019,7 @@ def irr_search(cash_flow: str, tag: str, label: str) -> IrrSearch:
                 -Cell(n("irr_rate"), 1), ""), table=IRR_GRID, missing=""),
     )
     bracket: list[Line] = []
-    halving_lines: list[Line] = []
+    step_lines: list[Line] = []
     roots = {}
     for side in ("above", "below"):
         found, position = n(f"irr_found_{side}"), n(f"irr_position_{side}")
@@ -1029,21 +1031,25 @@ def irr_search(cash_flow: str, tag: str, label: str) -> IrrSearch:
                                                         Row(n(f"irr_{side}")), 0), ""),
                  missing=""),
         ]
-        halving_lines += _halving(cash_flow, n, side, Name(found), Name(position))
+        step_lines += _newton(cash_flow, n, side, Name(found), Name(position))
         roots[side] = Name(found).eq(1)
-    up, down = At(n("irr_mid_above"), IRR_STEPS - 1), At(n("irr_mid_below"), IRR_STEPS - 1)
+    up = At(n("irr_x_above"), IRR_NEWTON_STEPS - 1)
+    down = At(n("irr_x_below"), IRR_NEWTON_STEPS - 1)
     # the root nearest 0: of the nearest root above and the nearest below, the closer one
     result = Line(n("irr_monthly"), f"{label}: IRR, monthly", "fraction/month", "rate",
                   IF(AND(MIN(Row(cash_flow)) < 0, MAX(Row(cash_flow)) > 0),
                      IF(roots["above"], IF(roots["below"], IF(ABS(down) < ABS(up), down, up), up),
                         IF(roots["below"], down, NONE)), NONE))
-    return IrrSearch(tag, cash_flow, label, grid, tuple(bracket), tuple(halving_lines), result)
+    return IrrSearch(tag, cash_flow, label, grid, tuple(bracket), tuple(step_lines), result)
 
 
-def _halving(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
-             position: Expr) -> tuple[Line, ...]:
-    """Bisection of one bracket of the grid, to the last digit."""
-    table = Table(n(f"irr_halving_{side}"), IRR_STEPS, guard=found.eq(1), recurrent=True)
+def _newton(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
+            position: Expr) -> tuple[Line, ...]:
+    """Newton's method in one bracket of the grid, safeguarded: it starts at the bracket's
+    false-position point; each step's NPV keeps the half of the bracket where the sign
+    changes; a step that leaves the bracket (or meets a flat NPV) takes its midpoint instead;
+    an exact root (an NPV of 0, a grid rate included) is kept."""
+    table = Table(n(f"irr_steps_{side}"), IRR_NEWTON_STEPS, guard=found.eq(1), recurrent=True)
 
     def here(name: str) -> Cell:
         return Cell(n(f"{name}_{side}"))
@@ -1051,22 +1057,46 @@ def _halving(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
     def before(name: str) -> Cell:
         return Cell(n(f"{name}_{side}"), -1)
 
-    keep_low = (before("irr_f_mid") > 0).eq(before("irr_f_low") > 0)  # the root is above
+    keep_low = (before("irr_f") > 0).eq(before("irr_f_low") > 0)  # the root is above
+    low, high, f_low = here("irr_low"), here("irr_high"), here("irr_f_low")
+    f_high = INDEX(Row(n("irr_npv")), position + 1)
+    middle = AVERAGE(low, high)
+    regula = low - f_low * (high - low) / (f_high - f_low)
+    # below 0 the step is Newton's on NPV × (1 + rate)^H, the same roots and signs: near −99 %
+    # a month the NPV is ruled by its last months' (1 + rate)^−m, that product by its last
+    # flows, nearly a straight line; above 0 by its first months: Newton's on the NPV itself
+    slope = before("irr_slope")
+    if side == "below":
+        slope = slope + I.horizon_months * before("irr_f") / (1 + before("irr_x"))
+    newton = before("irr_x") - before("irr_f") / slope
     return (
         Line(n(f"irr_low_{side}"), "Low rate", "fraction/month", "rate",
-             IF(keep_low, before("irr_mid"), before("irr_low")), table=table,
+             IF(keep_low, before("irr_x"), before("irr_low")), table=table,
              first=INDEX(Row(n("irr_rate")), position)),
         Line(n(f"irr_high_{side}"), "High rate", "fraction/month", "rate",
-             IF(keep_low, before("irr_high"), before("irr_mid")), table=table,
+             IF(keep_low, before("irr_high"), before("irr_x")), table=table,
              first=INDEX(Row(n("irr_rate")), position + 1)),
         Line(n(f"irr_f_low_{side}"), "NPV at low", "money", "money",
-             IF(keep_low, before("irr_f_mid"), before("irr_f_low")), table=table,
+             IF(keep_low, before("irr_f"), before("irr_f_low")), table=table,
              first=INDEX(Row(n("irr_npv")), position)),
-        Line(n(f"irr_mid_{side}"), "Mid rate", "fraction/month", "rate",
-             AVERAGE(here("irr_low"), here("irr_high")), table=table),
-        Line(n(f"irr_f_mid_{side}"), "NPV at mid", "money", "money",
-             _npv_at(cash_flow, here("irr_mid")), table=table),
+        Line(n(f"irr_x_{side}"), "Rate tried", "fraction/month", "rate",
+             IF(before("irr_f").eq(0), before("irr_x"),
+                IF(slope.eq(0), middle,
+                   IF(AND(newton >= low, newton <= high), newton, middle))), table=table,
+             first=IF(f_low.eq(0), low, IF(f_high.eq(0), high,
+                                            IF(AND(regula > low, regula < high), regula,
+                                               middle)))),
+        Line(n(f"irr_f_{side}"), "NPV at the rate", "money", "money",
+             _npv_at(cash_flow, here("irr_x")), table=table),
+        Line(n(f"irr_slope_{side}"), "Slope of the NPV at the rate", "money/(fraction/month)",
+             "money", _npv_slope_at(cash_flow, here("irr_x")), table=table),
     )
+
+
+def _npv_slope_at(cash_flow: str, rate: Expr) -> Expr:
+    """The NPV's derivative in the rate, −Σ month × cash flow × (1 + rate)^(−month − 1)."""
+    return -SUMPRODUCT(Row(cash_flow), Row("month"),
+                       (1 + rate) ** (-(Row("month") * Row("in_horizon")) - 1))
 
 
 _P = Position()
@@ -1663,7 +1693,7 @@ def _scenario_in_order(sc: Scenario) -> tuple[Line, ...]:
 
 
 def _irr_lines(search: IrrSearch) -> tuple[Line, ...]:
-    return search.grid + search.bracket + search.halving + (search.result,)
+    return search.grid + search.bracket + search.steps + (search.result,)
 
 
 # the input and output costs split the cost per Mtok, so they are computed after it

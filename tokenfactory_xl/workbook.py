@@ -60,7 +60,7 @@ SHEETS: tuple[str, ...] = (
     "Scenarios", "IRR", "Sensitivity", "Risk", "Actuals", "Checks",
 )
 
-#: The sheet of the IRR searches' working (grid, brackets, halvings).
+#: The sheet of the IRR searches' working (grid, brackets, Newton's steps).
 IRR_SHEET = "IRR"
 #: Sheets read on screen that print no page: the Timeline's 120 monthly columns would take a
 #: ream (the model's years are printed on Years and Returns), and Capacity (constants and the
@@ -980,8 +980,8 @@ IRR_GRID_TOP = 8
 
 
 def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
-    _title(ws, "IRR", "Each IRR: the NPV on a grid of monthly rates, then halving the "
-           "brackets nearest 0 on either side; the root nearest 0 is the IRR.")
+    _title(ws, "IRR", "Each IRR: the NPV on a grid of monthly rates, then Newton's steps, kept "
+           "inside the brackets nearest 0 on either side; the root nearest 0 is the IRR.")
     for j, search in enumerate(om.IRR_SEARCHES):
         c0 = 1 + 7 * j
         ws.cell(4, c0, search.label).font = st.SECTION_FONT
@@ -997,12 +997,12 @@ def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
             r += 1
         for side in ("above", "below"):
             r += 1
-            lines = [ln for ln in search.halving if ln.name.endswith(f"_{side}_{search.tag}")
+            lines = [ln for ln in search.steps if ln.name.endswith(f"_{side}_{search.tag}")
                      or f"_{side}_" in ln.name]
             _header(ws, r, [f"{ln.label} ({side} 0)" for ln in lines], first_col=c0)
             for i, line in enumerate(lines):
                 b.down(ws, c0 + i, r + 1, line)
-            r += om.IRR_STEPS + 1
+            r += om.IRR_NEWTON_STEPS + 1
         for i in range(6):
             ws.column_dimensions[_col(c0 + i)].width = 15
         ws.column_dimensions[_col(c0 + 6)].width = 3
@@ -1560,7 +1560,7 @@ def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
     :func:`cell_values` gives).
 
     Near an IRR the NPV is a difference of large numbers: what is left is rounding noise (a few
-    1e-16 of the largest NPV on the sheet), and its sign may steer a halving to the other half of
+    1e-16 of the largest NPV on the sheet), and its sign may steer a step to the other half of
     a bracket a few ulps wide. Such cells agree to 1e-10 of that largest NPV; the IRR itself, the
     search's result, agrees as every other output does.
     """
@@ -1745,7 +1745,7 @@ def _guard_values(t, values, place) -> list[bool]:
     if t.name == "fiscal" or t.name.startswith("loss_pool_"):
         years = float(values["fiscal_years"])
         return [k + 1 <= years for k in range(t.length)]
-    if t.name.startswith("irr_halving_"):
+    if t.name.startswith("irr_steps_"):
         found = t.guard.args[0]  # IF(found = 1): the search's bracket flag
         return [float(values[found.name]) == 1] * t.length
     if t is om.YEAR_TABLE:
