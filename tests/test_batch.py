@@ -132,7 +132,7 @@ def test_stored_values_equal_libreoffice_recalculation(example_out, soffice, tmp
         formulas = read_cells(ours, data_only=False)
         mine, lo = read_cells(ours).values, read_cells(theirs).values
         # Near an IRR the NPV is a difference of large numbers that cancels to rounding noise
-        # (a few 1e-16 of the largest NPV on the IRR sheet); the halving follows the sign of
+        # (a few 1e-16 of the largest NPV on the IRR sheet); each step follows the sign of
         # that noise, so the IRR sheet's cells agree to 1e-10 of its largest value. The IRR
         # itself, on Returns and Scenarios, agrees to 1e-9 like every other figure.
         noise = 1e-10 * max([abs(v) for v in mine["IRR"].values()

@@ -30,7 +30,7 @@ def declared_bisection(flows: np.ndarray, horizons: np.ndarray) -> tuple[np.ndar
         Line("t_cash_flow", "", "", "",
              IF_(Position() <= InputRef("horizon_months") + 1,
                  INDEX(InputRef("flows"), 1, Position()), ""), table=T, missing=""),
-        *SEARCH.grid, *SEARCH.bracket, *SEARCH.halving, SEARCH.result,
+        *SEARCH.grid, *SEARCH.bracket, *SEARCH.steps, SEARCH.result,
     ]
     model = compile_lines(lines)
     out = model({"flows": flows.view(_RowArray), "horizon_months": horizons},

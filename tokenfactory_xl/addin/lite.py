@@ -40,14 +40,8 @@ ROOT_MODULE = "addin.udfs"
 
 #: What the bundled modules may import besides the standard library and each other.
 ALLOWED_IMPORTS: frozenset[str] = frozenset({"numpy", "xlwings"})
-
-
 MAIN = "main.py"
-
-
 REQUIREMENTS = "requirements.txt"
-
-
 #: What the bundle's requirements.txt lists, for micropip to install in xlwings Lite: numpy, and
 #: xlwings from the first version that turns Pyodide's ``jsnull`` into ``None`` (0.35) up to the
 #: package's own upper bound (pyproject.toml; a test keeps the two equal).
@@ -178,7 +172,6 @@ import sys as _sys
 _PACKAGE = "tokenfactory_xl"
 _VERSION = "{version}"
 '''
-
 
 _LOADER = '''
 

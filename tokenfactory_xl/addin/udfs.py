@@ -128,6 +128,10 @@ def _doc(name: str) -> str:
     return PARAMS[name].doc
 
 
+# -- the functions -------------------------------------------------------------------------------
+# Each: xlwings decorators (name, category, per-argument help), a one-paragraph description, one
+# call into the model. Order and names are those of issue 3's table.
+
 @xw.func(category=CATEGORY)
 @xw.arg("actual_tps", ndim=2, err_to_str=True, doc=_doc("actual_tps"))
 @xw.arg("theoretical_tps", ndim=2, err_to_str=True, doc=_doc("theoretical_tps"))
@@ -438,6 +442,13 @@ def TOKENS_PER_MW(tps_per_gpu, power_kw, pue, util):
                  ("tps_per_gpu", "power_kw", "pue", "util"), (tps_per_gpu, power_kw, pue, util))
 
 
+# -- theoretical capacity from the GPU and model catalogues (issue 7) ----------------------------
+# The catalogue functions take names (a GPU, a model, a field) and a precision as well as
+# numbers. Names arrive as texts (convention 5); the formula resolves each distinct combination
+# once in the catalogues of tokenfactory_xl.specs and runs the roofline of
+# tokenfactory_xl.roofline over the cells that share it. An unknown name stops the call with
+# the close matches.
+
 #: THEORETICAL_TPS's figures: the two of methodology section 5.1 and the version-2 roofline.
 THEORETICAL_MODES = ("attainable", "bound", "roofline")
 
@@ -601,8 +612,6 @@ def _utilisations_unused(mbu: object, mfu: object, figure: str) -> None:
 
 
 _ROOFLINE_NAMES = ("gpu", "model", "precision")
-
-
 _ROOFLINE_RESOLVERS = (specs.gpu, specs.model, str)
 
 
@@ -709,7 +718,7 @@ def MODEL_SPEC(model, field):
                         (specs.model, _field_of(specs.MODEL_FIELDS)))
 
 
-#: The Excel functions of this module.
+#: The Excel functions of this module, in the order of issue 3's table.
 __all__ = [
     "TEF", "TFI", "EQUIV_GPU", "AVOIDED_CAPEX", "LOAD_FACTOR", "TPM", "TOKENS_PER_DAY",
     "BREAKEVEN_UTIL", "MARGIN_AT_UTIL", "COST_PER_MTOK", "REVENUE_PER_GPU_HOUR",

@@ -104,7 +104,6 @@ from .readers import trtllm_bench as read_trtllm_bench
 MEASURED_INPUTS: tuple[str, ...] = ("measured_tps", "ttft_p50_ms", "ttft_p99_ms",
                                     "cache_hit_rate")
 
-
 # -- reading files -------------------------------------------------------------------------------
 def _tps(input_tokens: float | None, output_tokens: float | None, duration: float | None,
          path, what: str) -> float:

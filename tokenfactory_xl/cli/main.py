@@ -148,14 +148,10 @@ def _unknown_arguments(parser: argparse.ArgumentParser, command: str | None,
 # -- inputs are sacred ------------------------------------------------------------------------
 #: The options naming a file (or folder) a command writes.
 OUTPUT_DESTS: tuple[str, ...] = ("print_to", "output", "png", "report", "summary_csv", "outdir")
-
-
 #: Files a command may replace by design: ``refresh FILE -o FILE --force`` writes the workbook
 #: it read anew (and refuses when that would lose changes). ``actuals --sites FILE`` updates
 #: its file too, but FILE is no output option: ``-o FILE`` naming it is refused.
 UPDATED_DESTS: dict[str, tuple[str, ...]] = {"refresh": ("workbook",)}
-
-
 #: Commands that check their outputs against their inputs themselves, with every file of the
 #: run (a folder of workbooks, the files of an output folder) by the same rule.
 CHECKS_ITS_OWN_OUTPUTS: frozenset[str] = frozenset({"batch", "collect"})

@@ -64,9 +64,8 @@ from .book import (
 from .workers import Workers, passes
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
-#: :data:`tokenfactory_xl.sites.load.RESERVED_STEMS`).
+#: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
 PORTFOLIO = "portfolio.xlsx"
-
 
 #: Exit status when ``--skip-invalid`` left rows out (the others were written).
 EXIT_SKIPPED = 1
@@ -207,7 +206,6 @@ class _Task:
 #: Monte Carlo draws per site for the portfolio's risk columns: enough for a P10 and a P90 that
 #: move by a few per cent of their spread between seeds, at about the cost of the workbook.
 BATCH_RISK_DRAWS = 500
-
 
 # The compression level of this batch, set before the workers start (and by the initializer).
 _LEVEL = COMPRESSION_LEVEL

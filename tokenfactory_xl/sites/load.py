@@ -62,13 +62,11 @@ _CHECKED: tuple[int, list[object]] = (0, [])
 #: The suffixes :func:`load_sites` reads.
 SUFFIXES: tuple[str, ...] = (".csv", ".xlsx", ".xlsm")
 
-
 #: File stems a site's workbook may not take: Windows device names, and the batch's own output.
 RESERVED_STEMS: frozenset[str] = frozenset(
     {"con", "prn", "aux", "nul", "portfolio"}
     | {f"{dev}{n}" for dev in ("com", "lpt") for n in (*"123456789", "¹", "²", "³")}
 )
-
 
 #: Longest file stem [bytes of UTF-8]: far below the 255-byte limit of common file systems,
 #: leaving room for the suffix and the temporary name written first.
@@ -80,13 +78,9 @@ MAX_STEM_BYTES = 120
 # Characters Windows, macOS or Linux refuse in a file name, and every character a name may not
 # hold (control characters, bidirectional controls, invisible characters: :mod:`names`).
 _UNSAFE_IN_NAME = re.compile(rf'[<>:"/\\|?*]|{names.HIDDEN.pattern}')
-
-
-#: Characters a name or a label may not hold (:data:`tokenfactory_xl.core.names.HIDDEN`): a site
+#: Characters a name or a label may not hold (:data:`tokenfactory_xl.names.HIDDEN`): a site
 #: name becomes a file name, one line of a portfolio and a line of a report.
 CONTROL_OR_BIDI = names.HIDDEN
-
-
 #: A value echoed in a message or a report, its hidden characters escaped (``\u202e``).
 visible = names.shown
 

@@ -201,27 +201,16 @@ def _fn(name: str) -> Callable[..., Fn]:
 
 IF, MIN, MAX, SUM, COUNT, AND, OR = (_fn(n) for n in ("IF", "MIN", "MAX", "SUM", "COUNT",
                                                        "AND", "OR"))
-
-
 LN, ABS, SIGN, INT, ISNUMBER, ISTEXT, LEN = (_fn(n) for n in ("LN", "ABS", "SIGN", "INT",
                                                                "ISNUMBER", "ISTEXT", "LEN"))
-
-
 INDEX, MATCH, SUMIF, SUMPRODUCT, COUNTIF = (_fn(n) for n in ("INDEX", "MATCH", "SUMIF",
                                                              "SUMPRODUCT", "COUNTIF"))
-
-
 IFERROR, AVERAGE, ROUNDUP, DAY, EOMONTH = (_fn(n) for n in ("IFERROR", "AVERAGE", "ROUNDUP",
                                                             "DAY", "EOMONTH"))
-
-
 TEXT, NORMSDIST, NORMSINV, ROWS, COLUMNS = (_fn(n) for n in ("TEXT", "NORMSDIST", "NORMSINV",
                                                              "ROWS", "COLUMNS"))
-
-
 ROUND, YEAR, CHOOSE, NOT, COUNTA = (_fn(n) for n in ("ROUND", "YEAR", "CHOOSE", "NOT",
                                                       "COUNTA"))
-
 
 NONE = "none"  # what a cell shows where the spec says a figure does not exist
 
@@ -238,6 +227,9 @@ def nm_if(condition: Expr, value: object) -> Expr:
     """``IF(condition, "n/m", value)``: a ratio without meaning, "not meaningful" (NaN in
     Python; a line declared with it says ``missing=NM`` so that its stored value is "n/m")."""
     return IF(condition, NM, value)
+
+
+# -- lines and tables -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -77,8 +77,6 @@ from .formula import (
 
 #: The timeline has this many month columns (methodology §6: horizons of 1–120 months).
 MAX_MONTHS = int(BY_NAME["horizon_months"].high)  # type: ignore[arg-type]
-
-
 YEARS = MAX_MONTHS // 12
 
 
@@ -155,20 +153,12 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("scenario_downside", "Scenario number: Downside", "", 3,
              "third column of an S input"),
 )
-
-
 CONSTANT_VALUES: dict[str, float | tuple[float, ...]] = {c.name: c.value for c in CONSTANTS}
 
-
-IRR_STEPS = 60  # halvings: any bracket of the IRR grid shrinks below 1e-16
-
-
+IRR_STEPS = 60  # halvings: any bracket of the IRR grid shrinks below 1e-16 (the risk draws')
+IRR_NEWTON_STEPS = 8  # the safeguarded Newton steps in a bracket of the IRR grid (6 suffice)
 N_IRR = 221  # the IRR grid: 98 rates below 0, 0, and 122 above (CONSTANTS irr_*)
-
-
 N_UTIL = 20
-
-
 #: Calendar years a timeline of 120 months can touch (one starting in December: 11).
 FISCAL_YEARS = MAX_MONTHS // 12 + 1
 
@@ -193,7 +183,6 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = tuple(
     Scenario(name, name.lower(), f"scenario_{name.lower()}") for name in SCENARIO_NAMES)
 
-
 #: The uplift bridge (methodology §10.3): Base's inputs with more and more of Optimised's. Each
 #: step is a scenario of its own, computed by live formulas; the last step is Optimised.
 BRIDGE_STEPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -216,31 +205,16 @@ def _bridge_scenarios() -> tuple[Scenario, ...]:
 
 
 BRIDGE_SCENARIOS: tuple[Scenario, ...] = _bridge_scenarios()
-
-
 ALL_SCENARIOS: tuple[Scenario, ...] = SCENARIOS + BRIDGE_SCENARIOS
-
 
 # -- tables -----------------------------------------------------------------------------------
 MONTHS = Table("months", MAX_MONTHS + 1)  # the Timeline's header rows, month 0 … 120
-
-
 TIMELINE = Table("timeline", MAX_MONTHS + 1, guard=C.in_horizon.eq(1))
-
-
 COHORTS = Table("cohorts", MAX_COHORTS)  # the fleet block: cohort 1 is the site's own columns
-
-
 FISCAL = Table("fiscal", FISCAL_YEARS, guard=Position() <= N.fiscal_years)
-
-
 YEAR_TABLE = Table("years", YEARS, guard=Position() <= ROUNDUP(I.horizon_months /
                                                                K.months_per_year, 0))
-
-
 IRR_GRID = Table("irr_grid", N_IRR)
-
-
 UTIL = Table("utilisation", N_UTIL)
 
 
@@ -458,7 +432,6 @@ FLEET: tuple[Line, ...] = (
            "GPUs × kW × PUE"),
 )
 
-
 FLEET_SCALARS: tuple[Line, ...] = (
     _scalar("fleet_gpus", "GPUs of all cohorts", "GPUs", "gpus", SUM(Row("c_gpus")),
             "the planned fleet"),
@@ -506,11 +479,9 @@ TIMELINE_HEADER: tuple[Line, ...] = (
             YEAR(C.month_end) - YEAR(I.start_date) + 1, 0), table=MONTHS),
 )
 
-
 _FISCAL_YEARS = _scalar(
     "fiscal_years", "Calendar years the horizon touches", "years", "integer",
     MAX(Row("fiscal_index")), "the first and last may be partial")
-
 
 FLEET_LINES: tuple[Line | str, ...] = (
     "Every scenario",
@@ -530,6 +501,7 @@ FLEET_LINES: tuple[Line | str, ...] = (
              (1 + I.opex_escalation_per_year) ** ((C.month - 1) / K.months_per_year),
              note="(1 + opex escalation)^((m − 1) ÷ 12): opex, fixed opex, programme fee"),
 )
+
 
 
 # -- each scenario: the fleet, efficiency, demand, profit, tax and cash (§4.1–§4.4, §10) -------
@@ -817,12 +789,8 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
 
 SCENARIO_LINES: dict[str, tuple[Line | str, ...]] = {
     sc.key: scenario_lines(sc) for sc in ALL_SCENARIOS}
-
-
 FLEET_SCENARIO: dict[str, tuple[Line, ...]] = {
     sc.key: fleet_scenario_lines(sc) for sc in ALL_SCENARIOS}
-
-
 #: The scenario lines a chart or the yearly summary shows for the live scenario.
 LIVE_SOURCES: tuple[str, ...] = (
     "gpus_in_service", "theoretical_tokens", "facility_kw", "mw_seconds", "power", "other_opex",
@@ -1003,9 +971,10 @@ STATEMENT_LINES: dict[str, tuple[Line, ...]] = {sc.key: statement_lines(sc)
                                                 for sc in SCENARIOS}
 
 
-# -- the IRR: the NPV on a grid of monthly rates, then halving the bracket nearest 0 ----------
-# Unlike Excel's IRR (Newton's method from a guess), this cannot fail to converge, and it picks
-# the same root in every engine where the cash flows change sign more than once.
+# -- the IRR: the NPV on a grid of monthly rates, then Newton's steps in the bracket nearest 0 --
+# Unlike Excel's IRR (Newton's method from a guess), this cannot wander off: every step stays in a
+# bracket of the grid where the NPV changes sign, so it picks the same root in every engine where
+# the cash flows change sign more than once.
 @dataclass(frozen=True)
 class IrrSearch:
     """The lines of one IRR search: of a scenario's project or equity cash flow."""
@@ -1015,7 +984,7 @@ class IrrSearch:
     label: str
     grid: tuple[Line, ...]
     bracket: tuple[Line, ...]
-    halving: tuple[Line, ...]
+    steps: tuple[Line, ...]
     result: Line
 
 
@@ -1043,7 +1012,7 @@ def irr_search(cash_flow: str, tag: str, label: str) -> IrrSearch:
                 -Cell(n("irr_rate"), 1), ""), table=IRR_GRID, missing=""),
     )
     bracket: list[Line] = []
-    halving_lines: list[Line] = []
+    step_lines: list[Line] = []
     roots = {}
     for side in ("above", "below"):
         found, position = n(f"irr_found_{side}"), n(f"irr_position_{side}")
@@ -1055,21 +1024,25 @@ def irr_search(cash_flow: str, tag: str, label: str) -> IrrSearch:
                                                         Row(n(f"irr_{side}")), 0), ""),
                  missing=""),
         ]
-        halving_lines += _halving(cash_flow, n, side, Name(found), Name(position))
+        step_lines += _newton(cash_flow, n, side, Name(found), Name(position))
         roots[side] = Name(found).eq(1)
-    up, down = At(n("irr_mid_above"), IRR_STEPS - 1), At(n("irr_mid_below"), IRR_STEPS - 1)
+    up = At(n("irr_x_above"), IRR_NEWTON_STEPS - 1)
+    down = At(n("irr_x_below"), IRR_NEWTON_STEPS - 1)
     # the root nearest 0: of the nearest root above and the nearest below, the closer one
     result = Line(n("irr_monthly"), f"{label}: IRR, monthly", "fraction/month", "rate",
                   IF(AND(MIN(Row(cash_flow)) < 0, MAX(Row(cash_flow)) > 0),
                      IF(roots["above"], IF(roots["below"], IF(ABS(down) < ABS(up), down, up), up),
                         IF(roots["below"], down, NONE)), NONE))
-    return IrrSearch(tag, cash_flow, label, grid, tuple(bracket), tuple(halving_lines), result)
+    return IrrSearch(tag, cash_flow, label, grid, tuple(bracket), tuple(step_lines), result)
 
 
-def _halving(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
-             position: Expr) -> tuple[Line, ...]:
-    """Bisection of one bracket of the grid, to the last digit."""
-    table = Table(n(f"irr_halving_{side}"), IRR_STEPS, guard=found.eq(1), recurrent=True)
+def _newton(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
+            position: Expr) -> tuple[Line, ...]:
+    """Newton's method in one bracket of the grid, safeguarded: it starts at the bracket's
+    false-position point; each step's NPV keeps the half of the bracket where the sign
+    changes; a step that leaves the bracket (or meets a flat NPV) takes its midpoint instead;
+    an exact root (an NPV of 0, a grid rate included) is kept."""
+    table = Table(n(f"irr_steps_{side}"), IRR_NEWTON_STEPS, guard=found.eq(1), recurrent=True)
 
     def here(name: str) -> Cell:
         return Cell(n(f"{name}_{side}"))
@@ -1077,27 +1050,49 @@ def _halving(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
     def before(name: str) -> Cell:
         return Cell(n(f"{name}_{side}"), -1)
 
-    keep_low = (before("irr_f_mid") > 0).eq(before("irr_f_low") > 0)  # the root is above
+    keep_low = (before("irr_f") > 0).eq(before("irr_f_low") > 0)  # the root is above
+    low, high, f_low = here("irr_low"), here("irr_high"), here("irr_f_low")
+    f_high = INDEX(Row(n("irr_npv")), position + 1)
+    middle = AVERAGE(low, high)
+    regula = low - f_low * (high - low) / (f_high - f_low)
+    # below 0 the step is Newton's on NPV × (1 + rate)^H, the same roots and signs: near −99 %
+    # a month the NPV is ruled by its last months' (1 + rate)^−m, that product by its last
+    # flows, nearly a straight line; above 0 by its first months: Newton's on the NPV itself
+    slope = before("irr_slope")
+    if side == "below":
+        slope = slope + I.horizon_months * before("irr_f") / (1 + before("irr_x"))
+    newton = before("irr_x") - before("irr_f") / slope
     return (
         Line(n(f"irr_low_{side}"), "Low rate", "fraction/month", "rate",
-             IF(keep_low, before("irr_mid"), before("irr_low")), table=table,
+             IF(keep_low, before("irr_x"), before("irr_low")), table=table,
              first=INDEX(Row(n("irr_rate")), position)),
         Line(n(f"irr_high_{side}"), "High rate", "fraction/month", "rate",
-             IF(keep_low, before("irr_high"), before("irr_mid")), table=table,
+             IF(keep_low, before("irr_high"), before("irr_x")), table=table,
              first=INDEX(Row(n("irr_rate")), position + 1)),
         Line(n(f"irr_f_low_{side}"), "NPV at low", "money", "money",
-             IF(keep_low, before("irr_f_mid"), before("irr_f_low")), table=table,
+             IF(keep_low, before("irr_f"), before("irr_f_low")), table=table,
              first=INDEX(Row(n("irr_npv")), position)),
-        Line(n(f"irr_mid_{side}"), "Mid rate", "fraction/month", "rate",
-             AVERAGE(here("irr_low"), here("irr_high")), table=table),
-        Line(n(f"irr_f_mid_{side}"), "NPV at mid", "money", "money",
-             _npv_at(cash_flow, here("irr_mid")), table=table),
+        Line(n(f"irr_x_{side}"), "Rate tried", "fraction/month", "rate",
+             IF(before("irr_f").eq(0), before("irr_x"),
+                IF(slope.eq(0), middle,
+                   IF(AND(newton >= low, newton <= high), newton, middle))), table=table,
+             first=IF(f_low.eq(0), low, IF(f_high.eq(0), high,
+                                            IF(AND(regula > low, regula < high), regula,
+                                               middle)))),
+        Line(n(f"irr_f_{side}"), "NPV at the rate", "money", "money",
+             _npv_at(cash_flow, here("irr_x")), table=table),
+        Line(n(f"irr_slope_{side}"), "Slope of the NPV at the rate", "money/(fraction/month)",
+             "money", _npv_slope_at(cash_flow, here("irr_x")), table=table),
     )
 
 
+def _npv_slope_at(cash_flow: str, rate: Expr) -> Expr:
+    """The NPV's derivative in the rate, −Σ month × cash flow × (1 + rate)^(−month − 1)."""
+    return -SUMPRODUCT(Row(cash_flow), Row("month"),
+                       (1 + rate) ** (-(Row("month") * Row("in_horizon")) - 1))
+
+
 _P = Position()
-
-
 #: The grid's rates: −99%, …, −0.011%, −0.01% a month, 0, +0.01%, +0.011%, …, +1,000% a month.
 _IRR_GRID_RATE = IF(
     _P <= K.irr_negatives,
@@ -1113,6 +1108,7 @@ IRR_SEARCHES: tuple[IrrSearch, ...] = tuple(
                             ("equity_cash_flow", "equity", "equity")))
 
 
+
 def _total(line: Line) -> Line:
     return Line(f"total_{line.name}", f"{line.label}, total", line.unit, line.kind,
                 SUM(Row(line.name)), meta={"total_of": line.name})
@@ -1126,8 +1122,6 @@ def _lines(items) -> tuple[Line, ...]:
 TIMELINE_LINES: tuple[Line | str, ...] = (
     FLEET_LINES + tuple(x for sc in ALL_SCENARIOS for x in SCENARIO_LINES[sc.key])
     + LIVE_LINES)
-
-
 TIMELINE_TOTALS: tuple[Line, ...] = tuple(
     _total(ln) for ln in _lines(TIMELINE_LINES) if ln.total)
 
@@ -1396,8 +1390,6 @@ class Warning_:
 
 
 NO_DEMAND_LIMIT = "no market demand limit: every sellable token is assumed sold"
-
-
 WARNINGS: tuple[Warning_, ...] = (
     Warning_("no_demand_limit", NO_DEMAND_LIMIT,
              lambda sc: IF(I.market_mtok_month1.eq(0), 1, 0)),
@@ -1418,34 +1410,20 @@ WARNINGS: tuple[Warning_, ...] = (
     Warning_("irr_not_unique", "the cash flows change sign more than once: the IRR is not "
              "unique (read the MIRR)", lambda sc: IF(_t("sign_change", sc) > 1, 1, 0)),
 )
-
-
 WARNING_LINES: dict[str, tuple[Line, ...]] = {
     sc.key: tuple(w.line_for(sc) for w in WARNINGS) for sc in SCENARIOS}
-
-
 OUTPUTS += (
     Output("warnings", "Warnings", "", "integer",
            lambda sc: SUM(*(Name(w.name) for w in WARNING_LINES[sc.key])),
            "how many warning rules fire (Checks lists them; none turns the master check red)"),
 )
-
-
 OUTPUT_NAMES: tuple[str, ...] = tuple(o.name for o in OUTPUTS)
-
-
 #: What each output shows where it has no figure: "none" or "n/m" (a ratio without meaning).
 OUTPUT_MISSING: dict[str, str] = {o.name: o.missing for o in OUTPUTS}
-
-
 #: The outputs the Scenarios sheet and the portfolio show as Optimised − Base.
 UPLIFT_NAMES: tuple[str, ...] = ("npv", "ebitda_total", "revenue_total", "tokens_sold_total",
                                  "equivalent_gpus")
-
-
 _BASE, _OPTIMISED = SCENARIOS[0], SCENARIOS[1]
-
-
 UPLIFT_LINES: tuple[Line, ...] = tuple(
     Line(f"out_uplift_{o.name}", f"{o.label}: Optimised − Base", o.unit, o.kind,
          IF(AND(ISNUMBER(_o(o.name, _OPTIMISED)), ISNUMBER(_o(o.name, _BASE))),
@@ -1470,23 +1448,14 @@ BRIDGE_LINES: tuple[Line, ...] = tuple(
          _bridge_npv(i + 1) - _bridge_npv(i), defined_name=True,
          meta={"output": f"uplift_npv_{key}", "step": key})
     for i, (key, what, _names) in enumerate(BRIDGE_STEPS))
-
-
 BRIDGE_NAMES: tuple[str, ...] = tuple(f"uplift_npv_{key}" for key, _w, _n in BRIDGE_STEPS)
-
 
 #: The bridge as a waterfall: Base's NPV, each step, Optimised's NPV. A chart draws each bar
 #: as a stack of an invisible part and a visible one, split at 0 (the way every engine's
 #: stacked bar chart can draw a waterfall).
 BRIDGE_BARS = Table("bridge_bars", len(BRIDGE_STEPS) + 2)
-
-
 _CUMULATIVE = tuple(_bridge_npv(i) for i in range(len(BRIDGE_STEPS) + 1))
-
-
 _LOW, _HIGH = (MIN(C.bridge_from, C.bridge_to), MAX(C.bridge_from, C.bridge_to))
-
-
 BRIDGE_BAR_LINES: tuple[Line, ...] = (
     Line("bridge_from", "From", "money", "money",
          CHOOSE(Position(), 0, *_CUMULATIVE[:-1], 0), table=BRIDGE_BARS),
@@ -1503,6 +1472,7 @@ BRIDGE_BAR_LINES: tuple[Line, ...] = (
     Line("bridge_shown_down", "Bar below 0", "money", "money",
          IF(_HIGH < 0, _LOW - _HIGH, MIN(_LOW, 0)), table=BRIDGE_BARS),
 )
+
 
 
 # -- the yearly summary of the live scenario (Returns) -----------------------------------------
@@ -1524,7 +1494,6 @@ YEARLY_LINES: tuple[Line, ...] = (
          INDEX(Row("cumulative_cash_flow"), 1,
                MIN(C.year_number * K.months_per_year, I.horizon_months) + 1), table=YEAR_TABLE),
 )
-
 
 # -- Sensitivity: margin against utilisation (live scenario's price factor) --------------------
 UTIL_LINES: tuple[Line, ...] = (
@@ -1676,16 +1645,10 @@ _CROSS: tuple[tuple[str, str, Expr], ...] = (
            .eq(ROWS(block) * COLUMNS(block))
            for block in _OUT_BLOCKS))),
 )
-
-
 CROSS_CHECKS: tuple[Line, ...] = tuple(
     Line(f"check_{key}", label, "", "text", IF(condition, "OK", "ERROR"))
     for key, label, condition in _CROSS)
-
-
 CHECK_NAMES: tuple[str, ...] = tuple(ln.name for ln in INPUT_CHECKS + CROSS_CHECKS)
-
-
 MASTER_CHECK = _scalar(
     "check_master", "Master check", "", "text",
     IF(COUNTIF(Each(CHECK_NAMES, (len(CHECK_NAMES), 1)), "ERROR").eq(0), "OK", "ERROR"))
@@ -1694,8 +1657,6 @@ MASTER_CHECK = _scalar(
 _DASHBOARD_NOTE = Text("Money in ").concat(I.currency).concat(
     ". The terminal value is the fleet's resale at the horizon; breakeven utilisation (at "
     "today's price) is on Returns.")
-
-
 #: Texts the sheets show about the site, in the same language as the model's lines.
 TEXT_LINES: tuple[Line, ...] = (
     Line("dashboard_note", "", "", "text",
@@ -1725,12 +1686,11 @@ def _scenario_in_order(sc: Scenario) -> tuple[Line, ...]:
 
 
 def _irr_lines(search: IrrSearch) -> tuple[Line, ...]:
-    return search.grid + search.bracket + search.halving + (search.result,)
+    return search.grid + search.bracket + search.steps + (search.result,)
 
 
 # the input and output costs split the cost per Mtok, so they are computed after it
 _COMPUTE_ORDER = tuple(sorted(OUTPUTS, key=lambda o: o.name.startswith("cost_per_mtok_")))
-
 
 #: Every line of the model, in an order in which each needs only those before it.
 _MODEL_LINES: tuple[Line, ...] = (
@@ -1763,33 +1723,23 @@ def unit_name(unit: str) -> str:
 MONEY_UNITS: tuple[str, ...] = tuple(sorted(
     u for u in {ln.unit for ln in _MODEL_LINES} | {o.unit for o in OUTPUTS}
     | {i.unit for i in INPUTS} if u.startswith("money")))
-
-
 # (the currency is only ever joined into a text, so sites of different currencies still share
 # a pass of run_many)
 UNIT_LINES: tuple[Line, ...] = tuple(
     Line(unit_name(u), u, "", "text", I.currency.concat(u[len("money"):]), meta={"unit": u})
     for u in MONEY_UNITS if u != "money")
 
-
 #: Every line of the model, in an order in which each needs only those before it.
 LINES: tuple[Line, ...] = UNIT_LINES + _MODEL_LINES
-
-
 BY_LINE: dict[str, Line] = {ln.name: ln for ln in LINES}
-
 
 #: The monthly lines :func:`run` returns, in the Timeline's order: the fleet's, and the live
 #: scenario's under their plain names. Each is an array over months 1…H, except those that start
 #: at month 0 (``capex``, ``cash_flow``, ``cumulative_cash_flow`` …).
 LINE_NAMES: tuple[str, ...] = tuple(ln.name for ln in _lines(FLEET_LINES) + _lines(LIVE_LINES))
-
-
 #: Each scenario's monthly lines, by their plain names (``revenue`` for ``revenue_base`` …).
 SCENARIO_LINE_NAMES: tuple[str, ...] = tuple(
     ln.meta["line"] for ln in _lines(SCENARIO_LINES["base"]))  # type: ignore[misc]
-
-
 FROM_MONTH0: frozenset[str] = frozenset(
     ln.name for ln in _lines(TIMELINE_LINES) if not ln.skip_first) | frozenset(
     ln.meta["line"] for ln in _lines(SCENARIO_LINES["base"]) if not ln.skip_first)

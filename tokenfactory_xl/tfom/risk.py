@@ -52,7 +52,8 @@ RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "npv_mean",
 def _model(key: str, irr: bool = True):
     """The model compiled for the live scenario's NPV only, and (with ``irr``) the project cash
     flow and the IRR grid's rates from which :func:`monthly_irr` finds the IRR: the model's own
-    search (sixty halvings, each a power over every month) is most of a variant's cost."""
+    search (the grid and its Newton steps, each a power over every month) would be most of a
+    variant's cost."""
     from .compiler import compile_lines
     from .formula import needed
 
@@ -134,14 +135,15 @@ def monthly_irr(cash_flows: np.ndarray, grid: np.ndarray) -> np.ndarray:
 
     The model's search, declared once in :mod:`~tokenfactory_xl.operating_model` for the
     workbook, takes the NPV at each rate of ``grid`` (its ``irr_rate`` line), the first sign
-    change at or above 0 and the last below it, and halves each bracket sixty times; the root is
-    the nearer to 0 of the two. Here the grid's NPVs are one matrix product for every row, and
+    change at or above 0 and the last below it, and steps into each bracket by Newton's method
+    kept inside it (earlier versions halved it sixty times: the same root); the root is the
+    nearer to 0 of the two. Here the grid's NPVs are one matrix product for every row, and
     each bracket's root is found by Newton's method from the false-position point of the
     bracket, a step that leaves the bracket replaced by false position (the Illinois variant),
     the powers of v = 1 ÷ (1 + r) by a cumulative product, and only the rows not yet converged
-    stepping on. A bracket that starts at an exact zero of the NPV, or a root not found in
-    :data:`IRR_ITERATIONS` steps, is halved as the model halves it, so every row gets the
-    model's root (to about 1e-15).
+    stepping on. A bracket with an NPV of exactly 0 at an end gets that rate, as in the model;
+    a root not found in :data:`IRR_ITERATIONS` steps is found by halving the bracket, so every
+    row gets the model's root (to about 1e-15).
     """
     flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
     grid = np.asarray(grid, dtype=float)
@@ -199,12 +201,14 @@ def _bracketed_root(cf: np.ndarray, a: np.ndarray, b: np.ndarray, fa: np.ndarray
     a0, b0, fa0 = (np.asarray(x, dtype=float) for x in (a, b, fa))
     a, b, fa, fb = (np.array(x, dtype=float) for x in (a, b, fa, fb))
     out = np.full(len(cf), np.nan)
-    halve = fa == 0  # the model's halving keeps such a bracket its own way: follow it there
+    # an NPV of exactly 0 at an end of the bracket: the model keeps that rate (its low end first)
+    out = np.where(fa == 0, a, np.where(fb == 0, b, out))
+    halve = np.zeros(len(cf), dtype=bool)
     with np.errstate(all="ignore"):
         x = np.where(fb == fa, (a + b) / 2, a - fa * (b - a) / (fb - fa))
         x = np.where((x > a) & (x < b), x, (a + b) / 2)
     side = np.zeros(len(cf))  # which end the last step replaced (−1 low, +1 high): Illinois
-    todo = np.flatnonzero(~halve)
+    todo = np.flatnonzero((fa != 0) & (fb != 0))
     for _ in range(IRR_ITERATIONS):
         if todo.size == 0:
             break
@@ -245,7 +249,8 @@ def _bracketed_root(cf: np.ndarray, a: np.ndarray, b: np.ndarray, fa: np.ndarray
 
 def _halving(cf: np.ndarray, low: np.ndarray, high: np.ndarray, f_low: np.ndarray
              ) -> np.ndarray:
-    """The model's bisection of each bracket [low, high]: sixty halvings, the last midpoint."""
+    """Bisection of each bracket [low, high], as the model searched before its Newton steps:
+    sixty halvings, the last midpoint."""
     months = np.arange(cf.shape[1], dtype=float)
 
     def npv(rate: np.ndarray) -> np.ndarray:

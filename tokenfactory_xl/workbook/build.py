@@ -57,41 +57,27 @@ SHEETS: tuple[str, ...] = (
     "Scenarios", "IRR", "Sensitivity", "Risk", "Actuals", "Checks",
 )
 
-
-#: The sheet of the IRR searches' working (grid, brackets, halvings).
+#: The sheet of the IRR searches' working (grid, brackets, Newton's steps).
 IRR_SHEET = "IRR"
-
-
 #: Sheets read on screen that print no page: the Timeline's 120 monthly columns would take a
 #: ream (the model's years are printed on Years and Returns), and Capacity (constants and the
 #: capacity a month rests on) and the IRR searches are working, not an answer (TEF, TFI and the
 #: IRRs are on the Dashboard, Returns and Scenarios).
 UNPRINTED_SHEETS: tuple[str, ...] = ("Capacity", "Timeline", IRR_SHEET)
 
-
 MONTH0_COL = 4  # column D holds month 0 (the investment)
-
-
 FIRST_MONTH_COL = MONTH0_COL + 1
-
-
 LAST_COL = MONTH0_COL + MAX_MONTHS
-
-
 CONSTANT_VALUES = om.CONSTANT_VALUES
 
 
 MONTH_COLS: tuple[str, ...] = tuple(_col(c) for c in range(FIRST_MONTH_COL, LAST_COL + 1))
-
-
 ALL_COLS: tuple[str, ...] = (_col(MONTH0_COL),) + MONTH_COLS
 
 
 # The sheets' layout helpers and what an input cell holds live in workbook_style, which the Risk
 # sheet's module shares without importing this one.
 _title, _header, _section, _print_setup = st.title, st.header, st.section, st.print_setup
-
-
 input_cell_value, fleet_cell_value = st.input_cell_value, st.fleet_cell_value
 
 
@@ -233,7 +219,6 @@ def _inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     ws.print_area = f"A1:H{last}"
     ws.print_title_rows = "4:4"
 
-
 #: The Inputs sheet's "Source / note" column (J): a note per input that the model never reads
 #: and ``refresh`` and ``collect`` keep (methodology §10.7), named :data:`NOTES_NAME`.
 NOTE_COLUMN = 10
@@ -250,11 +235,7 @@ def _note_cell(cell, text: str) -> None:  # type: ignore[no-untyped-def]
 
 
 FLEET_TOP = 10  # the fleet block's title row, right of the inputs and under the lists
-
-
 FLEET_LABEL_COL = 11  # column K
-
-
 FLEET_COLS: tuple[str, ...] = tuple(_col(FLEET_LABEL_COL + 1 + i)
                                     for i in range(MAX_COHORTS - 1))  # L … R
 
@@ -387,8 +368,6 @@ def _timeline_rows() -> dict[str, int]:
 
 
 TIMELINE_ROWS: dict[str, int] = _timeline_rows()
-
-
 _BOLD_LINES = ("revenue", "ebitda", "cash_flow")
 
 
@@ -695,8 +674,8 @@ IRR_GRID_TOP = 8
 
 
 def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
-    _title(ws, "IRR", "Each IRR: the NPV on a grid of monthly rates, then halving the "
-           "brackets nearest 0 on either side; the root nearest 0 is the IRR.")
+    _title(ws, "IRR", "Each IRR: the NPV on a grid of monthly rates, then Newton's steps, kept "
+           "inside the brackets nearest 0 on either side; the root nearest 0 is the IRR.")
     for j, search in enumerate(om.IRR_SEARCHES):
         c0 = 1 + 7 * j
         ws.cell(4, c0, search.label).font = st.SECTION_FONT
@@ -712,12 +691,12 @@ def _irr_sheet(b: _Builder, ws: Worksheet) -> None:
             r += 1
         for side in ("above", "below"):
             r += 1
-            lines = [ln for ln in search.halving if ln.name.endswith(f"_{side}_{search.tag}")
+            lines = [ln for ln in search.steps if ln.name.endswith(f"_{side}_{search.tag}")
                      or f"_{side}_" in ln.name]
             _header(ws, r, [f"{ln.label} ({side} 0)" for ln in lines], first_col=c0)
             for i, line in enumerate(lines):
                 b.down(ws, c0 + i, r + 1, line)
-            r += om.IRR_STEPS + 1
+            r += om.IRR_NEWTON_STEPS + 1
         for i in range(6):
             ws.column_dimensions[_col(c0 + i)].width = 15
         ws.column_dimensions[_col(c0 + 6)].width = 3
@@ -890,7 +869,6 @@ _HOW_TO = (
     "Review → Unprotect Sheet to change the structure.",
 )
 
-
 #: The Cover's answer: (label, the name the value cell shows, display kind, unit: an input's
 #: name whose value is the unit, or the unit itself, and what the figure rests on).
 COVER_HEADLINES: tuple[tuple[str, str, str, str, str], ...] = (
@@ -904,8 +882,6 @@ COVER_HEADLINES: tuple[tuple[str, str, str, str, str], ...] = (
     ("Master check", "check_master", "text", "",
      "OK when every integrity check on Checks holds"),
 )
-
-
 #: The Cover's row of its first headline (NPV).
 COVER_FIRST = 7
 
@@ -997,16 +973,12 @@ _KPIS = (
     ("equity_irr", "Equity IRR (yearly)"), ("min_dscr", "Minimum DSCR"),
     ("peak_funding", "Peak funding"), ("warnings", "Warnings (see Checks)"),
 )
-
-
 _KPIS_PLAN = (
     ("planned_tfi", "Planned TFI"), ("lifetime_breakeven_tfi", "Lifetime breakeven TFI"),
     ("tfi_headroom", "TFI headroom"), ("uplift_npv", "NPV: Optimised − Base"),
     ("uplift_npv_tef", "of which TEF"), ("uplift_npv_sell_through", "of which sell-through"),
     ("uplift_npv_market", "of which market"), ("uplift_npv_programme", "of which programme"),
 )
-
-
 #: Rows of the Dashboard: the two rows of headline figures, the notes, the first charts.
 KPI_ROWS, PLAN_ROWS, NOTE_ROW, CHART_ROW = (4, 5), (7, 8), 9, 11
 
@@ -1136,7 +1108,6 @@ def _dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
     _print_setup(ws, fit_height=1)
     ws.page_setup.fitToHeight = 1
 
-
 # -- the workbook -----------------------------------------------------------------------------
 def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
            ) -> tuple[Workbook, Plan]:
@@ -1218,11 +1189,8 @@ def default_workbook_bytes() -> bytes:
     """:func:`default_workbook` as ``.xlsx`` bytes, saved once per process."""
     return workbook_bytes(default_workbook())
 
-
 #: Fixed document properties, so that the same inputs give the same bytes.
 DOC_TIME = dt.datetime(2026, 1, 1)
-
-
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)
 
 

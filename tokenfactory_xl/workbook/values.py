@@ -45,7 +45,7 @@ def irr_sheet_noise(values: dict[str, dict[str, object]]) -> float:
     :func:`cell_values` gives).
 
     Near an IRR the NPV is a difference of large numbers: what is left is rounding noise (a few
-    1e-16 of the largest NPV on the sheet), and its sign may steer a halving to the other half of
+    1e-16 of the largest NPV on the sheet), and its sign may steer a step to the other half of
     a bracket a few ulps wide. Such cells agree to 1e-10 of that largest NPV; the IRR itself, the
     search's result, agrees as every other output does.
     """
@@ -230,7 +230,7 @@ def _guard_values(t, values, place) -> list[bool]:
     if t.name == "fiscal" or t.name.startswith("loss_pool_"):
         years = float(values["fiscal_years"])
         return [k + 1 <= years for k in range(t.length)]
-    if t.name.startswith("irr_halving_"):
+    if t.name.startswith("irr_steps_"):
         found = t.guard.args[0]  # IF(found = 1): the search's bracket flag
         return [float(values[found.name]) == 1] * t.length
     if t is om.YEAR_TABLE:
