@@ -126,7 +126,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7, help="recalculations of each")
     args = parser.parse_args()
-    from tokenfactory_xl.workbook import IRR_SHEET
+    from tokenfactory_xl.workbook.build import IRR_SHEET
 
     results = []
     with tempfile.TemporaryDirectory(prefix="tfxl-irr-") as tmp:
