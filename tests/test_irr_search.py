@@ -8,37 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.test_risk_irr import MONTHS, T, cash_flow_sets, given
+from tests.test_risk_irr import MONTHS, cash_flow_sets, declared_search, given
 from tokenfactory_xl.tfom import risk
-from tokenfactory_xl.tfom.compiler import compile_lines
-from tokenfactory_xl.tfom.evaluation import LISTS, _formula_constants
-from tokenfactory_xl.tfom.formula import IF as IF_
-from tokenfactory_xl.tfom.formula import INDEX, InputRef, Line, Position
-from tokenfactory_xl.tfom.operating_model import IRR_NEWTON_STEPS, irr_search
-from tokenfactory_xl.tfom.runtime import _RowArray
+from tokenfactory_xl.tfom.operating_model import IRR_NEWTON_STEPS
 
-SEARCH = irr_search("t_cash_flow", "t", "test")
 HALVINGS = 60
-
-
-def declared(flows: np.ndarray, horizons: np.ndarray) -> dict[str, np.ndarray]:
-    """The declared search over given cash flows (months past a row's horizon ignored): every
-    line's values, the monthly IRR as ``irr`` (NaN: none), the grid's rates as ``grid``."""
-    lines = [
-        Line("month", "", "", "", Position() - 1, table=T),
-        Line("in_horizon", "", "", "", IF_(Position() <= InputRef("horizon_months") + 1, 1, 0),
-             table=T),
-        Line("t_cash_flow", "", "", "",
-             IF_(Position() <= InputRef("horizon_months") + 1,
-                 INDEX(InputRef("flows"), 1, Position()), ""), table=T, missing=""),
-        *SEARCH.grid, *SEARCH.bracket, *SEARCH.steps, SEARCH.result,
-    ]
-    out = compile_lines(lines)({"flows": flows.view(_RowArray), "horizon_months": horizons},
-                               _formula_constants(), LISTS)
-    values = {k: np.asarray(v) for k, v in out.items()}
-    values["irr"] = np.broadcast_to(out["irr_monthly_t"], (len(flows),)).astype(float)
-    values["grid"] = np.asarray(out["irr_rate_t"], dtype=float)
-    return values
 
 
 def bisection(flows: np.ndarray, horizons: np.ndarray, grid: np.ndarray, npv: np.ndarray
@@ -80,7 +54,7 @@ def bisection(flows: np.ndarray, horizons: np.ndarray, grid: np.ndarray, npv: np
 
 
 def compare(flows: np.ndarray, horizons: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-    out = declared(flows, horizons)
+    out = declared_search(flows, horizons)
     want = bisection(flows, horizons, out["grid"], out["irr_npv_t"])  # its grid, its NPVs
     assert np.array_equal(np.isnan(out["irr"]), np.isnan(want))  # none where it had none
     return out["irr"], want, out
@@ -119,7 +93,7 @@ def _polynomial_flows(rates: list[float], scale: float = 1e7) -> np.ndarray:
 def test_roots_on_and_beside_the_grids_rates():
     """A root exactly at a rate of the grid, or a hair (1e-12) either side of one, anywhere from
     −99 % to +1,000 % a month; a root exactly at 0 (the grid's middle rate)."""
-    grid = declared(np.zeros((1, MONTHS)), np.array([12.0]))["grid"]
+    grid = declared_search(np.zeros((1, MONTHS)), np.array([12.0]))["grid"]
     picks = [float(r) for r in grid[::9]] + [0.0, float(grid[-1])]
     rates = np.array(sorted({r * f for r in picks for f in (1, 1 + 1e-12, 1 - 1e-12)}))
     flows = np.array([_polynomial_flows([r]) for r in rates])

@@ -20,9 +20,10 @@ T = Table("t_months", MONTHS)
 SEARCH = irr_search("t_cash_flow", "t", "test")
 
 
-def declared_bisection(flows: np.ndarray, horizons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The model's IRR search, as declared, over given cash flows: the monthly IRR of each row
-    (NaN: none) and the grid's rates. The flows of months past a row's horizon are ignored."""
+def declared_search(flows: np.ndarray, horizons: np.ndarray) -> dict[str, np.ndarray]:
+    """The model's IRR search, as declared, over given cash flows (months past a row's horizon
+    ignored): every line's values, the monthly IRR of each row as ``irr`` (NaN: none) and the
+    grid's rates as ``grid``."""
     lines = [
         Line("month", "", "", "", Position() - 1, table=T),
         Line("in_horizon", "", "", "", IF_(Position() <= InputRef("horizon_months") + 1, 1, 0),
@@ -32,11 +33,12 @@ def declared_bisection(flows: np.ndarray, horizons: np.ndarray) -> tuple[np.ndar
                  INDEX(InputRef("flows"), 1, Position()), ""), table=T, missing=""),
         *SEARCH.grid, *SEARCH.bracket, *SEARCH.steps, SEARCH.result,
     ]
-    model = compile_lines(lines)
-    out = model({"flows": flows.view(_RowArray), "horizon_months": horizons},
-                _formula_constants(), LISTS)
-    return np.broadcast_to(out["irr_monthly_t"], (len(flows),)).astype(float), \
-        np.asarray(out["irr_rate_t"], dtype=float)
+    out = compile_lines(lines)({"flows": flows.view(_RowArray), "horizon_months": horizons},
+                               _formula_constants(), LISTS)
+    values = {k: np.asarray(v) for k, v in out.items()}
+    values["irr"] = np.broadcast_to(out["irr_monthly_t"], (len(flows),)).astype(float)
+    values["grid"] = np.asarray(out["irr_rate_t"], dtype=float)
+    return values
 
 
 def cash_flow_sets(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,9 +78,10 @@ def given(flows: np.ndarray, horizons: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_same_root_as_the_declared_bisection(seed):
+def test_the_same_root_as_the_declared_search(seed):
     flows, horizons = cash_flow_sets(seed, 600)
-    want, grid = declared_bisection(flows, horizons)
+    declared = declared_search(flows, horizons)
+    want, grid = declared["irr"], declared["grid"]
     got = risk.monthly_irr(given(flows, horizons), grid)
     # the same draws have no IRR
     assert np.array_equal(np.isnan(got), np.isnan(want))
@@ -95,7 +98,8 @@ def test_a_root_at_exactly_zero_and_flows_of_one_month():
     flows[1, :1] = [-5.0]  # one month: no sign change
     flows[2, :2] = [-100.0, 110.0]  # 10 % a month
     flows[3, :2] = [100.0, -110.0]  # the same root, the signs turned round
-    want, grid = declared_bisection(np.nan_to_num(flows), np.array([2.0, 0.0, 1.0, 1.0]))
+    declared = declared_search(np.nan_to_num(flows), np.array([2.0, 0.0, 1.0, 1.0]))
+    want, grid = declared["irr"], declared["grid"]
     got = risk.monthly_irr(flows, grid)
     # by hand: −3 + v + 2v² = 0 at v = 1; −100 + 110 v = 0 at v = 1 ÷ 1.1
     assert abs(got[0]) <= 1e-15 and abs(want[0]) <= 1e-15
