@@ -414,7 +414,7 @@ def _read_fleet(content: XlsxContent, audit: WorkbookAudit, values: dict,
 
 def _read_notes(content: XlsxContent, values: dict, where: dict) -> None:
     """Each input's source note (methodology §10.7) into ``values`` as ``gpus.note``: the cell
-    of the notes column (the defined name :data:`~tokenfactory_xl.inputs.NOTES_NAME`) on the
+    of the notes column (the defined name :data:`~tokenfactory_xl.tfom.inputs.NOTES_NAME`) on the
     row of the input's first cell. A workbook without the column (made before it) has none; a
     formula typed there is reported with the other formulas, not read."""
     text = content.defined_names.get(NOTES_NAME)
@@ -423,12 +423,12 @@ def _read_notes(content: XlsxContent, values: dict, where: dict) -> None:
         return
     sheet, coords = ref
     column = re.match(r"[A-Z]+", coords[0]).group()  # type: ignore[union-attr]
+    cells = content.cells(sheet)
     for spec in INPUTS:
         address = where.get(f"{spec.name}.{SCENARIO_NAMES[0]}" if spec.per_scenario else spec.name)
         if address is None or not address.startswith(f"{sheet}!"):
             continue
         coord = column + re.sub(r"^[A-Z]+", "", address[len(sheet) + 1:])
-        cells = content.cells(sheet)
         value = cells.values.get(coord)
         if value is not None and cells.formulas.get(coord) is None:
             values[f"{spec.name}.{NOTE}"] = value

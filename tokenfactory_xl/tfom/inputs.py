@@ -241,16 +241,6 @@ class SiteInputs(FrozenMapping):
         return self["measured_tps"] / theoretical  # type: ignore[operator]
 
 
-def _as_typed(key: str, value: object) -> object:
-    """A checked value as a user would type it again: a fraction above 1 (a growth of 500 % a
-    quarter) as a percentage, since a bare 5 is refused as a likely typo for 5 %."""
-    spec = BY_NAME.get(split_key(key)[0])
-    if (spec is not None and spec.kind == "fraction" and isinstance(value, float)
-            and 1 < value <= 100):
-        return f"{value * 100!r}%"
-    return value
-
-
 def site_tps_per_gpu(v: Mapping[str, object]) -> float:
     """methodology §2/§6: with prefill and decode TPS both given, theoretical TPS per GPU is
     1 ÷ ((1 − o) ÷ T_p + o ÷ T_d); otherwise the theoretical_tps_per_gpu input."""

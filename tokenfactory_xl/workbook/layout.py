@@ -67,7 +67,8 @@ class Plan:
     lines: dict[str, Placement] = field(default_factory=dict)
     inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
     echoes: list[tuple[str, str, str]] = field(default_factory=list)
-    #: (sheet, coordinate, input name): each input's source note (:data:`NOTE_COLUMN`)
+    #: (sheet, coordinate, input name): each input's source note, in the Inputs sheet's notes
+    #: column (:data:`~tokenfactory_xl.workbook.build.NOTE_COLUMN`)
     notes: list[tuple[str, str, str]] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
     #: the Checks sheet's cell saying whether the Risk sheet's figures are current
