@@ -513,6 +513,38 @@ def test_sensitivity_fits_the_terminal():
                      round(abs(first["npv_high"] - first["npv_low"]))]
 
 
+def test_cost_and_actuals_fit_the_terminal_and_keep_every_figure():
+    sweep = "tests/fixtures/actuals/sglang_llama70b_h200_sweep.jsonl"
+    cost = ("cost", sweep, "--gpu-hour", "2.10", "--gpus", "4", "--prefill-decode-ratio", "20",
+            "--ttft-slo-ms", "500")
+    wide = command.run(*cost, cwd=ROOT, env=WHOLE_WIDTH).stdout
+    narrow = command.run(*cost, cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
+    assert max(map(len, narrow.splitlines())) <= 80 < max(map(len, wide.splitlines()))
+    points = json.loads(run_cli(*cost, "--json").stdout)["points"]
+    for p in points:  # each run named in full (the wide table cuts it), its figures under it
+        lines = narrow.splitlines()
+        at = lines.index(f"  {p['label']}" + ("  ← best" if p["label"].endswith("4 of 5)")
+                                             else ""))
+        assert lines[at + 1].split() == [
+            "concurrency", f"{p['concurrency']:,.0f};", "tok/s", "per", "GPU",
+            f"{p['tps_per_gpu']:,.1f},", "per", "user", f"{p['tps_per_user']:,.1f}"]
+        assert lines[at + 2].split()[:6] == [
+            "$/Mtok", "in", f"{p['cost_per_mtok_input']:.4f},", "out",
+            f"{p['cost_per_mtok_output']:.4f};", "TTFT"]
+    # the notes under the table say the same words, only the lines break elsewhere
+    def notes(text: str) -> list[str]:
+        return text.split("input/output split by")[1].split()
+
+    assert notes(wide) == notes(narrow)
+    actuals = ("actuals", sweep, "--gpus", "4", "--gpu", "H200", "--model", "Llama-3.1-70B",
+               "--precision", "bf16", "--batch", "64", "--context", "2048")
+    wide = command.run(*actuals, cwd=ROOT, env=WHOLE_WIDTH).stdout
+    narrow = command.run(*actuals, cwd=ROOT, env={**WHOLE_WIDTH, "COLUMNS": "80"}).stdout
+    assert max(map(len, narrow.splitlines())) <= 80 < max(map(len, wide.splitlines()))
+    assert narrow.split() == wide.split()
+    assert sweep in narrow.split()  # a path is never broken across lines
+
+
 def test_a_benchmark_result_can_come_from_the_standard_input():
     result = (ROOT / "tests" / "fixtures" / "actuals" / "vllm_bench_serve.json").read_text()
     piped = command.run("actuals", "-", "--theoretical-tps", "12000", "--json", input=result)

@@ -38,6 +38,9 @@ def _fmt(value: object, unit: str = "", digits: int = 1) -> str:
 
 
 def _print(summary: dict[str, object]) -> None:
+    from .common import say, terminal_width
+
+    wide = terminal_width()
     head = f"{summary['source']} ({summary['format']}"
     described = ", ".join(str(summary[k]) for k in ("model", "hardware", "precision")
                           if summary.get(k))
@@ -51,7 +54,7 @@ def _print(summary: dict[str, object]) -> None:
         head += f", {summary['duration_s']:,.1f} s"
     if summary["requests"]:
         head += f", {summary['requests']:,.0f} requests"
-    print(head + ")")
+    say(head + ")", wide, "  ")
     rows = [("measured TPS (instance)", _fmt(summary["instance_tps"], " tokens/s"))]
     if summary["instances"] != 1:
         rows.append((f"measured TPS (× {summary['instances']} instances)",
@@ -84,13 +87,13 @@ def _print(summary: dict[str, object]) -> None:
     for label, shown in rows:
         print(f"  {label:<{width}}  {shown}")
     if summary["theoretical_basis"]:
-        print(f"  theoretical: {summary['theoretical_basis']}")
+        say(f"  theoretical: {summary['theoretical_basis']}", wide, "    ")
     tef = summary["tef"]
     if isinstance(tef, float) and tef > 1:
-        print("  note: TEF above 1 — the measured throughput exceeds the theoretical figure; "
-              "check it (batch, context, precision, GPUs).")
+        say("  note: TEF above 1 — the measured throughput exceeds the theoretical figure; "
+            "check it (batch, context, precision, GPUs).", wide, "    ")
     for note in summary["notes"]:  # type: ignore[union-attr]
-        print(f"  note: {note}")
+        say(f"  note: {note}", wide, "    ")
 
 
 def cmd_actuals(args: argparse.Namespace) -> int:

@@ -197,6 +197,21 @@ def terminal_width() -> int | None:
     return None
 
 
+def say(text: str, width: int | None, then: str | None = None) -> None:
+    """Print a line of text, wrapped at ``width`` (:func:`terminal_width`) when there is one and
+    the line is longer: the lines after the first keep its indent, or ``then``. Words are never
+    broken, so a file's path stays whole and can be copied."""
+    if width is None or len(text) <= width:
+        print(text)
+        return
+    import textwrap
+
+    indent = text[:len(text) - len(text.lstrip())]
+    print(textwrap.fill(text.strip(), max(width, 40), initial_indent=indent,
+                        subsequent_indent=indent if then is None else then,
+                        break_on_hyphens=False, break_long_words=False))
+
+
 # -- argparse types for options that are not site inputs (GPU counts, MBU, intervals) ----------
 def _number(text: str, whole: bool = False) -> tuple[float, bool]:
     """An option's number by the one reader of numbers typed as text (``1,500``, ``0,8``,

@@ -110,9 +110,14 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return _report(args, points, best)
 
 
+def _ttft(p: CostPoint) -> str:
+    """A run's TTFT with the statistic it is (``83 p50``), or ``n/a``."""
+    return f"{_fmt(p.ttft_ms, ',.0f')} {p.ttft_stat}" if p.ttft_stat else "n/a"
+
+
 def _report(args: argparse.Namespace, points: list[CostPoint], best: CostPoint | None) -> int:
     from .actuals import json_ready
-    from .common import print_csv
+    from .common import print_csv, say, terminal_width
 
     if args.csv:
         fields = list(points[0].__dict__) if points else ["label"]
@@ -124,36 +129,47 @@ def _report(args: argparse.Namespace, points: list[CostPoint], best: CostPoint |
                    "best": best.label if best else None}
         print(json.dumps(json_ready(payload), indent=2, allow_nan=False))
         return 0
-    print(f"cost at ${args.gpu_hour:,.2f} per GPU-hour (utilisation 1: the GPUs are paid for "
-          "the whole run)")
-    header = (f"  {'run':<40} {'conc':>6} {'tok/s/GPU':>10} {'tok/s/user':>10} "
-              f"{'$/Mtok in':>10} {'$/Mtok out':>10} {'TTFT ms':>12}")
-    print(header)
+    width = terminal_width()
+    say(f"cost at ${args.gpu_hour:,.2f} per GPU-hour (utilisation 1: the GPUs are paid for "
+        "the whole run)", width)
+    lines = [f"  {'run':<40} {'conc':>6} {'tok/s/GPU':>10} {'tok/s/user':>10} "
+             f"{'$/Mtok in':>10} {'$/Mtok out':>10} {'TTFT ms':>12}"]
     for p in points:
         label = p.label if len(p.label) <= 40 else "…" + p.label[-39:]
-        ttft = f"{_fmt(p.ttft_ms, ',.0f')} {p.ttft_stat}" if p.ttft_stat else "n/a"
-        mark = "  ← best" if best is p else ""
-        print(f"  {label:<40} {_fmt(p.concurrency, ',.0f'):>6} {p.tps_per_gpu:>10,.1f} "
-              f"{_fmt(p.tps_per_user, ',.1f'):>10} {_fmt(p.cost_per_mtok_input, '.4f'):>10} "
-              f"{_fmt(p.cost_per_mtok_output, '.4f'):>10} {ttft:>12}{mark}")
+        lines.append(f"  {label:<40} {_fmt(p.concurrency, ',.0f'):>6} {p.tps_per_gpu:>10,.1f} "
+                     f"{_fmt(p.tps_per_user, ',.1f'):>10} {_fmt(p.cost_per_mtok_input, '.4f'):>10} "
+                     f"{_fmt(p.cost_per_mtok_output, '.4f'):>10} {_ttft(p):>12}"
+                     + ("  ← best" if best is p else ""))
+    if width is not None and max(map(len, lines)) > width:
+        # a narrow terminal: each run's name on a line of its own, its figures named under it
+        lines = []
+        for p in points:
+            lines.append(f"  {p.label}" + ("  ← best" if best is p else ""))
+            lines.append(f"    concurrency {_fmt(p.concurrency, ',.0f')}; tok/s per GPU "
+                         f"{p.tps_per_gpu:,.1f}, per user {_fmt(p.tps_per_user, ',.1f')}")
+            lines.append(f"    $/Mtok in {_fmt(p.cost_per_mtok_input, '.4f')}, out "
+                         f"{_fmt(p.cost_per_mtok_output, '.4f')}; TTFT ms {_ttft(p)}")
+    for line in lines:
+        say(line, width, "      ")
     split = [p for p in points if p.prefill_decode_ratio is not None]
     if split:
         ratios = dict.fromkeys(p.ratio_basis.split(" at the run's batch")[0] for p in split)
-        print(f"  input/output split by {'; '.join(ratios)}: prefill ÷ decode tokens per "
-              f"GPU-second {', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in split)} "
-              "(never the TTFT: it holds queueing)")
+        say(f"  input/output split by {'; '.join(ratios)}: prefill ÷ decode tokens per "
+            f"GPU-second {', '.join(f'{p.prefill_decode_ratio:,.1f}' for p in split)} "
+            "(never the TTFT: it holds queueing)", width, "    ")
     for basis in dict.fromkeys(p.ratio_basis for p in points
                                if p.prefill_decode_ratio is None):
-        print(f"  {basis}; the $/Mtok of all tokens is "
-              f"{', '.join(f'{p.cost_per_mtok:.4f}' for p in points if p.ratio_basis == basis)}")
+        say(f"  {basis}; the $/Mtok of all tokens is "
+            f"{', '.join(f'{p.cost_per_mtok:.4f}' for p in points if p.ratio_basis == basis)}",
+            width, "    ")
     if args.ttft_slo_ms:
         if best:
-            print(f"best point meeting TTFT ≤ {args.ttft_slo_ms:,.0f} ms ({best.ttft_stat}): "
-                  f"{best.label}, {best.tps_per_gpu:,.1f} tokens/s per GPU, " + (
-                      f"${best.cost_per_mtok_input:.4f} per input and "
-                      f"${best.cost_per_mtok_output:.4f} per output Mtok"
-                      if best.cost_per_mtok_input is not None else
-                      f"${best.cost_per_mtok:.4f} per Mtok (no input/output split)"))
+            say(f"best point meeting TTFT ≤ {args.ttft_slo_ms:,.0f} ms ({best.ttft_stat}): "
+                f"{best.label}, {best.tps_per_gpu:,.1f} tokens/s per GPU, " + (
+                    f"${best.cost_per_mtok_input:.4f} per input and "
+                    f"${best.cost_per_mtok_output:.4f} per output Mtok"
+                    if best.cost_per_mtok_input is not None else
+                    f"${best.cost_per_mtok:.4f} per Mtok (no input/output split)"), width, "  ")
         else:
             print(f"no run meets TTFT ≤ {args.ttft_slo_ms:,.0f} ms")
     for path in (args.output, args.png):

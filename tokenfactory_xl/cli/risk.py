@@ -20,7 +20,7 @@ def _value(name: str, value: float) -> str:
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     from ..tfom.risk import tornado
-    from .common import format_value, inputs_from_args, print_csv, table_format, terminal_width
+    from .common import format_value, inputs_from_args, print_csv, say, table_format, terminal_width
 
     form = table_format(args)
     inputs = inputs_from_args(args)
@@ -63,18 +63,6 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     say("  ±20 % of each value (price decline ± 5 points), fractions kept in their range; "
         "capex_per_gpu and life_years move every cohort alike", width, "    ")
     return 0
-
-
-def say(text: str, width: int | None, then: str = "") -> None:
-    """A line of text, wrapped at ``width`` when there is one."""
-    if width is None or len(text) <= width:
-        print(text)
-        return
-    import textwrap
-
-    indent = text[:len(text) - len(text.lstrip())]
-    print(textwrap.fill(text.strip(), width, initial_indent=indent, subsequent_indent=then or
-                        indent, break_on_hyphens=False))
 
 
 def cmd_risk(args: argparse.Namespace) -> int:

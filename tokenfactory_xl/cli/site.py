@@ -23,6 +23,7 @@ from .common import (
     inputs_from_args,
     plain_value,
     print_csv,
+    say,
     table_format,
     terminal_width,
     unit_text,
@@ -94,11 +95,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
             fired.setdefault(text, []).append(name)
     if fired:
         print("Warnings (they do not make the figures wrong; read them before the figures):")
-        import textwrap
-
         for text, where in fired.items():
-            line = f"  ! {text} ({', '.join(where)})"
-            print(line if width is None else textwrap.fill(line, width, subsequent_indent="    "))
+            say(f"  ! {text} ({', '.join(where)})", width, "    ")
     return 0
 
 
@@ -173,32 +171,20 @@ def cmd_inputs(args: argparse.Namespace) -> int:
         return 0
     width = terminal_width()
 
-    def say(text: str, indent: str = "", then: str | None = None) -> None:
-        """One paragraph, wrapped at the terminal's width when there is one (the lines after
-        the first indented by ``then``)."""
-        if width is None:
-            print(indent + text)
-        else:
-            import textwrap
-
-            print(textwrap.fill(text, max(width, 40), initial_indent=indent,
-                                subsequent_indent=indent if then is None else then,
-                                break_on_hyphens=False))
-
     for spec in INPUTS:
         default = (" / ".join("blank" if d is None else str(d) for d in spec.default)
                    if spec.per_scenario else str(spec.default))
         scen = f"  (per scenario: {' / '.join(SCENARIO_NAMES)})" if spec.per_scenario else ""
-        say(f"{spec.name}  [{spec.unit}]  default {default}{scen}", "", "    ")
-        say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")
+        say(f"{spec.name}  [{spec.unit}]  default {default}{scen}", width, "    ")
+        say(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.", width)
     print()
     say(f"Cohort columns: a cohorts table (--cohorts FILE, or a sheet named cohorts in a sites "
         f"workbook) has one row per cohort after the site's own GPUs (cohort 1), at most "
-        f"{MAX_COHORTS - 1} per site; site_name says which site a row belongs to.")
+        f"{MAX_COHORTS - 1} per site; site_name says which site a row belongs to.", width)
     for spec in COHORT_SPECS:
         need = "required" if spec.name in COHORT_REQUIRED else "optional"
         print(f"{spec.name}  [{spec.unit}]  {need}")
-        say(f"{spec.label}: {spec.description} Allowed: {spec.allowed}.", "    ")
+        say(f"    {spec.label}: {spec.description} Allowed: {spec.allowed}.", width)
     return 0
 
 
