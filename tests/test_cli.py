@@ -586,3 +586,28 @@ def test_summary_loads_neither_openpyxl_nor_xlwings(tmp_path):
             assert module not in loaded, module
     assert [p.name.split("-")[:2] for p in (tmp_path / "cache").iterdir()] == [
         ["compiled", "model"]]
+
+
+def test_the_cohorts_can_come_from_the_standard_input(tmp_path):
+    table = "cohort,online_month,gpus\n2,13,512\n"
+    (tmp_path / "cohorts.csv").write_text(table, encoding="utf-8")
+    named = command.run("summary", "--json", "--cohorts", "cohorts.csv", cwd=tmp_path)
+    piped = command.run("summary", "--json", "--cohorts", "-", cwd=tmp_path, input=table)
+    assert named.returncode == piped.returncode == 0, piped.stderr
+    assert piped.stdout == named.stdout
+    assert json.loads(piped.stdout)["scenarios"]["Base"]["equivalent_gpus"] > 1024
+    sites = "site_name,gpus\nA,1024\n"
+    both = command.run("batch", "-", "--cohorts", "-", "-o", "out", cwd=tmp_path, input=sites)
+    assert both.returncode == 2 and both.stderr == (
+        "tokenfactory-xl: SITES - and --cohorts -: the standard input holds one file; give the "
+        "sites or the cohorts as a file name\n")
+    (tmp_path / "sites.csv").write_text(sites, encoding="utf-8")
+    bad = command.run("batch", "sites.csv", "--cohorts", "-", "-o", "out", cwd=tmp_path,
+                      input="site_name,cohort,online_month,gpus\nA,2,13,-5\n")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("tokenfactory-xl: 1 problem in sites.csv and the cohorts from "
+                                 "standard input, so nothing was written:")
+    assert not (tmp_path / "out").exists()
+    collect = command.run("collect", "-", "-o", "p.xlsx", cwd=tmp_path)
+    assert collect.returncode == 2 and "collect reads workbooks from files and folders, not " \
+        "from the standard input" in collect.stderr

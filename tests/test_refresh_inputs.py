@@ -38,3 +38,25 @@ def test_refresh_reads_a_decimal_comma_typed_as_text(generated, tmp_path):
     with open_xlsx(tmp_path / "new.xlsx") as content:
         sheet, coords = parse_reference(content.defined_names["in_opex_per_gpu_hour"])
         assert content.cells(sheet).values[coords[0]] == 0.15   # it wrote 150
+
+
+def test_refresh_reads_the_standard_input_and_writes_the_standard_output(generated, tmp_path):
+    """``refresh - -o -`` writes the workbook ``refresh FILE -o NEW`` writes, byte for byte, and
+    says what it wrote on the standard error; without -o it asks where to write."""
+    import os
+
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000"}
+    source = copy(generated["Alpha"], tmp_path)
+    named = command.process("refresh", source, "-o", tmp_path / "new.xlsx", "--draws", "50",
+                            cwd=tmp_path, env=env)
+    assert named.returncode == 0, named.stderr
+    piped = command.process("refresh", "-", "-o", "-", "--draws", "50", cwd=tmp_path, env=env,
+                            input=source.read_bytes(), text=False)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == (tmp_path / "new.xlsx").read_bytes()
+    told = piped.stderr.decode()
+    assert told.startswith("wrote the standard output: Alpha, the Risk sheet computed with 50 "
+                           "draws for the inputs of the workbook from standard input")
+    asked = command.run("refresh", "-", cwd=tmp_path, input="")
+    assert asked.returncode == 2 and "give where the new one goes: -o NEW.xlsx" in asked.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([source.name, "new.xlsx"])

@@ -37,14 +37,18 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: needs at least 1 process")
+    if is_stdio(args.sites) and is_stdio(args.cohorts):
+        raise UsageError("SITES - and --cohorts -: the standard input holds one file; give the "
+                         "sites or the cohorts as a file name")
     stream = None if args.quiet else sys.stderr
     try:
-        with stop_on_signals(), read_stdin_as_file(args.sites, "SITES") as sites_path:
+        with stop_on_signals(), read_stdin_as_file(args.sites, "SITES") as sites_path, \
+                read_stdin_as_file(args.cohorts, "--cohorts") as cohorts_path:
             report = run_batch(
                 sites_path, args.outdir, sheet=args.sheet, skip_invalid=args.skip_invalid,
                 force=args.force, jobs=args.jobs, summary_csv=args.summary_csv,
                 progress=lambda n: Progress(n, stream), header_row=args.header_row,
-                cohorts=args.cohorts, risk_draws=args.risk_draws, solve=args.solve)
+                cohorts=cohorts_path, risk_draws=args.risk_draws, solve=args.solve)
     except TargetsExist as exc:
         raise UsageError(str(exc)) from None
     except OutputClash as exc:
@@ -54,7 +58,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     except InputError as exc:
         count = len(exc.problems)
         files = ("the sites from standard input" if is_stdio(args.sites) else visible(args.sites)
-                 ) + (f" and {visible(args.cohorts)}" if args.cohorts else "")
+                 ) + (" and the cohorts from standard input" if is_stdio(args.cohorts) else
+                      f" and {visible(args.cohorts)}" if args.cohorts else "")
         lines = [f"{count} problem{'s' if count != 1 else ''} in {files}, so "
                  "nothing was written:"] + [f"  - {visible(p)}" for p in exc.problems]
         raise UsageError("\n".join(lines)) from None
@@ -128,7 +133,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cohorts", metavar="FILE",
                    help="the sites' further cohorts (.csv or .xlsx: a site_name column, then "
                         "cohort, online_month, gpus and any cohort column; see `tokenfactory-xl "
-                        "inputs`); default: the sites workbook's sheet named cohorts, if any")
+                        "inputs`; - for the standard input); default: the sites workbook's sheet "
+                        "named cohorts, if any")
     p.add_argument("--solve", type=_solve_inputs, default=(), metavar="INPUT,…",
                    help="what must be true: for each of these numeric inputs (comma-separated, "
                         "e.g. tef_target,price_factor) the value at which the site's live NPV "

@@ -49,7 +49,7 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
         "--cohorts", metavar="FILE",
         help="the site's further cohorts (.csv or .xlsx: cohort, online_month, gpus and any "
              "cohort column, one row per cohort; with a site_name column, the rows of this "
-             "site). `tokenfactory-xl inputs` lists the columns.")
+             "site; - for the standard input). `tokenfactory-xl inputs` lists the columns.")
 
 
 def _scenario(text: str) -> str:
@@ -94,7 +94,8 @@ def _cohorts_of_site(path: str, values: dict[str, object], problems: list[Proble
     where each row was read. With a site_name column, the rows naming the site are taken."""
     from ..sites.cohorts import load_cohorts
 
-    table = load_cohorts(path, need_site_name=False)
+    with read_stdin_as_file(path, "--cohorts") as readable:
+        table = load_cohorts(readable, need_site_name=False)
     for note in table.notes:
         print(f"tokenfactory-xl: note: {note}", file=sys.stderr)
     problems += table.problems
@@ -325,7 +326,7 @@ def write_output(path: str | os.PathLike, data: bytes, what: str) -> None:
 
 
 @contextlib.contextmanager
-def read_stdin_as_file(path: str, option: str) -> Iterator[str]:
+def read_stdin_as_file(path: str | None, option: str) -> Iterator[str | None]:
     """``path`` itself, or, when it is ``-``, a temporary file holding the standard input
     (``standard-input.xlsx`` when the bytes are a zip, else ``standard-input.csv``), removed
     after the block. Reading stdin once and keeping it lets a command read its file twice and

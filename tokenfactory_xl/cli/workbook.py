@@ -13,6 +13,7 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -147,36 +148,54 @@ _NOT_CARRIED = frozenset({"formula_edited", "formula_replaced", "formula_deleted
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    """Recompute a filled-in workbook's Risk sheet: a new workbook made from its inputs."""
+    """Recompute a filled-in workbook's Risk sheet: a new workbook made from its inputs. The
+    workbook may come from the standard input and go to the standard output (``-``); what the
+    command says then goes to the standard error."""
+    from ..core.errors import UsageError
+    from .common import is_stdio, read_stdin_as_file
+
+    if is_stdio(args.workbook) and not args.output:
+        raise UsageError("refresh -: the workbook comes from the standard input, so give where "
+                         "the new one goes: -o NEW.xlsx (or -o - for the standard output)")
+    with read_stdin_as_file(args.workbook, "WORKBOOK") as readable:
+        shown = "the workbook from standard input" if is_stdio(args.workbook) else None
+        return _refresh(args, Path(readable), shown)
+
+
+def _refresh(args: argparse.Namespace, source: Path, shown: str | None) -> int:
+    """``refresh`` of the workbook ``source`` (``shown``: how to name it when it is not a file
+    the user named)."""
     from ..core.errors import UsageError
     from ..files.disk import regular_file_problem
     from ..portfolio.batch import shared_factory
     from ..portfolio.collect import collect
     from ..sites.load import visible
+    from .common import is_stdio, write_output
 
-    source = Path(args.workbook)
     problem = regular_file_problem(source)
     if problem is not None:
         raise UsageError(visible(str(problem)))
+    name = shown or visible(source)
+    to_stdout = is_stdio(args.output)
     target = Path(args.output) if args.output else source.with_name(
         f"{source.stem}-refreshed.xlsx")
-    in_place = target.resolve() == source.resolve()
-    if target.suffix.lower() != ".xlsx":
+    in_place = not to_stdout and shown is None and target.resolve() == source.resolve()
+    if not to_stdout and target.suffix.lower() != ".xlsx":
         raise UsageError(f"{visible(target)}: the workbook must be an .xlsx file")
-    if target.exists() and not args.force:
+    if not to_stdout and target.exists() and not args.force:
         what = "it is the workbook read" if in_place else "it exists"
         raise UsageError(f"{visible(target)}: {what}; add --force to replace it (or -o NEW.xlsx)")
     (audit,) = collect([source])
     if not audit.included:
-        lines = [f"{visible(source)}: its inputs cannot be read, so nothing was written:"]
-        lines += [f"  - {f.where}: {visible(f.message)}" for f in audit.findings
-                  if f.severity == "error"]
+        lines = [f"{name}: its inputs cannot be read, so nothing was written:"]
+        lines += [f"  - {f.where + ': ' if f.where else ''}{visible(f.message)}"
+                  for f in audit.findings if f.severity == "error"]
         raise UsageError("\n".join(lines))
     empty = [f for f in audit.findings if f.code == "input_empty"]
     if empty:
         # The new workbook types every input: a default the model used for an empty cell would
         # appear there as if someone had typed it.
-        lines = [f"{visible(source)}: {len(empty)} input cell{'s are' if len(empty) > 1 else ' is'}"
+        lines = [f"{name}: {len(empty)} input cell{'s are' if len(empty) > 1 else ' is'}"
                  " empty, and the new workbook would type the default there as if it had been "
                  "typed, so nothing was written:"]
         lines += [f"  - {f.where}: {visible(f.message)}" for f in empty]
@@ -185,20 +204,22 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         raise UsageError("\n".join(lines))
     lost = [f for f in audit.findings if f.code in _NOT_CARRIED]
     if lost and in_place:
-        raise UsageError(f"{visible(source)}: {len(lost)} change(s) to the template's formulas "
+        raise UsageError(f"{name}: {len(lost)} change(s) to the template's formulas "
                         "or sheets would be lost in place; write a new file with -o NEW.xlsx")
     data, summary = shared_factory().make(audit.inputs, args.draws, must_be_true=True)
     data, tracked = _keep_actuals(source, data, str(audit.inputs["currency"]))
-    write_atomically(target, data)
+    write_output(target, data, "the workbook")
+    told = sys.stderr if to_stdout else sys.stdout  # the standard output holds the workbook
     if tracked:
         print(f"kept the {tracked} row{'s' if tracked != 1 else ''} of the Actuals sheet "
-              "(plan against actual) as they were")
+              "(plan against actual) as they were", file=told)
     for f in lost:
-        print(f"tokenfactory-xl: note: not carried over from {visible(source)}: {f.where}: "
-              f"{visible(f.message)}")
-    print(f"wrote {visible(target)}: {visible(audit.inputs['site_name'])}, the Risk sheet "
-          f"computed with {args.draws:,} draws for the inputs of {visible(source.name)} (NPV "
-          f"P50 {summary['npv_p50']:,.0f})")
+        print(f"tokenfactory-xl: note: not carried over from {name}: {f.where}: "
+              f"{visible(f.message)}", file=told)
+    print(f"wrote {'the standard output' if to_stdout else visible(target)}: "
+          f"{visible(audit.inputs['site_name'])}, the Risk sheet computed with {args.draws:,} "
+          f"draws for the inputs of {shown or visible(source.name)} (NPV P50 "
+          f"{summary['npv_p50']:,.0f})", file=told)
     return 0
 
 
@@ -262,9 +283,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  tokenfactory-xl refresh TFOM.xlsx\n"
                "  tokenfactory-xl refresh TFOM.xlsx -o TFOM.xlsx --force --draws 2000",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    f.add_argument("workbook", help="the filled-in TFOM workbook (.xlsx)")
+    f.add_argument("workbook", help="the filled-in TFOM workbook (.xlsx; - for the standard "
+                                    "input, with -o)")
     f.add_argument("-o", "--output", metavar="FILE.xlsx",
-                   help="the workbook to write (default: NAME-refreshed.xlsx beside it)")
+                   help="the workbook to write (default: NAME-refreshed.xlsx beside it; - for "
+                        "the standard output: … -o - > FILE.xlsx)")
     f.add_argument("--draws", type=positive_int, default=DEFAULT_DRAWS, metavar="N",
                    help=f"Monte Carlo draws (default {DEFAULT_DRAWS:,})")
     f.add_argument("--force", action="store_true", help="replace an existing file")

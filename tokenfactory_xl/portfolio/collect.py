@@ -79,6 +79,10 @@ def find_workbooks(paths: Iterable[str | Path], exclude: Iterable[Path] = ()) ->
                     found.append(child)
         elif path.exists() or path.is_symlink():
             found.append(path)
+        elif item == "-":
+            raise UsageError("-: collect reads workbooks from files and folders, not from the "
+                             "standard input (it names each by its file); save the workbook as "
+                             "a file and collect that, or give ./- for a file named -")
         else:
             raise UsageError(f"{path}: no such file or folder")
     unique = list(dict.fromkeys(found))
