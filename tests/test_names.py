@@ -113,3 +113,52 @@ def test_collect_refuses_a_site_name_with_an_invisible_character(generated, tmp_
     assert not audit.included
     assert any("U+200B (a zero-width space) at character 4" in f.message
                for f in audit.findings)
+
+
+LATIN, CYRILLIC_A, GREEK_ALPHA = "Frankfurt", "Fr\u0430nkfurt", "\u0391thens"
+
+
+def test_names_that_look_alike_in_other_alphabets_are_one_look_and_their_letters_named():
+    assert names.key(LATIN) != names.key(CYRILLIC_A)
+    assert names.look(LATIN) == names.look(CYRILLIC_A) == names.look("FR\u0410NKFURT")
+    assert names.look("\uff26\uff52\uff41\uff4e\uff4b\uff46\uff55\uff52\uff54") == "frankfurt"
+    assert names.look(GREEK_ALPHA) == names.look("Athens")
+    assert names.look_alikes(CYRILLIC_A) == "\u0430 (CYRILLIC SMALL LETTER A) at character 3"
+    assert names.look_alikes(LATIN) == names.look_alikes("Z\u00fcrich") == ""
+    assert names.look("\u041c\u043e\u0441\u043a\u0432\u0430") != names.look("Frankfurt")
+
+
+def test_batch_refuses_a_site_that_only_looks_like_another_naming_the_letter(tmp_path):
+    moscow = "\u041c\u043e\u0441\u043a\u0432\u0430"  # wholly Cyrillic: a name like any other
+    sites_csv(tmp_path, [LATIN, CYRILLIC_A, GREEK_ALPHA, "Athens", moscow])
+    proc = command.run("batch", "sites.csv", "-o", "out", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "tokenfactory-xl: 2 problems in sites.csv, so nothing was written:")
+    assert (f"row 3: site_name={CYRILLIC_A}: looks the same as row 2's site name ('Frankfurt') "
+            "but is another name: it holds \u0430 (CYRILLIC SMALL LETTER A) at character 3; "
+            "type both names in the plain letters of one alphabet") in proc.stderr
+    assert ("row 5: site_name=Athens: looks the same as row 4's site name ('\u0391thens') but "
+            "is another name: row 4's holds \u0391 (GREEK CAPITAL LETTER ALPHA) at character 1"
+            ) in proc.stderr
+    assert moscow not in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_collect_pairs_workbooks_whose_site_names_only_look_alike(generated, tmp_path):
+    inbox = tmp_path / "inbox"
+    first = edit_with_openpyxl(copy(generated["Alpha"], inbox, "a1.xlsx"),
+                               lambda wb: set_input(wb, "site_name", LATIN))
+    second = edit_with_openpyxl(copy(generated["Beta"], inbox, "a2.xlsx"),
+                                lambda wb: set_input(wb, "site_name", CYRILLIC_A))
+    (dup,) = duplicates([audit_workbook(first), audit_workbook(second)])
+    assert (dup.first.path, dup.second.path) == (first, second)
+    assert dup.reason == (f"a site name looking the same ({CYRILLIC_A!r} holds \u0430 "
+                          "(CYRILLIC SMALL LETTER A) at character 3)")
+
+
+def test_an_unknown_input_name_with_a_look_alike_letter_says_which():
+    with pytest.raises(InputError) as caught:
+        make_inputs({"\u0430vailability": 0.99})
+    (problem,) = caught.value.problems
+    assert problem.fix == ("did you mean availability? (it holds \u0430 (CYRILLIC SMALL LETTER "
+                           "A), which no name holds: retype it in plain letters)")

@@ -2411,6 +2411,10 @@ must look like what it is:
   ``invoice`` + U+202E + ``xslx.exe`` show as another name) and the invisible characters (a
   zero-width space, a soft hyphen, a byte-order mark) are refused in a name, naming each one
   (:func:`hidden`), and shown escaped (``\\u200b``) wherever a name is echoed (:func:`shown`).
+- **No look-alikes.** A Cyrillic ``а`` or a Greek ``Α`` looks like the Latin letter: two names
+  that differ only in such letters (or in full-width letters) look the same and are two sites
+  to the eye of no one, so they are compared by :func:`look`, and the letters are named
+  (:func:`look_alikes`). A name written wholly in Cyrillic or Greek is a name like any other.
 """
 
 from __future__ import annotations
@@ -2493,6 +2497,40 @@ def shown(text: object) -> str:
     difference."""
     return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
                       else f"\\U{ord(m.group()):08x}", str(text))
+
+
+#: Letters of other alphabets that look like a Latin letter (lower case, as :func:`key` folds
+#: them; an upper-case look-alike maps through its lower-case form: ``В`` → ``в`` → ``b``).
+LOOK_ALIKES = str.maketrans({
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "і": "i", "ј": "j", "к": "k", "м": "m", "н": "h", "о": "o",
+    "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "һ": "h", "ԁ": "d", "ԛ": "q",
+    "ԝ": "w", "ү": "y",
+    # Greek
+    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m", "ν": "n",
+    "ο": "o", "ρ": "p", "τ": "t", "υ": "y", "χ": "x", "ϲ": "c",
+})
+
+
+def look(text: object) -> str:
+    """How a name looks: its :func:`key` with full-width and compatibility letters folded (NFKC)
+    and the letters of :data:`LOOK_ALIKES` read as the Latin letters they look like. Two names
+    of one look but different keys are two names a reader cannot tell apart."""
+    return unicodedata.normalize("NFKC", key(text)).translate(LOOK_ALIKES)
+
+
+def look_alikes(text: str) -> str:
+    """The letters of ``text`` that look like another alphabet's, named (``"а (CYRILLIC SMALL
+    LETTER A) at character 5"``), at most three; ``""`` when it has none."""
+    found = []
+    for at, char in enumerate(text, start=1):
+        folded = unicodedata.normalize("NFKC", char).casefold()
+        if folded != char.casefold() or folded.translate(LOOK_ALIKES) != folded:
+            found.append(f"{char} ({unicodedata.name(char, f'U+{ord(char):04X}')}) at "
+                         f"character {at}")
+        if len(found) == 3:
+            break
+    return ", ".join(found)
 ''',
     'tokenfactory_xl.core.number_text': r'''"""Numbers a person typed as text, read the one way they can mean, or refused saying why.
 
@@ -2957,6 +2995,26 @@ def closest_name(word: str, names: Sequence[str] | None = None) -> str:
     known = [i.name for i in INPUTS] if names is None else list(names)
     close = difflib.get_close_matches(base.lower(), known, n=1, cutoff=0.6)
     return close[0] if close else ""
+
+
+#: What ``name_fix`` says when no name is close to the word: where the names are listed.
+LISTED = "`tokenfactory-xl inputs` lists the names"
+
+
+def name_fix(word: str, names: Sequence[str] | None = None, otherwise: str = LISTED) -> str:
+    """The fix for a name that is not known: the name meant when one is close
+    (:func:`closest_name`), else ``otherwise``; and, when the word holds letters the names never
+    do (the names are plain ASCII), each of them named: a Cyrillic ``а`` looks like ``a`` but is
+    another letter, which no reader of the message could otherwise see."""
+    import unicodedata
+
+    hint = closest_name(word, names)
+    fix = f"did you mean {hint}?" if hint else otherwise
+    odd = [c for c in dict.fromkeys(word.split(".", 1)[0]) if ord(c) > 127]
+    if odd:
+        shown = ", ".join(f"{c} ({unicodedata.name(c, f'U+{ord(c):04X}')})" for c in odd)
+        fix += (f" (it holds {shown}, which no name holds: retype it in plain letters)")
+    return fix
 
 
 _S, _F, _C, _L, _M, _P, _X = (

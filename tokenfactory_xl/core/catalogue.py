@@ -292,6 +292,26 @@ def closest_name(word: str, names: Sequence[str] | None = None) -> str:
     return close[0] if close else ""
 
 
+#: What ``name_fix`` says when no name is close to the word: where the names are listed.
+LISTED = "`tokenfactory-xl inputs` lists the names"
+
+
+def name_fix(word: str, names: Sequence[str] | None = None, otherwise: str = LISTED) -> str:
+    """The fix for a name that is not known: the name meant when one is close
+    (:func:`closest_name`), else ``otherwise``; and, when the word holds letters the names never
+    do (the names are plain ASCII), each of them named: a Cyrillic ``а`` looks like ``a`` but is
+    another letter, which no reader of the message could otherwise see."""
+    import unicodedata
+
+    hint = closest_name(word, names)
+    fix = f"did you mean {hint}?" if hint else otherwise
+    odd = [c for c in dict.fromkeys(word.split(".", 1)[0]) if ord(c) > 127]
+    if odd:
+        shown = ", ".join(f"{c} ({unicodedata.name(c, f'U+{ord(c):04X}')})" for c in odd)
+        fix += (f" (it holds {shown}, which no name holds: retype it in plain letters)")
+    return fix
+
+
 _S, _F, _C, _L, _M, _P, _X = (
     "Site",
     "Fleet and costs",

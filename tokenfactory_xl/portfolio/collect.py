@@ -260,7 +260,7 @@ class Duplicate:
 
     first: WorkbookAudit
     second: WorkbookAudit
-    reason: str  # "the same content" or "the same site name 'Frankfurt'"
+    reason: str  # "the same content", "the same site name 'Frankfurt'", "a site name looking…"
 
 
 def _content_hash(path: Path) -> str | None:
@@ -288,25 +288,33 @@ def duplicates(audits: Sequence[WorkbookAudit]) -> list[Duplicate]:
     """Pairs of workbooks in the portfolio with the same content, or the same site name.
 
     Names are compared by :func:`tokenfactory_xl.core.names.key` (composed, without regard to case,
-    surrounding spaces and hidden characters); each later workbook is
+    surrounding spaces and hidden characters), then by how they look
+    (:func:`tokenfactory_xl.core.names.look`: a Cyrillic ``а`` is an ``a``); each later workbook is
     paired with the first one it repeats.
     """
     by_hash: dict[str, WorkbookAudit] = {}
     by_name: dict[str, WorkbookAudit] = {}
+    by_look: dict[str, WorkbookAudit] = {}
     found: list[Duplicate] = []
     for audit in audits:
         if not audit.included:
             continue
         digest = _content_hash(audit.path)
         name = _site(audit)
-        key = names.key(name)
+        key, look = names.key(name), names.look(name)
         if digest is not None and digest in by_hash:
             found.append(Duplicate(by_hash[digest], audit, "the same content"))
         elif key in by_name:
             found.append(Duplicate(by_name[key], audit, f"the same site name {name!r}"))
+        elif look in by_look:
+            first = by_look[look]
+            here, there = names.look_alikes(name), names.look_alikes(_site(first))
+            found.append(Duplicate(first, audit, "a site name looking the same (" + (
+                f"{name!r} holds {here}" if here else f"{_site(first)!r} holds {there}") + ")"))
         if digest is not None:
             by_hash.setdefault(digest, audit)
         by_name.setdefault(key, audit)
+        by_look.setdefault(look, audit)
     return found
 
 

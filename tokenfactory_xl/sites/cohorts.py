@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import names
-from ..core.catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name
+from ..core.catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name, name_fix
 from ..core.errors import Problem
 from .table import (
     HEADER_SEARCH_ROWS,
@@ -118,9 +118,8 @@ def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
                                         "header row, or delete the column", where))
             continue
         if column not in _COHORT_COLUMNS:
-            hint = closest_name(column, tuple(_COHORT_COLUMNS))
-            fix = (f"did you mean {hint}?" if hint else
-                   "the cohort columns are " + ", ".join(_COHORT_COLUMNS))
+            fix = name_fix(column, tuple(_COHORT_COLUMNS),
+                           "the cohort columns are " + ", ".join(_COHORT_COLUMNS))
             problems.append(Problem(f"column {letter}", header[index], "is not a cohort column",
                                     fix, where))
             continue

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import names
-from ..core.catalogue import BY_NAME, closest_name
+from ..core.catalogue import BY_NAME, name_fix
 from ..core.errors import InputError, Problem
 from ..tfom.inputs import FrozenMapping, SiteInputs, make_inputs, split_key
 from .cohorts import CohortsTable, _site_cohorts, _unmatched_cohorts, load_cohorts
@@ -338,10 +338,7 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
                                     getattr(exc, "fix", ""), where))
             continue
         if name not in BY_NAME:
-            hint = closest_name(name)
-            fix = (f"did you mean {hint}?" if hint
-                   else "`tokenfactory-xl inputs` lists the names")
-            problems.append(Problem(here, column, "is not a known input", fix, where))
+            problems.append(Problem(here, column, "is not a known input", name_fix(name), where))
             continue
         canonical = name if scenario is None else f"{name}.{scenario}"
         if canonical in seen:
@@ -414,13 +411,14 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
     """
     first_by_name: dict[str, SiteRow] = {}
     first_by_stem: dict[str, SiteRow] = {}
+    first_by_look: dict[str, SiteRow] = {}
     out: list[SiteRow] = []
     for row in rows:
         name, stem = row.site_name, row.file_stem
         if not name:
             out.append(row)
             continue
-        key_name, key_stem = names.key(name), names.key(stem)
+        key_name, key_stem, look = names.key(name), names.key(stem), names.look(name)
         problem = None
         if key_name in first_by_name:
             earlier = first_by_name[key_name]
@@ -428,6 +426,15 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
                               f"({earlier.site_name!r}; names are compared ignoring case, hidden "
                               "characters and how accents are encoded)",
                               "give every site its own name", f"row {row.row}")
+        elif look in first_by_look:
+            earlier = first_by_look[look]
+            here = names.look_alikes(name)
+            holds = (f"it holds {here}" if here else f"row {earlier.row}'s holds "
+                     f"{names.look_alikes(earlier.site_name)}")
+            problem = Problem("site_name", name, f"looks the same as row {earlier.row}'s site "
+                              f"name ({earlier.site_name!r}) but is another name: {holds}",
+                              "type both names in the plain letters of one alphabet, or give "
+                              "every site a name that looks its own", f"row {row.row}")
         elif key_stem in first_by_stem:
             earlier = first_by_stem[key_stem]
             cut = len(names.normal(name).encode("utf-8")) > MAX_STEM_BYTES
@@ -443,6 +450,7 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
                               "punctuation or case", f"row {row.row}")
         first_by_name.setdefault(key_name, row)
         first_by_stem.setdefault(key_stem, row)
+        first_by_look.setdefault(look, row)
         if problem:
             row = SiteRow(row.row, row.values, None, row.problems + (problem,), row.file_stem)
         out.append(row)

@@ -34,8 +34,8 @@ from ..core.catalogue import (
     SCENARIO_NAMES,
     BadValue,
     CheckedNumber,
-    closest_name,
     fmt_number,
+    name_fix,
 )
 from ..core.errors import InputError, Problem
 from ..core.names import HIDDEN_IN_TEXT, hidden
@@ -346,9 +346,8 @@ def make_inputs(
             problems.append(Problem(str(key), value, "is computed by the model, not an input",
                                     f"it follows from {DERIVED_FROM[name]}", where))
         elif name not in BY_NAME:
-            hint = closest_name(name)
-            fix = f"did you mean {hint}?" if hint else "see `tokenfactory-xl inputs` for the names"
-            problems.append(Problem(str(key), value, "is not a known input", fix, where))
+            problems.append(Problem(str(key), value, "is not a known input", name_fix(name),
+                                    where))
         elif scenario == NOTE:
             try:
                 text = note_text(value)

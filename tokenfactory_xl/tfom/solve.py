@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.catalogue import BY_NAME, SCENARIO_NAMES, BadValue, closest_name, fmt_number
+from ..core.catalogue import BY_NAME, SCENARIO_NAMES, BadValue, fmt_number, name_fix
 from ..core.errors import InputError, Problem
 from .evaluation import LISTS, _formula_constants, formula_inputs
 from .inputs import SiteInputs, split_key
@@ -95,9 +95,8 @@ def parse_target(text: str) -> Target:
                                   "payback_months=36")])
     output = TARGET_ALIASES.get(name, name)
     if output not in OUTPUT_BY_NAME:
-        hint = closest_name(name, list(OUTPUT_BY_NAME) + list(TARGET_ALIASES))
-        fix = (f"did you mean {hint}? " if hint else "") + \
-            "the outputs are listed by `tokenfactory-xl summary` (last column)"
+        fix = name_fix(name, list(OUTPUT_BY_NAME) + list(TARGET_ALIASES),
+                       "the outputs are listed by `tokenfactory-xl summary` (last column)")
         raise InputError([Problem("--target", text, f"names {name!r}, which is not an output "
                                   "of the model", fix)])
     spec = OUTPUT_BY_NAME[output]
@@ -141,9 +140,7 @@ def solvable(text: str, inputs: SiteInputs) -> Solvable:
         raise InputError([Problem("--for", text, exc.message, exc.fix)]) from None
     spec = BY_NAME.get(name)
     if spec is None:
-        hint = closest_name(name)
-        fix = f"did you mean {hint}?" if hint else "see `tokenfactory-xl inputs` for the names"
-        raise InputError([Problem("--for", text, "is not a known input", fix)])
+        raise InputError([Problem("--for", text, "is not a known input", name_fix(name))])
     if spec.kind not in NUMERIC_KINDS:
         raise InputError([Problem("--for", text, f"is {spec.allowed}, not a number: a solve "
                                   "moves a numeric input", "choose a numeric input, e.g. "
