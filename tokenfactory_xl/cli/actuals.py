@@ -97,7 +97,7 @@ def _print(summary: dict[str, object]) -> None:
 
 
 def cmd_actuals(args: argparse.Namespace) -> int:
-    from ..cli.common import print_records_csv, table_format
+    from ..cli.common import print_records_csv, say, table_format, terminal_width
     from ..core.errors import UsageError
 
     table_format(args)  # --json and --csv: one of them
@@ -166,10 +166,11 @@ def cmd_actuals(args: argparse.Namespace) -> int:
         _print(summary)
     if written is not None:
         shown = ", ".join(f"{k}={cell_text(v)}" for k, v in written.items())
-        print(f"wrote {shown} into site {args.site!r} of {args.sites}")
+        width = terminal_width()
+        say(f"wrote {shown} into site {args.site!r} of {args.sites}", width, "  ")
         skipped = [n for n in MEASURED_INPUTS if n not in written]
         if skipped:
-            print(f"  not measured, left as they were: {', '.join(skipped)}")
+            say(f"  not measured, left as they were: {', '.join(skipped)}", width, "    ")
     return 0
 
 
