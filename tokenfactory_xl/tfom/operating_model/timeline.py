@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES
-from .formula import (
+from ...core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES
+from ..formula import (
     ABS,
     AND,
     AVERAGE,
