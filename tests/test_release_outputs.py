@@ -133,3 +133,23 @@ def test_members_added_removed_or_reordered_and_files_changed_are_named(release_
                      f"{name}: members in another order (member 1 is {members[1]}, was "
                      f"{members[0]})",
                      "summary.json: differs"]
+
+
+def test_accepting_the_outputs_writes_this_release_s_record_and_drops_the_old(
+        release_outputs, tmp_path, monkeypatch):
+    from tokenfactory_xl import __version__
+
+    data = tmp_path / "tests" / "data"
+    data.mkdir(parents=True)
+    (data / "release-3.0.0.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(regenerate, "ROOT", tmp_path)
+    monkeypatch.setattr(regenerate, "built_outputs", lambda folder: release_outputs)
+    written = regenerate.accept_outputs()
+    assert [p.name for p in data.iterdir()] == [f"release-{__version__}.json"]
+    assert regenerate.release_record_path() == written
+    record = json.loads(written.read_text(encoding="utf-8"))
+    assert record == regenerate.output_record(release_outputs)
+    assert record["source_date_epoch"] == 1_700_000_000
+    members = sum(len(f.get("members", ())) for f in record["files"].values())
+    lines = written.read_text(encoding="utf-8").splitlines()
+    assert sum(line.lstrip().startswith('{"name": ') for line in lines) == members > 100
