@@ -26,9 +26,10 @@ compares a build with the record; an intended change of the outputs is accepted 
     python tools/regenerate.py --accept-outputs   # record the outputs of this code anew
 
 The exact hashes hold on the platform the record names (numpy's version and the SIMD code it
-dispatches to, the machine, the C library): numpy's vectorised logarithms and powers give
-other last digits elsewhere (without AVX-512, say), and the searches of the IRR sheet carry them
-into the figures near a root. Elsewhere the test compares the texts with numbers masked.
+dispatches to, the machine, the C library): the same numpy with its AVX-512 code turned off
+(``NPY_DISABLE_CPU_FEATURES``) writes other last digits in 54 members of these files, and the
+IRR sheet's searches carry them into the NPVs near a root. Elsewhere the test compares the
+texts with numbers masked, which agree.
 """
 
 from __future__ import annotations
