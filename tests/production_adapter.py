@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tokenfactory_xl import make_inputs, run
+from tokenfactory_xl.core.catalogue import MAX_COHORTS
 from tokenfactory_xl.tfom import operating_model as om
 
 #: Reference name → production line (``{k}``: the scenario's key), one per monthly line.
@@ -79,7 +80,7 @@ def production_run(inputs: dict[str, Any], cohorts: list[dict[str, Any]] | None 
                                    + years[0] - 1]
     out["months"] = list(range(horizon + 1))
     # per cohort, from the fleet block's columns (cohorts with GPUs)
-    cohorts = [c for c in range(om.MAX_COHORTS) if float(values["c_gpus"][c]) > 0]
+    cohorts = [c for c in range(MAX_COHORTS) if float(values["c_gpus"][c]) > 0]
     months = range(horizon + 1)
     col = {name: [float(values[f"c_{name}"][c]) for c in cohorts] for name in (
         "gpus", "online", "dep_months", "capex", "dep_per_month")}

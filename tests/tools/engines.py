@@ -32,6 +32,7 @@ ENGINE_FIXTURES = frozenset({
     "batch_workbook", "classic", "node", "files", "pages", "ssconvert", "example_out",
     # whole workbooks, built or written by a command
     "book", "fresh", "written", "stored", "workbook", "site48", "noted_template",
+    "release_outputs",
 })
 
 #: Modules whose every test drives an engine or other processes.

@@ -103,7 +103,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 def _not_meaningful(summary: dict[str, float | None]) -> list[str]:
     """The outputs whose ``null`` in ``--json`` is a ratio without meaning ("n/m" in the table
     and the workbook), not a figure that does not exist ("none")."""
-    from ..tfom.operating_model import NM, OUTPUT_MISSING
+    from ..tfom.formula import NM
+    from ..tfom.operating_model import OUTPUT_MISSING
 
     return [name for name, missing in OUTPUT_MISSING.items()
             if missing == NM and summary.get(name) is None]

@@ -716,7 +716,7 @@ def audit_workbooks(paths: Sequence[str | Path], template: Template | None = Non
                     limits: Limits | None = None) -> list[WorkbookAudit]:
     """:func:`audit_workbook` of each file, in order, with the same findings; the sites whose
     inputs are valid are recomputed together
-    (:func:`~tokenfactory_xl.tfom.operating_model.run_many`), which takes a fraction of the time one
+    (:func:`~tokenfactory_xl.tfom.evaluation.run_many`), which takes a fraction of the time one
     model run per site does.
 
     A file whose audit fails unexpectedly raises only for itself: it is returned as an

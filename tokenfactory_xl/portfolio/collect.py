@@ -154,7 +154,7 @@ FILES_PER_WORKER = 8
 
 
 #: How many files a worker audits at a time: their sites are recomputed in one pass of the model
-#: (:func:`~tokenfactory_xl.operating_model.run_many`), and their cells are held until then.
+#: (:func:`~tokenfactory_xl.tfom.evaluation.run_many`), and their cells are held until then.
 FILES_PER_PASS = 16
 
 

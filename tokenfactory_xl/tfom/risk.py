@@ -133,7 +133,7 @@ def monthly_irr(cash_flows: np.ndarray, grid: np.ndarray) -> np.ndarray:
     the horizon), the root the model's own IRR search finds (methodology §4.3, §4.6): NaN where
     it has none.
 
-    The model's search, declared once in :mod:`~tokenfactory_xl.operating_model` for the
+    The model's search, declared once in :mod:`~tokenfactory_xl.tfom.operating_model.irr` for the
     workbook, takes the NPV at each rate of ``grid`` (its ``irr_rate`` line), the first sign
     change at or above 0 and the last below it, and steps into each bracket by Newton's method
     kept inside it (earlier versions halved it sixty times: the same root); the root is the
