@@ -160,7 +160,7 @@ def _chart_parts(stencil: Stencil, cells: dict[str, list[str]], workbook) -> Cha
     series' title, a column of labels) taken from the template once."""
     from openpyxl.utils.cell import coordinate_to_tuple
 
-    from ..workbook.front_sheets import timeline_cells
+    from ..workbook.calculation_sheets import timeline_cells
 
     filled = {sheet: set(coords) for sheet, coords in cells.items()}
     book = workbook.default_workbook()  # what the stencil's template was saved from

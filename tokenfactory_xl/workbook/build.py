@@ -35,23 +35,39 @@ from ..tfom import operating_model as om
 from ..tfom.inputs import SiteInputs, default_inputs
 from ..tfom.operating_model import MAX_MONTHS
 from . import actuals_sheet as workbook_actuals
-from . import front_sheets as fs
 from . import risk_sheet as workbook_risk
 from . import style as st
-from .front_sheets import (
-    COVER_FIRST,
+from .calculation_sheets import (
     FIRST_MONTH_COL,
-    KPI_ROWS,
     LAST_COL,
     MONTH0_COL,
     MONTH_COLS,
-    NOTE_COLUMN,
     TIMELINE_ROWS,
     YEAR_FIRST_COL,
     YEAR_UNIT_COL,
+    build_capacity_sheet,
+    build_statements_sheet,
+    build_timeline_sheet,
+    build_years_sheet,
     timeline_cells,
 )
+from .front_sheets import (
+    COVER_FIRST,
+    DOC_TIME,
+    KPI_ROWS,
+    build_checks_sheet,
+    build_cover_sheet,
+    build_dashboard_sheet,
+)
+from .inputs_sheet import NOTE_COLUMN, build_inputs_sheet
 from .layout import Plan, _Builder, _protect
+from .returns_sheets import (
+    add_sensitivity_tornado,
+    build_irr_sheet,
+    build_returns_sheet,
+    build_scenarios_sheet,
+    build_sensitivity_sheet,
+)
 
 __all__ = [
     "SHEETS", "IRR_SHEET", "UNPRINTED_SHEETS", "build_workbook", "plan", "default_workbook",
@@ -87,21 +103,21 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     wb.remove(wb.active)
     sheets = {name: wb.create_sheet(name) for name in SHEETS}
     b = _Builder(wb)
-    fs.build_inputs_sheet(b, sheets["Inputs"], inputs)
-    fs.build_capacity_sheet(b, sheets["Capacity"])
-    fs.build_timeline_sheet(b, sheets["Timeline"])
-    fs.build_years_sheet(b, sheets["Years"])
-    fs.build_statements_sheet(b, sheets["Statements"])
-    fs.build_returns_sheet(b, sheets["Returns"])
-    fs.build_scenarios_sheet(b, sheets["Scenarios"])
-    fs.build_irr_sheet(b, sheets[IRR_SHEET])
-    fs.build_sensitivity_sheet(b, sheets["Sensitivity"])
+    build_inputs_sheet(b, sheets["Inputs"], inputs)
+    build_capacity_sheet(b, sheets["Capacity"])
+    build_timeline_sheet(b, sheets["Timeline"])
+    build_years_sheet(b, sheets["Years"])
+    build_statements_sheet(b, sheets["Statements"])
+    build_returns_sheet(b, sheets["Returns"])
+    build_scenarios_sheet(b, sheets["Scenarios"])
+    build_irr_sheet(b, sheets[IRR_SHEET])
+    build_sensitivity_sheet(b, sheets["Sensitivity"])
     workbook_risk.build_risk_sheet(sheets["Risk"], inputs, figures, b.name)
-    fs.add_sensitivity_tornado(sheets["Sensitivity"], sheets["Risk"])
+    add_sensitivity_tornado(sheets["Sensitivity"], sheets["Risk"])
     workbook_actuals.build_actuals_sheet(sheets["Actuals"])
-    fs.build_checks_sheet(b, sheets["Checks"])
-    fs.build_cover_sheet(b, sheets["Cover"])
-    fs.build_dashboard_sheet(b, sheets["Dashboard"])
+    build_checks_sheet(b, sheets["Checks"])
+    build_cover_sheet(b, sheets["Cover"])
+    build_dashboard_sheet(b, sheets["Dashboard"])
     missing = [ln.name for ln in om.LINES if ln.name not in b.plan.lines]
     assert not missing, f"lines without a place in the workbook: {missing}"
     b.render()
@@ -169,8 +185,8 @@ def workbook_bytes(wb: Workbook) -> bytes:
     """The ``.xlsx`` file of ``wb``, deterministic: fixed document dates, creator, zip times."""
     wb.properties.creator = "tokenfactory_xl"
     wb.properties.lastModifiedBy = "tokenfactory_xl"
-    wb.properties.created = fs.DOC_TIME
-    wb.properties.modified = fs.DOC_TIME
+    wb.properties.created = DOC_TIME
+    wb.properties.modified = DOC_TIME
     wb.properties.title = "Token Factory Operating Model (TFOM)"
     raw = io.BytesIO()
     with zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
