@@ -40,14 +40,8 @@ from ..core import names
 from ..files.disk import Outputs, open_regular
 from ..files.safe_xlsx import Limits
 from ..sites.load import CONTROL_OR_BIDI, visible
-from .audit import (
-    SEVERITIES,
-    Finding,
-    Template,
-    WorkbookAudit,
-    audit_workbooks,
-    current_template,
-)
+from .audit import Template, audit_workbooks, current_template
+from .findings import SEVERITIES, Finding, WorkbookAudit
 from .workers import Workers, cores, passes
 
 #: Files a folder is searched for (any file named on the command line is read, whatever its name).
