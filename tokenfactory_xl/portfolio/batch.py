@@ -54,7 +54,7 @@ from ..tfom.operating_model import OUTPUT_NAMES
 from ..workbook.charts import ChartParts
 from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
 from .book import write_portfolio_to, write_summary_csv_to
-from .table import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary
+from .contents import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary
 from .workers import Workers, passes
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see

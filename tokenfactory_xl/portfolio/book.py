@@ -30,7 +30,7 @@ site's NPV from P10 to P90. Printed, the table is four A4 pages wide, each repea
 row and the site names; the summary one page wide.
 
 Which columns the table has, what each cell holds and how the totals are made is
-:mod:`tokenfactory_xl.portfolio.table`'s; this module lays them out. :func:`write_portfolio` and
+:mod:`tokenfactory_xl.portfolio.contents`'s; this module lays them out. :func:`write_portfolio` and
 :func:`write_summary_csv` are used by ``tokenfactory-xl batch`` and by ``collect``; both write
 atomically.
 """
@@ -53,7 +53,7 @@ from ..files.disk import write_atomically
 from ..tfom.inputs import NOTE
 from ..workbook.charts import with_caches
 from ..workbook.stencil import repack_to
-from .table import (
+from .contents import (
     APPLIES_WHEN,
     OUTPUT_COLUMNS,
     RISK_COLUMNS,
@@ -78,7 +78,7 @@ __all__ = [
     "PORTFOLIO_SHEET", "SUMMARY_SHEET", "TABLE_NAME", "CHART_SITES", "TABLE_PAGES_WIDE",
     "portfolio_bytes", "write_portfolio_to", "write_portfolio", "summary_csv_text",
     "write_summary_csv_to", "write_summary_csv", "shown_text",
-    # the table's columns, values and totals (defined in portfolio.table), read through this
+    # the table's columns, values and totals (defined in portfolio.contents), read through this
     # module by those who take it for the portfolio
     "APPLIES_WHEN", "OUTPUT_COLUMNS", "RISK_COLUMNS", "Entry", "applies", "columns", "headers",
     "site_summary", "totals", "value",
