@@ -32,13 +32,15 @@ ALL_COLS: tuple[str, ...] = (_col(MONTH0_COL),) + MONTH_COLS
 
 # -- Capacity (with the constants block) -----------------------------------------------------
 def build_capacity_sheet(b: _Builder, ws: Worksheet) -> None:
-    def quantity_row(line: Line, row: int) -> None:
-        """A quantity computed once: its label, value, unit and how it is computed."""
+    def quantity_row(line: Line, row: int) -> int:
+        """A quantity computed once on ``row``: its label, value, unit and how it is computed;
+        gives the next row."""
         ws.cell(row, 1, line.label)
         b.scalar(ws, f"B{row}", line)
         b.unit(ws, row, 3, line.unit)
         ws.cell(row, 4, line.note).font = st.NOTE_FONT
         b.plan.rows[line.name] = row
+        return row + 1
 
     st.title(ws, "Capacity", "From GPUs and tokens per second to TEF, SLA, TFI and the cost of a "
              "GPU-hour: everything the site computes once.")
@@ -75,8 +77,7 @@ def build_capacity_sheet(b: _Builder, ws: Worksheet) -> None:
             st.section(ws, row, item, 9)
             row += 1
             continue
-        quantity_row(item, row)
-        row += 1
+        row = quantity_row(item, row)
     row += 1
     st.section(ws, row, "The fleet: one column per cohort (inputs of cohort 1 from the site, "
                "cohorts 2–8 from the fleet block; empty columns have 0 GPUs)", 9)
@@ -93,8 +94,7 @@ def build_capacity_sheet(b: _Builder, ws: Worksheet) -> None:
         row += 1
     row += 1
     for line in om.FLEET_SCALARS:
-        quantity_row(line, row)
-        row += 1
+        row = quantity_row(line, row)
     row += 1
     st.section(ws, row, "Money units in the site's currency (in_currency; shown in every unit "
                "column)", 9)
