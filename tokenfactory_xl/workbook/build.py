@@ -177,6 +177,7 @@ def default_workbook_bytes() -> bytes:
     """:func:`default_workbook` as ``.xlsx`` bytes, saved once per process."""
     return workbook_bytes(default_workbook())
 
+
 #: The zip members' fixed times, so that the same inputs give the same bytes.
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)
 
