@@ -20,7 +20,7 @@ from ..tfom.operating_model import MAX_MONTHS
 from . import style as st
 from .layout import _Builder, _col, _split
 
-# -- the months' columns (Timeline, and the charts that read it) --------------------------
+# -- the months' columns (Timeline, and the charts that read it) ------------------------------
 MONTH0_COL = 4  # column D holds month 0 (the investment)
 FIRST_MONTH_COL = MONTH0_COL + 1
 LAST_COL = MONTH0_COL + MAX_MONTHS
