@@ -4,11 +4,12 @@ Before finance trusts a number from a site's workbook it wants to know whether s
 over a formula, edited one, used an old template, typed 95 where 95 % was meant, or edited the
 file outside Excel so that the figures it shows are not the ones its formulas give. This module
 compares a workbook read by :mod:`tokenfactory_xl.files.safe_xlsx` with the template that
-:func:`tokenfactory_xl.workbook.build.build_workbook` makes, reads its inputs by their ``in_``
-defined names, checks them with the input catalogue, recomputes the site with the Python model and
-compares the recomputation with the values the file stores.
+:func:`tokenfactory_xl.workbook.build.build_workbook` makes, reads its inputs back
+(:mod:`tokenfactory_xl.portfolio.workbook_inputs`: by their ``in_`` defined names, checked with
+the input catalogue), recomputes the site with the Python model and compares the recomputation
+with the values the file stores.
 
-Each finding has a severity:
+Each finding (:class:`~tokenfactory_xl.portfolio.findings.Finding`) has a severity:
 
 - ``error``: a figure of the workbook cannot be trusted, or the file cannot be used at all
   (unreadable, not a TFOM, a bad input, an input cell holding a formula, a name with control
@@ -28,28 +29,20 @@ import math
 import operator
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import compress, repeat
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from .. import __version__
-from ..core import names
-from ..core.catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES, fmt_number
-from ..core.errors import InputError
-from ..core.number_text import two_readings
 from ..files.safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_reference, open_xlsx
 from ..files.safe_xlsx import parse_reference as _parse_reference
-from ..sites.load import CONTROL_OR_BIDI
 from ..tfom.evaluation import Result, run_each
-from ..tfom.inputs import NOTE, NOTES_NAME, SiteInputs, make_inputs
 from .book import PORTFOLIO_SHEET
-
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+from .findings import Finding, WorkbookAudit, show_formula, show_value
+from .workbook_inputs import check_inputs, read_inputs
 
 VERSION_NAME = "tfom_version"
 
@@ -60,65 +53,6 @@ VALUE_ABS_TOL = 1e-6
 
 #: Stale stored values listed one by one before the rest are counted in a single finding.
 MAX_VALUE_FINDINGS = 20
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing found in a workbook.
-
-    Attributes
-    ----------
-    severity : ``error``, ``warning`` or ``info``.
-    code : a short stable key (``formula_edited``, ``input``, ``sheet_added`` …).
-    where : the cell (``Timeline!D14``), the sheet or the defined name; ``""`` for the file.
-    message : what is wrong, in plain words, with the fix where there is one.
-    expected, found : the template's formula or the recomputed value, and what the file has.
-    """
-
-    severity: Severity
-    code: str
-    where: str
-    message: str
-    expected: str = ""
-    found: str = ""
-
-
-@dataclass
-class WorkbookAudit:
-    """The audit of one file: its findings and, when its inputs are valid, the recomputation."""
-
-    path: Path
-    findings: list[Finding] = field(default_factory=list)
-    version: str | None = None
-    inputs: SiteInputs | None = None
-    result: Result | None = None
-    refused: bool = False
-    skipped: bool = False
-    site_name: str = ""
-
-    @property
-    def included(self) -> bool:
-        """Whether the workbook goes into the portfolio (read, and its inputs valid)."""
-        return self.result is not None
-
-    def count(self, severity: Severity) -> int:
-        return sum(f.severity == severity for f in self.findings)
-
-    @property
-    def status(self) -> str:
-        """``refused``, ``error``, ``warning``, ``info`` or ``ok``: the worst thing found."""
-        if self.refused:
-            return "refused"
-        if self.skipped:
-            return "skipped"
-        for severity in SEVERITIES:
-            if self.count(severity):
-                return severity
-        return "ok"
-
-    def add(self, severity: Severity, code: str, where: str, message: str,
-            expected: str = "", found: str = "") -> None:
-        self.findings.append(Finding(severity, code, where, message, expected, found))
 
 
 # -- the template ------------------------------------------------------------------------------
@@ -241,214 +175,6 @@ def _formula_words(text: str) -> str:
     return _LOGICAL_CALL.sub(r"\1", text) if "()" in text else text
 
 
-def _show_formula(text: str) -> str:
-    return "=" + text
-
-
-def show_value(value: object) -> str:
-    """A stored or recomputed value as the report prints it."""
-    if value is None:
-        return "(empty)"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"
-        return f"{value:,.10g}"
-    if isinstance(value, (int, dt.date)):
-        return fmt_number(value) if isinstance(value, int) else value.isoformat()
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-# -- reading the inputs -----------------------------------------------------------------------
-def _excel_date(value: object, date1904: bool) -> object:
-    """A date input stored as an Excel serial number → a date; anything else unchanged."""
-    if isinstance(value, float) and not isinstance(value, bool):
-        from openpyxl.utils.datetime import CALENDAR_MAC_1904, CALENDAR_WINDOWS_1900, from_excel
-
-        try:
-            day = from_excel(value, CALENDAR_MAC_1904 if date1904 else CALENDAR_WINDOWS_1900)
-        except (ValueError, OverflowError):
-            return value
-        return day.date() if isinstance(day, dt.datetime) and day.time() == dt.time(0) else day
-    return value
-
-
-def _read_inputs(content: XlsxContent, audit: WorkbookAudit) -> tuple[dict, dict, set]:
-    """Input values by name, cell address by input key, and the cells that hold inputs."""
-    values: dict[str, object] = {}
-    where: dict[str, str] = {}
-    input_cells: set[tuple[str, str]] = set()
-    missing = False
-    titles = {s.title for s in content.sheets}
-    for spec in INPUTS:
-        name = f"in_{spec.name}"
-        text = content.defined_names.get(name)
-        ref = _parse_reference(text) if text is not None else None
-        width = len(SCENARIO_NAMES) if spec.per_scenario else 1
-        if text is None:
-            missing = True  # reported with the other defined names
-            continue
-        if ref is None or ref[0] not in titles or len(ref[1]) != width:
-            audit.add("error", "name_broken", name,
-                      f"the defined name {name} refers to {text}, not to "
-                      f"{'a row of ' + str(width) + ' cells' if width > 1 else 'one cell'} of a "
-                      "sheet, so the input cannot be read",
-                      found=text)
-            missing = True
-            continue
-        sheet, coords = ref
-        cells = content.cells(sheet)
-        read = []
-        for index, coord in enumerate(coords):
-            key = f"{spec.name}.{SCENARIO_NAMES[index]}" if spec.per_scenario else spec.name
-            address = f"{sheet}!{coord}"
-            where[key] = address
-            input_cells.add((sheet, coord))
-            value = cells.values.get(coord)
-            formula = cells.formulas.get(coord)
-            if formula is not None:
-                # An input must be typed: a formula's stored value may be stale (a file edited
-                # outside Excel, or a link to another workbook), and the model cannot tell.
-                stored = ("no stored value" if value is None
-                          else f"a stored value of {show_value(value)} that may be stale")
-                audit.add("error", "input_formula", address,
-                          f"{key} holds the formula ={formula} ({stored}), not a typed value, "
-                          "so the workbook is left out; type the value itself",
-                          found=_show_formula(formula))
-                missing = True
-            elif (spec.kind in ("number", "integer", "fraction") and isinstance(value, str)
-                    and two_readings(value)):
-                thousands, decimal = two_readings(value)  # type: ignore[misc]
-                audit.add("error", "input", address,
-                          f"{key}={value!r} is a number typed as text that reads two ways: "
-                          f"{thousands} with a thousands separator, {decimal} with a decimal "
-                          "separator; type the number itself", found=repr(value))
-                missing = True
-            elif (spec.kind in ("text", "choice", "currency") and isinstance(value, str)
-                    and CONTROL_OR_BIDI.search(value)):
-                audit.add("error", "input", address,
-                          f"{key}={value!r} {names.problem(value)}; type it again on one line "
-                          "without them", found=repr(value))
-                missing = True
-            if value is None or (isinstance(value, str) and not value.strip()):
-                default = spec.default_for(SCENARIO_NAMES[index]) if spec.per_scenario \
-                    else spec.default
-                if formula is None and not spec.optional:  # a blank optional input is "none"
-                    audit.add("warning", "input_empty", address,
-                              f"{key} is empty, so the default {show_value(default)} is used")
-            if spec.kind == "date":
-                value = _excel_date(value, content.date1904)
-            read.append(value)
-        values[spec.name] = tuple(read) if spec.per_scenario else read[0]
-        if spec.name == "site_name" and read[0] is not None:
-            audit.site_name = str(read[0])  # shown even when the inputs are not valid
-    missing |= not _read_fleet(content, audit, values, where, input_cells)
-    if not missing:
-        _read_notes(content, values, where)
-    if missing:
-        return {}, where, input_cells
-    return values, where, input_cells
-
-
-def _read_fleet(content: XlsxContent, audit: WorkbookAudit, values: dict,
-                where: dict[str, str], input_cells: set[tuple[str, str]]) -> bool:
-    """The cohorts after the site's own GPUs, from the fleet block (``in_fleet_<column>``: one
-    row of cells per cohort column, one cell per cohort): a cohort is a column with any cell
-    filled. Sets ``values["cohorts"]`` and ``where[(cohort, column)]``; False when the block
-    cannot be read (reported)."""
-    rows: dict[str, tuple[str, list[str]]] = {}
-    for spec in COHORT_SPECS:
-        name = f"in_fleet_{spec.name}"
-        text = content.defined_names.get(name)
-        if text is None:
-            return False  # reported with the other defined names
-        ref = _parse_reference(text)
-        if ref is None or ref[0] not in {s.title for s in content.sheets} \
-                or len(ref[1]) != MAX_COHORTS - 1:
-            audit.add("error", "name_broken", name,
-                      f"the defined name {name} refers to {text}, not to the fleet block's row "
-                      f"of {MAX_COHORTS - 1} cells, so the cohorts cannot be read", found=text)
-            return False
-        rows[spec.name] = ref
-    cohorts: list[dict[str, object]] = []
-    labels: list[str] = []
-    ok = True
-    blank = ""  # the first cohort column left blank
-    for index in range(MAX_COHORTS - 1):
-        label = f"cohort {index + 2}"
-        row: dict[str, object] = {}
-        for spec in COHORT_SPECS:
-            sheet, coords = rows[spec.name]
-            coord = coords[index]
-            cells = content.cells(sheet)
-            input_cells.add((sheet, coord))
-            where[(label, spec.name)] = f"{sheet}!{coord}"
-            formula = cells.formulas.get(coord)
-            if formula is not None:
-                audit.add("error", "input_formula", f"{sheet}!{coord}",
-                          f"{label} {spec.name} holds the formula ={formula}, not a typed value, "
-                          "so the workbook is left out; type the value itself",
-                          found=_show_formula(formula))
-                ok = False
-                continue
-            value = cells.values.get(coord)
-            if value is not None and not (isinstance(value, str) and not value.strip()):
-                row[spec.name] = value
-        sheet, coords = rows["cohort"]
-        if not row:
-            blank = blank or f"{label} ({sheet}!{coords[index]} and the cells under it)"
-            continue
-        if blank:  # the model numbers cohorts in order: a gap would shift every later one
-            audit.add("error", "input", f"{sheet}!{coords[index]}",
-                      f"{label} is filled but {blank} is blank; fill the fleet block's cohort "
-                      "columns from the left, without gaps", found=str(row.get("cohort", "")))
-            ok = False
-        cohorts.append(row)
-        labels.append(label)
-    if cohorts:
-        values["cohorts"] = cohorts
-        where["(cohorts)"] = labels
-    return ok
-
-
-def _read_notes(content: XlsxContent, values: dict, where: dict) -> None:
-    """Each input's source note (methodology §10.7) into ``values`` as ``gpus.note``: the cell
-    of the notes column (the defined name :data:`~tokenfactory_xl.tfom.inputs.NOTES_NAME`) on the
-    row of the input's first cell. A workbook without the column (made before it) has none; a
-    formula typed there is reported with the other formulas, not read."""
-    text = content.defined_names.get(NOTES_NAME)
-    ref = _parse_reference(text) if text is not None else None
-    if ref is None or not ref[1]:
-        return
-    sheet, coords = ref
-    column = re.match(r"[A-Z]+", coords[0]).group()  # type: ignore[union-attr]
-    cells = content.cells(sheet)
-    for spec in INPUTS:
-        address = where.get(f"{spec.name}.{SCENARIO_NAMES[0]}" if spec.per_scenario else spec.name)
-        if address is None or not address.startswith(f"{sheet}!"):
-            continue
-        coord = column + re.sub(r"^[A-Z]+", "", address[len(sheet) + 1:])
-        value = cells.values.get(coord)
-        if value is not None and cells.formulas.get(coord) is None:
-            values[f"{spec.name}.{NOTE}"] = value
-            where[f"{spec.name}.{NOTE}"] = f"{sheet}!{coord}"
-
-
-def _check_inputs(values: dict, where: dict, audit: WorkbookAudit) -> None:
-    try:
-        audit.inputs = make_inputs(values, cohort_where=where.get("(cohorts)", ()))
-    except InputError as exc:
-        for p in exc.problems:
-            text = f"{p.name}={show_value(p.value)}: {p.message}"
-            if p.where:
-                text = f"{p.where} {text}"
-            if p.fix:
-                text += f"; {p.fix}"
-            address = where.get((p.where, p.name)) or where.get(
-                p.name, where.get(p.name + ".Base", ""))
-            audit.add("error", "input", address, text, found=show_value(p.value))
-
 
 # -- the parts of the audit ----------------------------------------------------------------------
 def _version_tuple(text: str) -> tuple[int, ...] | None:
@@ -540,18 +266,18 @@ def _check_formulas(content: XlsxContent, template: Template, audit: WorkbookAud
             about = template.about(title, coord)
             if found is None and coord not in sheet.values:
                 audit.add("error", "formula_deleted", where,
-                          f"formula deleted: the cell is empty{about}", _show_formula(expected),
+                          f"formula deleted: the cell is empty{about}", show_formula(expected),
                           "(empty)")
             elif found is None:
                 value = sheet.values[coord]
                 kind = "number" if isinstance(value, float) else "text" \
                     if isinstance(value, str) else "value"
                 audit.add("error", "formula_replaced", where,
-                          f"formula replaced by a typed {kind}{about}", _show_formula(expected),
+                          f"formula replaced by a typed {kind}{about}", show_formula(expected),
                           show_value(value))
             elif normalise_formula(found) != normalise_formula(expected):
                 audit.add("error", "formula_edited", where, f"formula edited{about}",
-                          _show_formula(expected), _show_formula(found))
+                          show_formula(expected), show_formula(found))
             else:
                 continue
             changed.add((title, coord))
@@ -559,7 +285,7 @@ def _check_formulas(content: XlsxContent, template: Template, audit: WorkbookAud
             if coord not in expected_cells and (title, coord) not in input_cells:
                 audit.add("warning", "formula_added", f"{title}!{coord}",
                           "formula added where the template has none", "",
-                          _show_formula(found))
+                          show_formula(found))
                 changed.add((title, coord))
     return changed
 
@@ -772,9 +498,9 @@ def _audit_formulas(path: str | Path, template: Template, limits: Limits | None,
         _check_version(content, template, audit)
         _check_sheets(content, template, audit)
         _check_names(content, template, audit)
-        values, where, input_cells = _read_inputs(content, audit)
+        values, where, input_cells = read_inputs(content, audit)
         if values:
-            _check_inputs(values, where, audit)
+            check_inputs(values, where, audit)
         return audit, content, _check_formulas(content, template, audit, input_cells)
     except RefusedFile as exc:
         _refused(audit, exc)
@@ -804,3 +530,4 @@ __all__ = [
     "current_template",
     "normalise_formula",
 ]
+

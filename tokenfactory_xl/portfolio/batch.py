@@ -53,14 +53,8 @@ from ..tfom.inputs import SiteInputs, default_inputs
 from ..tfom.operating_model import OUTPUT_NAMES
 from ..workbook.charts import ChartParts
 from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
-from .book import (
-    RISK_COLUMNS,
-    SCENARIO_COLUMNS,
-    SOLVE_SUFFIX,
-    site_summary,
-    write_portfolio_to,
-    write_summary_csv_to,
-)
+from .book import write_portfolio_to, write_summary_csv_to
+from .contents import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary
 from .workers import Workers, passes
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
@@ -160,9 +154,11 @@ def _chart_parts(stencil: Stencil, cells: dict[str, list[str]], workbook) -> Cha
     series' title, a column of labels) taken from the template once."""
     from openpyxl.utils.cell import coordinate_to_tuple
 
+    from ..workbook.calculation_sheets import timeline_cells
+
     filled = {sheet: set(coords) for sheet, coords in cells.items()}
     book = workbook.default_workbook()  # what the stencil's template was saved from
-    parts = ChartParts(stencil, {}, workbook.timeline_cells)
+    parts = ChartParts(stencil, {}, timeline_cells)
     static: dict[str, dict[str, object]] = {}
     for sheet, coords in parts.references():
         for coord in coords:

@@ -40,14 +40,8 @@ from ..core import names
 from ..files.disk import Outputs, open_regular
 from ..files.safe_xlsx import Limits
 from ..sites.load import CONTROL_OR_BIDI, visible
-from .audit import (
-    SEVERITIES,
-    Finding,
-    Template,
-    WorkbookAudit,
-    audit_workbooks,
-    current_template,
-)
+from .audit import Template, audit_workbooks, current_template
+from .findings import SEVERITIES, Finding, WorkbookAudit
 from .workers import Workers, cores, passes
 
 #: Files a folder is searched for (any file named on the command line is read, whatever its name).
@@ -191,8 +185,8 @@ def _flag_switched_scenarios(audits: Sequence[WorkbookAudit]) -> None:
     """Warn on each workbook whose live scenario is not the one most of the others have (the
     batch wrote them all with one; someone switched the Scenario cell before sending it back):
     the portfolio's live-scenario totals are then left blank, its per-scenario NPVs still add
-    up (:func:`tokenfactory_xl.portfolio.book.totals`)."""
-    from .book import live_scenarios
+    up (:func:`tokenfactory_xl.portfolio.contents.totals`)."""
+    from .contents import live_scenarios
 
     included = [a for a in audits if a.included]
     scenarios = live_scenarios([(a.inputs, a.result) for a in included])  # type: ignore[misc]
@@ -474,7 +468,7 @@ def _with_actuals(sites: Sequence[tuple[Path, object, object]]) -> list[tuple[ob
     site's latest actual TEF, its variance and month as well (blank for a site without)."""
     from ..tfom.evaluation import Result
     from ..workbook.actuals_sheet import latest_actual
-    from .book import ACTUAL_COLUMNS, site_summary
+    from .contents import ACTUAL_COLUMNS, site_summary
 
     latest = [latest_actual(path) for path, _, _ in sites]
     if not any(latest):

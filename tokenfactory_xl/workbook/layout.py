@@ -68,7 +68,7 @@ class Plan:
     inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
     echoes: list[tuple[str, str, str]] = field(default_factory=list)
     #: (sheet, coordinate, input name): each input's source note, in the Inputs sheet's notes
-    #: column (:data:`~tokenfactory_xl.workbook.build.NOTE_COLUMN`)
+    #: column (:data:`~tokenfactory_xl.workbook.inputs_sheet.NOTE_COLUMN`)
     notes: list[tuple[str, str, str]] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
     #: the Checks sheet's cell saying whether the Risk sheet's figures are current
@@ -306,6 +306,14 @@ class _Builder:
         """A cell that shows a line (by name) or an input (``in_<name>``) as it is."""
         self.plan.echoes.append((ws.title, coord, source))
         self._style(ws, coord, kind, font)
+
+    def unit(self, ws: Worksheet, row: int, col: int, unit: str) -> None:
+        """A unit cell: a money unit in the site's currency (``USD/Mtok``, a formula reading
+        in_currency through its line on Capacity, methodology §10.7), any other unit as text."""
+        if unit.startswith("money"):
+            self.echo(ws, f"{_col(col)}{row}", om.unit_name(unit), "text", font=st.NOTE_FONT)
+        else:
+            ws.cell(row, col, unit).font = st.NOTE_FONT
 
     def render(self) -> None:
         """Write every placed line's formulas and every echo (after all are placed)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Protection, Side
 from openpyxl.worksheet.properties import PageSetupProperties
 from openpyxl.worksheet.worksheet import Worksheet
@@ -128,6 +129,14 @@ def print_setup(ws: Worksheet, landscape: bool = True, fit_height: int = 0) -> N
     ws.page_margins.top = ws.page_margins.bottom = 0.5
     ws.oddFooter.center.text = "&A — page &P of &N"
     ws.oddFooter.center.size = 8
+
+
+def status_format(ws: Worksheet, ref: str) -> None:
+    """Colour the status cells ``ref``: green when one says OK, red when it says ERROR."""
+    ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"OK"'],
+                                                  fill=CHECK_OK_FILL, font=CHECK_OK_FONT))
+    ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=['"ERROR"'],
+                                                  fill=CHECK_BAD_FILL, font=CHECK_BAD_FONT))
 
 
 #: The cell a sheet that prints nothing gives as its print area: the third row under a sheet's

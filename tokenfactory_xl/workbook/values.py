@@ -19,7 +19,8 @@ from ..tfom.formula import Line
 from ..tfom.inputs import SiteInputs
 from ..tfom.runtime import from_serial
 from . import risk_sheet as workbook_risk
-from .build import IRR_SHEET, SHEETS, build_date, plan
+from .build import IRR_SHEET, SHEETS, plan
+from .front_sheets import build_date
 from .stencil import Stencil
 from .style import fleet_cell_value, input_cell_value
 
