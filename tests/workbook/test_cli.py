@@ -99,6 +99,12 @@ def test_render_draws_the_dashboard(soffice, tmp_path):
     unprinted = cli("render", "TFOM.xlsx", "-o", "t.png", "--sheet", "Timeline", cwd=tmp_path)
     assert unprinted.returncode == 2 and "prints no page" in unprinted.stderr
     assert "Dashboard" in unprinted.stderr and not (tmp_path / "t.png").exists()
+    # the Cover's page starts with the model's name, not the sheet's: it is found all the same
+    cover = cli("render", "TFOM.xlsx", "-o", "cover.png", "--sheet", "Cover", cwd=tmp_path)
+    assert cover.returncode == 0, cover.stderr
+    drawn = (tmp_path / "cover.png").read_bytes()
+    assert drawn[:8] == b"\x89PNG\r\n\x1a\n" and drawn not in (data, scenarios)
+    assert int.from_bytes(drawn[20:24], "big") > int.from_bytes(drawn[16:20], "big")  # upright
 
 
 def test_render_missing_workbook_is_a_message(tmp_path):

@@ -72,12 +72,13 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
     """Recalculate ``workbook`` in LibreOffice and write the first printed page of ``sheet``.
 
     LibreOffice exports every sheet to one PDF; a sheet's first page is the one that starts with
-    its title (the Dashboard's also carries "Master check"), found with ``pdftotext`` and turned
-    into ``png`` by ``pdftoppm``.
+    its title (the sheet's name; the Cover's is the model's name, and the Dashboard's page also
+    carries "Master check"), found with ``pdftotext`` and turned into ``png`` by ``pdftoppm``.
     """
     from ..core.errors import UsageError
     from ..engines.libreoffice import LibreOfficeMissing, convert
     from ..workbook.build import SHEETS, UNPRINTED_SHEETS
+    from ..workbook.front_sheets import COVER_TITLE
 
     if sheet not in SHEETS:
         raise UsageError(f"--sheet {sheet}: not a sheet of the TFOM workbook; the sheets are "
@@ -98,8 +99,9 @@ def render_sheet(workbook: str | os.PathLike, png: str | os.PathLike, sheet: str
         text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
                               text=True, check=True).stdout
         pages = text.split("\f")
+        title = COVER_TITLE if sheet == "Cover" else sheet  # what its first page starts with
         page = next((i + 1 for i, t in enumerate(pages)
-                     if t.lstrip().startswith(sheet)
+                     if t.lstrip().startswith(title)
                      and (sheet != "Dashboard" or DASHBOARD_MARKER in t)), None)
         if page is None:
             raise UsageError(f"{workbook}: no {sheet} page found in the PDF export")

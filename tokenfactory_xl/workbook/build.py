@@ -53,6 +53,7 @@ from .calculation_sheets import (
 )
 from .front_sheets import (
     COVER_FIRST,
+    COVER_TITLE,
     DOC_TIME,
     KPI_ROWS,
     build_checks_sheet,
@@ -188,7 +189,7 @@ def workbook_bytes(wb: Workbook) -> bytes:
     wb.properties.lastModifiedBy = "tokenfactory_xl"
     wb.properties.created = DOC_TIME
     wb.properties.modified = DOC_TIME
-    wb.properties.title = "Token Factory Operating Model (TFOM)"
+    wb.properties.title = COVER_TITLE
     raw = io.BytesIO()
     with zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         ExcelWriter(wb, archive).write_data()  # openpyxl's save() stamps the current time

@@ -90,10 +90,13 @@ COVER_HEADLINES: tuple[tuple[str, str, str, str, str], ...] = (
 )
 #: The Cover's row of its first headline (NPV).
 COVER_FIRST = 7
+#: The Cover's title, which is also the file's document title; every other sheet's page starts
+#: with the sheet's own name.
+COVER_TITLE = "Token Factory Operating Model (TFOM)"
 
 
 def build_cover_sheet(b: _Builder, ws: Worksheet) -> None:
-    st.title(ws, "Token Factory Operating Model (TFOM)")
+    st.title(ws, COVER_TITLE)
     ws["A2"] = ("From GPUs, tokens per second and time to first token to revenue, EBITDA, NPV "
                 "and IRR — for one site, month by month.")
     ws["A2"].font = st.SUBTITLE_FONT
