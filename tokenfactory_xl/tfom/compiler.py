@@ -32,7 +32,19 @@ from .formula import (
     Table,
     Text,
 )
-from .runtime import FUNCTIONS, _concat, _count, _is_row, _max, _min, _pow, _RowArray, _sum, _where
+from .runtime import (
+    FUNCTIONS,
+    _concat,
+    _count,
+    _is_row,
+    _max,
+    _min,
+    _pow,
+    _RowArray,
+    _sum,
+    _sumproduct_tree,
+    _where,
+)
 
 _PY_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "=": "==", "<>": "!=", "<": "<",
            "<=": "<=", ">": ">", ">=": ">="}
@@ -169,6 +181,20 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         # Python holds "n/m" as NaN, as it holds "none": COUNTIF(…, "none") counts both there,
         # where a spreadsheet counts the two texts apart
         return "0.0"
+    if e.name == "SUMPRODUCT" and len(e.args) == 1 and isinstance(e.args[0], Op) \
+            and e.args[0].op == "*":
+        # the product's factors given apart: many variants' rows are then summed column by
+        # column, the columns no factor holds at 0 alone (see runtime._sumproduct_tree)
+        factors: list[str] = []
+
+        def tree(x: Expr) -> int | tuple:
+            if isinstance(x, Op) and x.op == "*":
+                return (tree(x.args[0]), tree(x.args[1]))
+            factors.append(python(x, ctx))
+            return len(factors) - 1
+
+        shape = tree(e.args[0])
+        return f"_sumproduct_tree({shape!r}, {', '.join(factors)})"
     args = [python(a, ctx) for a in e.args]
     if e.name in _AGGREGATES:
         return f"_{e.name.lower()}({', '.join(args)})"
@@ -282,7 +308,7 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
-        "_take": _take, "_put": _put, "_pow": _pow,
+        "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
     compiled = namespace["model"]
