@@ -276,7 +276,8 @@ def _input_value(values: dict, name: str):
     return np.asarray(v, dtype=float)[..., None, None]
 
 
-def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = None
+def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = None,
+                  given: Sequence[Line] = ()
                   ) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
     """One Python function computing every line, in order, from inputs and constants.
 
@@ -288,10 +289,12 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
 
     The function takes ``(inputs, constants, lists)`` (inputs by catalogue name, per-scenario
     ones as tuples, dates as serial numbers) and returns line name → values. The source it was
-    built from is its ``__source__``.
+    built from is its ``__source__``. With ``given``, earlier lines that ``lines`` read but do
+    not compute: their values come in ``inputs["_lines"]`` (line name → values, as this
+    function returns them), e.g. computed once for many variants that do not move them.
     """
     def build() -> tuple[str, bytes, frozenset[str], frozenset[str]]:
-        source = _model_source(lines, share)
+        source = _model_source(lines, share, given)
         return (source, marshal.dumps(compile(source, "<tfom model>", "exec")),
                 inputs_of(lines), texts_per_site(lines))
 
@@ -323,10 +326,12 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
     return model
 
 
-def _model_source(lines: Sequence[Line], share: bool) -> str:
+def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()) -> str:
     """The Python source of :func:`compile_lines`'s function."""
-    tables = {ln.name: ln.table for ln in lines}
+    tables = {ln.name: ln.table for ln in (*given, *lines)}
     body = ["def model(inputs, K, L):", "    V = {'_inputs': inputs}"]
+    if given:
+        body.append("    V.update(inputs['_lines'])")
     done: set[str] = set()
     shared = _Shared(enabled=share)
     by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
@@ -350,7 +355,9 @@ def _model_source(lines: Sequence[Line], share: bool) -> str:
             if t.guard is not None:
                 code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
             if ln.skip_first:
-                code = f"_blank_first({code})"
+                # np.where's result is a new array: blanked where it stands, not copied first
+                code = f"_blank_first({code}, fresh=True)" if t.guard is not None \
+                    else f"_blank_first({code})"
         code = f"_fit({code}, {n})"
         body += shared.pending
         shared.pending.clear()
@@ -409,7 +416,14 @@ def _first(first, rest):
     return out
 
 
-def _blank_first(x):
+def _blank_first(x, fresh: bool = False):
+    """The first cell of a line blank (month 0 of a monthly line); with ``fresh``, ``x`` is a
+    new array no other line holds (``np.where``'s result) and, if of floats, is blanked in
+    place."""
+    if fresh and isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim >= 2 \
+            and x.flags.owndata and x.flags.writeable:
+        x[..., 0, :] = np.nan
+        return x
     out = np.array(np.asarray(x, dtype=float))
     out[..., 0, :] = np.nan
     return out

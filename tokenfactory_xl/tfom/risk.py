@@ -17,7 +17,6 @@ NPV is therefore exactly what ``tokenfactory-xl summary --set <driver>=<value>``
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ import numpy as np
 from ..core.catalogue import BY_NAME, COHORT_INHERITED, RISK_RANGES, Input
 from .evaluation import LISTS, _formula_constants, formula_inputs
 from .inputs import SiteInputs
-from .operating_model import CONSTANT_VALUES, IRR_STEPS, LINES, SCENARIOS
+from .operating_model import CONSTANT_VALUES, IRR_STEPS, SCENARIOS
 
 #: The tornado's drivers (methodology §10.6), in the spec's order; ties in swing keep it.
 TORNADO_DRIVERS: tuple[str, ...] = tuple(r.driver for r in RISK_RANGES)
@@ -48,18 +47,19 @@ RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "npv_mean",
 
 
 # -- many variants of one site, in one pass --------------------------------------------------------
-@functools.lru_cache(maxsize=6)
-def _model(key: str, irr: bool = True):
-    """The model compiled for the live scenario's NPV only, and (with ``irr``) the project cash
-    flow and the IRR grid's rates from which :func:`monthly_irr` finds the IRR: the model's own
-    search (the grid and its Newton steps, each a power over every month) would be most of a
-    variant's cost."""
-    from .compiler import compile_lines
-    from .formula import needed
+def _targets(key: str, irr: bool) -> tuple[str, ...]:
+    """The live scenario's NPV and (with ``irr``) the project cash flow and the IRR grid's rates
+    from which :func:`monthly_irr` finds the IRR: the model's own search (the grid and its
+    Newton steps, each a power over every month) would be most of a variant's cost."""
+    return (f"out_npv_{key}",) + ((f"cash_flow_{key}", f"irr_rate_project_{key}") if irr
+                                  else ())
 
-    wanted = [f"out_npv_{key}"] + ([f"cash_flow_{key}", f"irr_rate_project_{key}"] if irr
-                                   else [])
-    return compile_lines(needed(LINES, wanted))
+
+def _moved(names: Sequence[str]) -> frozenset[str]:
+    """The inputs that moving ``names`` moves: for :data:`ALL_COHORTS`, each cohort's own
+    value too."""
+    return frozenset(names) | {f"fleet_{name}" for name in names
+                               if name in ALL_COHORTS and name in COHORT_INHERITED}
 
 
 def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:
@@ -77,11 +77,13 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool 
     :data:`ALL_COHORTS` every cohort's own value scaled alike.
     """
     from .runtime import _RowArray
+    from .variants import variant_model
 
     index, key = _scenario_key(inputs)
-    model = _model(key, irr)
+    model = variant_model(_targets(key, irr), _moved(tuple(values)))
     constants = _formula_constants()
     base = formula_inputs(inputs)
+    fixed = model.site_values(base, constants, LISTS)  # what no variant moves, once
     count = len(next(iter(values.values()))) if values else 1
     npv, irrs = np.empty(count), np.full(count, np.nan)
     for start in range(0, count, CHUNK):
@@ -102,7 +104,7 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool 
                 # and its cohorts keep their own values
                 factor = v / site if site != 0 else np.ones_like(v)
                 given[f"fleet_{name}"] = (own[None, :] * factor[:, None]).view(_RowArray)
-        out = model(given, constants, LISTS)
+        out = model(given, fixed, constants, LISTS)
         npv[part] = np.broadcast_to(np.asarray(out[f"out_npv_{key}"], dtype=float),
                                     (part.stop - part.start,))
         if irr:

@@ -1,0 +1,77 @@
+"""Many variants of one site in one pass, computing once what the variants share.
+
+The risk's draws, the tornado's flexes and the "what must be true" scans each move a few
+inputs of one site over many values. Most of the model's lines do not read those inputs, even
+through other lines: the calendar, the cohorts' timing, the fleet in service, the IRR search's
+grid of rates. :func:`variant_model` compiles the lines an output needs in two parts: the lines
+the moved inputs do not reach, computed once for the site (:meth:`VariantModel.site_values`),
+and the rest, computed for every variant from those values
+(:meth:`VariantModel.__call__`). Each line runs the same code on the same operands as in the
+whole model: the same values, to the last bit.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .compiler import compile_lines, inputs_of
+from .formula import Line, lines_read, needed
+from .operating_model import LINES
+
+
+def _reads(ln: Line) -> set[str]:
+    reads = lines_read(ln.formula)
+    if ln.first is not None:
+        reads |= lines_read(ln.first)
+    if ln.table is not None and ln.table.guard is not None:
+        reads |= lines_read(ln.table.guard)
+    return reads
+
+
+def split(lines: Sequence[Line], moved: frozenset[str]
+          ) -> tuple[tuple[Line, ...], tuple[Line, ...]]:
+    """``lines`` (in model order) as the lines no input of ``moved`` reaches, directly or
+    through an earlier line, and the lines it reaches; a recurrent table's lines (one loop)
+    stay together."""
+    moving: set[str] = set()
+    for ln in lines:
+        if inputs_of([ln]) & moved or _reads(ln) & moving:
+            moving.add(ln.name)
+    for ln in lines:  # a recurrent table's loop computes all its lines or none
+        if ln.name in moving and ln.table is not None and ln.table.recurrent:
+            moving.update(x.name for x in lines if x.table is ln.table)
+    fixed = tuple(ln for ln in lines if ln.name not in moving)
+    return fixed, tuple(ln for ln in lines if ln.name in moving)
+
+
+class VariantModel:
+    """The lines ``targets`` need, compiled as the part that ``moved`` does not reach and the
+    part it does (:func:`split`)."""
+
+    def __init__(self, targets: Sequence[str], moved: frozenset[str]):
+        fixed, moving = split(needed(LINES, list(targets)), moved)
+        self.fixed_lines = tuple(ln.name for ln in fixed)
+        self._fixed = compile_lines(fixed)
+        self._moving = compile_lines(moving, given=fixed)
+
+    def site_values(self, inputs: Mapping[str, object], constants: dict, lists: dict
+                    ) -> dict[str, np.ndarray]:
+        """The lines the moved inputs do not reach, for the site as it is."""
+        values = self._fixed(dict(inputs), constants, lists)
+        return {name: values[name] for name in self.fixed_lines}
+
+    def __call__(self, inputs: Mapping[str, object], site: dict[str, np.ndarray],
+                 constants: dict, lists: dict) -> Mapping[str, np.ndarray]:
+        """Every line for the variants ``inputs`` gives (a moved input's values along a
+        leading axis), from ``site`` (:meth:`site_values` of the same site)."""
+        return self._moving({**inputs, "_lines": site}, constants, lists)
+
+
+@functools.lru_cache(maxsize=32)
+def variant_model(targets: tuple[str, ...], moved: frozenset[str]) -> VariantModel:
+    """The :class:`VariantModel` of ``targets`` with the inputs ``moved`` (kept for the
+    process: a risk sheet's draws and its solves ask for the same ones again)."""
+    return VariantModel(targets, moved)
