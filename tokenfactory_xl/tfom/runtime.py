@@ -183,6 +183,9 @@ def _multiply(tree, factors):
 
 #: Below this many cells in the product (one site's rows), the whole product at once is faster.
 _COLUMNWISE_FROM = 4096
+#: The same for SUMIF's table of picked cells, whose columns are many (a row of months): from
+#: about a hundred variants' rows against a dozen criteria.
+_SUMIF_COLUMNWISE_FROM = 1 << 17
 
 
 def _row_sum(columns: list) -> np.ndarray | float:
@@ -200,23 +203,25 @@ def _pairwise(columns: list) -> np.ndarray | None:
     ``sum(axis=-1)`` to the last bit (:func:`_pairwise_is_numpys` checks it)."""
     n = len(columns)
     if n < 8:
-        total = None
-        for c in columns:
-            total = _plus(total, c)
-        return total
+        return _in_turn(columns)
     if n <= 128:
-        r = list(columns[:8])
-        for i in range(8, n - n % 8, 8):
-            for j in range(8):
-                r[j] = _plus(r[j], columns[i + j])
+        body = n - n % 8
+        r = [_in_turn(columns[j:body:8]) for j in range(8)]  # cell j, j + 8, … in turn
         total = _plus(_plus(_plus(r[0], r[1]), _plus(r[2], r[3])),
                       _plus(_plus(r[4], r[5]), _plus(r[6], r[7])))
-        for i in range(n - n % 8, n):
-            total = _plus(total, columns[i])
-        return total
+        return _in_turn([total, *columns[body:]])  # the last n % 8 cells, one at a time
     half = n // 2
     half -= half % 8
     return _plus(_pairwise(columns[:half]), _pairwise(columns[half:]))
+
+
+def _in_turn(columns: list) -> np.ndarray | None:
+    """The columns added one after the other (``None`` left out: adding 0 changes nothing)."""
+    total = None
+    for c in columns:
+        if c is not None:
+            total = c if total is None else total + c
+    return total
 
 
 def _plus(a, b):
@@ -250,7 +255,7 @@ def _sumif(criteria_row, criterion, sum_row):
     values = np.asarray(sum_row, dtype=float)
     if (hit.ndim == 2 and values.ndim >= 3 and values.shape[-2] == 1
             and values.shape[-1] == hit.shape[-1] and values.size * hit.shape[0]
-            >= _COLUMNWISE_FROM and _pairwise_is_numpys(hit.shape[-1])):
+            >= _SUMIF_COLUMNWISE_FROM and _pairwise_is_numpys(hit.shape[-1])):
         # Many variants' rows against criteria that do not vary (a fiscal year's months): each
         # criterion's cells summed as below, to the last bit, without the (variants ×
         # criteria × cells) table of picked cells
