@@ -27,7 +27,6 @@ the target is that scenario's output.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from ..core.catalogue import BY_NAME, SCENARIO_NAMES, BadValue, closest_name, fm
 from ..core.errors import InputError, Problem
 from .evaluation import LISTS, _formula_constants, formula_inputs
 from .inputs import SiteInputs, split_key
-from .operating_model import LINES, OUTPUTS
+from .operating_model import OUTPUTS
 from .operating_model import SCENARIOS as MODEL_SCENARIOS
 
 #: Values of the input evaluated in the first scan of its range (one numpy pass).
@@ -219,24 +218,19 @@ class Solution:
 
 
 # -- many values of one input, in one pass --------------------------------------------------------
-@functools.lru_cache(maxsize=16)
-def _model(line: str):
-    """The model compiled for one output line and the lines it needs."""
-    from .compiler import compile_lines
-    from .formula import needed
-
-    return compile_lines(needed(LINES, [line]))
-
-
 class _Evaluator:
     """The output ``target`` of the site with the input moved to each of many values."""
 
     def __init__(self, inputs: SiteInputs, moved: Solvable, output: str):
         self.inputs, self.moved = inputs, moved
+        from .variants import variant_model
+
         self.line = f"out_{output}_{MODEL_SCENARIOS[moved.index].key}"
-        self.model = _model(self.line)
+        # the output line and the lines it needs, those the input does not reach computed once
+        self.model = variant_model((self.line,), frozenset({moved.name}))
         self.constants = _formula_constants()
         self.base = formula_inputs(inputs)
+        self.fixed = self.model.site_values(self.base, self.constants, LISTS)
         self.integer = moved.spec.kind == "integer"
 
     def valid(self, value: float) -> bool:
@@ -258,7 +252,7 @@ class _Evaluator:
             given[self.moved.name] = row.view(_RowArray)
         else:
             given[self.moved.name] = values
-        out = self.model(given, self.constants, LISTS)
+        out = self.model(given, self.fixed, self.constants, LISTS)
         return _numbers(out[self.line], len(values))
 
 

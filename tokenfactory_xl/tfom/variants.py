@@ -13,6 +13,7 @@ whole model: the same values, to the last bit.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -21,14 +22,21 @@ from .compiler import compile_lines, inputs_of
 from .formula import Line, lines_read, needed
 from .operating_model import LINES
 
+#: Each line (by its name) → the inputs and the lines it reads: the same in every split.
+_READS: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
-def _reads(ln: Line) -> set[str]:
-    reads = lines_read(ln.formula)
-    if ln.first is not None:
-        reads |= lines_read(ln.first)
-    if ln.table is not None and ln.table.guard is not None:
-        reads |= lines_read(ln.table.guard)
-    return reads
+
+def _reads(ln: Line) -> tuple[frozenset[str], frozenset[str]]:
+    """The inputs and the lines ``ln`` reads (its first value and its table's guard too)."""
+    found = _READS.get(ln.name)
+    if found is None:
+        lines = lines_read(ln.formula)
+        if ln.first is not None:
+            lines |= lines_read(ln.first)
+        if ln.table is not None and ln.table.guard is not None:
+            lines |= lines_read(ln.table.guard)
+        found = _READS[ln.name] = (inputs_of([ln]), frozenset(lines))
+    return found
 
 
 def split(lines: Sequence[Line], moved: frozenset[str]
@@ -38,7 +46,8 @@ def split(lines: Sequence[Line], moved: frozenset[str]
     stay together."""
     moving: set[str] = set()
     for ln in lines:
-        if inputs_of([ln]) & moved or _reads(ln) & moving:
+        inputs, read = _reads(ln)
+        if inputs & moved or read & moving:
             moving.add(ln.name)
     for ln in lines:  # a recurrent table's loop computes all its lines or none
         if ln.name in moving and ln.table is not None and ln.table.recurrent:
@@ -54,8 +63,12 @@ class VariantModel:
     def __init__(self, targets: Sequence[str], moved: frozenset[str]):
         fixed, moving = split(needed(LINES, list(targets)), moved)
         self.fixed_lines = tuple(ln.name for ln in fixed)
-        self._fixed = compile_lines(fixed)
-        self._moving = compile_lines(moving, given=fixed)
+        # kept in the build cache under a name that stands for the targets and the moved
+        # inputs (the lines follow from them and the package's code, which names the file)
+        tag = hashlib.blake2s(repr((tuple(targets), sorted(moved))).encode(),
+                              digest_size=8).hexdigest()
+        self._fixed = compile_lines(fixed, keep=f"variants-{tag}-site")
+        self._moving = compile_lines(moving, keep=f"variants-{tag}-variants", given=fixed)
 
     def site_values(self, inputs: Mapping[str, object], constants: dict, lists: dict
                     ) -> dict[str, np.ndarray]:
