@@ -245,6 +245,25 @@ def test_one_sites_index_is_the_cell_many_variants_would_pick(row, position):
         assert a == want or (isinstance(want, float) and math.isnan(want) and math.isnan(a))
 
 
+def test_many_variants_index_at_shared_positions_picks_each_variants_own_cells():
+    """INDEX over 200 variants' rows at positions they all share (the live scenario's column;
+    each month's fiscal year, some off the row or blank) is, variant by variant, what that
+    variant's row alone gives: the cell at the position (truncated), NaN off the row."""
+    from tokenfactory_xl.tfom.runtime import _index
+
+    rng = np.random.default_rng(21)
+    rows = rng.normal(0, 1e6, (200, 1, 11))
+    rows[:, :, 4] = np.nan
+    years = np.concatenate([[np.nan, 0.0], rng.integers(1, 12, 117), [12.0, 2.7]])[:, None]
+    for positions in (years, np.array([[3.0]]), np.array([[0.0]])):
+        got = _index(rows, 1.0, positions)
+        assert got.shape == (200, len(positions), 1)
+        for i in (0, 57, 199):
+            alone = np.array([[rows[i, 0, int(p) - 1] if math.isfinite(p) and 1 <= p <= 11
+                               else np.nan] for p in positions[:, 0]])
+            assert _bits(got[i]) == _bits(alone)
+
+
 def test_a_recurrent_line_of_one_site_stacks_its_steps_as_many_variants_do():
     from tokenfactory_xl.tfom.compiler import _stack
 
