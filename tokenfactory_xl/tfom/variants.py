@@ -61,7 +61,7 @@ class VariantModel:
     part it does (:func:`split`)."""
 
     def __init__(self, targets: Sequence[str], moved: frozenset[str]):
-        fixed, moving = split(needed(LINES, list(targets)), moved)
+        fixed, moving = split(_needed(tuple(targets)), moved)
         self.fixed_lines = tuple(ln.name for ln in fixed)
         # kept in the build cache under a name that stands for the targets and the moved
         # inputs (the lines follow from them and the package's code, which names the file)
@@ -81,6 +81,12 @@ class VariantModel:
         """Every line for the variants ``inputs`` gives (a moved input's values along a
         leading axis), from ``site`` (:meth:`site_values` of the same site)."""
         return self._moving({**inputs, "_lines": site}, constants, lists)
+
+
+@functools.lru_cache(maxsize=8)
+def _needed(targets: tuple[str, ...]) -> tuple[Line, ...]:
+    """The lines ``targets`` need (a risk sheet's twelve solves all need the live NPV's)."""
+    return needed(LINES, list(targets))
 
 
 @functools.lru_cache(maxsize=32)
