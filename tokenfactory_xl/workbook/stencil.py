@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import BinaryIO, NamedTuple
 from xml.etree import ElementTree
-from xml.sax.saxutils import escape
 
 import numpy as np
 
 from ..core.errors import TokenFactoryError
 from ..files import ooxml
+from ..files.ooxml import escape_text as escape
 
 #: The deflate level worksheets are compressed with: the fastest. zlib's level 1 is about four
 #: times faster than its default 6 on these files and makes them about 15 % larger.
