@@ -55,3 +55,21 @@ def test_variants_get_the_whole_models_values_to_the_last_bit():
         assert a.shape == b.shape and a.shape[0] == 40, name
         assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
     assert len(set(np.asarray(got["out_npv_base"]).tolist())) == 40  # each variant its own
+
+
+def test_every_line_reading_a_moving_line_moves_and_a_loop_moves_whole():
+    """Whatever the moved inputs, a line that reads a line the variants move is computed for
+    every variant too, and a recurrent table's lines (one loop) all move or none does."""
+    from tokenfactory_xl.tfom.formula import lines_read
+    from tokenfactory_xl.tfom.risk import TORNADO_DRIVERS
+
+    lines = needed(LINES, ["out_npv_base", "out_equity_irr_base", "out_tax_losses_unused_base"])
+    for moved in [{name} for name in TORNADO_DRIVERS] + [{"tax_rate"}, {"debt_share"}]:
+        fixed, moving = split(lines, frozenset(moved))
+        names = {ln.name for ln in moving}
+        for ln in fixed:
+            reads = lines_read(ln.formula) | (lines_read(ln.first) if ln.first is not None
+                                              else set())
+            assert not reads & names, (moved, ln.name)
+            if ln.table is not None and ln.table.recurrent:
+                assert not any(x.name in names for x in lines if x.table is ln.table)

@@ -44,14 +44,22 @@ def split(lines: Sequence[Line], moved: frozenset[str]
     """``lines`` (in model order) as the lines no input of ``moved`` reaches, directly or
     through an earlier line, and the lines it reaches; a recurrent table's lines (one loop)
     stay together."""
-    moving: set[str] = set()
+    loops: dict[int, set[str]] = {}  # a recurrent table's loop computes all its lines or none
     for ln in lines:
-        inputs, read = _reads(ln)
-        if inputs & moved or read & moving:
-            moving.add(ln.name)
-    for ln in lines:  # a recurrent table's loop computes all its lines or none
-        if ln.name in moving and ln.table is not None and ln.table.recurrent:
-            moving.update(x.name for x in lines if x.table is ln.table)
+        if ln.table is not None and ln.table.recurrent:
+            loops.setdefault(id(ln.table), set()).add(ln.name)
+    moving: set[str] = set()
+    grew = True
+    while grew:  # again until no line joins: a loop's line may read a later line of the loop
+        grew = False
+        for ln in lines:
+            if ln.name in moving:
+                continue
+            inputs, read = _reads(ln)
+            loop = loops.get(id(ln.table), set()) if ln.table is not None else set()
+            if inputs & moved or read & moving or loop & moving:
+                moving.add(ln.name)
+                grew = True
     fixed = tuple(ln for ln in lines if ln.name not in moving)
     return fixed, tuple(ln for ln in lines if ln.name in moving)
 
