@@ -83,6 +83,54 @@ def main() -> None:
         print(f"{'  tornado, 21 variants at once':32}{21:>8}{tornado:>8.3f}{'':>9}"
               f"{runs / tornado:>9.0f}")
     print("\ngoal: one site's 10,000 draws over 120 months in at most 1 s of one core")
+    floor(sites["default site"], args.draws)
+
+
+def floor(inputs, draws: int) -> None:
+    """Where a draw's CPU goes, against the least a pass over the same lines could cost.
+
+    The draws' model computes, :data:`~tokenfactory_xl.tfom.risk.CHUNK` draws at a time, only
+    the lines the drawn inputs reach (``tfom/variants.py``); the floor is one numpy operation
+    (a subtraction into a new array) per such line, over arrays of the same shape: what any
+    line costs at the least, numpy's call and one pass over its cells.
+    """
+    import numpy as np
+
+    from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.formula import needed
+    from tokenfactory_xl.tfom.operating_model import LINES
+    from tokenfactory_xl.tfom.variants import split
+
+    values = risk.draw(inputs, draws)
+    key = risk._scenario_key(inputs)[1]
+    every = cpu(lambda: risk.risk(inputs, draws))
+    model = cpu(lambda: [None for _ in risk._passes(inputs, values, irr=False)])
+    passes = list(risk._passes(inputs, values, irr=True))
+    scan = cpu(lambda: [None for _ in risk._passes(inputs, values, irr=True)]) - model
+    roots = cpu(lambda: [b.roots() for _, _, b in passes])
+    _, moving = split(needed(LINES, list(risk._targets(key, True))),
+                      risk._moved(risk.RISK_DRIVERS))
+    lengths = [ln.table.length if ln.table is not None else 1 for ln in moving]
+    chunks = [min(risk.CHUNK, draws - start) for start in range(0, draws, risk.CHUNK)]
+    operands = {(n, m): (np.random.default_rng(1).random((n, m)), np.ones((n, m)))
+                for n in set(chunks) for m in set(lengths)}
+
+    def one_pass_per_line():
+        for n in chunks:
+            for m in lengths:
+                a, b = operands[n, m]
+                np.subtract(a, b)
+
+    least = cpu(one_pass_per_line)
+    per = 1e6 / draws
+    print(f"\nwhere a draw's CPU goes (default site, {draws:,} draws, µs a draw):")
+    print(f"  risk() in all                           {every * per:8.1f}")
+    print(f"  the model's lines the draws reach ({len(moving)})  {model * per:8.1f}")
+    print(f"  the IRR grid's scan and brackets        {scan * per:8.1f}")
+    print(f"  every draw's IRR searched (risk() searches only those near the median)"
+          f" {roots * per:.1f}")
+    print(f"  floor: one numpy pass per line reached  {least * per:8.1f}"
+          f"  ({model / least:.1f}× below the model's lines)")
 
 
 if __name__ == "__main__":

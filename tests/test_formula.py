@@ -147,6 +147,70 @@ def test_a_sumif_over_many_variants_is_the_nansum_of_the_picked_cells():
         assert _bits(_sumif(index[0], years, values[k, 0])) == _bits(got[k])
 
 
+def test_a_sumif_over_many_draws_sums_each_criterion_alone_to_the_same_bits():
+    """With hundreds of variants SUMIF sums each criterion's cells alone, the others left out,
+    in numpy's order: the same bits as the nansum over the whole table of picked cells."""
+    from tokenfactory_xl.tfom.runtime import _sum_row, _sumif
+
+    rng = np.random.default_rng(5)
+    index = np.concatenate([[0.0], np.repeat(np.arange(1.0, 12.0), 12)[:120]])[None, :]
+    values = rng.normal(0, 1e6, (500, 1, 121)) * 10.0 ** rng.integers(-6, 6, (500, 1, 121))
+    values[:, :, 100:] = np.nan
+    values[9, 0, 13] = np.nan
+    years = np.arange(1.0, 12.0)[:, None]
+    got = _sumif(index, years, values)
+    expected = _sum_row(np.where(index == years, values, 0.0))
+    assert got.shape == expected.shape == (500, 11, 1)
+    assert _bits(got) == _bits(expected)
+
+
+def _product(tree, factors):
+    if isinstance(tree, int):
+        return factors[tree]
+    return _product(tree[0], factors) * _product(tree[1], factors)
+
+
+@pytest.mark.parametrize("width", [1, 3, 7, 8, 9, 16, 121, 128, 129, 300])
+def test_a_row_summed_column_by_column_is_numpys_sum(width):
+    """A row summed one column at a time (a column of zeros left out) is numpy's sum of the
+    row, to the last bit: the order in which numpy adds a row's cells, replayed."""
+    from tokenfactory_xl.tfom.runtime import _row_sum
+
+    rng = np.random.default_rng(width)
+    rows = rng.standard_normal((200, width)) * 10.0 ** rng.integers(-12, 12, (200, width))
+    rows[:, 1::4] = 0.0
+    rows[7, :] = -0.0  # numpy's sum of zeros is +0, whatever their signs
+    got = _row_sum([rows[:, c] if rows[:, c].any() else None for c in range(width)])
+    assert _bits(got) == _bits(rows.sum(axis=-1))
+
+
+def test_a_sumproduct_of_many_draws_column_by_column_is_the_whole_products_sum():
+    """SUMPRODUCT(row × row × mask) over 300 variants, by columns with empty ones left out, is
+    the whole product's SUMPRODUCT bit for bit: a cohort row per variant, blanks, masks of
+    months, a column factor and a factor of two columns of zeros."""
+    from tokenfactory_xl.tfom.runtime import _sumproduct, _sumproduct_tree
+
+    rng = np.random.default_rng(11)
+    cost = rng.normal(4e7, 3e7, (300, 1, 8)) * 10.0 ** rng.integers(-3, 3, (300, 1, 8))
+    cost[:, :, 5:] = 0.0  # cohorts without GPUs
+    cost[4, 0, 2] = np.nan
+    bought = (rng.random((1, 8)) < 0.8).astype(float)
+    bought[0, 1] = 0.0
+    online = rng.integers(1, 60, 8).astype(float)[None, :]
+    month = np.arange(121.0)[:, None]
+    in_service = (online <= month) * (online + 36 > month)  # bools: (121, 8)
+    scale = rng.random((121, 1))
+    for tree, factors in (
+        (((0, 1), 2), (cost, bought, in_service)),
+        ((0, (1, 2)), (cost, in_service, scale)),
+        (((0, 1), (2, 3)), (cost, bought, in_service, 0.25)),
+    ):
+        want = _sumproduct(_product(tree, factors))
+        got = _sumproduct_tree(tree, *factors)
+        assert got.shape == want.shape == (300, 121, 1)
+        assert _bits(got) == _bits(want), tree
+
+
 def test_match_finds_numbers_in_a_row_of_many_variants_and_texts_in_a_list():
     """MATCH(x, row, 0): the first position of x in each variant's row (NaN: not found);
     over a list of texts, the case-insensitive position."""
@@ -179,6 +243,25 @@ def test_one_sites_index_is_the_cell_many_variants_would_pick(row, position):
         want = row[int(position) - 1] if math.isfinite(position) and 1 <= position <= 4 \
             else np.nan
         assert a == want or (isinstance(want, float) and math.isnan(want) and math.isnan(a))
+
+
+def test_many_variants_index_at_shared_positions_picks_each_variants_own_cells():
+    """INDEX over 200 variants' rows at positions they all share (the live scenario's column;
+    each month's fiscal year, some off the row or blank) is, variant by variant, what that
+    variant's row alone gives: the cell at the position (truncated), NaN off the row."""
+    from tokenfactory_xl.tfom.runtime import _index
+
+    rng = np.random.default_rng(21)
+    rows = rng.normal(0, 1e6, (200, 1, 11))
+    rows[:, :, 4] = np.nan
+    years = np.concatenate([[np.nan, 0.0], rng.integers(1, 12, 117), [12.0, 2.7]])[:, None]
+    for positions in (years, np.array([[3.0]]), np.array([[0.0]])):
+        got = _index(rows, 1.0, positions)
+        assert got.shape == (200, len(positions), 1)
+        for i in (0, 57, 199):
+            alone = np.array([[rows[i, 0, int(p) - 1] if math.isfinite(p) and 1 <= p <= 11
+                               else np.nan] for p in positions[:, 0]])
+            assert _bits(got[i]) == _bits(alone)
 
 
 def test_a_recurrent_line_of_one_site_stacks_its_steps_as_many_variants_do():

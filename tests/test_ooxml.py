@@ -50,3 +50,17 @@ def test_a_drawing_part_takes_the_xdr_prefix():
     assert ooxml.prefixed_drawing(done) == done
     other = b'<wsDr xmlns="urn:other"><x/></wsDr>'
     assert ooxml.prefixed_drawing(other) == other
+
+
+def test_text_escaped_and_read_back_as_the_standard_library_does():
+    """escape_text and unescape_text give xml.sax.saxutils' escape and unescape (with the two
+    quote entities), which the package does not import (it brings in http and ssl)."""
+    from xml.sax.saxutils import escape, unescape
+
+    from tokenfactory_xl.files.ooxml import escape_text, unescape_text
+
+    for text in ("R&D <budget> 'Q1' \"net\"", "&amp;lt; stays &lt;", "&apos;&quot;&gt;", "",
+                 "plain", "Tab!$A$1:$A$3"):
+        assert escape_text(text) == escape(text)
+        assert unescape_text(text) == unescape(text, {"&apos;": "'", "&quot;": '"'})
+        assert unescape_text(escape_text(text)) == text

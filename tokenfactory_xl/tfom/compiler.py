@@ -32,7 +32,19 @@ from .formula import (
     Table,
     Text,
 )
-from .runtime import FUNCTIONS, _concat, _count, _is_row, _max, _min, _pow, _RowArray, _sum, _where
+from .runtime import (
+    FUNCTIONS,
+    _concat,
+    _count,
+    _is_row,
+    _max,
+    _min,
+    _pow,
+    _RowArray,
+    _sum,
+    _sumproduct_tree,
+    _where,
+)
 
 _PY_OPS = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "=": "==", "<>": "!=", "<": "<",
            "<=": "<=", ">": ">", ">=": ">="}
@@ -169,6 +181,20 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         # Python holds "n/m" as NaN, as it holds "none": COUNTIF(…, "none") counts both there,
         # where a spreadsheet counts the two texts apart
         return "0.0"
+    if e.name == "SUMPRODUCT" and len(e.args) == 1 and isinstance(e.args[0], Op) \
+            and e.args[0].op == "*":
+        # the product's factors given apart: many variants' rows are then summed column by
+        # column, the columns no factor holds at 0 alone (see runtime._sumproduct_tree)
+        factors: list[str] = []
+
+        def tree(x: Expr) -> int | tuple:
+            if isinstance(x, Op) and x.op == "*":
+                return (tree(x.args[0]), tree(x.args[1]))
+            factors.append(python(x, ctx))
+            return len(factors) - 1
+
+        shape = tree(e.args[0])
+        return f"_sumproduct_tree({shape!r}, {', '.join(factors)})"
     args = [python(a, ctx) for a in e.args]
     if e.name in _AGGREGATES:
         return f"_{e.name.lower()}({', '.join(args)})"
@@ -250,7 +276,8 @@ def _input_value(values: dict, name: str):
     return np.asarray(v, dtype=float)[..., None, None]
 
 
-def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = None
+def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = None,
+                  given: Sequence[Line] = ()
                   ) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
     """One Python function computing every line, in order, from inputs and constants.
 
@@ -262,10 +289,12 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
 
     The function takes ``(inputs, constants, lists)`` (inputs by catalogue name, per-scenario
     ones as tuples, dates as serial numbers) and returns line name → values. The source it was
-    built from is its ``__source__``.
+    built from is its ``__source__``. With ``given``, earlier lines that ``lines`` read but do
+    not compute: their values come in ``inputs["_lines"]`` (line name → values, as this
+    function returns them), e.g. computed once for many variants that do not move them.
     """
     def build() -> tuple[str, bytes, frozenset[str], frozenset[str]]:
-        source = _model_source(lines, share)
+        source = _model_source(lines, share, given)
         return (source, marshal.dumps(compile(source, "<tfom model>", "exec")),
                 inputs_of(lines), texts_per_site(lines))
 
@@ -282,7 +311,7 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
-        "_take": _take, "_put": _put, "_pow": _pow,
+        "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
     compiled = namespace["model"]
@@ -297,10 +326,12 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
     return model
 
 
-def _model_source(lines: Sequence[Line], share: bool) -> str:
+def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()) -> str:
     """The Python source of :func:`compile_lines`'s function."""
-    tables = {ln.name: ln.table for ln in lines}
+    tables = {ln.name: ln.table for ln in (*given, *lines)}
     body = ["def model(inputs, K, L):", "    V = {'_inputs': inputs}"]
+    if given:
+        body.append("    V.update(inputs['_lines'])")
     done: set[str] = set()
     shared = _Shared(enabled=share)
     by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
@@ -324,7 +355,9 @@ def _model_source(lines: Sequence[Line], share: bool) -> str:
             if t.guard is not None:
                 code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
             if ln.skip_first:
-                code = f"_blank_first({code})"
+                # np.where's result is a new array: blanked where it stands, not copied first
+                code = f"_blank_first({code}, fresh=True)" if t.guard is not None \
+                    else f"_blank_first({code})"
         code = f"_fit({code}, {n})"
         body += shared.pending
         shared.pending.clear()
@@ -383,7 +416,14 @@ def _first(first, rest):
     return out
 
 
-def _blank_first(x):
+def _blank_first(x, fresh: bool = False):
+    """The first cell of a line blank (month 0 of a monthly line); with ``fresh``, ``x`` is a
+    new array no other line holds (``np.where``'s result) and, if of floats, is blanked in
+    place."""
+    if fresh and isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim >= 2 \
+            and x.flags.owndata and x.flags.writeable:
+        x[..., 0, :] = np.nan
+        return x
     out = np.array(np.asarray(x, dtype=float))
     out[..., 0, :] = np.nan
     return out

@@ -85,7 +85,12 @@ class FrozenMapping(Mapping[str, object]):
         return len(self._items)
 
     def __reduce__(self) -> tuple[object, ...]:
-        return type(self), (dict(self.items()),)
+        return type(self), (self.as_dict(),)
+
+    def as_dict(self) -> dict[str, object]:
+        """A new dict of the same items, in order (``dict(self.items())``, without a lookup
+        per key)."""
+        return dict(zip(self._positions, self._items, strict=True))
 
     def sharing(self, memo: dict[object, dict[object, object]]) -> FrozenMapping:
         """The same mapping holding, for each value, the equal one of ``memo`` (of the same
@@ -193,7 +198,7 @@ class SiteInputs(FrozenMapping):
             parsed = spec.parse(value)
         except BadValue:
             return False
-        values = dict(self.items())
+        values = self.as_dict()
         if spec.per_scenario:
             index = SCENARIO_NAMES.index(scenario or self.scenario)
             held = list(values[name])  # type: ignore[call-overload]

@@ -17,9 +17,8 @@ NPV is therefore exactly what ``tokenfactory-xl summary --set <driver>=<value>``
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from ..core.catalogue import BY_NAME, COHORT_INHERITED, RISK_RANGES, Input
 from .evaluation import LISTS, _formula_constants, formula_inputs
 from .inputs import SiteInputs
-from .operating_model import CONSTANT_VALUES, IRR_STEPS, LINES, SCENARIOS
+from .operating_model import CONSTANT_VALUES, IRR_STEPS, SCENARIOS
 
 #: The tornado's drivers (methodology §10.6), in the spec's order; ties in swing keep it.
 TORNADO_DRIVERS: tuple[str, ...] = tuple(r.driver for r in RISK_RANGES)
@@ -48,18 +47,19 @@ RISK_OUTPUTS: tuple[str, ...] = ("npv_p10", "npv_p50", "npv_p90", "npv_mean",
 
 
 # -- many variants of one site, in one pass --------------------------------------------------------
-@functools.lru_cache(maxsize=6)
-def _model(key: str, irr: bool = True):
-    """The model compiled for the live scenario's NPV only, and (with ``irr``) the project cash
-    flow and the IRR grid's rates from which :func:`monthly_irr` finds the IRR: the model's own
-    search (the grid and its Newton steps, each a power over every month) would be most of a
-    variant's cost."""
-    from .compiler import compile_lines
-    from .formula import needed
+def _targets(key: str, irr: bool) -> tuple[str, ...]:
+    """The live scenario's NPV and (with ``irr``) the project cash flow and the IRR grid's rates
+    from which :func:`monthly_irr` finds the IRR: the model's own search (the grid and its
+    Newton steps, each a power over every month) would be most of a variant's cost."""
+    return (f"out_npv_{key}",) + ((f"cash_flow_{key}", f"irr_rate_project_{key}") if irr
+                                  else ())
 
-    wanted = [f"out_npv_{key}"] + ([f"cash_flow_{key}", f"irr_rate_project_{key}"] if irr
-                                   else [])
-    return compile_lines(needed(LINES, wanted))
+
+def _moved(names: Sequence[str]) -> frozenset[str]:
+    """The inputs that moving ``names`` moves: for :data:`ALL_COHORTS`, each cohort's own
+    value too."""
+    return frozenset(names) | {f"fleet_{name}" for name in names
+                               if name in ALL_COHORTS and name in COHORT_INHERITED}
 
 
 def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:
@@ -76,14 +76,38 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool 
     scenario's value of a per-scenario input, the site's value otherwise, and for
     :data:`ALL_COHORTS` every cohort's own value scaled alike.
     """
+    count = _count(values)
+    npv, irrs = np.empty(count), np.full(count, np.nan)
+    for part, npv_part, brackets in _passes(inputs, values, irr):
+        npv[part] = npv_part
+        if brackets is not None:
+            irrs[part] = _yearly(brackets.roots())
+    return npv, irrs
+
+
+def _count(values: Mapping[str, np.ndarray]) -> int:
+    return len(next(iter(values.values()))) if values else 1
+
+
+def _yearly(monthly: np.ndarray) -> np.ndarray:
+    """As the model's yearly IRR: (1 + IRR_m)^12 − 1."""
+    with np.errstate(all="ignore"):
+        return np.power(1.0 + monthly, CONSTANT_VALUES["months_per_year"]) - 1.0
+
+
+def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool
+            ) -> Iterator[tuple[slice, np.ndarray, IrrBrackets | None]]:
+    """:func:`evaluate`'s passes of the model, :data:`CHUNK` variants each: which variants,
+    their NPVs and (with ``irr``) the brackets of their IRRs."""
     from .runtime import _RowArray
+    from .variants import variant_model
 
     index, key = _scenario_key(inputs)
-    model = _model(key, irr)
+    model = variant_model(_targets(key, irr), _moved(tuple(values)))
     constants = _formula_constants()
     base = formula_inputs(inputs)
-    count = len(next(iter(values.values()))) if values else 1
-    npv, irrs = np.empty(count), np.full(count, np.nan)
+    fixed = model.site_values(base, constants, LISTS)  # what no variant moves, once
+    count = _count(values)
     for start in range(0, count, CHUNK):
         part = slice(start, min(count, start + CHUNK))
         given = dict(base)
@@ -102,16 +126,16 @@ def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool 
                 # and its cohorts keep their own values
                 factor = v / site if site != 0 else np.ones_like(v)
                 given[f"fleet_{name}"] = (own[None, :] * factor[:, None]).view(_RowArray)
-        out = model(given, constants, LISTS)
-        npv[part] = np.broadcast_to(np.asarray(out[f"out_npv_{key}"], dtype=float),
-                                    (part.stop - part.start,))
+        out = model(given, fixed, constants, LISTS)
+        npv = np.broadcast_to(np.asarray(out[f"out_npv_{key}"], dtype=float),
+                              (part.stop - part.start,))
+        brackets = None
         if irr:
             flows = np.asarray(out[f"cash_flow_{key}"], dtype=float)
             flows = np.broadcast_to(flows, (part.stop - part.start, flows.shape[-1]))
-            monthly = monthly_irr(flows, np.asarray(out[f"irr_rate_project_{key}"], dtype=float))
-            with np.errstate(all="ignore"):  # as the model's yearly IRR: (1 + IRR_m)^12 − 1
-                irrs[part] = np.power(1.0 + monthly, CONSTANT_VALUES["months_per_year"]) - 1.0
-    return npv, irrs
+            brackets = IrrBrackets(flows, np.asarray(out[f"irr_rate_project_{key}"],
+                                                     dtype=float))
+        yield part, npv, brackets
 
 
 def _numbers(x: object, n: int) -> np.ndarray:
@@ -145,40 +169,81 @@ def monthly_irr(cash_flows: np.ndarray, grid: np.ndarray) -> np.ndarray:
     a root not found in :data:`IRR_ITERATIONS` steps is found by halving the bracket, so every
     row gets the model's root (to about 1e-15).
     """
-    flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
-    grid = np.asarray(grid, dtype=float)
-    given = ~np.isnan(flows)
-    cf = np.where(given, flows, 0.0)
-    months = np.arange(flows.shape[-1], dtype=float)
-    with np.errstate(all="ignore"):
-        table = np.power(1.0 + grid[None, :], -months[:, None])  # (months, rates)
-        npv = cf @ table
-    npv[~np.isfinite(npv)] = np.nan  # IFERROR(…, ""): no figure at that rate
-    sign = np.sign(npv)
-    with np.errstate(invalid="ignore"):
-        change = ~np.isnan(npv[:, :-1]) & ~np.isnan(npv[:, 1:]) & (sign[:, :-1] * sign[:, 1:] <= 0)
-    out = np.full(len(flows), np.nan)
-    roots = []
-    # "above": the lower rate of a bracket at or above 0, the smallest; "below": minus the upper
-    # rate of a bracket at or below 0, the smallest; each the first position holding it (MATCH)
-    for ok, key in ((change & (grid[:-1] >= 0), grid[:-1]), (change & (grid[1:] <= 0), -grid[1:])):
-        candidates = np.where(ok, key, np.inf)
-        best = candidates.min(axis=1)
-        rows = np.flatnonzero(np.isfinite(best))
-        at = np.argmax(candidates[rows] == best[rows, None], axis=1)
-        root = np.full(len(flows), np.nan)
-        root[rows] = _bracketed_root(cf[rows], grid[at], grid[at + 1], npv[rows, at],
-                                     npv[rows, at + 1])
-        roots.append(root)
-    up, down = roots
-    nearest = np.where(np.isnan(down), up,
-                       np.where(np.isnan(up) | (np.abs(down) < np.abs(up)), down, up))
-    # the flows must change sign: MIN < 0 < MAX over the months given (no month: 0)
-    low = np.where(given, flows, np.inf).min(axis=1, initial=np.inf)
-    high = np.where(given, flows, -np.inf).max(axis=1, initial=-np.inf)
-    signed = (np.where(np.isinf(low), 0.0, low) < 0) & (np.where(np.isinf(high), 0.0, high) > 0)
-    out[signed] = nearest[signed]
-    return out
+    return IrrBrackets(cash_flows, grid).roots()
+
+
+class IrrBrackets:
+    """The brackets of :func:`monthly_irr`'s search for rows of cash flows: the grid's NPVs
+    scanned once, each row's root then found in its brackets (:meth:`roots`), for every row
+    or only for some (a median needs only the rows that may hold it: :meth:`bounds`)."""
+
+    def __init__(self, cash_flows: np.ndarray, grid: np.ndarray):
+        flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
+        grid = np.asarray(grid, dtype=float)
+        given = ~np.isnan(flows)
+        cf = np.where(given, flows, 0.0)
+        months = np.arange(flows.shape[-1], dtype=float)
+        with np.errstate(all="ignore"):
+            table = np.power(1.0 + grid[None, :], -months[:, None])  # (months, rates)
+            npv = cf @ table
+        npv[~np.isfinite(npv)] = np.nan  # IFERROR(…, ""): no figure at that rate
+        sign = np.sign(npv)
+        with np.errstate(invalid="ignore"):
+            change = ~np.isnan(npv[:, :-1]) & ~np.isnan(npv[:, 1:]) \
+                & (sign[:, :-1] * sign[:, 1:] <= 0)
+        self.cf = cf
+        #: For the bracket above 0 and the one below: the rows that have it, its ends and the
+        #: NPVs there. "above": the lower rate of a bracket at or above 0, the smallest;
+        #: "below": minus the upper rate of a bracket at or below 0, the smallest; each the
+        #: first position holding it (MATCH).
+        self.kinds: list[tuple[np.ndarray, ...]] = []
+        for ok, key in ((change & (grid[:-1] >= 0), grid[:-1]),
+                        (change & (grid[1:] <= 0), -grid[1:])):
+            candidates = np.where(ok, key, np.inf)
+            best = candidates.min(axis=1)
+            rows = np.flatnonzero(np.isfinite(best))
+            at = np.argmax(candidates[rows] == best[rows, None], axis=1)
+            self.kinds.append((rows, grid[at], grid[at + 1], npv[rows, at], npv[rows, at + 1]))
+        # the flows must change sign: MIN < 0 < MAX over the months given (no month: 0)
+        low = np.where(given, flows, np.inf).min(axis=1, initial=np.inf)
+        high = np.where(given, flows, -np.inf).max(axis=1, initial=-np.inf)
+        self.signed = (np.where(np.isinf(low), 0.0, low) < 0) \
+            & (np.where(np.isinf(high), 0.0, high) > 0)
+
+    def __len__(self) -> int:
+        return len(self.cf)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, rates between which its IRR lies (the bracket the root is taken from, or
+        both brackets' span when it has two); −inf for both where it has none."""
+        n = len(self)
+        (up, up_low, up_high, *_), (down, down_low, down_high, *_) = self.kinds
+        has_up, has_down = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        has_up[up], has_down[down] = True, True
+        low, high = np.full(n, np.inf), np.full(n, -np.inf)
+        low[up], high[up] = up_low, up_high
+        low[down] = down_low  # a bracket below 0 starts lower than one above it
+        high[down] = np.where(has_up[down], high[down], down_high)
+        found = self.signed & (has_up | has_down)
+        return np.where(found, low, -np.inf), np.where(found, high, -np.inf)
+
+    def roots(self, only: np.ndarray | None = None) -> np.ndarray:
+        """Each row's monthly IRR, NaN where it has none; with ``only`` (a mask of rows), the
+        others' left NaN, not searched."""
+        n = len(self)
+        roots = []
+        for rows, a, b, fa, fb in self.kinds:
+            root = np.full(n, np.nan)
+            pick = slice(None) if only is None else only[rows]
+            root[rows[pick]] = _bracketed_root(self.cf[rows[pick]], a[pick], b[pick], fa[pick],
+                                               fb[pick])
+            roots.append(root)
+        up, down = roots
+        nearest = np.where(np.isnan(down), up,
+                           np.where(np.isnan(up) | (np.abs(down) < np.abs(up)), down, up))
+        out = np.full(n, np.nan)
+        out[self.signed] = nearest[self.signed]
+        return out
 
 
 def _npv_and_slope(cf: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -381,10 +446,69 @@ def draw(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED
     return out
 
 
+#: Up to this many draws, the median IRR searches only the draws that may hold it
+#: (:func:`_ranked_for_median`), keeping every draw's cash flows meanwhile (1 kB a draw).
+MEDIAN_BY_BOUNDS_MOST = 50_000
+
+
+def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Every draw's NPV, and its IRR ranked as :func:`risk` ranks it (no IRR: −inf) where it
+    may be one of the two the median reads, −inf or +inf elsewhere (below or above them).
+
+    A median reads two ranks. Each draw's IRR lies in a bracket of the grid its search starts
+    from (:meth:`IrrBrackets.bounds`); a draw whose bracket ends below the lower rank's
+    lowest possible value (the brackets' starts at that rank) ranks below it, one whose
+    bracket starts above the upper rank's highest (the brackets' ends at that rank) ranks
+    above it, and only the draws between are searched (a few per cent of them): the median
+    is that of every draw's IRR."""
+    count = _count(values)
+    npv = np.empty(count)
+    passes = []
+    for part, npv_part, brackets in _passes(inputs, values, irr=True):
+        npv[part] = npv_part
+        passes.append((part, brackets))
+    low = np.concatenate([b.bounds()[0] for _, b in passes])
+    high = np.concatenate([b.bounds()[1] for _, b in passes])
+    lower = (count - 1) // 2  # PERCENTILE.INC's 50th reads this rank and the next
+    upper = min(lower + 1, count - 1)
+    floor = np.partition(low, lower)[lower]
+    ceiling = np.partition(high, upper)[upper]
+    ranked = np.where(high < floor, -np.inf, np.inf)
+    between = (high >= floor) & (low <= ceiling)
+    for part, brackets in passes:
+        only = between[part]
+        if only.any():
+            yearly = _yearly(brackets.roots(only))
+            ranked[part][only] = np.where(np.isnan(yearly), -np.inf, yearly)[only]
+    return npv, ranked
+
+
 def percentile(values: np.ndarray, q: float) -> float:
-    """The q-th percentile as PERCENTILE.INC gives it (linear between the ranks)."""
-    with np.errstate(invalid="ignore"):  # -inf (no IRR) beside a number: NaN, then none
-        return float(np.percentile(values, q, method="linear"))
+    """The q-th percentile as PERCENTILE.INC gives it (linear between the ranks): the value at
+    rank (n − 1) × q ÷ 100 of the sorted values, between two ranks the nearer's value moved
+    toward the other's by the fraction; NaN where a value is NaN, or where the two values are
+    −inf and a number (a draw without an IRR beside one with).
+
+    Step for step what ``np.percentile(values, q)`` computes, to the last bit (a test compares
+    them), without its first call's import of ``numpy.ma`` (30 ms of a risk run's CPU)."""
+    values = np.asarray(values, dtype=float).ravel()
+    count = len(values)
+    if count == 0 or np.isnan(values).any():
+        return math.nan
+    rank = (count - 1) * (q / 100)
+    below = math.floor(rank)
+    if rank >= count - 1:  # the last value (numpy's index −1, the weight measured from it)
+        below, above, weight = count - 1, count - 1, rank + 1
+    else:
+        above, weight = below + 1, rank - below
+    ranked = np.partition(values, sorted({below, above}))
+    low, high = float(ranked[below]), float(ranked[above])
+    with np.errstate(all="ignore"):
+        step = np.float64(high) - np.float64(low)
+        if weight >= 0.5:
+            return float(np.float64(high) - step * (1 - weight))
+        return float(np.float64(low) + step * weight)
 
 
 def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED) -> Risk:
@@ -393,8 +517,12 @@ def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED) -> Ri
     IRR; ``None`` when the median falls among those)."""
     if draws < 1:
         raise ValueError("draws must be at least 1")
-    npv, irr = evaluate(inputs, draw(inputs, draws, seed))
-    ranked = np.where(np.isnan(irr), -np.inf, irr)
+    values = draw(inputs, draws, seed)
+    if draws > MEDIAN_BY_BOUNDS_MOST:
+        npv, irr = evaluate(inputs, values)
+        ranked = np.where(np.isnan(irr), -np.inf, irr)
+    else:
+        npv, ranked = _ranked_for_median(inputs, values)
     irr_p50 = percentile(ranked, 50) if draws else math.nan
     return Risk(draws, seed, percentile(npv, 10), percentile(npv, 50), percentile(npv, 90),
                 float(np.mean(npv)), float(np.mean(npv < 0)),

@@ -136,11 +136,138 @@ def _sumproduct(*args):
     return _sum_row(prod)
 
 
+def _sumproduct_tree(tree, *factors):
+    """``SUMPRODUCT(a * b * …)`` with the product's factors given apart: ``tree`` says how the
+    formula multiplies them (a factor's position, or a pair of trees), e.g. ``((0, 1), 2)`` for
+    ``(a * b) * c``.
+
+    The same numbers as :func:`_sumproduct` of the product: each cell multiplied as the formula
+    multiplies it and the row summed in numpy's order (:func:`_pairwise`). For many variants
+    (a risk run's draws, a batch's sites) it goes one column at a time and leaves out a column
+    that a factor holds at 0 or blank throughout (an empty cohort; a month mask that never
+    holds), instead of multiplying the whole (variants × months × columns) product.
+    """
+    shapes = [np.shape(f) for f in factors]
+    shape = np.broadcast_shapes(*shapes)
+    width = shape[-1] if shape else 1
+    if (len(shape) < 2 or width < 2 or math.prod(shape) < _COLUMNWISE_FROM
+            or not _pairwise_is_numpys(width)
+            or any(np.asarray(f).dtype.kind not in "fb" for f in factors)):
+        return _sumproduct(_multiply(tree, factors))
+    kept = np.ones(width, dtype=bool)
+    for f, s in zip(factors, shapes, strict=True):
+        if len(s) >= 2 and s[-1] == width:  # a factor held at 0 or blank makes its column 0
+            f = np.asarray(f)
+            nothing = (f == 0) | (f != f)
+            kept &= ~nothing.reshape(-1, width).all(axis=0)
+
+    def column(c: int) -> np.ndarray:
+        part = [f if np.ndim(f) == 0 else np.asarray(f)[..., c if s[-1] == width else 0]
+                for f, s in zip(factors, shapes, strict=True)]
+        product = np.asarray(_multiply(tree, part), dtype=float)
+        return np.where(product != product, 0.0, product)  # a blank adds nothing
+
+    probe = [np.zeros((1,) * len(s), dtype=np.asarray(f).dtype)
+             for f, s in zip(factors, shapes, strict=True)]
+    if np.asarray(_multiply(tree, probe)).dtype.kind != "f":  # a product of truth values
+        return _sumproduct(_multiply(tree, factors))
+    total = _row_sum([column(c) if kept[c] else None for c in range(width)])
+    return np.array(np.broadcast_to(total, shape[:-1]), dtype=float)[..., None]
+
+
+def _multiply(tree, factors):
+    if isinstance(tree, int):
+        return factors[tree]
+    return _multiply(tree[0], factors) * _multiply(tree[1], factors)
+
+
+#: Below this many cells in the product (one site's rows), the whole product at once is faster.
+_COLUMNWISE_FROM = 4096
+#: The same for SUMIF's table of picked cells, whose columns are many (a row of months): from
+#: about a hundred variants' rows against a dozen criteria.
+_SUMIF_COLUMNWISE_FROM = 1 << 17
+
+
+def _row_sum(columns: list) -> np.ndarray | float:
+    """numpy's ``sum(axis=-1)`` of a row given as its columns (``None``: a column of zeros),
+    to the last bit: a sum that starts at +0 (so a sum of zeros is +0, whatever their signs)
+    and adds the row by :func:`_pairwise`."""
+    total = _pairwise(columns)
+    return 0.0 if total is None else 0.0 + total
+
+
+def _pairwise(columns: list) -> np.ndarray | None:
+    """The sum of ``columns`` (arrays of one shape; ``None`` for a column of zeros) in the order
+    numpy sums a row of that many cells (pairwise summation: eight running sums, joined as a
+    tree, halves above 128 cells), so that a row summed one column at a time gets numpy's
+    ``sum(axis=-1)`` to the last bit (:func:`_pairwise_is_numpys` checks it)."""
+    n = len(columns)
+    if n < 8:
+        return _in_turn(columns)
+    if n <= 128:
+        body = n - n % 8
+        r = [_in_turn(columns[j:body:8]) for j in range(8)]  # cell j, j + 8, … in turn
+        total = _plus(_plus(_plus(r[0], r[1]), _plus(r[2], r[3])),
+                      _plus(_plus(r[4], r[5]), _plus(r[6], r[7])))
+        return _in_turn([total, *columns[body:]])  # the last n % 8 cells, one at a time
+    half = n // 2
+    half -= half % 8
+    return _plus(_pairwise(columns[:half]), _pairwise(columns[half:]))
+
+
+def _in_turn(columns: list) -> np.ndarray | None:
+    """The columns added one after the other (``None`` left out: adding 0 changes nothing)."""
+    total = None
+    for c in columns:
+        if c is not None:
+            total = c if total is None else total + c
+    return total
+
+
+def _plus(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+_PAIRWISE_CHECKED: dict[int, bool] = {}
+
+
+def _pairwise_is_numpys(width: int) -> bool:
+    """Whether :func:`_pairwise` sums a row of ``width`` cells as this numpy does (checked once
+    per width on numbers chosen to round differently in any other order)."""
+    if width not in _PAIRWISE_CHECKED:
+        # numbers of every sign and size, without numpy.random (whose import costs more than
+        # the check)
+        cells = np.arange(64.0 * width)
+        rows = (np.sin(cells) * 10.0 ** (cells * 7 % 19 - 9)).reshape(64, width)
+        rows[:, ::3] = 0.0  # zero cells, as in a row left out column by column
+        rows[1, :] = -0.0  # a sum of zeros: +0
+        want = np.ascontiguousarray(rows).sum(axis=-1)
+        got = _row_sum([None if not rows[:, c].any() else rows[:, c] for c in range(width)])
+        _PAIRWISE_CHECKED[width] = np.array_equal(np.asarray(got).view(np.int64),
+                                                  want.view(np.int64))
+    return _PAIRWISE_CHECKED[width]
+
+
 def _sumif(criteria_row, criterion, sum_row):
     hit = np.asarray(criteria_row) == np.asarray(criterion)
+    values = np.asarray(sum_row, dtype=float)
+    if (hit.ndim == 2 and values.ndim >= 3 and values.shape[-2] == 1
+            and values.shape[-1] == hit.shape[-1] and values.size * hit.shape[0]
+            >= _SUMIF_COLUMNWISE_FROM and _pairwise_is_numpys(hit.shape[-1])):
+        # Many variants' rows against criteria that do not vary (a fiscal year's months): each
+        # criterion's cells summed as below, to the last bit, without the (variants ×
+        # criteria × cells) table of picked cells
+        given = np.where(values != values, 0.0, values)[..., 0, :]
+        sums = [np.broadcast_to(_row_sum([given[..., i] if row[i] else None
+                                          for i in range(len(row))]), given.shape[:-1])
+                for row in hit]
+        return np.stack(sums, axis=-1)[..., None]
     # _sum_row's nansum of np.where(hit, sum_row, 0), its blanks left out before the cells are
     # picked (the row is a criterion's count of times smaller): the same numbers, summed alike
-    values = np.asarray(sum_row, dtype=float)
     picked = np.ascontiguousarray(np.where(hit & ~np.isnan(values), values, 0.0))
     return picked.sum(axis=-1, keepdims=True)
 
@@ -169,6 +296,11 @@ def _index(row, r, c=None):
         return out
     if k.ndim < arr.ndim:  # numpy's broadcasting: missing leading axes
         k = k.reshape((1,) * (arr.ndim - k.ndim) + k.shape)
+    if arr.dtype.kind == "f" and arr.ndim >= 2 and k.ndim >= 2 and k.shape[-1] == 1 \
+            and k.size == k.shape[-2] and (k.size == 1 or arr.shape[-2] == 1):
+        # Many variants' rows and positions the same for all of them (the live scenario's
+        # column; each month's fiscal year): the cells picked by slicing, as below
+        return _index_shared(arr, k)
     n = arr.shape[-1]
     ok = np.isfinite(k) & (k >= 1) & (k <= n)
     idx = np.where(ok, k, 1).astype(int) - 1
@@ -177,6 +309,23 @@ def _index(row, r, c=None):
     idx = np.broadcast_to(idx, shape)
     picked = np.take_along_axis(np.broadcast_to(arr, lead + (n,)), idx, axis=-1)
     return np.where(np.broadcast_to(ok, shape), picked, np.nan)
+
+
+def _index_shared(arr: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """:func:`_index` of rows ``arr`` (…, r, n) at positions ``k`` (1, …, m, 1) that every
+    row shares (m = 1, or r = 1): the same cells, without an index per variant."""
+    n = arr.shape[-1]
+    positions = k.reshape(-1)
+    ok = np.isfinite(positions) & (positions >= 1) & (positions <= n)
+    idx = np.where(ok, positions, 1).astype(int) - 1
+    shape = np.broadcast_shapes(arr.shape[:-1], k.shape[:-1]) + (1,)
+    if positions.size == 1:
+        picked = arr[..., idx[0]:idx[0] + 1]
+    else:
+        picked = arr[..., 0, idx][..., None]
+    if not ok.all():
+        picked = np.where(ok[:, None], picked, np.nan)
+    return np.array(np.broadcast_to(picked, shape), dtype=arr.dtype)
 
 
 def _match(x, row, _exact=0):

@@ -27,7 +27,6 @@ the target is that scenario's output.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from ..core.catalogue import BY_NAME, SCENARIO_NAMES, BadValue, fmt_number, name
 from ..core.errors import InputError, Problem
 from .evaluation import LISTS, _formula_constants, formula_inputs
 from .inputs import SiteInputs, split_key
-from .operating_model import LINES, OUTPUTS
+from .operating_model import OUTPUTS
 from .operating_model import SCENARIOS as MODEL_SCENARIOS
 
 #: Values of the input evaluated in the first scan of its range (one numpy pass).
@@ -216,24 +215,19 @@ class Solution:
 
 
 # -- many values of one input, in one pass --------------------------------------------------------
-@functools.lru_cache(maxsize=16)
-def _model(line: str):
-    """The model compiled for one output line and the lines it needs."""
-    from .compiler import compile_lines
-    from .formula import needed
-
-    return compile_lines(needed(LINES, [line]))
-
-
 class _Evaluator:
     """The output ``target`` of the site with the input moved to each of many values."""
 
     def __init__(self, inputs: SiteInputs, moved: Solvable, output: str):
         self.inputs, self.moved = inputs, moved
+        from .variants import variant_model
+
         self.line = f"out_{output}_{MODEL_SCENARIOS[moved.index].key}"
-        self.model = _model(self.line)
+        # the output line and the lines it needs, those the input does not reach computed once
+        self.model = variant_model((self.line,), frozenset({moved.name}))
         self.constants = _formula_constants()
         self.base = formula_inputs(inputs)
+        self.fixed = self.model.site_values(self.base, self.constants, LISTS)
         self.integer = moved.spec.kind == "integer"
 
     def valid(self, value: float) -> bool:
@@ -255,7 +249,7 @@ class _Evaluator:
             given[self.moved.name] = row.view(_RowArray)
         else:
             given[self.moved.name] = values
-        out = self.model(given, self.constants, LISTS)
+        out = self.model(given, self.fixed, self.constants, LISTS)
         return _numbers(out[self.line], len(values))
 
 
@@ -265,10 +259,20 @@ def _grid(low: float, high: float, count: int, integer: bool) -> np.ndarray:
     grid = np.linspace(low, high, count)
     floor = max(low, high * 1e-6) if low <= 0 else low
     if high > 0 and high / max(floor, 1e-300) > 100:
-        grid = np.union1d(grid, np.geomspace(floor, high, count))
+        grid = _unique(np.concatenate((grid, np.geomspace(floor, high, count))))
     if integer:
-        grid = np.unique(np.round(grid))
+        grid = _unique(np.round(grid))
     return grid
+
+
+def _unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted, as ``np.unique`` gives them (one NaN, last, for any), without
+    ``np.unique``'s first call importing ``numpy.ma`` (30 ms of a template's CPU)."""
+    x = np.sort(np.asarray(values, dtype=float).ravel())
+    blank = np.isnan(x)
+    keep = ~blank
+    keep[1:] &= x[1:] != x[:-1]
+    return np.append(x[keep], np.nan) if blank.any() else x[keep]
 
 
 def _edge(valid, inside: float, outside: float, integer: bool) -> float:
@@ -318,7 +322,7 @@ def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, targ
             return best, fbest, other, fother
         inner = np.linspace(a, b, SECTIONS + 2)[1:-1]
         if integer:
-            inner = np.unique(np.round(inner))
+            inner = _unique(np.round(inner))
             inner = inner[(inner > a) & (inner < b)]
         else:
             inner = inner[(inner > a) & (inner < b)]
@@ -375,7 +379,7 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str) -> Solution:
     def scan(lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
         x = _grid(lo, hi, SCAN_POINTS, integer)
         if current is not None and lo <= current <= hi:
-            x = np.unique(np.concatenate((x, [current])))
+            x = _unique(np.concatenate((x, [current])))
         ok = np.array([evaluate.valid(v) for v in x])
         if ok.any() and not ok.all():
             # the rules that tie inputs together cut the range: find where, to the last digit
@@ -385,7 +389,7 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str) -> Solution:
                 edges.append(_edge(evaluate.valid, x[first], x[first - 1], integer))
             if last < len(x) - 1:
                 edges.append(_edge(evaluate.valid, x[last], x[last + 1], integer))
-            x = np.unique(np.concatenate((x[ok], edges)))
+            x = _unique(np.concatenate((x[ok], edges)))
         else:
             x = x[ok]
         return x, evaluate(x) if len(x) else np.empty(0)

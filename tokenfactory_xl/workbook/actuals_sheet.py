@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import PurePosixPath
 from xml.etree import ElementTree
-from xml.sax.saxutils import escape, unescape
 
 import defusedxml.ElementTree as safe_et
 from defusedxml import DefusedXmlException
@@ -38,6 +37,8 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from ..core.errors import TokenFactoryError
+from ..files.ooxml import escape_text as escape
+from ..files.ooxml import unescape_text
 from . import style as st
 from .stencil import excel_serial
 
@@ -403,8 +404,8 @@ def chart_xml(xml: str, rows: Sequence[ActualsRow]) -> str:
     by_letter = {column_letter(c.name): c.name for c in ACTUALS_COLUMNS}
 
     def series(match: re.Match) -> str:
-        p, kind, fp, ref = match.group(1), match.group(2), match.group(3), unescape(
-            match.group(4), {"&apos;": "'", "&quot;": '"'})
+        p, kind, fp, ref = match.group(1), match.group(2), match.group(3), unescape_text(
+            match.group(4))
         found = _ONE_COLUMN.match(ref)
         if found is None or (found.group("sheet") or ACTUALS_SHEET).replace("''", "'") \
                 != ACTUALS_SHEET:

@@ -15,10 +15,11 @@ import datetime as dt
 import math
 import re
 from collections.abc import Callable, Mapping
-from xml.sax.saxutils import escape, unescape
 
 from openpyxl.utils.cell import absolute_coordinate
 
+from ..files.ooxml import escape_text as escape
+from ..files.ooxml import unescape_text
 from ..files.safe_xlsx import parse_reference
 from .stencil import Stencil, excel_serial
 
@@ -104,9 +105,7 @@ def _series(match: re.Match, lookup: Callable[[str, str], object],
             f"<ptCount val=\"{len(cells)}\"/>{points}</numCache></numRef>")
 
 
-def _unescape(text: str) -> str:
-    """The text of an XML element or attribute: ``escape``'s inverse, quotes included."""
-    return unescape(text, {"&apos;": "'", "&quot;": '"'})
+_unescape = unescape_text
 
 
 def _reference(sheet: str, cells: tuple[str, ...]) -> str:

@@ -1,0 +1,75 @@
+"""Many variants of one site: the lines no moved input reaches are computed once, the rest for
+every variant, and every value is what the whole model gives, to the last bit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tokenfactory_xl.tfom.compiler import compile_lines
+from tokenfactory_xl.tfom.evaluation import LISTS, _formula_constants, formula_inputs
+from tokenfactory_xl.tfom.formula import needed
+from tokenfactory_xl.tfom.inputs import make_inputs
+from tokenfactory_xl.tfom.operating_model import LINES
+from tokenfactory_xl.tfom.runtime import _RowArray
+from tokenfactory_xl.tfom.variants import split, variant_model
+
+TARGETS = ("out_npv_base", "cash_flow_base")
+
+
+def test_the_lines_a_moved_input_reaches_and_those_it_does_not():
+    fixed, moving = split(needed(LINES, list(TARGETS)), frozenset({"tef_target"}))
+    fixed_names, moving_names = {ln.name for ln in fixed}, {ln.name for ln in moving}
+    # the calendar and the fleet do not read the TEF target; revenue does, and so does all
+    # that follows from it
+    assert {"month", "month_end", "hours", "gpus_in_service_base", "capex_base"} <= fixed_names
+    assert {"tef_base", "revenue_base", "ebitda_base", "cash_flow_base",
+            "out_npv_base"} <= moving_names
+    # the tax loop computes its two lines together
+    assert {"fy_tax_base", "fy_loss_pool_base"} <= moving_names
+    # each part keeps the model's order
+    order = [ln.name for ln in LINES]
+    for part in (fixed, moving):
+        positions = [order.index(ln.name) for ln in part]
+        assert positions == sorted(positions)
+
+
+def test_variants_get_the_whole_models_values_to_the_last_bit():
+    inputs = make_inputs({"cohorts": [{"cohort": "later", "online_month": 13, "gpus": 256,
+                                       "capex_per_gpu": 55_000}], "debt_share": 0.4})
+    base = formula_inputs(inputs)
+    constants = _formula_constants()
+    rng = np.random.default_rng(8)
+    capex = rng.uniform(30_000, 50_000, 40)
+    tef = np.tile(np.asarray(base["tef_target"], dtype=float), (40, 1))
+    tef[:, 0] = rng.uniform(0.2, 0.5, 40)
+    given = dict(base, capex_per_gpu=capex, tef_target=tef.view(_RowArray))
+    own = np.asarray(base["fleet_capex_per_gpu"], dtype=float)
+    given["fleet_capex_per_gpu"] = (own[None, :] * (capex / base["capex_per_gpu"])[:, None]
+                                    ).view(_RowArray)
+    moved = frozenset({"capex_per_gpu", "fleet_capex_per_gpu", "tef_target"})
+    model = variant_model(TARGETS, moved)
+    got = model(given, model.site_values(base, constants, LISTS), constants, LISTS)
+    whole = compile_lines(needed(LINES, list(TARGETS)))(given, constants, LISTS)
+    for name in TARGETS:
+        a, b = np.asarray(got[name], dtype=float), np.asarray(whole[name], dtype=float)
+        assert a.shape == b.shape and a.shape[0] == 40, name
+        assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
+    assert len(set(np.asarray(got["out_npv_base"]).tolist())) == 40  # each variant its own
+
+
+def test_every_line_reading_a_moving_line_moves_and_a_loop_moves_whole():
+    """Whatever the moved inputs, a line that reads a line the variants move is computed for
+    every variant too, and a recurrent table's lines (one loop) all move or none does."""
+    from tokenfactory_xl.tfom.formula import lines_read
+    from tokenfactory_xl.tfom.risk import TORNADO_DRIVERS
+
+    lines = needed(LINES, ["out_npv_base", "out_equity_irr_base", "out_tax_losses_unused_base"])
+    for moved in [{name} for name in TORNADO_DRIVERS] + [{"tax_rate"}, {"debt_share"}]:
+        fixed, moving = split(lines, frozenset(moved))
+        names = {ln.name for ln in moving}
+        for ln in fixed:
+            reads = lines_read(ln.formula) | (lines_read(ln.first) if ln.first is not None
+                                              else set())
+            assert not reads & names, (moved, ln.name)
+            if ln.table is not None and ln.table.recurrent:
+                assert not any(x.name in names for x in lines if x.table is ln.table)
