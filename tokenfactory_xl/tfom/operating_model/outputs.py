@@ -83,6 +83,14 @@ def _outlay_pv(sc: Scenario) -> Expr:
             + _pv(f"other_opex_{k}") + _pv(f"rent_{k}") + _pv(f"programme_cost_{k}"))
 
 
+def _breakeven(sc: Scenario, tokens: str, price: str) -> Expr:
+    """The constant factor on ``tokens`` × ``price`` (per Mtok) at which the pre-tax NPV is 0:
+    the outlay's PV over the PV of that revenue; none when that revenue is 0."""
+    revenue_pv = SUMPRODUCT(Row("discount_factor"), Row(f"{tokens}_{sc.key}"),
+                            Row(f"{price}_{sc.key}"))
+    return none_if(revenue_pv.eq(0), _outlay_pv(sc) / (revenue_pv / K.tokens_per_mtok))
+
+
 def _cash_cost_h(sc: Scenario) -> Expr:
     k = sc.key
     return (_last(f"power_{k}") + _last(f"other_opex_{k}") + _last(f"rent_{k}")
@@ -216,13 +224,7 @@ OUTPUTS: tuple[Output, ...] = (
            lambda sc: none_if(_t("capex", sc).eq(0), _t("cash_flow", sc) / _t("capex", sc)),
            "Σ cash flows (month 0 included) ÷ Σ CapEx; none without CapEx"),
     Output("lifetime_breakeven_tfi", "Lifetime breakeven TFI", "fraction", "fraction",
-           lambda sc: none_if(SUMPRODUCT(Row("discount_factor"),
-                                         Row(f"theoretical_tokens_{sc.key}"),
-                                         Row(f"price_{sc.key}")).eq(0),
-                              _outlay_pv(sc) / (SUMPRODUCT(Row("discount_factor"),
-                                                           Row(f"theoretical_tokens_{sc.key}"),
-                                                           Row(f"price_{sc.key}"))
-                                                / K.tokens_per_mtok)),
+           lambda sc: _breakeven(sc, "theoretical_tokens", "price"),
            "the constant TFI at which the pre-tax NPV is 0 at the market price path"),
     Output("planned_tfi", "Planned TFI", "fraction", "fraction",
            lambda sc: _s_input("tef_target", sc) * N.service_level
@@ -233,12 +235,7 @@ OUTPUTS: tuple[Output, ...] = (
                          _o("planned_tfi", sc) - _o("lifetime_breakeven_tfi", sc), NONE),
            "planned TFI − lifetime breakeven TFI: how far the plan may fall short"),
     Output("breakeven_price_per_mtok", "Breakeven price", "money/Mtok", "price",
-           lambda sc: none_if(SUMPRODUCT(Row("discount_factor"), Row(f"tokens_sold_{sc.key}"),
-                                         Row(f"price_path_{sc.key}")).eq(0),
-                              _outlay_pv(sc) / (SUMPRODUCT(Row("discount_factor"),
-                                                           Row(f"tokens_sold_{sc.key}"),
-                                                           Row(f"price_path_{sc.key}"))
-                                                / K.tokens_per_mtok)),
+           lambda sc: _breakeven(sc, "tokens_sold", "price_path"),
            "today's market price at which the pre-tax NPV is 0 with the tokens sold"),
     Output("tokens_per_mw", "Tokens per MW", "tokens/s per MW", "tokens",
            lambda sc: nm_if(_t("mw_seconds", sc).eq(0),
