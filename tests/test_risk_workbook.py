@@ -9,7 +9,7 @@ import openpyxl
 import pytest
 
 from tests.tools import command
-from tests.tools.once import BuiltInGroups
+from tests.tools.once import BuiltInGroups, build_once
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.engines.libreoffice import recalculate
 from tokenfactory_xl.files.safe_xlsx import parse_reference
@@ -41,9 +41,11 @@ def status(path: Path) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("risk")
+    """The site's inputs and its workbook with the draws' figures, built once per run: read or
+    copy it."""
     inputs = make_inputs(SITE)
-    path = save_workbook(build_workbook(inputs, risk_draws=DRAWS), folder / "Lyon.xlsx")
+    path = build_once(tmp_path_factory, "risk-fresh", lambda folder: save_workbook(
+        build_workbook(inputs, risk_draws=DRAWS), folder / "Lyon.xlsx"))
     return inputs, path
 
 
