@@ -14,6 +14,7 @@ import pytest
 
 from tests.tools import command
 from tests.tools.cells import read_cells
+from tests.tools.once import build_once
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.engines.libreoffice import recalculate
 from tokenfactory_xl.files.disk import TEMP_PREFIX
@@ -55,13 +56,16 @@ def defined_cell(wb: openpyxl.Workbook, name: str) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def example_out(tmp_path_factory) -> Path:
-    """The README's main job, run once for the module: the example sites into out/."""
-    out = tmp_path_factory.mktemp("main-job") / "out"
-    proc = tfxl("batch", "templates/sites-example.csv", "-o", str(out), "--summary-csv",
-                str(out.parent / "summary.csv"))
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return out
+    """The README's main job, run once per test run: the example sites into out/."""
+    def build(folder: Path) -> Path:
+        out = folder / "out"
+        proc = tfxl("batch", "templates/sites-example.csv", "-o", str(out), "--summary-csv",
+                    str(folder / "summary.csv"))
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        return out
+
+    return build_once(tmp_path_factory, "main-job", build)
 
 
 def test_main_job_writes_five_workbooks_and_the_portfolio(example_out):

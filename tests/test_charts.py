@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 import openpyxl
 import pytest
 
+from tests.tools.once import build_once
 from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.files.safe_xlsx import parse_reference
 from tokenfactory_xl.tfom.inputs import make_inputs
@@ -20,9 +21,16 @@ C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 
 
 @pytest.fixture(scope="module")
-def site48():
+def site48(tmp_path_factory):
+    """A 48-month site's inputs and its workbook's bytes, built once per run."""
     inputs = make_inputs({"horizon_months": 48})
-    return inputs, template_bytes(inputs, risk_draws=300)
+
+    def build(folder):
+        path = folder / "site48.xlsx"
+        path.write_bytes(template_bytes(inputs, risk_draws=300))
+        return path
+
+    return inputs, build_once(tmp_path_factory, "site48", build).read_bytes()
 
 
 def charts(data: bytes) -> dict[str, ElementTree.Element]:

@@ -314,15 +314,16 @@ def test_help_loads_no_command_module():
 SEEDED = ("templates", "tests/fixtures/actuals", "tests/fixtures/real")
 
 
-def help_examples() -> list[str]:
-    """Every example line of every command's --help: `tokenfactory-xl …`, or a `cp` that makes
-    a file a later example changes."""
+def help_examples() -> list[tuple[str, str]]:
+    """Every example line of every command's --help, with the command whose help shows it (""
+    for the program's own): `tokenfactory-xl …`, or a `cp` that makes a file a later example
+    changes."""
     found = []
-    for parser in all_parsers().values():
+    for name, parser in all_parsers().items():
         for line in (parser.epilog or "").splitlines():
             line = line.strip().removeprefix("example:").strip()
             if line.startswith(("tokenfactory-xl ", "cp ")):
-                found.append(line)
+                found.append((name, line))
     return found
 
 
@@ -334,36 +335,109 @@ def written_then_read(argv: list[str], later: list[str]) -> bool:
     return any(target in (a.rstrip("/") for a in shlex.split(e)) for e in later)
 
 
-def test_help_examples_run(tmp_path, soffice):
-    for folder in SEEDED:
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    examples = help_examples()
+def runs_here(k: int, examples: list[str]) -> bool:
+    """Whether ``examples[k]`` (every help example, in order) runs in its command's test: a `cp`
+    is done, not run; an example the README shows as well runs there, as written
+    (tests/test_readme.py), unless a later example here reads what it writes."""
+    words = shlex.split(examples[k])
+    if words[0] == "cp":
+        return False
+    return examples[k] not in README_COMMANDS or written_then_read(words[1:], examples[k + 1:])
+
+
+def files_read(argv: list[str]) -> list[str]:
+    """The files and folders an example reads: each path or data file it names, but what it
+    writes (``-o``, ``--png``, ``--summary-csv``)."""
+    return [word for k, word in enumerate(argv)
+            if ("/" in word or word.endswith((".csv", ".json", ".jsonl", ".prom", ".xlsx")))
+            and not word.endswith("/")
+            and (k == 0 or argv[k - 1] not in ("-o", "--output", "--png", "--summary-csv"))]
+
+
+README_COMMANDS = frozenset(readme_commands())
+HELP_EXAMPLES = help_examples()
+#: The commands whose help shows an example that runs here: one test each.
+HELP_COMMANDS = sorted({name for k, (name, _) in enumerate(HELP_EXAMPLES)
+                        if runs_here(k, [e for _, e in HELP_EXAMPLES])})
+
+
+def do_example(example: str, folder: Path) -> subprocess.CompletedProcess | None:
+    """Run (or, for a `cp`, do) one help example in ``folder``, after checking that every file
+    it reads is there."""
+    words = shlex.split(example)
+    if words[0] == "cp":
+        shutil.copyfile(folder / words[1], folder / words[2])
+        return None
+    argv = words[1:]
+    for word in files_read(argv):
+        assert (folder / word).exists(), (example, word)
+    proc = command.run(*argv, cwd=folder)
+    assert proc.returncode == 0, (example, proc.stderr)
+    assert "Traceback" not in proc.stderr, example
+    return proc
+
+
+def seed(folder: Path) -> None:
+    for name in SEEDED:
+        shutil.copytree(ROOT / name, folder / name)
+
+
+def made_by_other_commands() -> dict[str, int]:
+    """Each file an example reads that an example of another command makes: the file → the
+    index of the first example that writes it (with ``-o``), which made it."""
+    examples = [e for _, e in HELP_EXAMPLES]
+    found = {}
+    for k, (name, example) in enumerate(HELP_EXAMPLES):
+        for word in files_read(shlex.split(example)[1:]):
+            writers = [j for j in range(k) if "-o" in (w := shlex.split(examples[j]))
+                       and w[w.index("-o") + 1].rstrip("/") == word]
+            if writers and HELP_EXAMPLES[writers[0]][0] != name:
+                found[word] = writers[0]
+    return found
+
+
+@pytest.fixture(scope="module")
+def help_made(tmp_path_factory) -> Path:
+    """A folder holding what the help examples of one command write for those of another
+    (the workbook `template -o TFOM.xlsx` writes, which `refresh` and `track` read), made
+    once per run. Copy from it, never change it."""
+    from tests.tools.once import build_once
+
+    def make(folder: Path) -> Path:
+        seed(folder)
+        for k in sorted(set(made_by_other_commands().values())):
+            do_example(HELP_EXAMPLES[k][1], folder)
+        return folder
+
+    return build_once(tmp_path_factory, "help-made", make)
+
+
+def test_help_examples_are_many_and_each_command_s_run():
+    examples = [e for _, e in HELP_EXAMPLES]
     assert len(examples) >= 12
-    # An example the README shows as well runs there, as written (tests/test_readme.py), unless
-    # a later example here reads what it writes.
-    readme = set(readme_commands())
-    ran = []
-    for i, example in enumerate(examples):
-        words = shlex.split(example)
-        if words[0] == "cp":
-            shutil.copyfile(tmp_path / words[1], tmp_path / words[2])
-            continue
-        argv = words[1:]
-        # every file an example reads is in a clone, or made by an example before it
-        for word in argv:
-            if "/" in word or word.endswith((".csv", ".json", ".jsonl", ".prom")):
-                if word.endswith("/") or argv[argv.index(word) - 1] in ("-o", "--output",
-                                                                        "--png",
-                                                                        "--summary-csv"):
-                    continue
-                assert (tmp_path / word).exists(), (example, word)
-        if example in readme and not written_then_read(argv, examples[i + 1:]):
-            continue
-        proc = command.run(*argv, cwd=tmp_path)
-        assert proc.returncode == 0, (example, proc.stderr)
-        assert "Traceback" not in proc.stderr, example
-        ran.append(example)
+    ran = [e for k, e in enumerate(examples) if runs_here(k, examples)]
     assert len(ran) >= 12 and "tokenfactory-xl template -o TFOM.xlsx" in ran
+    # what refresh and track read is the workbook the template example writes
+    assert made_by_other_commands() == {"TFOM.xlsx": examples.index(
+        "tokenfactory-xl template -o TFOM.xlsx")}
+
+
+@pytest.mark.parametrize("name", HELP_COMMANDS, ids=[n or "program" for n in HELP_COMMANDS])
+def test_help_examples_run(name, tmp_path, soffice, help_made):
+    """Each example of a command's --help runs as written, in order, in a folder holding what
+    a clone would (and what an example of another command wrote before it), and leaves only
+    files .gitignore ignores."""
+    seed(tmp_path)
+    examples = [e for _, e in HELP_EXAMPLES]
+    borrowed = made_by_other_commands()
+    for k, (owner, example) in enumerate(HELP_EXAMPLES):
+        if owner != name:
+            continue
+        for word in files_read(shlex.split(example)[1:]):
+            if word in borrowed and not (tmp_path / word).exists():
+                shutil.copyfile(help_made / word, tmp_path / word)
+        if runs_here(k, examples) or shlex.split(example)[0] == "cp":
+            do_example(example, tmp_path)
     # Run in a clone, the examples would leave only files .gitignore ignores.
     git = shutil.which("git")
     if git:
@@ -374,7 +448,7 @@ def test_help_examples_run(tmp_path, soffice):
         subprocess.run([git, "init", "-q"], cwd=tmp_path, check=True)
         proc = subprocess.run([git, "check-ignore", "--stdin"], cwd=tmp_path, text=True,
                               input="\n".join(written), capture_output=True)
-        assert written and sorted(proc.stdout.splitlines()) == written
+        assert sorted(proc.stdout.splitlines()) == written
 
 
 # -- "-": standard input and output -------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import command
+from tests.tools.once import build_once
 from tokenfactory_xl.files import disk as files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,10 +141,13 @@ WRITERS = {
 
 @pytest.fixture(scope="module")
 def workbook(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("workbook")
-    path = folder / "Site.xlsx"
-    assert command.run("template", "-o", str(path), cwd=folder).returncode == 0
-    return path
+    """A template, written once per test run: read or copy it."""
+    def build(folder: Path) -> Path:
+        path = folder / "Site.xlsx"
+        assert command.run("template", "-o", str(path), cwd=folder).returncode == 0
+        return path
+
+    return build_once(tmp_path_factory, "hostile-workbook", build)
 
 
 def _failing(monkeypatch, error: int, out: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from tests.tools.once import build_once
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.files.safe_xlsx import parse_reference
 from tokenfactory_xl.portfolio.collect import collect
@@ -197,12 +198,15 @@ def test_summary_of_a_site_missing_from_a_cohorts_file_says_so(tmp_path, capsys)
 # -- collect reads the fleet back ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("cohorts")
-    write(folder / "sites.csv", SITES)
-    write(folder / "cohorts.csv", COHORTS)
-    assert cli.main(["batch", str(folder / "sites.csv"), "--cohorts", str(folder / "cohorts.csv"),
-                     "-o", str(folder / "out"), "--quiet"]) == 0
-    return folder / "out"
+    """Two sites' workbooks with their cohorts, written by the batch once per test run."""
+    def build(folder):
+        write(folder / "sites.csv", SITES)
+        write(folder / "cohorts.csv", COHORTS)
+        assert cli.main(["batch", str(folder / "sites.csv"), "--cohorts",
+                         str(folder / "cohorts.csv"), "-o", str(folder / "out"), "--quiet"]) == 0
+        return folder / "out"
+
+    return build_once(tmp_path_factory, "cohorts", build)
 
 
 def test_collect_reads_the_fleet_back_and_finds_nothing(written):

@@ -29,7 +29,7 @@ from openpyxl.utils.cell import range_boundaries
 
 from tests.tools import command
 from tests.tools.cells import read_cells
-from tests.tools.once import build_once
+from tests.tools.once import BuiltInGroups, build_once
 from tokenfactory_xl.core.catalogue import SCENARIO_NAMES
 from tokenfactory_xl.engines import gnumeric
 from tokenfactory_xl.portfolio.audit import audit_workbook
@@ -90,13 +90,15 @@ def _batch(folder: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def recalculated(ssconvert, workbooks, tmp_path_factory) -> dict[str, Path]:
-    def build(folder: Path) -> dict[str, Path]:
-        names = list(workbooks)
+def recalculated(ssconvert, workbooks, tmp_path_factory) -> BuiltInGroups[Path]:
+    """Name → the workbook as Gnumeric recalculated it: one ``ssconvert`` a workbook, each
+    run when a test first needs that workbook, once per run."""
+    def build(names: list[str], folder: Path) -> dict[str, Path]:
         paths = gnumeric.recalculate([workbooks[n] for n in names], folder)
         return dict(zip(names, paths, strict=True))
 
-    return build_once(tmp_path_factory, "gnumeric-recalculated", build)
+    groups = [[name] for name in workbooks]
+    return BuiltInGroups(tmp_path_factory, "gnumeric-recalculated", groups, build)
 
 
 def expected_outputs(path: Path) -> dict[str, float | None]:

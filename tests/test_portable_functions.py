@@ -17,6 +17,7 @@ from openpyxl.formula.tokenizer import Tokenizer
 from openpyxl.worksheet.formula import ArrayFormula
 
 from tests.tools import command
+from tests.tools.once import build_once
 
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED_FILE = ROOT / "tests" / "data" / "portable_functions.txt"
@@ -72,13 +73,16 @@ def formulas(path: Path) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def batch_workbook(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("portable")
-    sites = folder / "sites.csv"
-    sites.write_text("site_name,gpus,measured_tps,ownership,scenario,horizon_months\n"
-                     "Rented,256,700000,rent,Optimised,30\n", encoding="utf-8")
-    proc = command.run("batch", str(sites), "-o", str(folder / "out"), "--quiet", cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    return folder / "out" / "Rented.xlsx"
+    """A rented site's workbook, written by the batch once per test run."""
+    def build(folder: Path) -> Path:
+        sites = folder / "sites.csv"
+        sites.write_text("site_name,gpus,measured_tps,ownership,scenario,horizon_months\n"
+                         "Rented,256,700000,rent,Optimised,30\n", encoding="utf-8")
+        proc = command.run("batch", str(sites), "-o", str(folder / "out"), "--quiet", cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        return folder / "out" / "Rented.xlsx"
+
+    return build_once(tmp_path_factory, "portable", build)
 
 
 def test_the_allow_list_is_sane():

@@ -26,8 +26,10 @@ def site(name: str, gpus: int, **more) -> tuple:
     return inputs, run(inputs)
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
 def entries():
+    """Three sites and their runs, made once for the module's tests: read them, never change
+    them."""
     return [
         site(INJECTION, 1024),
         site("Rented", 2048, ownership="rent", rent_per_gpu_hour=2.4, tef_target=0.5),
@@ -35,9 +37,10 @@ def entries():
     ]
 
 
-@pytest.fixture()
-def path(entries, tmp_path):
-    return pf.write_portfolio(tmp_path / "portfolio.xlsx", entries)
+@pytest.fixture(scope="module")
+def path(entries, tmp_path_factory):
+    """Their portfolio, written once for the module's tests: read it, never change it."""
+    return pf.write_portfolio(tmp_path_factory.mktemp("portfolio") / "portfolio.xlsx", entries)
 
 
 def names_of(entries) -> list[str]:
@@ -282,8 +285,8 @@ def test_writes_are_atomic(entries, tmp_path, monkeypatch):
 
 def test_non_finite_values_are_empty(entries):
     inputs, result = entries[0]
-    result.summary["economic_life_months"] = math.inf
-    assert pf.value("economic_life_months", inputs, result.summary, {}) is None
+    summary = {**result.summary, "economic_life_months": math.inf}
+    assert pf.value("economic_life_months", inputs, summary, {}) is None
     assert pf._csv_field(math.inf) == ""
 
 

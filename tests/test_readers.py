@@ -25,6 +25,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from tests.tools.once import build_once
 from tokenfactory_xl.portfolio.batch import run_batch
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
 
@@ -47,8 +48,12 @@ SITES = (f"site_name,gpus,measured_tps,horizon_months,ownership,rent_per_gpu_hou
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
     """Name → a workbook the project writes: the template, two sites, their portfolio, and
-    the cost curve of a real benchmark sweep (a chart and a table of its runs)."""
-    folder = tmp_path_factory.mktemp("readers")
+    the cost curve of a real benchmark sweep (a chart and a table of its runs), written once
+    per test run."""
+    return build_once(tmp_path_factory, "readers", _files)
+
+
+def _files(folder: Path) -> dict[str, Path]:
     sites = folder / "sites.csv"
     sites.write_text(SITES, encoding="utf-8")
     report = run_batch(sites, folder / "out", risk_draws=100)

@@ -7,8 +7,8 @@
   together).
 
 The scratch copy holds the repository's files that git tracks or would track, so outputs of
-earlier runs in the clone change nothing. Afterwards, every file the examples wrote must be one
-`.gitignore` ignores, and none may be under `tests/`.
+earlier runs in the clone change nothing. Every file an example writes must be one `.gitignore`
+ignores, and none may be under `tests/`.
 """
 
 from __future__ import annotations
@@ -77,8 +77,12 @@ def repository_files() -> list[str]:
 
 
 def fingerprint(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+    return {str(p.relative_to(folder)): _sha256(p)
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def steps() -> list[tuple[str, str, str]]:
@@ -103,15 +107,78 @@ def steps() -> list[tuple[str, str, str]]:
 STEPS = steps()
 
 
+def files_named(command: str) -> set[str]:
+    """What ``command`` names that a command may write or read as a file: each word but the
+    program, its subcommand, options, ``name=value`` settings and numbers, cut to its first
+    folder (``sites-out/summary.csv`` is ``sites-out``). A word that names a file of the
+    repository, or one of its folders, is left out: no example may change those (the scratch
+    copy is checked for it after every example)."""
+    words = shlex.split(command)
+    found = set()
+    for i, word in enumerate(words):
+        if word == PROGRAM or (i and words[i - 1] == PROGRAM) or word.startswith("-") \
+                or "=" in word or _number(word):
+            continue
+        name = word.rstrip("/")
+        if name in REPOSITORY:
+            continue
+        found.add(name.split("/")[0])
+    return found
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _repository_names() -> frozenset[str]:
+    """The repository's files and every folder above them, relative to the root."""
+    names = set()
+    for name in repository_files():
+        parts = name.split("/")
+        names.update("/".join(parts[:k]) for k in range(1, len(parts) + 1))
+    return frozenset(names)
+
+
+REPOSITORY = _repository_names()
+
+
+def prerequisites(index: int) -> list[int]:
+    """The examples before ``STEPS[index]`` it builds on, in the README's order: every earlier
+    example that names a file or folder it names (the workbook one writes, the next renders),
+    and theirs in turn. The others change nothing it reads, so it need not wait for them."""
+    names = [files_named(command) for _, command, _ in STEPS]
+    found: set[int] = set()
+    todo = [index]
+    while todo:
+        later = todo.pop()
+        for k in range(later):
+            if k not in found and names[k] & names[later]:
+                found.add(k)
+                todo.append(k)
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One example's status and output, and the files it wrote (relative to the copy)."""
+
+    proc: subprocess.CompletedProcess
+    written: list[str]
+
+
 @dataclass(frozen=True)
 class Scratch:
     """The scratch copy of the repository and the files it started with.
 
     The examples build on one another (the workbook one writes, the next renders), so each runs
-    once, in the README's order, whatever order the tests run in and on whichever worker:
-    :meth:`result` runs every example before the one asked for that has not run yet, under a
-    lock, and keeps each one's status and output in a file beside the copy, where the test of
-    that example (on any worker) reads it.
+    once, after the examples it builds on (:func:`prerequisites`), whatever order the tests run
+    in and on whichever worker: :meth:`result` runs those that have not run yet, then the one
+    asked for, under a lock, and keeps each one's status, output and the files it wrote in a
+    file beside the copy, where the test of that example (on any worker) reads it.
     """
 
     path: Path
@@ -122,19 +189,48 @@ class Scratch:
         return {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100",
                 "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
 
-    def result(self, index: int) -> subprocess.CompletedProcess:
-        """The status and output of the example ``STEPS[index]``, run in order."""
+    def result(self, index: int) -> Ran:
+        """The status, output and writes of the example ``STEPS[index]``, run after those it
+        builds on."""
         record = self.path.parent / "ran.pickle"
         with locked(self.path.parent / "ran.lock"):
-            ran: dict[int, subprocess.CompletedProcess] = (
+            ran: dict[int, Ran] = (
                 pickle.loads(record.read_bytes()) if record.exists() else {})
-            for k in range(index + 1):
+            for k in prerequisites(index) + [index]:
                 if k not in ran:
                     kind, command, _ = STEPS[k]
                     run = run_tool if kind == "bash" else run_shell
-                    ran[k] = run(command, self)
+                    before = stamps(self.path)
+                    proc = run(command, self)
+                    ran[k] = Ran(proc, self.changed(before))
                     record.write_bytes(pickle.dumps(ran))
             return ran[index]
+
+    def ignored(self, names: list[str]) -> set[str]:
+        """Those of ``names`` (relative to the copy) that its ``.gitignore`` ignores."""
+        proc = subprocess.run([GIT, "--git-dir", str(self.path.parent / "git"), "--work-tree",
+                               str(self.path), "check-ignore", "--stdin"], cwd=self.path,
+                              input="\n".join(names), capture_output=True, text=True)
+        assert proc.returncode in (0, 1), proc.stderr  # 1: none of them is ignored
+        return set(proc.stdout.splitlines())
+
+    def changed(self, before: dict[str, tuple[int, int]]) -> list[str]:
+        """The files of the copy made or changed since ``before`` (:func:`stamps`), but those
+        of the repository that hold their own content again."""
+        after = stamps(self.path)
+        touched = sorted(name for name, stamp in after.items() if before.get(name) != stamp)
+        return [name for name in touched if name not in self.before
+                or _sha256(self.path / name) != self.before[name]]
+
+
+def stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    """Each file under ``folder``: its size and time of last change, in nanoseconds."""
+    found = {}
+    for p in folder.rglob("*"):
+        if "__pycache__" not in p.parts and p.is_file():
+            info = p.stat()
+            found[str(p.relative_to(folder))] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def _copy_repository(base: Path) -> Scratch:
@@ -146,6 +242,8 @@ def _copy_repository(base: Path) -> Scratch:
     shim.parent.mkdir()
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tokenfactory_xl "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    if GIT:  # a repository beside the copy, for git to read its .gitignore as a clone's
+        subprocess.run([GIT, "--git-dir", str(base / "git"), "init", "-q"], check=True)
     return Scratch(target, shim.parent, fingerprint(target))
 
 
@@ -193,14 +291,14 @@ CONSOLE = [k for k, (kind, _, _) in enumerate(STEPS) if kind == "console"]
 
 @pytest.mark.parametrize("index", BASH, ids=[STEPS[k][1] for k in BASH])
 def test_bash_examples_exit_zero(index, scratch):
-    proc = scratch.result(index)
+    proc = scratch.result(index).proc
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("index", CONSOLE, ids=[STEPS[k][1] for k in CONSOLE])
 def test_console_transcripts_print_what_they_show(index, scratch):
-    proc = scratch.result(index)
+    proc = scratch.result(index).proc
     assert (proc.stdout + proc.stderr).rstrip("\n") == STEPS[index][2]
 
 
@@ -210,15 +308,29 @@ def test_every_example_is_a_step():
 
 
 @pytest.mark.skipif(GIT is None, reason="needs git to read .gitignore as git does")
-def test_examples_write_only_ignored_files_and_nothing_under_tests(scratch):
-    scratch.result(len(STEPS) - 1)  # every example has run (when this test runs alone, here)
-    after = fingerprint(scratch.path)
-    written = sorted(name for name in after if scratch.before.get(name) != after[name])
-    assert written, "the examples wrote nothing: were they run?"
-    assert [n for n in written if n.split(os.sep)[0] == "tests"] == []
-    subprocess.run([GIT, "init", "-q"], cwd=scratch.path, check=True)
-    proc = subprocess.run([GIT, "check-ignore", "--stdin"], cwd=scratch.path,
-                          input="\n".join(written), capture_output=True, text=True)
-    ignored = set(proc.stdout.splitlines())
-    missing = [n for n in written if n not in ignored]
+@pytest.mark.parametrize("index", range(len(STEPS)), ids=[command for _, command, _ in STEPS])
+def test_examples_write_only_ignored_files_and_nothing_under_tests(index, scratch):
+    ran = scratch.result(index)
+    assert [n for n in ran.written if n.split(os.sep)[0] == "tests"] == []
+    missing = [n for n in ran.written if n not in scratch.ignored(ran.written)]
     assert missing == [], f"add these to .gitignore: {missing}"
+    # what an example that succeeds writes with -o is seen as written
+    words = shlex.split(STEPS[index][1])
+    if "-o" in words and ran.proc.returncode == 0:
+        target = words[words.index("-o") + 1].rstrip("/")
+        assert any(n == target or n.startswith(target + os.sep) for n in ran.written), ran.written
+
+
+def test_an_example_builds_on_those_that_name_its_files():
+    """The workbook the template example writes is what the render examples read; the batch
+    examples into one folder run in the README's order; an example that names no file of its
+    own waits for none."""
+    index = {command: k for k, (_, command, _) in enumerate(STEPS)}
+    template = index["tokenfactory-xl template -o TFOM.xlsx"]
+    render = index["tokenfactory-xl render TFOM.xlsx -o scenarios.png --sheet Scenarios"]
+    assert prerequisites(render) == [template, render - 1]
+    into = [k for k, (_, command, _) in enumerate(STEPS) if "-o sites-out" in command]
+    assert len(into) == 3 and prerequisites(into[-1]) == into[:-1]
+    assert prerequisites(index["tokenfactory-xl summary"]) == []
+    assert files_named("tokenfactory-xl batch templates/sites-example.csv -o out/ --jobs 2 "
+                       "--set gpus=2") == {"out"}

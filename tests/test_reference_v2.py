@@ -127,9 +127,25 @@ def assert_prints_as(value: float | None, printed: str) -> None:
     assert abs(value - float(text)) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9), (value, printed)
 
 
+@pytest.fixture(scope="module")
+def computed_once() -> dict[tuple[str, str], dict[str, dict]]:
+    """The three scenarios of each set of default inputs below, computed once per module and
+    implementation: 144 parametrised cases read them. Read them, never change them."""
+    return {}
+
+
+def scenarios_once(computed: dict, implementation: str, name: str,
+                   inputs: dict) -> dict[str, dict]:
+    """``reference_scenarios(inputs)`` of ``implementation``, computed the first time only."""
+    if (implementation, name) not in computed:
+        computed[implementation, name] = IMPLEMENTATIONS[implementation][1](inputs)
+    return computed[implementation, name]
+
+
 @pytest.fixture
-def defaults_run(implementation) -> dict[str, dict]:
-    return reference_scenarios({"residual_method": "book", **WITHOUT_FINANCING})
+def defaults_run(implementation, computed_once) -> dict[str, dict]:
+    return scenarios_once(computed_once, implementation, "book",
+                          {"residual_method": "book", **WITHOUT_FINANCING})
 
 
 @pytest.mark.parametrize("name", list(SPEC_TABLE))
@@ -154,8 +170,8 @@ SPEC_V3_TABLE = {
 
 
 @pytest.fixture
-def defaults_v3(implementation) -> dict[str, dict]:
-    return reference_scenarios(dict(WITHOUT_FINANCING))
+def defaults_v3(implementation, computed_once) -> dict[str, dict]:
+    return scenarios_once(computed_once, implementation, "v3", dict(WITHOUT_FINANCING))
 
 
 @pytest.mark.parametrize("name", list(SPEC_V3_TABLE))
@@ -820,8 +836,8 @@ SPEC_V3_FINANCED = {
 
 
 @pytest.fixture
-def defaults_financed(implementation) -> dict[str, dict]:
-    return reference_scenarios({})
+def defaults_financed(implementation, computed_once) -> dict[str, dict]:
+    return scenarios_once(computed_once, implementation, "financed", {})
 
 
 @pytest.mark.parametrize("name", list(SPEC_V3_FINANCED))

@@ -3,6 +3,9 @@ model's own search, declared for the workbook, finds by sixty halvings."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -20,10 +23,9 @@ T = Table("t_months", MONTHS)
 SEARCH = irr_search("t_cash_flow", "t", "test")
 
 
-def declared_search(flows: np.ndarray, horizons: np.ndarray) -> dict[str, np.ndarray]:
-    """The model's IRR search, as declared, over given cash flows (months past a row's horizon
-    ignored): every line's values, the monthly IRR of each row as ``irr`` (NaN: none) and the
-    grid's rates as ``grid``."""
+@functools.cache
+def _compiled_search() -> Callable:
+    """The model's IRR search over a table of given cash flows, compiled once per process."""
     lines = [
         Line("month", "", "", "", Position() - 1, table=T),
         Line("in_horizon", "", "", "", IF_(Position() <= InputRef("horizon_months") + 1, 1, 0),
@@ -33,8 +35,15 @@ def declared_search(flows: np.ndarray, horizons: np.ndarray) -> dict[str, np.nda
                  INDEX(InputRef("flows"), 1, Position()), ""), table=T, missing=""),
         *SEARCH.grid, *SEARCH.bracket, *SEARCH.steps, SEARCH.result,
     ]
-    out = compile_lines(lines)({"flows": flows.view(_RowArray), "horizon_months": horizons},
-                               _formula_constants(), LISTS)
+    return compile_lines(lines)
+
+
+def declared_search(flows: np.ndarray, horizons: np.ndarray) -> dict[str, np.ndarray]:
+    """The model's IRR search, as declared, over given cash flows (months past a row's horizon
+    ignored): every line's values, the monthly IRR of each row as ``irr`` (NaN: none) and the
+    grid's rates as ``grid``."""
+    out = _compiled_search()({"flows": flows.view(_RowArray), "horizon_months": horizons},
+                             _formula_constants(), LISTS)
     values = {k: np.asarray(v) for k, v in out.items()}
     values["irr"] = np.broadcast_to(out["irr_monthly_t"], (len(flows),)).astype(float)
     values["grid"] = np.asarray(out["irr_rate_t"], dtype=float)

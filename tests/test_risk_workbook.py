@@ -9,7 +9,7 @@ import openpyxl
 import pytest
 
 from tests.tools import command
-from tests.tools.once import build_once
+from tests.tools.once import BuiltInGroups, build_once
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.engines.libreoffice import recalculate
 from tokenfactory_xl.files.safe_xlsx import parse_reference
@@ -41,9 +41,11 @@ def status(path: Path) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("risk")
+    """The site's inputs and its workbook with the draws' figures, built once per run: read or
+    copy it."""
     inputs = make_inputs(SITE)
-    path = save_workbook(build_workbook(inputs, risk_draws=DRAWS), folder / "Lyon.xlsx")
+    path = build_once(tmp_path_factory, "risk-fresh", lambda folder: save_workbook(
+        build_workbook(inputs, risk_draws=DRAWS), folder / "Lyon.xlsx"))
     return inputs, path
 
 
@@ -70,10 +72,11 @@ def test_the_sheet_holds_the_figures_of_its_inputs(fresh):
 
 
 @pytest.fixture(scope="module")
-def recalculated_risk(fresh, soffice, tmp_path_factory) -> dict[str, Path]:
-    """What LibreOffice computes for the workbooks the tests below make (one soffice call for
-    all of them, as starting it is a second of its own): name → the recalculated file, and
-    "refreshed as written" → the refresh's own output.
+def recalculated_risk(fresh, soffice, tmp_path_factory) -> BuiltInGroups[Path]:
+    """What LibreOffice computes for the workbooks the tests below make: name → the
+    recalculated file, and "refreshed as written" → the refresh's own output. The workbooks
+    of one test are made and recalculated together (one soffice call, as starting it is a
+    second of its own), once per run:
 
     - ``fresh``: the workbook as built, its figures computed for its inputs;
     - ``edited`` and ``fleet``: an input, then a further cohort, changed after the figures;
@@ -82,32 +85,44 @@ def recalculated_risk(fresh, soffice, tmp_path_factory) -> dict[str, Path]:
     """
     _, path = fresh
 
-    def build(folder: Path) -> dict[str, Path]:
+    def edited(folder: Path) -> Path:
         edited = folder / "edited.xlsx"
         wb = openpyxl.load_workbook(path)
         cell(wb, "in_gpus").value = 1024
         wb.save(edited)
+        return edited
+
+    def stale(folder: Path) -> dict[str, Path]:
         fleet = folder / "fleet.xlsx"
         wb = openpyxl.load_workbook(path)
         cell(wb, "in_fleet_gpus", 1).value = 64  # a third cohort's GPUs, in the fleet block
         cell(wb, "in_fleet_cohort", 1).value = "Top-up"
         cell(wb, "in_fleet_online_month", 1).value = 20
         wb.save(fleet)
-        before = edited.read_bytes()
-        code = command.run("refresh", str(edited), "--draws", str(DRAWS))
+        files = recalculate([path, edited(folder), fleet], folder / "lo")
+        return dict(zip(["fresh", "edited", "fleet"], files, strict=True))
+
+    def refreshed(folder: Path) -> dict[str, Path]:
+        source = edited(folder)
+        before = source.read_bytes()
+        code = command.run("refresh", str(source), "--draws", str(DRAWS))
         assert code.returncode == 0, code.stderr
         refreshed = folder / "edited-refreshed.xlsx"
         assert "wrote" in code.stdout and refreshed.exists()
-        assert edited.read_bytes() == before  # the workbook read is never changed
+        assert source.read_bytes() == before  # the workbook read is never changed
         without = folder / "without-draws.xlsx"
         data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
         assert "npv_p10" not in summary
         without.write_bytes(data)
-        names = ["fresh", "edited", "fleet", "refreshed", "not computed"]
-        files = recalculate([path, edited, fleet, refreshed, without], folder / "lo")
-        return {**dict(zip(names, files, strict=True)), "refreshed as written": refreshed}
+        files = recalculate([refreshed, without], folder / "lo")
+        return {"refreshed": files[0], "not computed": files[1],
+                "refreshed as written": refreshed}
 
-    return build_once(tmp_path_factory, "risk-engine", build)
+    def build(names: list[str], folder: Path) -> dict[str, Path]:
+        return stale(folder) if "fresh" in names else refreshed(folder)
+
+    groups = [["fresh", "edited", "fleet"], ["refreshed", "refreshed as written", "not computed"]]
+    return BuiltInGroups(tmp_path_factory, "risk-engine", groups, build)
 
 
 def test_an_engine_says_current_then_stale_when_an_input_changes(recalculated_risk):

@@ -12,6 +12,7 @@ import pytest
 
 from tests.collect_support import copy, edit_with_openpyxl
 from tests.tools import command
+from tests.tools.once import build_once
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.files.safe_xlsx import open_xlsx, parse_reference
 from tokenfactory_xl.tfom.evaluation import run
@@ -87,12 +88,15 @@ def test_a_misspelt_suffix_names_the_note_among_what_is_allowed():
 # -- the workbook -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def noted_template(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("notes")
-    path = folder / "noted.xlsx"
-    proc = command.run("template", "-o", path, "--set", "gpus.note=PO 4411",
-                       "--set", "pue.note==HYPERLINK(\"http://x\")", cwd=folder)
-    assert proc.returncode == 0, proc.stderr
-    return path
+    """A template with two notes, written once per test run: read or copy it."""
+    def build(folder):
+        path = folder / "noted.xlsx"
+        proc = command.run("template", "-o", path, "--set", "gpus.note=PO 4411",
+                           "--set", "pue.note==HYPERLINK(\"http://x\")", cwd=folder)
+        assert proc.returncode == 0, proc.stderr
+        return path
+
+    return build_once(tmp_path_factory, "notes", build)
 
 
 def test_the_inputs_sheet_has_an_open_text_column_of_notes(noted_template):

@@ -131,21 +131,29 @@ def _venv(folder: Path) -> str:
 
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory) -> Path:
-    """What `tokenfactory-xl lite -o DIR` writes."""
-    folder = tmp_path_factory.mktemp("lite") / "xlwings-lite"
-    proc = command.run("lite", "-o", str(folder), cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"wrote {folder / 'main.py'} and")
-    return folder
+    """What `tokenfactory-xl lite -o DIR` writes, written once per run: read it, never change
+    it."""
+    def build(base: Path) -> Path:
+        folder = base / "xlwings-lite"
+        proc = command.run("lite", "-o", str(folder), cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"wrote {folder / 'main.py'} and")
+        return folder
+
+    return build_once(tmp_path_factory, "lite-bundle", build)
 
 
 @pytest.fixture(scope="session")
-def probed(bundle, lite_python) -> dict:
-    proc = subprocess.run([lite_python, "-c", PROBE], cwd=bundle, input=json.dumps(CASES),
-                          capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+def probed(bundle, lite_python, tmp_path_factory) -> dict:
+    """What the bundle's functions answer in the Lite environment, asked once per run."""
+    def build(_folder: Path) -> dict:
+        proc = subprocess.run([lite_python, "-c", PROBE], cwd=bundle, input=json.dumps(CASES),
+                              capture_output=True, text=True, timeout=300,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    return build_once(tmp_path_factory, "lite-probed", build)
 
 
 def test_every_function_has_cases():

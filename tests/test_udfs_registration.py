@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.tools import regen_golden
+from tests.tools.once import build_once
 from tokenfactory_xl.addin import cells, udfs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,11 +62,16 @@ SAME_AS = {None: "price_input"}
 
 
 @pytest.fixture(scope="module")
-def classic() -> dict:
-    proc = subprocess.run([sys.executable, "-m", "tests.tools.regen_golden", "--stdout"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+def classic(tmp_path_factory) -> dict:
+    """What desktop Excel would register (tests/tools/regen_golden.py in a process of its
+    own), asked once per run."""
+    def build(_folder) -> dict:
+        proc = subprocess.run([sys.executable, "-m", "tests.tools.regen_golden", "--stdout"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    return build_once(tmp_path_factory, "classic-registration", build)
 
 
 def test_the_vba_module_matches_the_golden_file(classic):

@@ -31,7 +31,7 @@ ENGINE_FIXTURES = frozenset({
     "recalculated_risk", "workbooks", "built", "node_env", "readers_env", "gnumeric_values",
     "batch_workbook", "classic", "node", "files", "pages", "ssconvert", "example_out",
     # whole workbooks, built or written by a command
-    "book", "fresh", "written", "stored", "workbook", "site48", "noted_template",
+    "book", "fresh", "written", "stored", "workbook", "site48", "noted_template", "help_made",
     "release_outputs",
 })
 

@@ -18,7 +18,7 @@ import contextlib
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -75,3 +75,33 @@ def build_once(tmp_path_factory: pytest.TempPathFactory, name: str,
         value = build(folder)
         done.write_bytes(pickle.dumps(value))
         return value
+
+
+class BuiltInGroups(Mapping[str, T]):
+    """Name → a thing made together with the others of its group, each group by
+    :func:`build_once` when a test first asks for one of its names.
+
+    One build of everything would make the test that asks first wait for all of it (a
+    spreadsheet engine recalculating ten workbooks); groups spread the wait over the tests
+    that need each part, while each thing is still made once per run."""
+
+    def __init__(self, factory: pytest.TempPathFactory, name: str, groups: list[list[str]],
+                 build: Callable[[list[str], Path], dict[str, T]]) -> None:
+        self._factory = factory
+        self._name = name
+        self._groups = groups
+        self._build = build
+
+    def __getitem__(self, key: str) -> T:
+        for k, group in enumerate(self._groups):
+            if key in group:
+                made = build_once(self._factory, f"{self._name}-{k}",
+                                  lambda folder, group=group: self._build(group, folder))
+                return made[key]
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for group in self._groups for key in group)
+
+    def __len__(self) -> int:
+        return sum(map(len, self._groups))

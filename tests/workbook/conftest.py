@@ -2,8 +2,8 @@
 
 The input sets cover an owned and a rented fleet, all three scenarios, a 7-month horizon and a
 leap-year February start (2028-02-01: month 1 has 29 days), on top of the template's defaults.
-LibreOffice recalculates all the workbooks in one call; the ``formulas`` package compiles the
-template once and recomputes it for each input set.
+LibreOffice recalculates the workbooks a few at a time, each once per run; the ``formulas``
+package compiles the template once and recomputes it for each input set.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.once import build_once
+from tests.tools.once import BuiltInGroups
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.workbook import build as wb_module
 
@@ -87,31 +87,30 @@ def input_sets():
     return {name: make_inputs(values) for name, values in INPUT_SETS.items()}
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory, input_sets) -> dict[str, Path]:
-    """Name → a workbook built with that input set."""
-    def build(folder: Path) -> dict[str, Path]:
-        out = {}
-        for name, inputs in input_sets.items():
-            path = folder / f"{name}.xlsx"
-            wb_module.save_workbook(wb_module.build_workbook(inputs, RISK_DRAWS), path)
-            out[name] = path
-        return out
-
-    return build_once(tmp_path_factory, "workbook-built", build)
+#: Input sets LibreOffice recalculates in one call. Starting it costs about a second of CPU,
+#: so one call for all would be cheapest; four workbooks a call keep the wait of the test that
+#: first needs one of them to about a third of that.
+RECALCULATED_TOGETHER = 4
 
 
 @pytest.fixture(scope="session")
-def recalculated(soffice, tmp_path_factory, built) -> dict[str, Path]:
-    """Name → the workbook as LibreOffice recalculated and saved it (one soffice call)."""
+def recalculated(soffice, tmp_path_factory, input_sets) -> BuiltInGroups[Path]:
+    """Name → the workbook of that input set as LibreOffice recalculated and saved it, made
+    a group of input sets at a time (tests/tools/once.py)."""
     from tokenfactory_xl.engines.libreoffice import recalculate
 
-    def build(folder: Path) -> dict[str, Path]:
-        names = list(built)
-        paths = recalculate([built[n] for n in names], folder)
-        return dict(zip(names, paths, strict=True))
+    def build(names: list[str], folder: Path) -> dict[str, Path]:
+        books = []
+        for name in names:
+            path = folder / f"{name}.xlsx"
+            wb_module.save_workbook(wb_module.build_workbook(input_sets[name], RISK_DRAWS), path)
+            books.append(path)
+        return dict(zip(names, recalculate(books, folder / "recalculated"), strict=True))
 
-    return build_once(tmp_path_factory, "workbook-recalculated", build)
+    names = list(input_sets)
+    groups = [names[k:k + RECALCULATED_TOGETHER]
+              for k in range(0, len(names), RECALCULATED_TOGETHER)]
+    return BuiltInGroups(tmp_path_factory, "workbook-recalculated", groups, build)
 
 
 def excel_serial(value: dt.date) -> int:

@@ -10,9 +10,11 @@ import re
 import statistics
 import subprocess
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from tests.tools.once import build_once
 from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.engines.libreoffice import convert
 from tokenfactory_xl.tfom.inputs import default_inputs
@@ -24,8 +26,12 @@ pytestmark = pytest.mark.skipif(subprocess.run(["which", "pdftotext"], capture_o
 
 @pytest.fixture(scope="module")
 def pages(soffice, tmp_path_factory) -> list[tuple[str, float]]:
-    """(sheet, median height of its words in points) of each printed page of the template."""
-    folder = tmp_path_factory.mktemp("print")
+    """(sheet, median height of its words in points) of each printed page of the template,
+    printed once per test run."""
+    return build_once(tmp_path_factory, "print", _pages)
+
+
+def _pages(folder: Path) -> list[tuple[str, float]]:
     book = folder / "TFOM.xlsx"
     book.write_bytes(template_bytes(default_inputs(), risk_draws=200))
     (pdf,) = convert([book], folder, "pdf")
