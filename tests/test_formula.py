@@ -127,10 +127,21 @@ def _bits(a) -> bytes:
     return np.ascontiguousarray(a, dtype=float).tobytes()
 
 
+def _sumif_as_nansum(index, years, values, shape):
+    """SUMIF's sums, asserted to be the very bits of numpy's nansum over the picked cells."""
+    from tokenfactory_xl.tfom.runtime import _sum_row, _sumif
+
+    got = _sumif(index, years, values)
+    expected = _sum_row(np.where(index == years, values, 0.0))
+    assert got.shape == expected.shape == shape
+    assert _bits(got) == _bits(expected)
+    return got
+
+
 def test_a_sumif_over_many_variants_is_the_nansum_of_the_picked_cells():
     """SUMIF(index row, position, value row) per fiscal year for 7 variants with blanks (NaN):
     the very sums of numpy's nansum over the picked cells, as each variant alone gets them."""
-    from tokenfactory_xl.tfom.runtime import _sum_row, _sumif
+    from tokenfactory_xl.tfom.runtime import _sumif
 
     rng = np.random.default_rng(3)
     index = np.repeat(np.arange(1.0, 6.0), 12)[None, None, :]  # 5 years of 12 months
@@ -139,10 +150,7 @@ def test_a_sumif_over_many_variants_is_the_nansum_of_the_picked_cells():
     values[:, :, 55:] = np.nan
     values[2, 0, 7] = np.nan
     years = np.arange(1.0, 7.0)[:, None]
-    got = _sumif(index, years, values)
-    expected = _sum_row(np.where(index == years, values, 0.0))
-    assert got.shape == expected.shape == (7, 6, 1)
-    assert _bits(got) == _bits(expected)
+    got = _sumif_as_nansum(index, years, values, (7, 6, 1))
     for k in range(7):  # each variant alone: the same sums
         assert _bits(_sumif(index[0], years, values[k, 0])) == _bits(got[k])
 
@@ -150,18 +158,13 @@ def test_a_sumif_over_many_variants_is_the_nansum_of_the_picked_cells():
 def test_a_sumif_over_many_draws_sums_each_criterion_alone_to_the_same_bits():
     """With hundreds of variants SUMIF sums each criterion's cells alone, the others left out,
     in numpy's order: the same bits as the nansum over the whole table of picked cells."""
-    from tokenfactory_xl.tfom.runtime import _sum_row, _sumif
 
     rng = np.random.default_rng(5)
     index = np.concatenate([[0.0], np.repeat(np.arange(1.0, 12.0), 12)[:120]])[None, :]
     values = rng.normal(0, 1e6, (500, 1, 121)) * 10.0 ** rng.integers(-6, 6, (500, 1, 121))
     values[:, :, 100:] = np.nan
     values[9, 0, 13] = np.nan
-    years = np.arange(1.0, 12.0)[:, None]
-    got = _sumif(index, years, values)
-    expected = _sum_row(np.where(index == years, values, 0.0))
-    assert got.shape == expected.shape == (500, 11, 1)
-    assert _bits(got) == _bits(expected)
+    _sumif_as_nansum(index, np.arange(1.0, 12.0)[:, None], values, (500, 11, 1))
 
 
 def _product(tree, factors):

@@ -94,12 +94,16 @@ def test_a_name_cut_at_the_file_name_limit_is_explained_as_such(tmp_path):
     assert "punctuation or case" not in problem.fix
 
 
+def renamed(generated, folder: Path, sites: list[tuple[str, str]]) -> list[Path]:
+    """Copies of the generated workbooks ``(site, new name)`` in ``folder``, each renamed."""
+    return [edit_with_openpyxl(copy(generated[site], folder, f"a{i}.xlsx"),
+                               lambda wb, name=name: set_input(wb, "site_name", name))
+            for i, (site, name) in enumerate(sites, start=1)]
+
+
 def test_collect_counts_a_site_once_whatever_the_composition(generated, tmp_path):
-    inbox = tmp_path / "inbox"
-    first = edit_with_openpyxl(copy(generated["Alpha"], inbox, "a1.xlsx"),
-                               lambda wb: set_input(wb, "site_name", COMPOSED))
-    second = edit_with_openpyxl(copy(generated["Alpha"], inbox, "a2.xlsx"),
-                                lambda wb: set_input(wb, "site_name", DECOMPOSED))
+    first, second = renamed(generated, tmp_path / "inbox",
+                            [("Alpha", COMPOSED), ("Alpha", DECOMPOSED)])
     audits = [audit_workbook(first), audit_workbook(second)]
     assert all(a.included for a in audits)
     (dup,) = duplicates(audits)
@@ -145,11 +149,8 @@ def test_batch_refuses_a_site_that_only_looks_like_another_naming_the_letter(tmp
 
 
 def test_collect_pairs_workbooks_whose_site_names_only_look_alike(generated, tmp_path):
-    inbox = tmp_path / "inbox"
-    first = edit_with_openpyxl(copy(generated["Alpha"], inbox, "a1.xlsx"),
-                               lambda wb: set_input(wb, "site_name", LATIN))
-    second = edit_with_openpyxl(copy(generated["Beta"], inbox, "a2.xlsx"),
-                                lambda wb: set_input(wb, "site_name", CYRILLIC_A))
+    first, second = renamed(generated, tmp_path / "inbox",
+                            [("Alpha", LATIN), ("Beta", CYRILLIC_A)])
     (dup,) = duplicates([audit_workbook(first), audit_workbook(second)])
     assert (dup.first.path, dup.second.path) == (first, second)
     assert dup.reason == (f"a site name looking the same ({CYRILLIC_A!r} holds \u0430 "
