@@ -140,7 +140,10 @@ def test_roots_close_together_and_far_below_zero():
     # two roots 0.1 % apart make the NPV nearly flat between them: its rounding fixes each
     # only to about 1e-11, and both searches land inside that
     assert np.max(np.abs(got - want)[others]) <= 1e-10
-    assert np.max(np.abs(got - want)[others & ~np.isin(np.arange(len(got)), [0, 1])]) <= 1e-13
+    # elsewhere to the rounding of the NPV: with −2 %, 3 % and 3.1 % as roots and flows of 3e8,
+    # the NPV computed in floats is ±3.6e-7 about its root, which its slope there fixes to some
+    # 4e-13 (either search is a root to that)
+    assert np.max(np.abs(got - want)[others & ~np.isin(np.arange(len(got)), [0, 1])]) <= 1e-12
 
 
 def test_no_root_and_a_single_month():

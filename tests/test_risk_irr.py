@@ -33,7 +33,7 @@ def _compiled_search() -> Callable:
         Line("t_cash_flow", "", "", "",
              IF_(Position() <= InputRef("horizon_months") + 1,
                  INDEX(InputRef("flows"), 1, Position()), ""), table=T, missing=""),
-        *SEARCH.grid, *SEARCH.bracket, *SEARCH.steps, SEARCH.result,
+        *SEARCH.grid, SEARCH.flow_months, *SEARCH.bracket, *SEARCH.steps, SEARCH.result,
     ]
     return compile_lines(lines)
 

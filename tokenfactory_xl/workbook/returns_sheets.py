@@ -183,9 +183,11 @@ def build_irr_sheet(b: _Builder, ws: Worksheet) -> None:
         ws.cell(4, c0, search.label).font = st.SECTION_FONT
         ws.cell(5, c0, "IRR, monthly")
         b.scalar(ws, f"{_col(c0 + 1)}5", search.result)
-        st.header(ws, IRR_GRID_TOP - 1, [ln.label for ln in search.grid], first_col=c0)
+        st.header(ws, IRR_GRID_TOP - 1, [ln.label for ln in search.grid]
+                  + [search.flow_months.label], first_col=c0)
         for i, line in enumerate(search.grid):
             b.down(ws, c0 + i, IRR_GRID_TOP, line)
+        b.down(ws, c0 + len(search.grid), IRR_GRID_TOP, search.flow_months)
         r = IRR_GRID_TOP + om.N_IRR + 1
         for line in search.bracket:
             ws.cell(r, c0, line.label)

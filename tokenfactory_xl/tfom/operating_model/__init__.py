@@ -187,7 +187,7 @@ def _scenario_in_order(sc: Scenario) -> tuple[Line, ...]:
 
 
 def _irr_lines(search: IrrSearch) -> tuple[Line, ...]:
-    return search.grid + search.bracket + search.steps + (search.result,)
+    return search.grid + (search.flow_months,) + search.bracket + search.steps + (search.result,)
 
 
 # the input and output costs split the cost per Mtok, so they are computed after it

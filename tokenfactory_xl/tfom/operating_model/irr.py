@@ -31,7 +31,7 @@ from ..formula import (
     Row,
     Table,
 )
-from .common import IRR_GRID, IRR_NEWTON_STEPS, SCENARIOS, I, K
+from .common import IRR_GRID, IRR_NEWTON_STEPS, SCENARIOS, C, K, _monthly
 
 
 def _npv_at(cash_flow: str, rate: Expr) -> Expr:
@@ -52,6 +52,7 @@ class IrrSearch:
     cash_flow: str
     label: str
     grid: tuple[Line, ...]
+    flow_months: Line  # month by month: the month where the cash flow is not 0, else 0
     bracket: tuple[Line, ...]
     steps: tuple[Line, ...]
     result: Line
@@ -80,7 +81,11 @@ def irr_search(cash_flow: str, tag: str, label: str) -> IrrSearch:
              IF(AND(here("irr_change").eq(1), Cell(n("irr_rate"), 1) <= 0),
                 -Cell(n("irr_rate"), 1), ""), table=IRR_GRID, missing=""),
     )
-    bracket: list[Line] = []
+    flow_months = _monthly(n("irr_flow_month"), "Month with a cash flow", "", "integer",
+                           IF(Cell(cash_flow).ne(0), C.month, 0), month0=True)
+    last_flow = Line(n("irr_last_flow"), "Last month with a cash flow", "", "integer",
+                     MAX(Row(n("irr_flow_month"))))
+    bracket: list[Line] = [last_flow]
     step_lines: list[Line] = []
     roots = {}
     for side in ("above", "below"):
@@ -93,7 +98,8 @@ def irr_search(cash_flow: str, tag: str, label: str) -> IrrSearch:
                                                         Row(n(f"irr_{side}")), 0), ""),
                  missing=""),
         ]
-        step_lines += _newton(cash_flow, n, side, Name(found), Name(position))
+        step_lines += _newton(cash_flow, n, side, Name(found), Name(position),
+                              Name(last_flow.name))
         roots[side] = Name(found).eq(1)
     up = At(n("irr_x_above"), IRR_NEWTON_STEPS - 1)
     down = At(n("irr_x_below"), IRR_NEWTON_STEPS - 1)
@@ -102,11 +108,12 @@ def irr_search(cash_flow: str, tag: str, label: str) -> IrrSearch:
                   IF(AND(MIN(Row(cash_flow)) < 0, MAX(Row(cash_flow)) > 0),
                      IF(roots["above"], IF(roots["below"], IF(ABS(down) < ABS(up), down, up), up),
                         IF(roots["below"], down, NONE)), NONE))
-    return IrrSearch(tag, cash_flow, label, grid, tuple(bracket), tuple(step_lines), result)
+    return IrrSearch(tag, cash_flow, label, grid, flow_months, tuple(bracket),
+                     tuple(step_lines), result)
 
 
 def _newton(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
-            position: Expr) -> tuple[Line, ...]:
+            position: Expr, last_flow: Expr) -> tuple[Line, ...]:
     """Newton's method in one bracket of the grid, safeguarded: it starts at the bracket's
     false-position point; each step's NPV keeps the half of the bracket where the sign
     changes; a step that leaves the bracket (or meets a flat NPV) takes its midpoint instead;
@@ -124,12 +131,14 @@ def _newton(cash_flow: str, n: Callable[[str], str], side: str, found: Expr,
     f_high = INDEX(Row(n("irr_npv")), position + 1)
     middle = AVERAGE(low, high)
     regula = low - f_low * (high - low) / (f_high - f_low)
-    # below 0 the step is Newton's on NPV × (1 + rate)^H, the same roots and signs: near −99 %
-    # a month the NPV is ruled by its last months' (1 + rate)^−m, that product by its last
-    # flows, nearly a straight line; above 0 by its first months: Newton's on the NPV itself
+    # below 0 the step is Newton's on NPV × (1 + rate)^L, L the last month with a cash flow,
+    # the same roots and signs: far below 0 the NPV is ruled by its last flows'
+    # (1 + rate)^−m, that product by its last flows, nearly a straight line (with the horizon
+    # for L, a cash flow ending long before it made the product a high power, which eight steps
+    # did not solve); above 0 by its first months: Newton's on the NPV itself
     slope = before("irr_slope")
     if side == "below":
-        slope = slope + I.horizon_months * before("irr_f") / (1 + before("irr_x"))
+        slope = slope + last_flow * before("irr_f") / (1 + before("irr_x"))
     newton = before("irr_x") - before("irr_f") / slope
     return (
         Line(n(f"irr_low_{side}"), "Low rate", "fraction/month", "rate",
