@@ -6,7 +6,8 @@ shows them (``none`` or blank), blank beyond a table's guard.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 
 import numpy as np
@@ -87,6 +88,10 @@ class CellSink:
         """The whole sheet's cells: ``values`` (coordinate → value) and no other."""
         raise NotImplementedError
 
+    def flush(self) -> None:
+        """Set what :meth:`numbers` and :meth:`blanks` were given, if they held it back (each
+        line has cells of its own, so their runs may be set together after the lines)."""
+
 
 class CellDict(CellSink):
     """The values as :func:`cell_values` gives them: sheet → coordinate → value."""
@@ -118,10 +123,13 @@ class StencilCells(CellSink):
     sheet), as the batch fills a site's workbook: a line's row of numbers is one array
     assignment, not a dict entry per cell."""
 
-    def __init__(self, stencil: Stencil,
-                 spots: dict[tuple[int, int], tuple[Sequence[str], np.ndarray]]):
+    def __init__(self, stencil: Stencil, spots: dict[object, tuple[object, ...]]):
         self.sheets = stencil.values()
         self._spots = spots
+        # sheet → the runs held back until :meth:`flush`: (coords, first, row, missing) and
+        # (coords, first, blank)
+        self._numbers: dict[str, list[tuple[Sequence[str], int, np.ndarray, object]]] = {}
+        self._blanks: dict[str, list[tuple[Sequence[str], int, Sequence[bool]]]] = {}
 
     def at(self, sheet: str, coords: Sequence[str], first: int) -> np.ndarray:
         """The stencil's positions of ``coords[first:]``, found once per list of coordinates
@@ -137,18 +145,47 @@ class StencilCells(CellSink):
         self.sheets[sheet].put_one(coord, value)
 
     def numbers(self, sheet, coords, first, row, missing):
-        self.sheets[sheet].put_numbers(self.at(sheet, coords, first), row[first:len(coords)],
-                                       missing)
+        self._numbers.setdefault(sheet, []).append((coords, first, row, missing))
 
     def shown(self, sheet, coords, first, values):
         self.sheets[sheet].put(self.at(sheet, coords, first), values[first:len(coords)])
 
     def blanks(self, sheet, coords, first, blank):
-        where = self.at(sheet, coords, first)
-        self.sheets[sheet].put_same(where[np.asarray(blank[first:], dtype=bool)], "")
+        self._blanks.setdefault(sheet, []).append((coords, first, blank))
 
     def sheet(self, sheet, values):
+        self.flush()
         self.sheets[sheet].replace(values)
+
+    def flush(self):
+        # Speed: a site's workbook has some 650 rows of numbers and 500 runs of blanks; each
+        # sheet's are set in one assignment, at positions found once for the plan's rows.
+        for sheet, runs in self._numbers.items():
+            missing = ("numbers", *(run[3] for run in runs))
+            where, shown = self._runs(sheet, runs, missing, lambda runs=runs: np.concatenate(
+                [np.full(len(coords) - first, m, dtype=object) for coords, first, _, m in runs]))
+            self.sheets[sheet].put_numbers(where, np.concatenate(
+                [row[first:len(coords)] for coords, first, row, _ in runs]), shown)
+        for sheet, blanks in self._blanks.items():
+            where, _ = self._runs(sheet, blanks, ("blanks",), lambda: None)
+            blank = np.concatenate([np.asarray(b[first:], dtype=bool) for _, first, b in blanks])
+            self.sheets[sheet].put_same(where[blank], "")
+        self._numbers, self._blanks = {}, {}
+
+    def _runs(self, sheet: str, runs: list[tuple], what: tuple[object, ...],
+              also: Callable[[], object]) -> tuple[np.ndarray, object]:
+        """The stencil's positions of the cells of ``runs`` ((coords, first, …) each) one after
+        the other, and ``also()``: found once for the same runs and ``what`` (the kind of runs
+        and what they show), as :meth:`at` finds one's."""
+        coords = [run[0] for run in runs]
+        key = (sheet, *what, *map(id, coords), *(run[1] for run in runs))
+        spot = self._spots.get(key)
+        if spot is None or not all(map(operator.is_, spot[0], coords)):
+            where = [self.at(sheet, run[0], run[1]) for run in runs]
+            spot = (coords, np.concatenate(where) if where else np.zeros(0, dtype=np.intp),
+                    also())
+            self._spots[key] = spot
+        return spot[1], spot[2]
 
 
 def cell_values(inputs: SiteInputs, result: Result | None = None,
@@ -205,6 +242,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             blank = unused[t.name]
             if blank.any():
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
+    sink.flush()
     sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
     sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
