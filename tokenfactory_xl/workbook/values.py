@@ -89,8 +89,9 @@ class CellSink:
         raise NotImplementedError
 
     def flush(self) -> None:
-        """Set what :meth:`numbers` and :meth:`blanks` were given, if they held it back (each
-        line has cells of its own, so their runs may be set together after the lines)."""
+        """Set what :meth:`one`, :meth:`numbers` and :meth:`blanks` were given, if they held it
+        back (each line and input has cells of its own, so their values may be set together
+        once all are known)."""
 
 
 class CellDict(CellSink):
@@ -130,6 +131,7 @@ class StencilCells(CellSink):
         # (coords, first, blank)
         self._numbers: dict[str, list[tuple[Sequence[str], int, np.ndarray, object]]] = {}
         self._blanks: dict[str, list[tuple[Sequence[str], int, Sequence[bool]]]] = {}
+        self._ones: dict[str, tuple[list[str], list[object]]] = {}  # sheet → coords, values
 
     def at(self, sheet: str, coords: Sequence[str], first: int) -> np.ndarray:
         """The stencil's positions of ``coords[first:]``, found once per list of coordinates
@@ -142,7 +144,9 @@ class StencilCells(CellSink):
         return spot[1]
 
     def one(self, sheet, coord, value):
-        self.sheets[sheet].put_one(coord, value)
+        coords, values = self._ones.setdefault(sheet, ([], []))
+        coords.append(coord)
+        values.append(value)
 
     def numbers(self, sheet, coords, first, row, missing):
         self._numbers.setdefault(sheet, []).append((coords, first, row, missing))
@@ -158,8 +162,16 @@ class StencilCells(CellSink):
         self.sheets[sheet].replace(values)
 
     def flush(self):
-        # Speed: a site's workbook has some 650 rows of numbers and 500 runs of blanks; each
-        # sheet's are set in one assignment, at positions found once for the plan's rows.
+        # Speed: a site's workbook has some 650 rows of numbers, 500 runs of blanks and 1,400
+        # single cells; each sheet's are set in one assignment, at positions found once for the
+        # plan's rows and cells.
+        for sheet, (coords, values) in self._ones.items():
+            key = (sheet, "ones", *coords)
+            where = self._spots.get(key)
+            if where is None:
+                where = self._spots[key] = self.sheets[sheet].positions(coords)
+            self.sheets[sheet].put(where, values)
+        self._ones = {}
         for sheet, runs in self._numbers.items():
             missing = ("numbers", *(run[3] for run in runs))
             where, shown = self._runs(sheet, runs, missing, lambda runs=runs: np.concatenate(
@@ -242,7 +254,6 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             blank = unused[t.name]
             if blank.any():
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
-    sink.flush()
     sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
     sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
@@ -253,6 +264,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             sink.one(sheet_name, coord, input_cell_value(spec, inputs[spec.name]))
         else:
             sink.one(sheet_name, coord, _shown(om_line(source), np.asarray(values[source]).item()))
+    sink.flush()
 
 
 def om_line(name: str) -> Line:
