@@ -227,11 +227,12 @@ class _SheetStencil:
         # the cells written whole, every blank at once (the IRR sheet has thousands); a part
         # after such a cell has no number to end
         blanks = rest[blank]
-        after_whole = np.zeros(len(numbers) + 1, dtype=bool)  # [i]: cell i - 1 is written whole
+        written = np.zeros(len(numbers) + 1, dtype=bool)  # [i]: cell i is written whole
+        written[blanks] = True
+        written[np.fromiter(whole, dtype=np.intp, count=len(whole))] = True
+        after_whole = np.roll(written, 1)  # [i]: cell i - 1 is (cell 0: no cell before it)
         after_whole[0] = True
-        after_whole[blanks + 1] = True
-        after_whole[np.fromiter(whole, dtype=np.intp, count=len(whole)) + 1] = True
-        opened = np.flatnonzero(after_whole[:-1])
+        opened = np.flatnonzero(after_whole[:-1] & ~written[:-1])  # numbers after whole cells
         parts[2 * opened] = self._open[opened]
         parts[2 * blanks] = self._blank[blanks]
         ended = blanks[~after_whole[blanks]]  # a blank after a number: that number's end first
