@@ -231,7 +231,8 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
     notes = inputs.notes
     for sheet, coord, name in p.notes:
         sink.one(sheet, coord, notes.get(name, ""))
-    unused: dict[str, np.ndarray] = {}  # a guarded table → the positions not in use
+    # a guarded table → the positions not in use, or None where it uses all of them
+    unused: dict[str, np.ndarray | None] = {}
     for name, place in p.lines.items():
         line = place.line
         v = values[name]
@@ -250,9 +251,10 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
                        [_shown(line, x) for x in array.tolist()])
         if t is not None and t.guard is not None:
             if t.name not in unused:  # once per table and site, for all of its lines
-                unused[t.name] = ~np.asarray(_guard_values(t, values, place), dtype=bool)
+                blank = ~np.asarray(_guard_values(t, values, place), dtype=bool)
+                unused[t.name] = blank if blank.any() else None
             blank = unused[t.name]
-            if blank.any():
+            if blank is not None:
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
     sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
