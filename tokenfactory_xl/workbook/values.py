@@ -167,9 +167,9 @@ class StencilCells(CellSink):
         # plan's rows and cells.
         for sheet, (coords, values) in self._ones.items():
             key = (sheet, "ones", *coords)
-            where = self._spots.get(key)
+            where = self._bulk().get(key)
             if where is None:
-                where = self._spots[key] = self.sheets[sheet].positions(coords)
+                where = self._bulk()[key] = self.sheets[sheet].positions(coords)
             self.sheets[sheet].put(where, values)
         self._ones = {}
         for sheet, runs in self._numbers.items():
@@ -191,13 +191,26 @@ class StencilCells(CellSink):
         and what they show), as :meth:`at` finds one's."""
         coords = [run[0] for run in runs]
         key = (sheet, *what, *map(id, coords), *(run[1] for run in runs))
-        spot = self._spots.get(key)
+        spot = self._bulk().get(key)
         if spot is None or not all(map(operator.is_, spot[0], coords)):
             where = [self.at(sheet, run[0], run[1]) for run in runs]
             spot = (coords, np.concatenate(where) if where else np.zeros(0, dtype=np.intp),
                     also())
-            self._spots[key] = spot
+            self._bulk()[key] = spot
         return spot[1], spot[2]
+
+    def _bulk(self) -> dict:
+        """The positions of whole sheets' runs found so far: a few dozen sets for the sites of
+        a batch (their horizons, the lines that are numbers), let go past :data:`_BULK_MOST`
+        so that memory stays flat however many sites come."""
+        bulk = self._spots.setdefault("bulk", {})
+        if len(bulk) > _BULK_MOST:
+            bulk.clear()
+        return bulk
+
+
+#: The most sets of a sheet's runs' positions the batch keeps (:meth:`StencilCells._bulk`).
+_BULK_MOST = 256
 
 
 def cell_values(inputs: SiteInputs, result: Result | None = None,
