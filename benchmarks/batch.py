@@ -6,7 +6,7 @@ Generates a sites file of varied, valid sites, then in the same run and on the s
 2. the plain way: ``workbook.build_workbook(inputs)`` + ``workbook.save_workbook`` per site, on
    the first ``--plain`` sites of the same file (a full build takes about a second, so all 1,000
    would take a quarter of an hour; the rate per workbook is what is compared);
-3. one workbook's CPU time against deflating its own worksheet XML with the compressor the batch
+3. one workbook's CPU time against deflating its own XML parts with the compressor the batch
    uses (ISA-L where installed, else zlib), and the worksheets' deflate level: size and speed at
    levels 0 (stored), 1 (the default), 6;
 4. peak memory with 1,000 and with 10,000 sites, to show that it does not grow with the sites.
@@ -180,9 +180,9 @@ def main() -> None:
         print(f"(template built once per process: {one['template_s']:.2f} s, not counted)")
         xml_mb, deflate_s = deflate_cost(work / "one")
         per_workbook = one["cpu_s"] / one["workbooks"]
-        print(f"one workbook: {per_workbook * 1000:.1f} ms of CPU; deflating its own worksheet "
-              f"XML ({xml_mb:.1f} MB) with {DEFLATE}: {deflate_s * 1000:.1f} ms; ratio "
-              f"{per_workbook / deflate_s:.1f}x (goal: at most 2x)")
+        print(f"one workbook: {per_workbook * 1000:.1f} ms of CPU; deflating its own XML "
+              f"parts ({xml_mb:.1f} MB) with {DEFLATE} at level 1: {deflate_s * 1000:.1f} ms; "
+              f"ratio {per_workbook / deflate_s:.1f}x (goal: at most 6x)")
         print(f"risk columns keep {one['cpu_s'] / risky['cpu_s']:.0%} of the batch's speed per "
               f"CPU-second ({args.risk_draws:,} draws a site; goal: at least 50 %)")
 
@@ -213,17 +213,19 @@ def main() -> None:
 
 
 def deflate_cost(folder: Path, sample: int = 50) -> tuple[float, float]:
-    """The mean size of the written workbooks' worksheet XML [MB] and the mean time to deflate
-    it with the batch's own compressor [s] (the best of three per workbook)."""
+    """The mean size of the written workbooks' XML parts (worksheets, charts, styles, the
+    relationships: every ``.xml`` and ``.rels`` member) [MB] and the mean time to deflate them
+    with the batch's own compressor at its level [s] (the best of three per workbook)."""
     import zipfile
 
     from tokenfactory_xl.workbook.stencil import deflate
 
     sizes, times = [], []
-    for path in sorted(folder.glob("*.xlsx"))[:sample]:
+    books = sorted(p for p in folder.glob("*.xlsx") if p.name != "portfolio.xlsx")
+    for path in books[:sample]:
         with zipfile.ZipFile(path) as archive:
             sheets = [archive.read(n) for n in archive.namelist()
-                      if n.startswith("xl/worksheets/sheet")]
+                      if n.endswith((".xml", ".rels"))]
         best = float("inf")
         for _ in range(3):
             started = time.process_time()

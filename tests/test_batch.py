@@ -122,6 +122,23 @@ def test_a_workbook_is_the_same_whichever_formatter_writes_its_numbers():
         assert factory.workbook_bytes(inputs) == fast
 
 
+def test_positions_kept_between_sites_stay_few_and_change_no_byte(monkeypatch):
+    # A factory keeps where each sheet's runs of cells go, site after site; past a bound it lets
+    # them go (memory stays flat over any number of sites) and finds them again: the files
+    # are the ones a factory that kept everything writes.
+    from tokenfactory_xl.workbook import values as wv
+
+    factory = batch.WorkbookFactory()
+    sites = [read_sites(EXAMPLE)[0].inputs.replace({"horizon_months": months})
+             for months in (36, 120, 48, 36)]
+    kept_all = [factory.workbook_bytes(site) for site in sites]
+    monkeypatch.setattr(wv, "_BULK_MOST", 2)
+    factory._spots.clear()
+    for site, expected in zip(sites, kept_all, strict=True):
+        assert factory.workbook_bytes(site) == expected
+        assert len(factory._spots["bulk"]) <= 2 + 1
+
+
 def test_workbooks_recalculate_on_open(example_out):
     with zipfile.ZipFile(next(example_out.glob("Oslo*.xlsx"))) as z:
         assert re.search(rb'<calcPr[^>]*fullCalcOnLoad="1"', z.read("xl/workbook.xml"))

@@ -157,8 +157,30 @@ def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_pa
         if name == "first":
             kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()}
     assert outputs[0] == outputs[1]
-    assert any(p.name.startswith("workbook-factory-1-") for p in kept)
+    assert any(p.name.startswith("workbook-factory-") for p in kept)
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # read, not written again
+
+
+def test_a_template_and_a_batch_share_one_kept_factory(tmp_path):
+    # The factory is the same at every deflate level: a batch (level 1) after a template
+    # (level 6) reads the build the template kept, and writes what a fresh build writes.
+    env = {**os.environ, build_cache.ENV: str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    (tmp_path / "sites.csv").write_text("site_name,gpus\nLyon,512\n", encoding="utf-8")
+
+    def run(*args: str) -> None:
+        subprocess.run([sys.executable, "-m", "tokenfactory_xl", *args], cwd=tmp_path, env=env,
+                       check=True, capture_output=True)
+
+    run("template", "-o", "t.xlsx")
+    kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()
+            if p.name.startswith("workbook-factory-")}
+    assert len(kept) == 1
+    run("batch", "sites.csv", "-o", "out", "--risk-draws", "0", "--quiet")
+    after = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()
+             if p.name.startswith("workbook-factory-")}
+    assert after == kept  # read, not built and written again
+    site = default_inputs().replace({"site_name": "Lyon", "gpus": 512})
+    assert (tmp_path / "out" / "Lyon.xlsx").read_bytes() == WorkbookFactory().make(site)[0]
 
 
 def test_the_compiled_model_is_kept_and_read_back(cache, monkeypatch):

@@ -89,3 +89,37 @@ def test_other_references_are_kept_whole():
     assert wbm.timeline_cells("Capacity", ("A51", "A52"), 12) == ("A51", "A52")
     assert wbm.timeline_cells("Timeline", ("D5", "E5", "F5"), 1) == ("D5", "E5", "F5")
     assert wbm.timeline_cells("Timeline", ("E5", "F5", "G5"), 2) == ("E5", "F5")
+
+
+def test_one_batch_draws_site_after_site_as_each_chart_read_afresh_does():
+    # The batch cuts each chart at its series once and keeps each series' cells per horizon;
+    # sites of other horizons after one another must get the charts that reading the chart's
+    # XML afresh for each site gives (with_caches, as the portfolio writes its charts).
+    from tokenfactory_xl.portfolio.batch import shared_factory
+    from tokenfactory_xl.workbook.charts import with_caches
+    from tokenfactory_xl.workbook.values import cell_values
+
+    parts = shared_factory().charts
+    for months in (48, 24, 48, 120):
+        values = cell_values(make_inputs({"horizon_months": months}))
+
+        def lookup(sheet, coord, values=values):
+            return values.get(sheet, {}).get(coord, parts.static.get(sheet, {}).get(coord))
+
+        def clip(sheet, cells, months=months):
+            return wbm.timeline_cells(sheet, cells, months)
+
+        drawn = parts.render(values, months)
+        assert drawn.keys() == parts.charts.keys() and len(drawn) >= 2
+        for name, xml in parts.charts.items():
+            assert drawn[name] == with_caches(xml, lookup, clip).encode("utf-8"), (months, name)
+        # the month series end at the site's horizon
+        assert re.search(rf"'Timeline'!\$E\$\d+:\${_column(months)}\$\d+",
+                         b"".join(drawn.values()).decode())
+
+
+def _column(month: int) -> str:
+    """The Timeline's column of ``month`` (month 1 in column E)."""
+    from openpyxl.utils.cell import get_column_letter
+
+    return get_column_letter(4 + month)

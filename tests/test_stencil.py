@@ -158,6 +158,35 @@ def test_values_set_in_runs_store_what_a_dict_of_them_stores():
         calc.put_one("Z99", 1.0)  # not a cell of the stencil
 
 
+def test_numbers_blanks_and_other_cells_side_by_side_are_each_whole():
+    # A sheet's XML is joined from parts in which a number's end belongs to the next cell's
+    # part: every order of numbers, blanks, texts, counts and errors must still give each cell
+    # its own complete element. Read back with an XML parser, not the stencil's own rules.
+    from itertools import product
+    from xml.etree import ElementTree
+
+    ns = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+    kinds = {"number": (0.1 + 0.2, "n", "0.30000000000000004"), "blank": ("", "str", None),
+             "text": ("none", "str", "none"), "count": (12, "n", "12"),
+             "error": (-np.inf, "e", "#NUM!")}
+    stencil = Stencil(template(), CELLS)
+    coords = CELLS["Calc & Returns"]
+    for order in product(kinds, repeat=len(coords)):
+        sheets = stencil.values()
+        calc = sheets["Calc & Returns"]
+        calc.put(calc.positions(coords), [kinds[kind][0] for kind in order])
+        root = ElementTree.fromstring(sheet_xml(stencil.fill(sheets), 2))
+        cells = {c.get("r"): c for c in root.iter(f"{ns}c")}
+        assert sorted(cells) == coords, order
+        for coord, kind in zip(coords, order, strict=True):
+            _, type_, shown = kinds[kind]
+            cell = cells[coord]
+            assert cell.find(f"{ns}f") is not None, (order, coord)  # the formula kept
+            assert cell.get("t") == type_, (order, coord)
+            value = cell.find(f"{ns}v")
+            assert (None if value is None else value.text) == shown, (order, coord)
+
+
 def test_stale_values_of_the_template_are_removed():
     raw = template()
     # A template that carries a stored value in a formula cell no site fills.

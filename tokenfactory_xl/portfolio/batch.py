@@ -183,10 +183,15 @@ _FACTORY: WorkbookFactory | None = None
 
 def shared_factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
     """The process's factory at deflate ``level``: built once, or read back as an earlier run of
-    this same code kept it (:mod:`tokenfactory_xl.files.build_cache`)."""
+    this same code kept it (:mod:`tokenfactory_xl.files.build_cache`).
+
+    One kept build serves every level (a level only says how a site's sheets are deflated as
+    they are written): a ``template`` (level 6) and a ``batch`` (level 1) read the same file
+    instead of each building the workbook once."""
     global _FACTORY
-    if _FACTORY is None or _FACTORY.stencil.level != level:
-        _FACTORY = kept(f"workbook-factory-{level}", lambda: WorkbookFactory(level))
+    if _FACTORY is None:
+        _FACTORY = kept("workbook-factory", WorkbookFactory)
+    _FACTORY.stencil.level = level
     return _FACTORY
 
 

@@ -68,8 +68,51 @@ class ChartParts:
         def clip(sheet: str, cells: tuple[str, ...]) -> tuple[str, ...]:
             return self.clip(sheet, cells, horizon)
 
-        return {name: with_caches(xml, lookup, clip).encode("utf-8")
-                for name, xml in self.charts.items()}
+        # Speed: the charts are the same for every site; each is cut at its series once
+        # (:class:`_Chart`), and each series' cells for a horizon found once.
+        charts = self.__dict__.get("_cut")
+        if charts is None:
+            charts = self._cut = {name: _Chart(xml) for name, xml in self.charts.items()}
+        return {name: chart.render(lookup, clip, horizon).encode("utf-8")
+                for name, chart in charts.items()}
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state.pop("_cut", None)  # made again from ``charts`` when first needed
+        return state
+
+
+class _Chart:
+    """A chart's XML cut at each series reference: ``texts[i]`` precedes ``series[i]`` (kind,
+    sheet, cells, whether it is the category axis); the last text follows the last series."""
+
+    def __init__(self, xml: str):
+        self.texts: list[str] = []
+        self.series: list[tuple[str, str, tuple[str, ...], bool]] = []
+        start = 0
+        for match in _REF.finditer(xml):
+            parsed = parse_reference(_unescape(match.group(2)))
+            if parsed is None:  # kept as it is, as :func:`with_caches` keeps it
+                continue
+            self.texts.append(xml[start:match.start()])
+            self.series.append((match.group(1), *parsed, _in_category(match)))
+            start = match.end()
+        self.texts.append(xml[start:])
+        self._clipped: dict[tuple[int, int], tuple[tuple[str, ...], str]] = {}
+
+    def render(self, lookup: Callable[[str, str], object],
+               clip: Callable[[str, tuple[str, ...]], tuple[str, ...]], horizon: int) -> str:
+        """The chart's XML, each series with the cells ``clip`` keeps for ``horizon`` and a
+        cache of what ``lookup`` says they hold (:func:`with_caches`)."""
+        out = [self.texts[0]]
+        for i, (kind, sheet, cells, in_category) in enumerate(self.series):
+            clipped = self._clipped.get((i, horizon))
+            if clipped is None:
+                kept = clip(sheet, cells)
+                clipped = self._clipped[i, horizon] = (kept, _reference(sheet, kept))
+            out.append(_series_xml(kind, sheet, *clipped, in_category, lookup))
+            out.append(self.texts[i + 1])
+        return "".join(out)
 
 
 def with_caches(xml: str, lookup: Callable[[str, str], object],
@@ -88,9 +131,18 @@ def _series(match: re.Match, lookup: Callable[[str, str], object],
     sheet, cells = parsed
     if clip is not None:
         cells = clip(sheet, cells)
-    ref = _reference(sheet, cells)
+    return _series_xml(kind, sheet, cells, _reference(sheet, cells), _in_category(match), lookup)
+
+
+def _in_category(match: re.Match) -> bool:
+    """Whether a series reference is its chart's categories (the axis labels)."""
+    return match.string[max(0, match.start() - 5):match.start()] == "<cat>"
+
+
+def _series_xml(kind: str, sheet: str, cells: tuple[str, ...], ref: str, in_category: bool,
+                lookup: Callable[[str, str], object]) -> str:
+    """A series reference ``ref`` to ``cells`` with a cache of the values they hold."""
     shown = [lookup(sheet, c) for c in cells]
-    in_category = match.string[max(0, match.start() - 5):match.start()] == "<cat>"
     if kind == "strRef" or (in_category and any(isinstance(v, str) and v not in ("", "none")
                                                 for v in shown)):
         points = "".join(f'<pt idx="{i}"><v>{escape(_text(v))}</v></pt>'

@@ -119,6 +119,9 @@ class _Member:
     size: int
 
 
+#: What ends a number cell's XML after its value.
+_END = b"</v></c>"
+
 #: The most cells' XML a sheet keeps between sites (:meth:`_SheetStencil.render`).
 _MADE_MOST = 20_000
 
@@ -166,24 +169,28 @@ class _SheetStencil:
         self.segments.append(xml[text_start:].decode())
         self.missing = sorted(missing)
 
-        # Speed (a TFOM workbook has ~12,000 cells to fill): the output is a list of three parts
-        # per cell, [segment + start tag + formula + "<v>", value, "</v></c>"], prepared once,
-        # as UTF-8 bytes: the numbers come as bytes too (format_floats), so the sheet is joined
-        # without encoding megabytes of text (the labels' "−", "·" and "◄" would make every
-        # sheet's text a wide string). Filling a site sets the values of the finite floats (most
-        # cells) with one slice assignment and patches the few other cells. Text stays plain
-        # UTF-8: some readers (SheetJS) decode character references in a formula's text result
-        # twice.
+        # Speed (a TFOM workbook has ~55,000 cells to fill): the output is a list of two parts
+        # per cell, ["</v></c>" ending the cell before + segment + start tag + formula + "<v>",
+        # value], prepared once, as UTF-8 bytes: the numbers come as bytes too (format_floats),
+        # so the sheet is joined without encoding megabytes of text (the labels' "−", "·" and
+        # "◄" would make every sheet's text a wide string). Filling a site sets the values of
+        # the finite floats (most cells) with one slice assignment and writes the other cells
+        # whole (a blank, a text), the part after each such cell then starting without an end
+        # of a number. Text stays plain UTF-8: some readers (SheetJS) decode character
+        # references in a formula's text result twice.
         self.refs = [ref for ref, _ in self.cells]
         self.index = {ref: i for i, ref in enumerate(self.refs)}
-        parts: list[bytes] = []
+        starts: list[bytes] = []
         empty: list[bytes] = []
         for segment, (_, cell) in zip(self.segments, self.cells, strict=False):
-            parts += [f'{segment}{cell.head} t="n">{cell.formula}<v>'.encode(), b"",
-                      b"</v></c>"]
+            starts.append(f'{segment}{cell.head} t="n">{cell.formula}<v>'.encode())
             empty.append((segment + _cell_xml(cell, "")).encode())
-        parts.append(self.segments[-1].encode())
+        self._tail = self.segments[-1].encode()
+        parts = [b""] * (2 * len(starts) + 1)
+        parts[0:-1:2] = [_END + start if i else start for i, start in enumerate(starts)]
+        parts[-1] = _END + self._tail if starts else self._tail
         self._parts = np.array(parts, dtype=object)
+        self._open = np.array(starts, dtype=object)  # each cell's start after no number
         self._blank = np.array(empty, dtype=object)  # each cell's XML as a blank
 
     def render(self, values: Mapping[str, object] | SheetValues) -> bytes:
@@ -194,23 +201,21 @@ class _SheetStencil:
         numbers = values.numbers
         finite = np.isfinite(numbers)
         parts = self._parts.copy()
-        # every finite float in one call, every blank in one assignment (the IRR sheet has
-        # thousands), the few other cells one at a time
-        parts[1:-1:3][finite] = format_floats(numbers[finite])
+        parts[1:-1:2][finite] = format_floats(numbers[finite])  # every finite float in one call
         rest = np.flatnonzero(~finite)
+        if not rest.size:
+            return b"".join(parts.tolist())
         blank = (values.others[rest] == "") & np.isnan(numbers[rest])
-        at = rest[blank]
-        parts[3 * at], parts[3 * at + 2] = self._blank[at], b""
         # the other cells (the currency's units, "OK", "none", dates: some 850 a workbook) mostly
         # show what they showed for the site before: their XML is kept, by cell and value
         made = self.__dict__.setdefault("_made", {})
         if len(made) > _MADE_MOST:  # a text of each site's own (its name) must not pile up
             made.clear()
+        whole: dict[int, bytes] = {}  # cell → its XML, for the cells neither number nor blank
         for index in rest[~blank].tolist():
             value = values.value_at(index)
-            at = 3 * index
             if type(value) is int:
-                parts[at + 1] = str(value).encode()
+                parts[2 * index + 1] = str(value).encode()
                 continue
             key = (index, type(value), value)
             xml = made.get(key)
@@ -218,7 +223,24 @@ class _SheetStencil:
                 _, cell = self.cells[index]
                 xml = made[key] = (self.segments[index] + (
                     cell.original if value is _ABSENT else _cell_xml(cell, value))).encode()
-            parts[at: at + 3] = xml, b"", b""
+            whole[index] = xml
+        # the cells written whole, every blank at once (the IRR sheet has thousands); a part
+        # after such a cell has no number to end
+        blanks = rest[blank]
+        written = np.zeros(len(numbers) + 1, dtype=bool)  # [i]: cell i is written whole
+        written[blanks] = True
+        written[np.fromiter(whole, dtype=np.intp, count=len(whole))] = True
+        after_whole = np.roll(written, 1)  # [i]: cell i - 1 is (cell 0: no cell before it)
+        after_whole[0] = True
+        opened = np.flatnonzero(after_whole[:-1] & ~written[:-1])  # numbers after whole cells
+        parts[2 * opened] = self._open[opened]
+        parts[2 * blanks] = self._blank[blanks]
+        ended = blanks[~after_whole[blanks]]  # a blank after a number: that number's end first
+        parts[2 * ended] = _END + self._blank[ended]
+        for index, xml in whole.items():
+            parts[2 * index] = xml if after_whole[index] else _END + xml
+        if after_whole[-1]:
+            parts[-1] = self._tail
         return b"".join(parts.tolist())
 
     def __getstate__(self) -> dict[str, object]:

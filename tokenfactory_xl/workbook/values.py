@@ -6,7 +6,8 @@ shows them (``none`` or blank), blank beyond a table's guard.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 
 import numpy as np
@@ -87,6 +88,11 @@ class CellSink:
         """The whole sheet's cells: ``values`` (coordinate → value) and no other."""
         raise NotImplementedError
 
+    def flush(self) -> None:
+        """Set what :meth:`one`, :meth:`numbers` and :meth:`blanks` were given, if they held it
+        back (each line and input has cells of its own, so their values may be set together
+        once all are known)."""
+
 
 class CellDict(CellSink):
     """The values as :func:`cell_values` gives them: sheet → coordinate → value."""
@@ -118,10 +124,14 @@ class StencilCells(CellSink):
     sheet), as the batch fills a site's workbook: a line's row of numbers is one array
     assignment, not a dict entry per cell."""
 
-    def __init__(self, stencil: Stencil,
-                 spots: dict[tuple[int, int], tuple[Sequence[str], np.ndarray]]):
+    def __init__(self, stencil: Stencil, spots: dict[object, tuple[object, ...]]):
         self.sheets = stencil.values()
         self._spots = spots
+        # sheet → the runs held back until :meth:`flush`: (coords, first, row, missing) and
+        # (coords, first, blank)
+        self._numbers: dict[str, list[tuple[Sequence[str], int, np.ndarray, object]]] = {}
+        self._blanks: dict[str, list[tuple[Sequence[str], int, Sequence[bool]]]] = {}
+        self._ones: dict[str, tuple[list[str], list[object]]] = {}  # sheet → coords, values
 
     def at(self, sheet: str, coords: Sequence[str], first: int) -> np.ndarray:
         """The stencil's positions of ``coords[first:]``, found once per list of coordinates
@@ -134,21 +144,73 @@ class StencilCells(CellSink):
         return spot[1]
 
     def one(self, sheet, coord, value):
-        self.sheets[sheet].put_one(coord, value)
+        coords, values = self._ones.setdefault(sheet, ([], []))
+        coords.append(coord)
+        values.append(value)
 
     def numbers(self, sheet, coords, first, row, missing):
-        self.sheets[sheet].put_numbers(self.at(sheet, coords, first), row[first:len(coords)],
-                                       missing)
+        self._numbers.setdefault(sheet, []).append((coords, first, row, missing))
 
     def shown(self, sheet, coords, first, values):
         self.sheets[sheet].put(self.at(sheet, coords, first), values[first:len(coords)])
 
     def blanks(self, sheet, coords, first, blank):
-        where = self.at(sheet, coords, first)
-        self.sheets[sheet].put_same(where[np.asarray(blank[first:], dtype=bool)], "")
+        self._blanks.setdefault(sheet, []).append((coords, first, blank))
 
     def sheet(self, sheet, values):
+        self.flush()
         self.sheets[sheet].replace(values)
+
+    def flush(self):
+        # Speed: a site's workbook has some 650 rows of numbers, 500 runs of blanks and 1,400
+        # single cells; each sheet's are set in one assignment, at positions found once for the
+        # plan's rows and cells.
+        for sheet, (coords, values) in self._ones.items():
+            key = (sheet, "ones", *coords)
+            where = self._bulk().get(key)
+            if where is None:
+                where = self._bulk()[key] = self.sheets[sheet].positions(coords)
+            self.sheets[sheet].put(where, values)
+        self._ones = {}
+        for sheet, runs in self._numbers.items():
+            missing = ("numbers", *(run[3] for run in runs))
+            where, shown = self._runs(sheet, runs, missing, lambda runs=runs: np.concatenate(
+                [np.full(len(coords) - first, m, dtype=object) for coords, first, _, m in runs]))
+            self.sheets[sheet].put_numbers(where, np.concatenate(
+                [row[first:len(coords)] for coords, first, row, _ in runs]), shown)
+        for sheet, blanks in self._blanks.items():
+            where, _ = self._runs(sheet, blanks, ("blanks",), lambda: None)
+            blank = np.concatenate([np.asarray(b[first:], dtype=bool) for _, first, b in blanks])
+            self.sheets[sheet].put_same(where[blank], "")
+        self._numbers, self._blanks = {}, {}
+
+    def _runs(self, sheet: str, runs: list[tuple], what: tuple[object, ...],
+              also: Callable[[], object]) -> tuple[np.ndarray, object]:
+        """The stencil's positions of the cells of ``runs`` ((coords, first, …) each) one after
+        the other, and ``also()``: found once for the same runs and ``what`` (the kind of runs
+        and what they show), as :meth:`at` finds one's."""
+        coords = [run[0] for run in runs]
+        key = (sheet, *what, *map(id, coords), *(run[1] for run in runs))
+        spot = self._bulk().get(key)
+        if spot is None or not all(map(operator.is_, spot[0], coords)):
+            where = [self.at(sheet, run[0], run[1]) for run in runs]
+            spot = (coords, np.concatenate(where) if where else np.zeros(0, dtype=np.intp),
+                    also())
+            self._bulk()[key] = spot
+        return spot[1], spot[2]
+
+    def _bulk(self) -> dict:
+        """The positions of whole sheets' runs found so far: a few dozen sets for the sites of
+        a batch (their horizons, the lines that are numbers), let go past :data:`_BULK_MOST`
+        so that memory stays flat however many sites come."""
+        bulk = self._spots.setdefault("bulk", {})
+        if len(bulk) > _BULK_MOST:
+            bulk.clear()
+        return bulk
+
+
+#: The most sets of a sheet's runs' positions the batch keeps (:meth:`StencilCells._bulk`).
+_BULK_MOST = 256
 
 
 def cell_values(inputs: SiteInputs, result: Result | None = None,
@@ -182,7 +244,8 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
     notes = inputs.notes
     for sheet, coord, name in p.notes:
         sink.one(sheet, coord, notes.get(name, ""))
-    unused: dict[str, np.ndarray] = {}  # a guarded table → the positions not in use
+    # a guarded table → the positions not in use, or None where it uses all of them
+    unused: dict[str, np.ndarray | None] = {}
     for name, place in p.lines.items():
         line = place.line
         v = values[name]
@@ -201,9 +264,10 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
                        [_shown(line, x) for x in array.tolist()])
         if t is not None and t.guard is not None:
             if t.name not in unused:  # once per table and site, for all of its lines
-                unused[t.name] = ~np.asarray(_guard_values(t, values, place), dtype=bool)
+                blank = ~np.asarray(_guard_values(t, values, place), dtype=bool)
+                unused[t.name] = blank if blank.any() else None
             blank = unused[t.name]
-            if blank.any():
+            if blank is not None:
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
     sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
     check_sheet, check_coord = p.risk_check
@@ -215,6 +279,7 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
             sink.one(sheet_name, coord, input_cell_value(spec, inputs[spec.name]))
         else:
             sink.one(sheet_name, coord, _shown(om_line(source), np.asarray(values[source]).item()))
+    sink.flush()
 
 
 def om_line(name: str) -> Line:
