@@ -209,7 +209,7 @@ OPERANDS = _operands()
        'capex_per_gpu': 5002.0}]),
 )
 @example(  # a Downside whose flows stop at a shutdown in month 23 of 95, its IRR near
-    # −100 % a year: Newton's steps on NPV × (1 + rate)^95 did not reach the root in eight
+    # −100 % a year: eight Newton steps on NPV × (1 + rate)^95 did not reach the root
     case=({'start_date': dt.date(2027, 4, 1),
      'horizon_months': 95,
      'gpus': 59,
