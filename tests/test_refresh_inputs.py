@@ -60,3 +60,27 @@ def test_refresh_reads_the_standard_input_and_writes_the_standard_output(generat
     asked = command.run("refresh", "-", cwd=tmp_path, input="")
     assert asked.returncode == 2 and "give where the new one goes: -o NEW.xlsx" in asked.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([source.name, "new.xlsx"])
+
+
+def test_refresh_to_a_terminal_is_refused_before_the_draws(generated, tmp_path, monkeypatch,
+                                                           capsys):
+    """``-o -`` on a terminal is refused at once, not after the Risk sheet's draws."""
+    import io
+    import sys
+
+    from tokenfactory_xl.cli.main import main
+    from tokenfactory_xl.portfolio import batch
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def no_draws():
+        raise AssertionError("the workbook was computed before the refusal")
+
+    monkeypatch.setattr(batch, "shared_factory", no_draws)
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert main(["refresh", str(copy(generated["Alpha"], tmp_path)), "-o", "-"]) == 2
+    assert "-o -: the workbook goes to standard output, which is a terminal" \
+        in capsys.readouterr().err
+    assert sys.stdout.getvalue() == ""

@@ -317,12 +317,18 @@ def write_output(path: str | os.PathLike, data: bytes, what: str) -> None:
     if not is_stdio(path):
         write_atomically(path, data)
         return
-    if sys.stdout.isatty():
-        raise UsageError(f"-o -: {what} goes to standard output, which is a terminal; redirect it "
-                        f"(-o - > FILE) or pipe it, or give a file name")
+    refuse_terminal_output(path, what)
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
+
+
+def refuse_terminal_output(path: str | os.PathLike | None, what: str) -> None:
+    """Refuse ``-o -`` when the standard output is a terminal: ``what`` (a workbook, a PNG) is not
+    text to show. A command that computes for long asks before it computes."""
+    if is_stdio(path) and sys.stdout.isatty():
+        raise UsageError(f"-o -: {what} goes to standard output, which is a terminal; redirect it "
+                         f"(-o - > FILE) or pipe it, or give a file name")
 
 
 @contextlib.contextmanager

@@ -172,8 +172,9 @@ def _refresh(args: argparse.Namespace, source: Path, shown: str | None) -> int:
     from ..portfolio.batch import shared_factory
     from ..portfolio.collect import collect
     from ..sites.load import visible
-    from .common import is_stdio, write_output
+    from .common import is_stdio, refuse_terminal_output, write_output
 
+    refuse_terminal_output(args.output, "the workbook")  # before the Risk sheet's draws
     problem = regular_file_problem(source)
     if problem is not None:
         raise UsageError(visible(str(problem)))
