@@ -891,8 +891,10 @@ def warnings_of(v: dict[str, Any], lines: dict[str, Any], out: dict[str, Any],
         fired.append("ebitda_loss")
     if out["tfi_headroom"] is not None and out["tfi_headroom"] < 0.05:
         fired.append("headroom")
-    # sign changes from one month to the next (a month of exactly 0 is not a change)
-    changes = sum(1 for m in months[1:] if flows[m] * flows[m - 1] < 0)
+    # sign changes of the flows in turn, a month without a flow passed over (Descartes' count);
+    # a flow below half a cent is none: what is left of a month that nets to 0 in rounding
+    signs = [(f > 0) - (f < 0) for f in flows if abs(f) >= 0.005]
+    changes = sum(1 for a, b in zip(signs, signs[1:]) if a != b)
     if changes > 1:
         fired.append("irr_not_unique")
     return fired

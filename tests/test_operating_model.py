@@ -252,6 +252,25 @@ OPERANDS = _operands()
      'measured_tps': 590000.0},
     []),
 )
+@example(  # a Downside shut down in month 11 of 12: month 12's flow nets to 0, and one
+    # implementation's rounding leaves +1e-14 there, the other's 0.0: no sign change either way
+    case=({'start_date': dt.date(2027, 1, 1), 'horizon_months': 12, 'gpus': 1, 'ownership': 'own',
+           'capex_per_gpu': 0.0, 'life_years': 1.0, 'rent_per_gpu_hour': 0.0, 'tax_rate': 0.0,
+           'tef_ramp_months': 11, 'sell_through_ramp_months': 0, 'tef_target': (0.0, 0.0, 0.0),
+           'decline_per_quarter': (0.0, 0.0, 0.0), 'market_growth_per_quarter': (0.0, 0.0, 0.0),
+           'price_factor': (1.0, 1.0, 1.0), 'market_mtok_month1': 0.0,
+           'contract_mtok_per_month': 0.0, 'contract_price_per_mtok': 0.0, 'contract_months': 0,
+           'programme_cost_once': (0.0, 0.0, 0.0), 'programme_fee_per_month': (0.0, 0.0, 0.0),
+           'fixed_opex_per_month': 0.0, 'residual_share': 0.0, 'debt_share': 0.0,
+           'debt_rate': 0.0, 'debt_tenor_months': 1, 'retire_month': None,
+           'discount_rate': 0.0, 'residual_method': 'market',
+           'resale_decline_per_quarter': (0.0, 0.0, 0.0), 'shutdown_month': (None, None, 11),
+           'dscr_covenant': 1.0, 'power_escalation_per_year': 0.0,
+           'opex_escalation_per_year': 0.0, 'receivable_days': 1.0, 'payable_days': 0.0,
+           'capex_deposit_share': 0.0, 'capex_lead_months': 0, 'tax_life_years': None,
+           'salvage_per_gpu': 0.0, 'measured_tps': 4414.06},
+          []),
+)
 def test_every_output_and_line_of_every_scenario_equals_the_reference(case):
     site, cohorts = case
     reference = reference_scenarios(site, cohorts)
@@ -547,3 +566,31 @@ def test_when_the_pass_fails_each_site_runs_alone_and_only_the_bad_one_fails(mon
     first, bad, last = evaluation.run_each(many)
     assert (first.summary, last.summary) == (expected[0], expected[2])
     assert isinstance(bad, ValueError) and str(bad) == "site 2048"
+
+
+def _sign_changes(flows: list[float]) -> np.ndarray:
+    """The model's own sign-change lines (Base's), computed on ``flows`` as months 0 … H."""
+    from tokenfactory_xl.tfom.compiler import compile_lines
+    from tokenfactory_xl.tfom.formula import INDEX, InputRef, Position
+    from tokenfactory_xl.tfom.operating_model import CONSTANTS, LINES
+    from tokenfactory_xl.tfom.operating_model.common import _monthly
+
+    declared = {line.name: line for line in LINES}
+    cash_flow = _monthly("cash_flow_base", "", "", "money",
+                         INDEX(InputRef("flows"), 1, Position()), month0=True)
+    lines = (declared["month"], declared["in_horizon"], cash_flow,
+             *(declared[f"{name}_base"]
+               for name in ("flow_sign", "flow_month", "last_flow_month", "sign_change")))
+    values = compile_lines(lines)({"flows": tuple(flows), "horizon_months": len(flows) - 1},
+                                  {k.name: k.value for k in CONSTANTS}, {})
+    return values["sign_change_base"][1:len(flows)]
+
+
+def test_a_sign_change_is_counted_across_months_without_a_flow_and_never_on_rounding():
+    """§10.5's "the cash flows change sign more than once", read as the IRR reads them: −5 in
+    month 0, +3, two months of nothing, −2 (a change, though not from the month before),
+    1e-14 (what rounding leaves of a month that nets to 0: no flow), +4 (a change from −2)."""
+    assert list(_sign_changes([-5.0, 3.0, 0.0, 0.0, -2.0, 1e-14, 4.0])) == [1, 0, 0, 1, 0, 1]
+    # a flow of half a cent is a flow; below it, none, of either sign
+    assert list(_sign_changes([-5.0, 0.005, -0.004, -1.0])) == [1, 0, 1]
+    assert list(_sign_changes([0.0, 0.0, 7.0, -1e-9, 7.0])) == [0, 0, 0, 0]

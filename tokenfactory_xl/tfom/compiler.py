@@ -28,6 +28,7 @@ from .formula import (
     Op,
     Position,
     Row,
+    RunningMax,
     RunningSum,
     Table,
     Text,
@@ -160,6 +161,8 @@ def _python(e: Expr, ctx: PythonContext) -> str:
         return f"_r({ctx.v(e.line)})"
     if isinstance(e, Position):
         return "_f64(_k + 1)" if ctx.step else "_position(V['_n'])"
+    if isinstance(e, RunningMax):  # MAX leaves blanks out; of blanks alone it is 0
+        return f"_c(_running_max({ctx.v(e.line)}))"
     if isinstance(e, RunningSum):
         return f"_c(np.nancumsum({ctx.v(e.line)}, axis=-1))"
     if isinstance(e, Op):
@@ -219,6 +222,14 @@ def _s(x):
 
 def _r(x):
     return np.asarray(x, dtype=float)[..., None, :].view(_RowArray)
+
+
+def _running_max(x):
+    """MAX of each cell and those before it, as a spreadsheet's ``MAX($A1:B1)``: blanks left
+    out, 0 where there is nothing but blanks."""
+    x = np.asarray(x, dtype=float)
+    out = np.fmax.accumulate(x, axis=-1)
+    return np.where(out != out, 0.0, out)
 
 
 def _shift(x, by: int):
@@ -306,7 +317,8 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         source, code, inputs, texts = kept(keep, build, libraries=False)
     namespace = {
         "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
-        "_shift": _shift, "_position": _position, "_fit": _fit, "_i": _input_value,
+        "_shift": _shift, "_running_max": _running_max, "_position": _position, "_fit": _fit,
+        "_i": _input_value,
         "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,

@@ -39,7 +39,7 @@ class ExcelContext:
     def position(self) -> str:  # the 1-based position of this cell in its table
         raise NotImplementedError
 
-    def running(self, line: str) -> str:  # first position … this one
+    def running(self, line: str, function: str) -> str:  # SUM or MAX: first position … here
         raise NotImplementedError
 
     def name(self, line: str) -> str:  # a scalar line
@@ -86,7 +86,7 @@ def _excel(e: Expr, ctx: ExcelContext, outer: int) -> str:
     if isinstance(e, Position):
         return ctx.position()
     if isinstance(e, RunningSum):
-        return ctx.running(e.line)
+        return ctx.running(e.line, e.function)
     if isinstance(e, At):
         return ctx.at(e.line, e.index)
     if isinstance(e, Each):

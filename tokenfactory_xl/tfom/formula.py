@@ -161,6 +161,14 @@ class RunningSum(Expr):
     """The sum of a line from the table's first position to this one."""
 
     line: str
+    function = "SUM"
+
+
+@dataclass(frozen=True, eq=False)
+class RunningMax(RunningSum):
+    """The largest cell of a line from the table's first position to this one."""
+
+    function = "MAX"
 
 
 @dataclass(frozen=True, eq=False)

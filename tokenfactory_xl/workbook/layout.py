@@ -135,11 +135,11 @@ class _Context(ExcelContext):
             return f"COLUMNS(${before}${row}:{prev_col}${row})"
         return f"ROWS(${col}${first_row - 1}:${col}{row - 1})"
 
-    def running(self, line: str) -> str:
+    def running(self, line: str, function: str) -> str:
         p = self.plan.lines[line]
         first_col, row = _split(p.coords[0])
         col, _ = _split(p.coords[self.k])
-        return f"SUM({self._prefix(p)}${first_col}${row}:{col}${row})"
+        return f"{function}({self._prefix(p)}${first_col}${row}:{col}${row})"
 
     def name(self, line: str) -> str:
         p = self.plan.lines[line]
@@ -198,8 +198,8 @@ class _Gaps(_Context):
     def position(self) -> str:
         return self._gap(_Context.position)
 
-    def running(self, line: str) -> str:
-        return self._gap(_Context.running, line)
+    def running(self, line: str, function: str) -> str:
+        return self._gap(_Context.running, line, function)
 
 
 def formula_texts(plan: Plan, p: Placement) -> list[str | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...core.catalogue import MAX_COHORTS
 from ..formula import (
+    ABS,
     AND,
     CHOOSE,
     DAY,
@@ -18,6 +19,7 @@ from ..formula import (
     MAX,
     MIN,
     ROUNDUP,
+    SIGN,
     SUM,
     SUMPRODUCT,
     YEAR,
@@ -27,6 +29,7 @@ from ..formula import (
     Line,
     Position,
     Row,
+    RunningMax,
     RunningSum,
 )
 from .common import (
@@ -282,9 +285,20 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
                 / S("discounted_cash_flow"), "")),
         line("ebitda_month", "Month with positive EBITDA", "month", "integer",
              IF(S("ebitda") > 0, C.month, "")),
+        # Sign changes as the IRR sees them: months without a flow (below half a cent: a cash
+        # flow that is 0 but for rounding) are passed over, so + 0 − is a change and the
+        # rounding left in a month that nets to 0 is none.
+        line("flow_sign", "Cash flow's sign (0: none to the cent)", "", "integer",
+             IF(ABS(S("cash_flow")) < K.cent, 0, SIGN(S("cash_flow"))), month0=True),
+        line("flow_month", "Month with a cash flow", "", "integer",
+             IF(S("flow_sign").ne(0), C.month, 0), month0=True),
+        line("last_flow_month", "Last month with a cash flow so far", "", "integer",
+             RunningMax(f"flow_month_{k}"), month0=True),
         line("sign_change", "Cash flow changes sign (1 = yes)", "flag", "flag",
-             IF(S("cash_flow") * Cell(f"cash_flow_{k}", -1) < 0, 1, 0), total=True,
-             note="against the month before; more than one change: IRR is not unique"),
+             IF(S("flow_sign") * INDEX(Row(f"flow_sign_{k}"), 1,
+                                       Cell(f"last_flow_month_{k}", -1) + 1) < 0, 1, 0),
+             total=True, note="against the last month with a flow; more than one change: IRR is "
+             "not unique"),
         f"{sc.name}: financing",
         line("levered_tax", "Tax after interest", "money", "money",
              INDEX(Row(f"fy_levered_tax_{k}"), 1, C.fiscal_index)
