@@ -894,7 +894,7 @@ def warnings_of(v: dict[str, Any], lines: dict[str, Any], out: dict[str, Any],
     # sign changes of the flows in turn, a month without a flow passed over (Descartes' count);
     # a flow below half a cent is none: what is left of a month that nets to 0 in rounding
     signs = [(f > 0) - (f < 0) for f in flows if abs(f) >= 0.005]
-    changes = sum(1 for a, b in zip(signs, signs[1:]) if a != b)
+    changes = sum(1 for a, b in zip(signs, signs[1:], strict=False) if a != b)
     if changes > 1:
         fired.append("irr_not_unique")
     return fired
