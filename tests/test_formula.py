@@ -214,6 +214,74 @@ def test_a_sumproduct_of_many_draws_column_by_column_is_the_whole_products_sum()
         assert _bits(got) == _bits(want), tree
 
 
+def _stored_by_columns(a: np.ndarray) -> np.ndarray:
+    """The same numbers with each variant's last two axes stored column by column (as numpy
+    lays out a fancy index on the last axis, or a copy of a broadcast row)."""
+    return np.ascontiguousarray(np.swapaxes(a, -1, -2)).swapaxes(-1, -2)
+
+
+def test_a_sumproduct_of_many_variants_sums_each_row_as_alone_whatever_the_layout():
+    """SUMPRODUCT(row, row) of 6 variants' cohort rows (8 cells: proceeds and a mask of the
+    cohorts held at the horizon) is, variant by variant, the sum that variant's rows alone get,
+    whether the rows lie in C order, transposed (the variants' axis innermost) or stored by
+    columns: the sum of a row never depends on how the rows are laid out."""
+    from tokenfactory_xl.tfom.runtime import _sumproduct
+
+    rng = np.random.default_rng(8)
+    proceeds = rng.normal(0, 1e7, (6, 1, 8)) * 10.0 ** rng.integers(-4, 4, (6, 1, 8))
+    proceeds[1, 0, 6] = np.nan  # a cohort without GPUs
+    held = (rng.random((6, 1, 8)) < 0.8) * 1.0
+    # numpy sums 8 cells pairwise, ((1 + 2) + (3 + 4)) + ((5 + 6) + (7 + 8)): these rows round
+    # otherwise when their cells are added one after the other
+    cells = np.where(np.isnan(proceeds * held), 0.0, proceeds * held)[:, 0, :].tolist()
+    pairwise = [((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))
+                for c in cells]
+    assert any(0.0 + sum(c) != p for c, p in zip(cells, pairwise, strict=True))
+    for layout in (np.ascontiguousarray, np.asfortranarray, _stored_by_columns):
+        got = _sumproduct(layout(proceeds), layout(held))
+        assert got.shape == (6, 1, 1)
+        assert got[:, 0, 0].tolist() == pairwise, layout.__name__
+        for k in range(6):  # each variant alone: the same bits
+            assert _bits(_sumproduct(proceeds[k], held[k])) == _bits(got[k]), layout.__name__
+
+
+def test_an_npv_grid_of_many_variants_is_each_variants_own_whatever_the_layout():
+    """SUMPRODUCT(cash flow row, grid of discount factors) — the NPV at each of 221 rates for
+    3 variants, a product of matrices — is, variant by variant, what the variant's row and grid
+    alone give, with the grids in C order or each stored by columns (which numpy would hand to
+    another BLAS routine, with other last digits)."""
+    from tokenfactory_xl.tfom.runtime import _sumproduct
+
+    rng = np.random.default_rng(9)
+    flows = rng.normal(0, 1e6, (3, 1, 121)) * 10.0 ** rng.integers(-3, 3, (3, 1, 121))
+    flows[:, :, 100:] = np.nan  # months beyond the horizon
+    rates = np.linspace(-0.5, 2.0, 221)[:, None] * rng.random((3, 1, 1))
+    grid = (1.0 + rates) ** -np.arange(121.0)
+    for layout in (np.ascontiguousarray, _stored_by_columns):
+        got = _sumproduct(layout(flows), layout(grid))
+        assert got.shape == (3, 221, 1)
+        for k in range(3):
+            alone = _sumproduct(flows[k], grid[k])
+            assert alone.shape == (221, 1)
+            assert _bits(alone) == _bits(got[k]), layout.__name__
+            np.testing.assert_allclose(got[k, :, 0], np.nansum(flows[k] * grid[k], axis=-1),
+                                       rtol=1e-9, atol=1e-6 * np.nanmax(np.abs(flows[k])))
+
+
+def test_rows_picked_for_many_variants_lie_in_c_order():
+    """INDEX of two sites' fleet rows (cohorts 2…8) at the cohorts' positions 0…7 (0 is off
+    the row: blank), as the model reads the fleet block: each site's own cells, and its row's
+    cells side by side (C order), as one site's row; a later SUMPRODUCT sums it uncopied."""
+    from tokenfactory_xl.tfom.runtime import _index
+
+    fleet = np.arange(1.0, 15.0).reshape(2, 1, 7)
+    got = _index(fleet, 1.0, np.arange(8.0)[:, None])
+    assert got.shape == (2, 8, 1)
+    assert np.array_equal(got[..., 0], [[np.nan, 1, 2, 3, 4, 5, 6, 7],
+                                        [np.nan, 8, 9, 10, 11, 12, 13, 14]], equal_nan=True)
+    assert got.flags.c_contiguous
+
+
 def test_match_finds_numbers_in_a_row_of_many_variants_and_texts_in_a_list():
     """MATCH(x, row, 0): the first position of x in each variant's row (NaN: not found);
     over a list of texts, the case-insensitive position."""

@@ -542,6 +542,38 @@ def test_sixteen_typical_sites_in_one_pass_equal_their_own_runs():
         assert not bad, bad[:5]
 
 
+def test_a_site_among_others_sums_its_cohorts_proceeds_as_alone():
+    """Two owned sites whose fleets differ by one GPU, in one pass: each keeps five cohorts to
+    the horizon, whose proceeds round otherwise when added one after the other than in numpy's
+    pairwise order. The terminal value is that pairwise sum times the last discount factor, and
+    every line and output of the pass is the very number of the site's own run."""
+    from tokenfactory_xl.tfom.evaluation import run_many
+
+    def site(name: str, last_cohort_gpus: int):
+        cohorts = [(3, 590, 41_000), (7, 1137, 27_000), (12, 3645, 55_000),
+                   (20, last_cohort_gpus, 19_000)]
+        return make_inputs({
+            "site_name": name, "horizon_months": 36, "gpus": 512, "capex_per_gpu": 32_000,
+            "residual_share": 0.3,
+            "cohorts": [{"cohort": f"C{j}", "online_month": online, "gpus": gpus,
+                         "capex_per_gpu": capex}
+                        for j, (online, gpus, capex) in enumerate(cohorts, start=2)]})
+
+    many = [site("A", 1038), site("B", 1039)]
+    alone = [run(inputs) for inputs in many]
+    one = alone[0].values
+    at_h = np.asarray(one["c_last_base"]) == 36
+    c = np.where(at_h, one["c_proceeds_base"], 0.0).tolist()
+    assert sum(x != 0 for x in c) == 5  # the site's own GPUs and its four cohorts
+    pairwise = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]))
+    assert sum(c) != pairwise  # the order of the additions shows in the last digit
+    assert alone[0].summary["terminal_value_pv"] == pairwise * float(one["discount_factor"][36])
+    for own, other in zip(alone, run_many(many), strict=True):
+        assert other.summary["terminal_value_pv"] == own.summary["terminal_value_pv"]
+        bad = [name for name in own.values if not _same(own.values[name], other.values[name])]
+        assert not bad, bad[:5]
+
+
 def test_when_the_pass_fails_each_site_runs_alone_and_only_the_bad_one_fails(monkeypatch):
     """``run_each``: the pass's failure falls back to one run per site; a site whose own run
     fails gets its exception in its place, the others their usual results."""

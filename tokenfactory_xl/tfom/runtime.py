@@ -75,6 +75,18 @@ def _sum_row(a):
     return np.nansum(np.ascontiguousarray(a, dtype=float), axis=-1, keepdims=True)
 
 
+def _in_c_order(a: np.ndarray) -> np.ndarray:
+    """``a`` itself if it is in C order, else a copy in C order.
+
+    A reduction along the last axis adds each row in an order that depends on the layout:
+    numpy sums a row whose cells lie side by side pairwise (:func:`_pairwise`), but the rows of
+    a transposed array cell after cell, across all rows at once; a product of matrices calls
+    another BLAS routine for a matrix stored by columns. Among many variants a row would then
+    get other last digits than alone. Every sum of a row in this module is taken in C order.
+    """
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
 def _min(*args):
     out = None
     for a in args:
@@ -122,15 +134,18 @@ def _sumproduct(*args):
         if a.ndim >= 2 and b.ndim >= 2 and a.shape[-2] == 1 and b.shape[-2] > 1 \
                 and a.shape[-1] == b.shape[-1] > 1:
             # One row against the rows of a grid (the NPV at every rate of the IRR search): a
-            # product of matrices, without the grid-sized product in memory. A blank is 0.
-            a = np.where(np.isnan(a), 0.0, a)
-            b = np.where(np.isnan(b), 0.0, b)
+            # product of matrices, without the grid-sized product in memory. A blank is 0. In C
+            # order, so that each variant's grid is multiplied by the same BLAS routine as one
+            # site's (a grid stored by columns takes another, with other last digits).
+            a = _in_c_order(np.where(np.isnan(a), 0.0, a))
+            b = _in_c_order(np.where(np.isnan(b), 0.0, b))
             return np.matmul(b, np.swapaxes(a, -1, -2))
     prod = args[0]
     for a in args[1:]:
         prod = prod * a
     prod = np.asarray(prod, dtype=float)
     if len(args) > 1 and prod.ndim and prod.flags.writeable:  # the product is ours to change:
+        prod = _in_c_order(prod)  # (numpy's product follows its factors' layout)
         np.copyto(prod, 0.0, where=np.isnan(prod))  # blanks add nothing (as nansum, no copy)
         return prod.sum(axis=-1, keepdims=True)
     return _sum_row(prod)
@@ -321,11 +336,12 @@ def _index_shared(arr: np.ndarray, k: np.ndarray) -> np.ndarray:
     shape = np.broadcast_shapes(arr.shape[:-1], k.shape[:-1]) + (1,)
     if positions.size == 1:
         picked = arr[..., idx[0]:idx[0] + 1]
-    else:
-        picked = arr[..., 0, idx][..., None]
+    else:  # take, not arr[..., 0, idx]: a fancy index on the last axis gives the rows transposed
+        picked = np.take(arr[..., 0, :], idx, axis=-1)[..., None]
     if not ok.all():
         picked = np.where(ok[:, None], picked, np.nan)
-    return np.array(np.broadcast_to(picked, shape), dtype=arr.dtype)
+    # in C order, whatever the picked cells' layout (np.array keeps a broadcast's by default)
+    return np.array(np.broadcast_to(picked, shape), dtype=arr.dtype, order="C")
 
 
 def _match(x, row, _exact=0):
