@@ -685,3 +685,35 @@ def test_the_cohorts_can_come_from_the_standard_input(tmp_path):
     collect = command.run("collect", "-", "-o", "p.xlsx", cwd=tmp_path)
     assert collect.returncode == 2 and "collect reads workbooks from files and folders, not " \
         "from the standard input" in collect.stderr
+
+
+@pytest.mark.parametrize("argv, what, computes", [
+    (["template", "-o", "-"], "-o -: the workbook", "tokenfactory_xl.cli.workbook.template_bytes"),
+    (["cost", "x.json", "--gpu-hour", "2", "-o", "-"], "-o -: the workbook",
+     "tokenfactory_xl.capacity.actuals.read_files"),
+    (["cost", "x.json", "--gpu-hour", "2", "--png", "-"], "--png -: the PNG",
+     "tokenfactory_xl.capacity.actuals.read_files"),
+])
+def test_a_file_for_a_terminal_is_refused_before_anything_is_computed(argv, what, computes,
+                                                                      monkeypatch, capsys):
+    """``template -o -`` and ``cost -o -``/``--png -`` on a terminal are refused at once: the
+    template's 10,000 draws and the benchmark files' reading (and the chart's rendering) are
+    never started for a file that would not be written."""
+    import io
+    import sys
+
+    from tokenfactory_xl.cli.main import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def computed(*args, **kwargs):
+        raise AssertionError("computed before the refusal")
+
+    monkeypatch.setattr(computes, computed)
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{what} goes to standard output, which is a terminal" in err
+    assert sys.stdout.getvalue() == ""

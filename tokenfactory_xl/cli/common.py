@@ -308,27 +308,30 @@ def is_stdio(path: object) -> bool:
     return path is not None and os.fspath(path) == STDIO  # type: ignore[arg-type]
 
 
-def write_output(path: str | os.PathLike, data: bytes, what: str) -> None:
+def write_output(path: str | os.PathLike, data: bytes, what: str, option: str = "-o") -> None:
     """Write ``data`` to the file ``path`` (through a temporary file and a rename), or to the
-    standard output when ``path`` is ``-``; ``what`` names the content for the message when
-    standard output is a terminal (a workbook is not text to show)."""
+    standard output when ``path`` is ``-``; ``what`` names the content, and ``option`` the
+    option that asked for it, for the message when standard output is a terminal (a workbook is
+    not text to show)."""
     from ..files.disk import write_atomically
 
     if not is_stdio(path):
         write_atomically(path, data)
         return
-    refuse_terminal_output(path, what)
+    refuse_terminal_output(path, what, option)
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
 
 
-def refuse_terminal_output(path: str | os.PathLike | None, what: str) -> None:
-    """Refuse ``-o -`` when the standard output is a terminal: ``what`` (a workbook, a PNG) is not
-    text to show. A command that computes for long asks before it computes."""
+def refuse_terminal_output(path: str | os.PathLike | None, what: str,
+                           option: str = "-o") -> None:
+    """Refuse ``-o -`` (or ``option -``) when the standard output is a terminal: ``what`` (a
+    workbook, a PNG) is not text to show. A command that computes for long asks before it
+    computes."""
     if is_stdio(path) and sys.stdout.isatty():
-        raise UsageError(f"-o -: {what} goes to standard output, which is a terminal; redirect it "
-                         f"(-o - > FILE) or pipe it, or give a file name")
+        raise UsageError(f"{option} -: {what} goes to standard output, which is a terminal; "
+                         f"redirect it ({option} - > FILE) or pipe it, or give a file name")
 
 
 @contextlib.contextmanager

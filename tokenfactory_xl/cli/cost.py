@@ -38,11 +38,13 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def cmd_cost(args: argparse.Namespace) -> int:
     from ..core.errors import UsageError
-    from .common import is_stdio, table_format
+    from .common import is_stdio, refuse_terminal_output, table_format
 
     table_format(args)  # --json and --csv: one of them
     if is_stdio(args.output) and is_stdio(args.png):
         raise UsageError("-o - and --png -: only one of them can be the standard output")
+    refuse_terminal_output(args.output, "the workbook")  # before reading and rendering
+    refuse_terminal_output(args.png, "the PNG", "--png")
     for option, path, suffix in (("--output", args.output, ".xlsx"), ("--png", args.png, ".png")):
         if not path or is_stdio(path):
             continue
@@ -103,7 +105,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         if args.output:
             write_output(args.output, data, "the workbook")
         if picture is not None:
-            write_output(args.png, picture, "the PNG")
+            write_output(args.png, picture, "the PNG", "--png")
     if is_stdio(args.output) or is_stdio(args.png):  # the file is the standard output
         with contextlib.redirect_stdout(sys.stderr):
             return _report(args, points, best)

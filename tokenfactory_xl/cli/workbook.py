@@ -22,10 +22,11 @@ from ..files.disk import write_atomically
 
 def cmd_template(args: argparse.Namespace) -> int:
     from ..core.errors import UsageError
-    from .common import inputs_from_args, is_stdio, write_output
+    from .common import inputs_from_args, is_stdio, refuse_terminal_output, write_output
 
     inputs = inputs_from_args(args)
     if is_stdio(args.output):
+        refuse_terminal_output(args.output, "the workbook")  # before 10,000 draws, not after
         write_output(args.output, template_bytes(inputs), "the workbook")
         return 0
     path = Path(args.output)
