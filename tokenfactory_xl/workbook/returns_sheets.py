@@ -64,7 +64,8 @@ def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
     ws.row_dimensions[4].height = 30
     for i, line in enumerate(om.YEARLY_LINES):
         b.down(ws, 8 + i, 5, line)
-    ws.cell(5 + om.YEARS, 8, "Year 1 is months 1–12; the cumulative cash flow includes the "
+    # above the table, not under it: under it, the outputs' long definitions run into it
+    ws.cell(3, 8, "Year 1 is months 1–12; the cumulative cash flow includes the "
             "month-0 investment.").font = st.NOTE_FONT
 
 
