@@ -180,33 +180,24 @@ class IrrBrackets:
     def __init__(self, cash_flows: np.ndarray, grid: np.ndarray):
         flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
         grid = np.asarray(grid, dtype=float)
-        given = ~np.isnan(flows)
-        cf = np.where(given, flows, 0.0)
-        months = np.arange(flows.shape[-1], dtype=float)
+        cf = np.where(np.isnan(flows), 0.0, flows)  # a blank month adds nothing
         with np.errstate(all="ignore"):
-            table = np.power(1.0 + grid[None, :], -months[:, None])  # (months, rates)
-            npv = cf @ table
+            npv = cf @ _discount_table(grid, flows.shape[-1])
         npv[~np.isfinite(npv)] = np.nan  # IFERROR(…, ""): no figure at that rate
-        sign = np.sign(npv)
+        # the NPV changes sign between two neighbouring rates: SIGN(a) × SIGN(b) ≤ 0, neither
+        # blank (a blank is neither ≥ 0 nor ≤ 0)
         with np.errstate(invalid="ignore"):
-            change = ~np.isnan(npv[:, :-1]) & ~np.isnan(npv[:, 1:]) \
-                & (sign[:, :-1] * sign[:, 1:] <= 0)
+            nonneg, nonpos = npv >= 0, npv <= 0
+        change = (nonneg[:, :-1] & nonpos[:, 1:]) | (nonpos[:, :-1] & nonneg[:, 1:])
         self.cf = cf
         #: For the bracket above 0 and the one below: the rows that have it, its ends and the
-        #: NPVs there. "above": the lower rate of a bracket at or above 0, the smallest;
-        #: "below": minus the upper rate of a bracket at or below 0, the smallest; each the
-        #: first position holding it (MATCH).
-        self.kinds: list[tuple[np.ndarray, ...]] = []
-        for ok, key in ((change & (grid[:-1] >= 0), grid[:-1]),
-                        (change & (grid[1:] <= 0), -grid[1:])):
-            candidates = np.where(ok, key, np.inf)
-            best = candidates.min(axis=1)
-            rows = np.flatnonzero(np.isfinite(best))
-            at = np.argmax(candidates[rows] == best[rows, None], axis=1)
-            self.kinds.append((rows, grid[at], grid[at + 1], npv[rows, at], npv[rows, at + 1]))
-        # the flows must change sign: MIN < 0 < MAX over the months given (no month: 0)
-        low = np.where(given, flows, np.inf).min(axis=1, initial=np.inf)
-        high = np.where(given, flows, -np.inf).max(axis=1, initial=-np.inf)
+        #: NPVs there (:func:`_brackets`).
+        self.kinds: list[tuple[np.ndarray, ...]] = [
+            (rows, grid[at], grid[at + 1], npv[rows, at], npv[rows, at + 1])
+            for rows, at in _brackets(change, grid)]
+        # the flows must change sign: MIN < 0 < MAX over the months given (no month: 0; a
+        # blank month, 0 in ``cf``, moves neither test; an infinite MIN or MAX counts as 0)
+        low, high = cf.min(axis=1, initial=0.0), cf.max(axis=1, initial=0.0)
         self.signed = (np.where(np.isinf(low), 0.0, low) < 0) \
             & (np.where(np.isinf(high), 0.0, high) > 0)
 
@@ -244,6 +235,50 @@ class IrrBrackets:
         out = np.full(n, np.nan)
         out[self.signed] = nearest[self.signed]
         return out
+
+
+#: The last grid's table of discount factors (the grid is the model's, the same for every site).
+_TABLE: list[tuple[bytes, int, np.ndarray]] = []
+
+
+def _discount_table(grid: np.ndarray, months: int) -> np.ndarray:
+    """(1 + rate)^−month for each month 0 … ``months`` − 1 (rows) and rate of ``grid``
+    (columns): the same powers for every pass of a run, computed once."""
+    key = grid.tobytes()
+    if _TABLE and _TABLE[0][0] == key and _TABLE[0][1] == months:
+        return _TABLE[0][2]
+    with np.errstate(all="ignore"):
+        table = np.power(1.0 + grid[None, :], -np.arange(months, dtype=float)[:, None])
+    table.flags.writeable = False
+    _TABLE[:] = [(key, months, table)]
+    return table
+
+
+def _brackets(change: np.ndarray, grid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For the bracket above 0 and the one below, the rows of ``change`` (a sign change
+    between rates j and j + 1 of ``grid``) that have one and its position j: "above", the
+    lower rate of a bracket at or above 0, the smallest; "below", minus the upper rate of a
+    bracket at or below 0, the smallest; each the first position holding it (MATCH).
+
+    On a grid of rising rates (the model's) that is the first change from the first rate at or
+    above 0, and the last change before the first rate above 0: a search along each row, not a
+    table of candidate rates (the same positions: the general rule is kept for any other grid).
+    """
+    if grid.size >= 2 and bool(np.all(grid[1:] > grid[:-1])):
+        first = int(np.searchsorted(grid[:-1], 0.0, side="left"))  # grid[j] ≥ 0 from here
+        last = int(np.searchsorted(grid[1:], 0.0, side="right"))  # grid[j + 1] ≤ 0 below it
+        above, below = change[:, first:], change[:, :last][:, ::-1]
+        up, down = np.flatnonzero(above.any(axis=1)), np.flatnonzero(below.any(axis=1))
+        return [(up, first + np.argmax(above[up], axis=1)),
+                (down, last - 1 - np.argmax(below[down], axis=1))]
+    out = []
+    for ok, key in ((change & (grid[:-1] >= 0), grid[:-1]),
+                    (change & (grid[1:] <= 0), -grid[1:])):
+        candidates = np.where(ok, key, np.inf)
+        best = candidates.min(axis=1)
+        rows = np.flatnonzero(np.isfinite(best))
+        out.append((rows, np.argmax(candidates[rows] == best[rows, None], axis=1)))
+    return out
 
 
 def _npv_and_slope(cf: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
