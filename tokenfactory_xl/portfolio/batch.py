@@ -121,7 +121,10 @@ class WorkbookFactory:
         from ..workbook import risk_sheet as workbook_risk
         from ..workbook import values as workbook_values
 
-        figures = workbook_risk.compute(inputs, risk_draws, must_be_true)
+        if result is None and risk_draws > 0:
+            result = run(inputs)  # its values serve the Risk sheet's variants and the cells
+        figures = workbook_risk.compute(inputs, risk_draws, must_be_true,
+                                        None if result is None else result.values)
         cells = workbook_values.StencilCells(self.stencil, self._spots)
         workbook_values.fill_cells(cells, inputs, result, figures)
         values = cells.sheets

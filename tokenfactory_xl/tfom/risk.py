@@ -67,18 +67,20 @@ def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:
     return index, SCENARIOS[index].key
 
 
-def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool = True
-             ) -> tuple[np.ndarray, np.ndarray]:
+def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool = True,
+             whole: Mapping[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The live scenario's NPV and IRR (NaN: none; all NaN when ``irr`` is false, not
     computed) for each variant of the site.
 
     ``values`` maps a driver to one value per variant (all of the same length): the live
     scenario's value of a per-scenario input, the site's value otherwise, and for
-    :data:`ALL_COHORTS` every cohort's own value scaled alike.
+    :data:`ALL_COHORTS` every cohort's own value scaled alike. ``whole``: the site's values
+    from a run of the whole model (``Result.values``), where the caller has them: the lines no
+    variant moves are then read from it, not computed again.
     """
     count = _count(values)
     npv, irrs = np.empty(count), np.full(count, np.nan)
-    for part, npv_part, brackets in _passes(inputs, values, irr):
+    for part, npv_part, brackets in _passes(inputs, values, irr, whole):
         npv[part] = npv_part
         if brackets is not None:
             irrs[part] = _yearly(brackets.roots())
@@ -95,7 +97,8 @@ def _yearly(monthly: np.ndarray) -> np.ndarray:
         return np.power(1.0 + monthly, CONSTANT_VALUES["months_per_year"]) - 1.0
 
 
-def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool
+def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool,
+            whole: Mapping[str, np.ndarray] | None = None
             ) -> Iterator[tuple[slice, np.ndarray, IrrBrackets | None]]:
     """:func:`evaluate`'s passes of the model, :data:`CHUNK` variants each: which variants,
     their NPVs and (with ``irr``) the brackets of their IRRs."""
@@ -106,7 +109,7 @@ def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool
     model = variant_model(_targets(key, irr), _moved(tuple(values)))
     constants = _formula_constants()
     base = formula_inputs(inputs)
-    fixed = model.site_values(base, constants, LISTS)  # what no variant moves, once
+    fixed = model.site_values(base, constants, LISTS, whole)  # what no variant moves, once
     count = _count(values)
     for start in range(0, count, CHUNK):
         part = slice(start, min(count, start + CHUNK))
@@ -425,14 +428,16 @@ def flex_values(inputs: SiteInputs, name: str) -> tuple[float, float]:
     return (high, low) if low > high else (low, high)
 
 
-def tornado(inputs: SiteInputs, drivers: Sequence[str] = TORNADO_DRIVERS) -> Tornado:
-    """The live scenario's project NPV at each driver's low and high value, sorted by swing."""
+def tornado(inputs: SiteInputs, drivers: Sequence[str] = TORNADO_DRIVERS,
+            whole: Mapping[str, np.ndarray] | None = None) -> Tornado:
+    """The live scenario's project NPV at each driver's low and high value, sorted by swing
+    (``whole``: as :func:`evaluate`'s)."""
     flexes = [(name, *flex_values(inputs, name)) for name in drivers]
     count = 2 * len(flexes) + 1  # the last variant is the site as it is: the centre
     values = {name: np.full(count, live_value(inputs, name)) for name in drivers}
     for i, (name, low, high) in enumerate(flexes):
         values[name][2 * i], values[name][2 * i + 1] = low, high
-    npv, _ = evaluate(inputs, values, irr=False)
+    npv, _ = evaluate(inputs, values, irr=False, whole=whole)
     out = [Flex(name, BY_NAME[name].label, live_value(inputs, name), low, high,
                 float(npv[2 * i]), float(npv[2 * i + 1]))
            for i, (name, low, high) in enumerate(flexes)]
@@ -486,7 +491,8 @@ def draw(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED
 MEDIAN_BY_BOUNDS_MOST = 50_000
 
 
-def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray]
+def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray],
+                       whole: Mapping[str, np.ndarray] | None = None
                        ) -> tuple[np.ndarray, np.ndarray]:
     """Every draw's NPV, and its IRR ranked as :func:`risk` ranks it (no IRR: −inf) where it
     may be one of the two the median reads, −inf or +inf elsewhere (below or above them).
@@ -500,7 +506,7 @@ def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray]
     count = _count(values)
     npv = np.empty(count)
     passes = []
-    for part, npv_part, brackets in _passes(inputs, values, irr=True):
+    for part, npv_part, brackets in _passes(inputs, values, irr=True, whole=whole):
         npv[part] = npv_part
         passes.append((part, brackets))
     low = np.concatenate([b.bounds()[0] for _, b in passes])
@@ -546,18 +552,19 @@ def percentile(values: np.ndarray, q: float) -> float:
         return float(np.float64(low) + step * weight)
 
 
-def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED) -> Risk:
+def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED,
+         whole: Mapping[str, np.ndarray] | None = None) -> Risk:
     """P10/P50/P90 of the live scenario's NPV over ``draws`` draws of :data:`RISK_DRIVERS`, the
     probability the NPV is negative, and the median IRR (a draw without an IRR ranks below every
-    IRR; ``None`` when the median falls among those)."""
+    IRR; ``None`` when the median falls among those). ``whole``: as :func:`evaluate`'s."""
     if draws < 1:
         raise ValueError("draws must be at least 1")
     values = draw(inputs, draws, seed)
     if draws > MEDIAN_BY_BOUNDS_MOST:
-        npv, irr = evaluate(inputs, values)
+        npv, irr = evaluate(inputs, values, whole=whole)
         ranked = np.where(np.isnan(irr), -np.inf, irr)
     else:
-        npv, ranked = _ranked_for_median(inputs, values)
+        npv, ranked = _ranked_for_median(inputs, values, whole)
     irr_p50 = percentile(ranked, 50) if draws else math.nan
     return Risk(draws, seed, percentile(npv, 10), percentile(npv, 50), percentile(npv, 90),
                 float(np.mean(npv)), float(np.mean(npv < 0)),
