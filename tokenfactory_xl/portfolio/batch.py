@@ -139,7 +139,9 @@ class WorkbookFactory:
             known = dict(zip(TORNADO_DRIVERS, figures.must, strict=True)) \
                 if figures is not None and figures.must is not None else None
             extra |= {name + SOLVE_SUFFIX: value
-                      for name, value in batch_solve(inputs, solve, known=known).items()}
+                      for name, value in batch_solve(
+                          inputs, solve, known=known,
+                          whole=None if result is None else result.values).items()}
         summary: dict[str, float | None] = {}
         parts = self.charts.render(values, int(inputs["horizon_months"]))  # type: ignore[arg-type]
         data = self.stencil.fill(values, parts)

@@ -479,12 +479,13 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str,
 
 
 def batch_solve(inputs: SiteInputs, names: tuple[str, ...], target: str = "npv=0",
-                known: Mapping[str, Solution] | None = None) -> dict[str, float | None]:
+                known: Mapping[str, Solution] | None = None,
+                whole: Mapping[str, np.ndarray] | None = None) -> dict[str, float | None]:
     """For a portfolio: each input's value at which ``target`` is met (``None`` when no value
     of its range meets it). ``known`` holds solutions of this site already found for the same
-    target (the Risk sheet's block), by input name."""
+    target (the Risk sheet's block), by input name; ``whole``, as :func:`solve`'s."""
     out: dict[str, float | None] = {}
     for name in names:
-        found = (known or {}).get(name) or solve(inputs, name, target)
+        found = (known or {}).get(name) or solve(inputs, name, target, whole)
         out[name] = found.value if found.reached else None
     return out
