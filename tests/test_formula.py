@@ -349,8 +349,11 @@ def test_a_guard_blanks_a_new_array_in_place_and_copies_anything_else():
     tail = (np.arange(121) <= 60)[:, None]
     scattered = rng.random((121, 1)) < 0.7
     per_variant = rng.random((40, 121, 1)) < 0.5
-    for guard in (tail, scattered, per_variant, np.ones((121, 1), dtype=bool), True, False):
-        value = rng.normal(size=(40, 121, 1))
+    one = np.zeros((1, 1, 1), dtype=bool)  # a guard that holds for no position of any variant
+    for guard, variants in ((tail, 40), (scattered, 40), (per_variant, 40),
+                            (np.ones((121, 1), dtype=bool), 40), (True, 40), (False, 40),
+                            (one, 1), (~one, 1), (one[0], 1), (tail, 1)):
+        value = rng.normal(size=(variants, 121, 1))
         value[0, 3, 0] = -0.0
         want = np.where(guard, value, np.nan)
         got = _guarded(guard, value)

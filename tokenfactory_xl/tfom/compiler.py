@@ -440,7 +440,8 @@ def _guarded(guard, value):
             or not value.flags.writeable or guard.dtype != np.bool_
             or np.broadcast_shapes(guard.shape, value.shape) != value.shape):
         return _where(guard, value, np.nan)
-    if guard.ndim >= 2 and guard.shape[-1] == 1 and guard.size == guard.shape[-2]:
+    if guard.ndim >= 2 and guard.shape[-2:] == (value.shape[-2], 1) \
+            and guard.size == guard.shape[-2]:
         off = np.flatnonzero(~guard.reshape(-1))  # one mask of positions for every variant
         if off.size and off[-1] - off[0] + 1 == off.size:
             value[..., off[0]:off[-1] + 1, :] = np.nan
