@@ -83,30 +83,42 @@ def main() -> None:
         print(f"{'  tornado, 21 variants at once':32}{21:>8}{tornado:>8.3f}{'':>9}"
               f"{runs / tornado:>9.0f}")
     print("\ngoal: one site's 10,000 draws over 120 months in at most 1 s of one core")
-    floor(sites["default site"], args.draws)
+    floor(sites["default site"], args.draws, "default site, 120 months")
+    floor(make_inputs({}), args.draws, "the site `risk` runs by default, 60 months")
 
 
-def floor(inputs, draws: int) -> None:
+def floor(inputs, draws: int, label: str) -> None:
     """Where a draw's CPU goes, against the least a pass over the same lines could cost.
 
     The draws' model computes, :data:`~tokenfactory_xl.tfom.risk.CHUNK` draws at a time, only
     the lines the drawn inputs reach (``tfom/variants.py``); the floor is one numpy operation
     (a subtraction into a new array) per such line, over arrays of the same shape: what any
-    line costs at the least, numpy's call and one pass over its cells.
+    line costs at the least, numpy's call and one pass over its cells. The IRR grid's scan
+    (:class:`~tokenfactory_xl.tfom.risk.IrrBrackets`) is timed on the passes' own cash flows,
+    with its one matrix product (every draw's NPV at the grid's 221 rates) apart: the scan's
+    floor.
     """
     import numpy as np
 
     from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.evaluation import LISTS, _formula_constants, formula_inputs
     from tokenfactory_xl.tfom.formula import needed
     from tokenfactory_xl.tfom.operating_model import LINES
-    from tokenfactory_xl.tfom.variants import split
+    from tokenfactory_xl.tfom.variants import split, variant_model
 
     values = risk.draw(inputs, draws)
     key = risk._scenario_key(inputs)[1]
-    every = cpu(lambda: risk.risk(inputs, draws))
-    model = cpu(lambda: [None for _ in risk._passes(inputs, values, irr=False)])
+    every = cpu(lambda: risk.risk(inputs, draws), 5)
+    drawing = cpu(lambda: risk.draw(inputs, draws), 5)
+    model = cpu(lambda: [None for _ in risk._passes(inputs, values, irr=False)], 5)
     passes = list(risk._passes(inputs, values, irr=True))
-    scan = cpu(lambda: [None for _ in risk._passes(inputs, values, irr=True)]) - model
+    site = variant_model(risk._targets(key, True), risk._moved(risk.RISK_DRIVERS)).site_values(
+        formula_inputs(inputs), _formula_constants(), LISTS)
+    grid = np.asarray(site[f"irr_rate_project_{key}"], dtype=float)
+    flows = [b.cf for _, _, b in passes]
+    scan = cpu(lambda: [risk.IrrBrackets(cf, grid) for cf in flows], 5)
+    table = risk._discount_table(grid, flows[0].shape[-1])
+    product = cpu(lambda: [cf @ table for cf in flows], 5)
     roots = cpu(lambda: [b.roots() for _, _, b in passes])
     _, moving = split(needed(LINES, list(risk._targets(key, True))),
                       risk._moved(risk.RISK_DRIVERS))
@@ -121,15 +133,17 @@ def floor(inputs, draws: int) -> None:
                 a, b = operands[n, m]
                 np.subtract(a, b)
 
-    least = cpu(one_pass_per_line)
+    least = cpu(one_pass_per_line, 5)
     per = 1e6 / draws
-    print(f"\nwhere a draw's CPU goes (default site, {draws:,} draws, µs a draw):")
-    print(f"  risk() in all                           {every * per:8.1f}")
-    print(f"  the model's lines the draws reach ({len(moving)})  {model * per:8.1f}")
-    print(f"  the IRR grid's scan and brackets        {scan * per:8.1f}")
+    print(f"\nwhere a draw's CPU goes ({label}, {draws:,} draws, µs a draw, least of 5):")
+    print(f"  risk() in all                               {every * per:8.1f}")
+    print(f"  drawing the values (numpy's generator)      {drawing * per:8.1f}")
+    print(f"  the model's lines the draws reach ({len(moving)})      {model * per:8.1f}")
+    print(f"  the IRR grid's scan and brackets            {scan * per:8.1f}")
+    print(f"    of which its matrix product               {product * per:8.1f}")
     print(f"  every draw's IRR searched (risk() searches only those near the median)"
           f" {roots * per:.1f}")
-    print(f"  floor: one numpy pass per line reached  {least * per:8.1f}"
+    print(f"  floor: one numpy pass per line reached      {least * per:8.1f}"
           f"  ({model / least:.1f}× below the model's lines)")
 
 

@@ -64,6 +64,23 @@ def test_a_file_cut_short_is_built_anew_and_replaced(cache):
     assert build_cache.kept("thing", build) == [1, 2, 3] and build.runs == 1  # kept again
 
 
+@pytest.mark.parametrize("isal", [True, False])
+def test_a_kept_file_is_read_back_with_or_without_isal(cache, monkeypatch, isal):
+    """The file is zlib's format: ISA-L inflates it where its wheel imports, zlib where not,
+    and both give the build back (a file cut short still builds anew)."""
+    build_cache.fingerprint(True)  # the name kept() gives, with ISA-L's version as every run
+    if not isal:
+        monkeypatch.setitem(sys.modules, "isal", None)  # import isal then fails
+    value = {"text": "x" * 100_000, "figures": list(range(1000))}
+    build_cache.kept("thing", Builds(value))
+    (path,) = cache.iterdir()
+    assert zlib.decompress(path.read_bytes()) == pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    build = Builds(value)
+    assert build_cache.kept("thing", build) == value and build.runs == 0
+    path.write_bytes(path.read_bytes()[:-20])
+    assert build_cache.kept("thing", build) == value and build.runs == 1
+
+
 def test_another_version_s_file_is_not_read_and_is_removed(cache, monkeypatch):
     cache.mkdir(mode=0o700)
     old = cache / ("thing-" + "0" * len(build_cache.fingerprint()) + ".pickle")

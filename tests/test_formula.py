@@ -404,3 +404,54 @@ def test_what_several_lines_compute_alike_is_computed_once_to_the_last_bit():
                 else:  # texts, NaN where blank
                     assert all(x == y or (x != x and y != y)
                                for x, y in zip(a.ravel(), b.ravel(), strict=True)), name
+
+
+def test_a_guard_blanks_a_new_array_in_place_and_copies_anything_else():
+    """A table's guard over an arithmetic formula's result (a new array) blanks it in place;
+    the values are np.where's to the last bit (NaN where the guard fails), whatever the mask
+    (a horizon's tail, scattered months, one mask per variant), and a value some line holds
+    (a view, a row) is never written: the guard copies it."""
+    from tokenfactory_xl.tfom.compiler import _guarded
+
+    rng = np.random.default_rng(5)
+    tail = (np.arange(121) <= 60)[:, None]
+    scattered = rng.random((121, 1)) < 0.7
+    per_variant = rng.random((40, 121, 1)) < 0.5
+    one = np.zeros((1, 1, 1), dtype=bool)  # a guard that holds for no position of any variant
+    for guard, variants in ((tail, 40), (scattered, 40), (per_variant, 40),
+                            (np.ones((121, 1), dtype=bool), 40), (True, 40), (False, 40),
+                            (one, 1), (~one, 1), (one[0], 1), (tail, 1)):
+        value = rng.normal(size=(variants, 121, 1))
+        value[0, 3, 0] = -0.0
+        want = np.where(guard, value, np.nan)
+        got = _guarded(guard, value)
+        assert got is value  # blanked in place: no copy
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    held = rng.normal(size=(40, 121))
+    before = held.copy()
+    for value in (held[..., None], held[:, None, :]):  # a line's values as an operand: views
+        got = _guarded(tail, value)
+        assert got is not value and np.array_equal(got, np.where(tail, value, np.nan),
+                                                    equal_nan=True)
+    assert np.array_equal(held, before)
+    # a smaller value than the result (one per variant): broadcast, as np.where does
+    small = rng.normal(size=(40, 1, 1))
+    assert np.array_equal(_guarded(tail, small), np.where(tail, small, np.nan), equal_nan=True)
+
+
+def test_a_guarded_line_never_writes_into_the_line_it_reads():
+    """A line whose formula is another line's cell (no arithmetic) gets the guard's copy: the
+    line it reads keeps its values beyond the guard."""
+    t = Table("t_guarded", 5, guard=Cell("t_on").eq(1))
+    plain = Table("t_plain", 5)
+    lines = [Line("t_src", "", "", "", Position() * 2.0, table=plain),
+             Line("t_on", "", "", "", IF(Position() <= 3, 1, 0), table=plain),
+             Line("t_copy", "", "", "", Cell("t_src"), table=t),
+             Line("t_double", "", "", "", Cell("t_src") * 2, table=t)]
+    model = compile_lines(lines)
+    assert "V['t_copy'] = _fit(_where(" in model.__source__
+    assert "V['t_double'] = _fit(_guarded(" in model.__source__
+    out = model({}, {}, {})
+    assert np.array_equal(out["t_src"], [2.0, 4.0, 6.0, 8.0, 10.0])
+    assert np.array_equal(out["t_copy"], [2.0, 4.0, 6.0, np.nan, np.nan], equal_nan=True)
+    assert np.array_equal(out["t_double"], [4.0, 8.0, 12.0, np.nan, np.nan], equal_nan=True)

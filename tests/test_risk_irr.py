@@ -146,3 +146,51 @@ def test_the_risk_draws_irr_is_the_models():
     assert np.count_nonzero(np.isnan(want)) > 0 and np.count_nonzero(~np.isnan(want)) > 100
     monthly = lambda y: (1 + y) ** (1 / 12) - 1  # noqa: E731
     assert np.nanmax(np.abs(monthly(irr) - monthly(want))) <= 1e-12
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_the_brackets_are_the_declared_searchs(seed):
+    """Each row's bracket above 0 and below it: the positions the model's own lines find
+    (``irr_found_…``, ``irr_position_…``: MATCH of the MIN of the candidates)."""
+    flows, horizons = cash_flow_sets(seed, 600)
+    declared = declared_search(flows, horizons)
+    grid = declared["grid"]
+    brackets = risk.IrrBrackets(given(flows, horizons), grid)
+    for side, (rows, low, high, *_) in zip(("above", "below"), brackets.kinds, strict=True):
+        found = np.broadcast_to(declared[f"irr_found_{side}_t"], (600,)) == 1
+        position = np.broadcast_to(declared[f"irr_position_{side}_t"], (600,))
+        assert np.array_equal(rows, np.flatnonzero(found)) and rows.size > 200
+        at = np.searchsorted(grid, low)
+        assert np.array_equal(grid[at], low) and np.array_equal(grid[at + 1], high)
+        assert np.array_equal(at + 1, position[rows].astype(float))
+
+
+def _brackets_by_hand(change: np.ndarray, grid: np.ndarray) -> list[dict[int, int]]:
+    """Row by row, the rule as the workbook states it: of the positions j with a change, those
+    with grid[j] ≥ 0 (above) and those with grid[j + 1] ≤ 0 (below), the first holding the
+    smallest grid[j] (above) or the smallest −grid[j + 1] (below)."""
+    out: list[dict[int, int]] = [{}, {}]
+    for r, row in enumerate(change):
+        above = [(grid[j], j) for j in range(len(row)) if row[j] and grid[j] >= 0]
+        below = [(-grid[j + 1], j) for j in range(len(row)) if row[j] and grid[j + 1] <= 0]
+        for side, found in enumerate((above, below)):
+            if found:
+                least = min(key for key, _ in found)
+                out[side][r] = next(j for key, j in found if key == least)
+    return out
+
+
+@pytest.mark.parametrize("order", ["rising", "shuffled"])
+def test_the_brackets_rule_on_any_grid(order):
+    """The positions of the brackets, by the search along each row on a grid of rising rates
+    and by the table of candidates on any other, are the rule's."""
+    rng = np.random.default_rng(11)
+    grid = np.concatenate([-np.geomspace(0.9, 1e-4, 30), [0.0], np.geomspace(1e-4, 5, 30)])
+    if order == "shuffled":
+        grid = rng.permutation(grid)
+    change = rng.random((300, grid.size - 1)) < rng.choice([0.0, 0.02, 0.3], (300, 1))
+    got = risk._brackets(change, grid)
+    want = _brackets_by_hand(change, grid)
+    for (rows, at), by_hand in zip(got, want, strict=True):
+        assert dict(zip(rows.tolist(), at.tolist(), strict=True)) == by_hand
+    assert 0 < len(want[0]) < 300 and 0 < len(want[1]) < 300

@@ -73,3 +73,60 @@ def test_every_line_reading_a_moving_line_moves_and_a_loop_moves_whole():
             assert not reads & names, (moved, ln.name)
             if ln.table is not None and ln.table.recurrent:
                 assert not any(x.name in names for x in lines if x.table is ln.table)
+
+
+def _random_sites(seed: int, count: int) -> list:
+    rng = np.random.default_rng(seed)
+    sites = []
+    while len(sites) < count:
+        gpus = int(rng.integers(64, 4096))
+        site = {"horizon_months": int(rng.integers(36, 121)), "gpus": gpus,
+                "measured_tps": float(round(gpus * 10_000 * rng.uniform(0.15, 0.6))),
+                "scenario": str(rng.choice(["Base", "Optimised", "Downside"])),
+                "debt_share": float(rng.choice([0.0, 0.4])),
+                "market_mtok_month1": float(rng.choice([0.0, 5e5]))}
+        if rng.random() < 0.4:
+            site["cohorts"] = [{"cohort": "later", "online_month": int(rng.integers(2, 30)),
+                                "gpus": int(rng.integers(16, 1024))}]
+        sites.append(make_inputs(site))
+    return sites
+
+
+def test_the_lines_no_variant_moves_are_the_whole_runs_to_the_last_bit():
+    """What a variant model computes once for the site is, line by line, what a run of the
+    whole model gives: a caller holding that run (the workbook) may hand it over instead."""
+    from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.evaluation import run
+
+    constants = _formula_constants()
+    for inputs in _random_sites(3, 6):
+        whole = run(inputs).values
+        key = risk._scenario_key(inputs)[1]
+        for moved in (risk._moved(risk.RISK_DRIVERS), risk._moved(risk.TORNADO_DRIVERS),
+                      frozenset({"gpus"})):
+            model = variant_model(risk._targets(key, True), moved)
+            own = model.site_values(formula_inputs(inputs), constants, LISTS)
+            taken = model.site_values(formula_inputs(inputs), constants, LISTS, whole)
+            assert own.keys() == taken.keys() and len(own) > 20
+            for name, value in own.items():
+                assert taken[name] is whole[name]  # read from the run, not computed
+                a, b = np.asarray(value), np.asarray(taken[name])
+                assert a.shape == b.shape and a.dtype == b.dtype, name
+                assert np.array_equal(a.view(np.int64) if a.dtype == float else a,
+                                      b.view(np.int64) if b.dtype == float else b), name
+
+
+def test_the_risk_sheets_figures_from_a_whole_run_are_the_same():
+    """The tornado, the draws and a solve, handed the site's whole run, give every figure as
+    they do computing what they share themselves."""
+    from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.evaluation import run
+    from tokenfactory_xl.tfom.solve import solve
+
+    for inputs in _random_sites(4, 3):
+        whole = run(inputs).values
+        a, b = risk.risk(inputs, 800), risk.risk(inputs, 800, whole=whole)
+        assert np.array_equal(a.npv, b.npv) and a.summary() == b.summary()
+        assert risk.tornado(inputs) == risk.tornado(inputs, whole=whole)
+        assert solve(inputs, "tef_target", "npv=0") == solve(inputs, "tef_target", "npv=0",
+                                                              whole)

@@ -121,7 +121,10 @@ class WorkbookFactory:
         from ..workbook import risk_sheet as workbook_risk
         from ..workbook import values as workbook_values
 
-        figures = workbook_risk.compute(inputs, risk_draws, must_be_true)
+        if result is None and risk_draws > 0:
+            result = run(inputs)  # its values serve the Risk sheet's variants and the cells
+        figures = workbook_risk.compute(inputs, risk_draws, must_be_true,
+                                        None if result is None else result.values)
         cells = workbook_values.StencilCells(self.stencil, self._spots)
         workbook_values.fill_cells(cells, inputs, result, figures)
         values = cells.sheets
@@ -136,7 +139,9 @@ class WorkbookFactory:
             known = dict(zip(TORNADO_DRIVERS, figures.must, strict=True)) \
                 if figures is not None and figures.must is not None else None
             extra |= {name + SOLVE_SUFFIX: value
-                      for name, value in batch_solve(inputs, solve, known=known).items()}
+                      for name, value in batch_solve(
+                          inputs, solve, known=known,
+                          whole=None if result is None else result.values).items()}
         summary: dict[str, float | None] = {}
         parts = self.charts.render(values, int(inputs["horizon_months"]))  # type: ignore[arg-type]
         data = self.stencil.fill(values, parts)

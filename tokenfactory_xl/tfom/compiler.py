@@ -318,8 +318,8 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
     namespace = {
         "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
         "_shift": _shift, "_running_max": _running_max, "_position": _position, "_fit": _fit,
-        "_i": _input_value,
-        "_where": _where, "_min": _min, "_max": _max, "_sum": _sum, "_count": _count,
+        "_i": _input_value, "_where": _where, "_guarded": _guarded, "_min": _min, "_max": _max,
+        "_sum": _sum, "_count": _count,
         "_concat": _concat, "_first": _first, "_blank_first": _blank_first, "_each": _each,
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
@@ -365,7 +365,10 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
             if ln.first is not None:
                 code = f"_first({python(ln.first, ctx)}, {code})"
             if t.guard is not None:
-                code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
+                # an arithmetic formula's result is a new array of its own: blanked in place
+                code = f"_guarded({python(t.guard, ctx)}, {code})" \
+                    if ln.first is None and _fresh(ln.formula) \
+                    else f"_where({python(t.guard, ctx)}, {code}, _nan)"
             if ln.skip_first:
                 # np.where's result is a new array: blanked where it stands, not copied first
                 code = f"_blank_first({code}, fresh=True)" if t.guard is not None \
@@ -426,6 +429,38 @@ def _first(first, rest):
     out = np.array(rest)
     out[..., 0, :] = first[..., 0, :]
     return out
+
+
+#: The operators whose numpy result is always a new array (or a number): Python's arithmetic.
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "neg"})
+
+
+def _fresh(e: Expr) -> bool:
+    """Whether ``e``'s Python rendering gives a value no other line or variable holds: an
+    arithmetic operator's result (never a shared power, a line's values or a function's)."""
+    return isinstance(e, Op) and e.op in _ARITHMETIC
+
+
+def _guarded(guard, value):
+    """A table's guard over a formula's value: ``IF(guard, value, "")``, i.e. ``np.where(guard,
+    value, NaN)``, the same values without the copy where ``value`` is a new array of floats of
+    the whole result's shape (:func:`_fresh`): blanked in place where the guard fails (a
+    horizon's months beyond it: a slice)."""
+    guard = np.asarray(guard)
+    if (type(value) is not np.ndarray or value.dtype != np.float64 or not value.flags.owndata
+            or not value.flags.writeable or guard.dtype != np.bool_
+            or np.broadcast_shapes(guard.shape, value.shape) != value.shape):
+        return _where(guard, value, np.nan)
+    if guard.ndim >= 2 and guard.shape[-2:] == (value.shape[-2], 1) \
+            and guard.size == guard.shape[-2]:
+        off = np.flatnonzero(~guard.reshape(-1))  # one mask of positions for every variant
+        if off.size and off[-1] - off[0] + 1 == off.size:
+            value[..., off[0]:off[-1] + 1, :] = np.nan
+        elif off.size:
+            value[..., off, :] = np.nan
+        return value
+    np.copyto(value, np.nan, where=~guard)
+    return value
 
 
 def _blank_first(x, fresh: bool = False):

@@ -67,18 +67,20 @@ def _scenario_key(inputs: SiteInputs) -> tuple[int, str]:
     return index, SCENARIOS[index].key
 
 
-def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool = True
-             ) -> tuple[np.ndarray, np.ndarray]:
+def evaluate(inputs: SiteInputs, values: Mapping[str, np.ndarray], *, irr: bool = True,
+             whole: Mapping[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The live scenario's NPV and IRR (NaN: none; all NaN when ``irr`` is false, not
     computed) for each variant of the site.
 
     ``values`` maps a driver to one value per variant (all of the same length): the live
     scenario's value of a per-scenario input, the site's value otherwise, and for
-    :data:`ALL_COHORTS` every cohort's own value scaled alike.
+    :data:`ALL_COHORTS` every cohort's own value scaled alike. ``whole``: the site's values
+    from a run of the whole model (``Result.values``), where the caller has them: the lines no
+    variant moves are then read from it, not computed again.
     """
     count = _count(values)
     npv, irrs = np.empty(count), np.full(count, np.nan)
-    for part, npv_part, brackets in _passes(inputs, values, irr):
+    for part, npv_part, brackets in _passes(inputs, values, irr, whole):
         npv[part] = npv_part
         if brackets is not None:
             irrs[part] = _yearly(brackets.roots())
@@ -95,7 +97,8 @@ def _yearly(monthly: np.ndarray) -> np.ndarray:
         return np.power(1.0 + monthly, CONSTANT_VALUES["months_per_year"]) - 1.0
 
 
-def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool
+def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool,
+            whole: Mapping[str, np.ndarray] | None = None
             ) -> Iterator[tuple[slice, np.ndarray, IrrBrackets | None]]:
     """:func:`evaluate`'s passes of the model, :data:`CHUNK` variants each: which variants,
     their NPVs and (with ``irr``) the brackets of their IRRs."""
@@ -106,7 +109,7 @@ def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool
     model = variant_model(_targets(key, irr), _moved(tuple(values)))
     constants = _formula_constants()
     base = formula_inputs(inputs)
-    fixed = model.site_values(base, constants, LISTS)  # what no variant moves, once
+    fixed = model.site_values(base, constants, LISTS, whole)  # what no variant moves, once
     count = _count(values)
     for start in range(0, count, CHUNK):
         part = slice(start, min(count, start + CHUNK))
@@ -180,33 +183,24 @@ class IrrBrackets:
     def __init__(self, cash_flows: np.ndarray, grid: np.ndarray):
         flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
         grid = np.asarray(grid, dtype=float)
-        given = ~np.isnan(flows)
-        cf = np.where(given, flows, 0.0)
-        months = np.arange(flows.shape[-1], dtype=float)
+        cf = np.where(np.isnan(flows), 0.0, flows)  # a blank month adds nothing
         with np.errstate(all="ignore"):
-            table = np.power(1.0 + grid[None, :], -months[:, None])  # (months, rates)
-            npv = cf @ table
+            npv = cf @ _discount_table(grid, flows.shape[-1])
         npv[~np.isfinite(npv)] = np.nan  # IFERROR(…, ""): no figure at that rate
-        sign = np.sign(npv)
+        # the NPV changes sign between two neighbouring rates: SIGN(a) × SIGN(b) ≤ 0, neither
+        # blank (a blank is neither ≥ 0 nor ≤ 0)
         with np.errstate(invalid="ignore"):
-            change = ~np.isnan(npv[:, :-1]) & ~np.isnan(npv[:, 1:]) \
-                & (sign[:, :-1] * sign[:, 1:] <= 0)
+            nonneg, nonpos = npv >= 0, npv <= 0
+        change = (nonneg[:, :-1] & nonpos[:, 1:]) | (nonpos[:, :-1] & nonneg[:, 1:])
         self.cf = cf
         #: For the bracket above 0 and the one below: the rows that have it, its ends and the
-        #: NPVs there. "above": the lower rate of a bracket at or above 0, the smallest;
-        #: "below": minus the upper rate of a bracket at or below 0, the smallest; each the
-        #: first position holding it (MATCH).
-        self.kinds: list[tuple[np.ndarray, ...]] = []
-        for ok, key in ((change & (grid[:-1] >= 0), grid[:-1]),
-                        (change & (grid[1:] <= 0), -grid[1:])):
-            candidates = np.where(ok, key, np.inf)
-            best = candidates.min(axis=1)
-            rows = np.flatnonzero(np.isfinite(best))
-            at = np.argmax(candidates[rows] == best[rows, None], axis=1)
-            self.kinds.append((rows, grid[at], grid[at + 1], npv[rows, at], npv[rows, at + 1]))
-        # the flows must change sign: MIN < 0 < MAX over the months given (no month: 0)
-        low = np.where(given, flows, np.inf).min(axis=1, initial=np.inf)
-        high = np.where(given, flows, -np.inf).max(axis=1, initial=-np.inf)
+        #: NPVs there (:func:`_brackets`).
+        self.kinds: list[tuple[np.ndarray, ...]] = [
+            (rows, grid[at], grid[at + 1], npv[rows, at], npv[rows, at + 1])
+            for rows, at in _brackets(change, grid)]
+        # the flows must change sign: MIN < 0 < MAX over the months given (no month: 0; a
+        # blank month, 0 in ``cf``, moves neither test; an infinite MIN or MAX counts as 0)
+        low, high = cf.min(axis=1, initial=0.0), cf.max(axis=1, initial=0.0)
         self.signed = (np.where(np.isinf(low), 0.0, low) < 0) \
             & (np.where(np.isinf(high), 0.0, high) > 0)
 
@@ -244,6 +238,50 @@ class IrrBrackets:
         out = np.full(n, np.nan)
         out[self.signed] = nearest[self.signed]
         return out
+
+
+#: The last grid's table of discount factors (the grid is the model's, the same for every site).
+_TABLE: list[tuple[bytes, int, np.ndarray]] = []
+
+
+def _discount_table(grid: np.ndarray, months: int) -> np.ndarray:
+    """(1 + rate)^−month for each month 0 … ``months`` − 1 (rows) and rate of ``grid``
+    (columns): the same powers for every pass of a run, computed once."""
+    key = grid.tobytes()
+    if _TABLE and _TABLE[0][0] == key and _TABLE[0][1] == months:
+        return _TABLE[0][2]
+    with np.errstate(all="ignore"):
+        table = np.power(1.0 + grid[None, :], -np.arange(months, dtype=float)[:, None])
+    table.flags.writeable = False
+    _TABLE[:] = [(key, months, table)]
+    return table
+
+
+def _brackets(change: np.ndarray, grid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For the bracket above 0 and the one below, the rows of ``change`` (a sign change
+    between rates j and j + 1 of ``grid``) that have one and its position j: "above", the
+    lower rate of a bracket at or above 0, the smallest; "below", minus the upper rate of a
+    bracket at or below 0, the smallest; each the first position holding it (MATCH).
+
+    On a grid of rising rates (the model's) that is the first change from the first rate at or
+    above 0, and the last change before the first rate above 0: a search along each row, not a
+    table of candidate rates (the same positions: the general rule is kept for any other grid).
+    """
+    if grid.size >= 2 and bool(np.all(grid[1:] > grid[:-1])):
+        first = int(np.searchsorted(grid[:-1], 0.0, side="left"))  # grid[j] ≥ 0 from here
+        last = int(np.searchsorted(grid[1:], 0.0, side="right"))  # grid[j + 1] ≤ 0 below it
+        above, below = change[:, first:], change[:, :last][:, ::-1]
+        up, down = np.flatnonzero(above.any(axis=1)), np.flatnonzero(below.any(axis=1))
+        return [(up, first + np.argmax(above[up], axis=1)),
+                (down, last - 1 - np.argmax(below[down], axis=1))]
+    out = []
+    for ok, key in ((change & (grid[:-1] >= 0), grid[:-1]),
+                    (change & (grid[1:] <= 0), -grid[1:])):
+        candidates = np.where(ok, key, np.inf)
+        best = candidates.min(axis=1)
+        rows = np.flatnonzero(np.isfinite(best))
+        out.append((rows, np.argmax(candidates[rows] == best[rows, None], axis=1)))
+    return out
 
 
 def _npv_and_slope(cf: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -390,14 +428,16 @@ def flex_values(inputs: SiteInputs, name: str) -> tuple[float, float]:
     return (high, low) if low > high else (low, high)
 
 
-def tornado(inputs: SiteInputs, drivers: Sequence[str] = TORNADO_DRIVERS) -> Tornado:
-    """The live scenario's project NPV at each driver's low and high value, sorted by swing."""
+def tornado(inputs: SiteInputs, drivers: Sequence[str] = TORNADO_DRIVERS,
+            whole: Mapping[str, np.ndarray] | None = None) -> Tornado:
+    """The live scenario's project NPV at each driver's low and high value, sorted by swing
+    (``whole``: as :func:`evaluate`'s)."""
     flexes = [(name, *flex_values(inputs, name)) for name in drivers]
     count = 2 * len(flexes) + 1  # the last variant is the site as it is: the centre
     values = {name: np.full(count, live_value(inputs, name)) for name in drivers}
     for i, (name, low, high) in enumerate(flexes):
         values[name][2 * i], values[name][2 * i + 1] = low, high
-    npv, _ = evaluate(inputs, values, irr=False)
+    npv, _ = evaluate(inputs, values, irr=False, whole=whole)
     out = [Flex(name, BY_NAME[name].label, live_value(inputs, name), low, high,
                 float(npv[2 * i]), float(npv[2 * i + 1]))
            for i, (name, low, high) in enumerate(flexes)]
@@ -451,7 +491,8 @@ def draw(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED
 MEDIAN_BY_BOUNDS_MOST = 50_000
 
 
-def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray]
+def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray],
+                       whole: Mapping[str, np.ndarray] | None = None
                        ) -> tuple[np.ndarray, np.ndarray]:
     """Every draw's NPV, and its IRR ranked as :func:`risk` ranks it (no IRR: −inf) where it
     may be one of the two the median reads, −inf or +inf elsewhere (below or above them).
@@ -465,7 +506,7 @@ def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray]
     count = _count(values)
     npv = np.empty(count)
     passes = []
-    for part, npv_part, brackets in _passes(inputs, values, irr=True):
+    for part, npv_part, brackets in _passes(inputs, values, irr=True, whole=whole):
         npv[part] = npv_part
         passes.append((part, brackets))
     low = np.concatenate([b.bounds()[0] for _, b in passes])
@@ -511,18 +552,19 @@ def percentile(values: np.ndarray, q: float) -> float:
         return float(np.float64(low) + step * weight)
 
 
-def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED) -> Risk:
+def risk(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED,
+         whole: Mapping[str, np.ndarray] | None = None) -> Risk:
     """P10/P50/P90 of the live scenario's NPV over ``draws`` draws of :data:`RISK_DRIVERS`, the
     probability the NPV is negative, and the median IRR (a draw without an IRR ranks below every
-    IRR; ``None`` when the median falls among those)."""
+    IRR; ``None`` when the median falls among those). ``whole``: as :func:`evaluate`'s."""
     if draws < 1:
         raise ValueError("draws must be at least 1")
     values = draw(inputs, draws, seed)
     if draws > MEDIAN_BY_BOUNDS_MOST:
-        npv, irr = evaluate(inputs, values)
+        npv, irr = evaluate(inputs, values, whole=whole)
         ranked = np.where(np.isnan(irr), -np.inf, irr)
     else:
-        npv, ranked = _ranked_for_median(inputs, values)
+        npv, ranked = _ranked_for_median(inputs, values, whole)
     irr_p50 = percentile(ranked, 50) if draws else math.nan
     return Risk(draws, seed, percentile(npv, 10), percentile(npv, 50), percentile(npv, 90),
                 float(np.mean(npv)), float(np.mean(npv < 0)),

@@ -218,7 +218,8 @@ class Solution:
 class _Evaluator:
     """The output ``target`` of the site with the input moved to each of many values."""
 
-    def __init__(self, inputs: SiteInputs, moved: Solvable, output: str):
+    def __init__(self, inputs: SiteInputs, moved: Solvable, output: str,
+                 whole: Mapping[str, np.ndarray] | None = None):
         self.inputs, self.moved = inputs, moved
         from .variants import variant_model
 
@@ -227,7 +228,7 @@ class _Evaluator:
         self.model = variant_model((self.line,), frozenset({moved.name}))
         self.constants = _formula_constants()
         self.base = formula_inputs(inputs)
-        self.fixed = self.model.site_values(self.base, self.constants, LISTS)
+        self.fixed = self.model.site_values(self.base, self.constants, LISTS, whole)
         self.integer = moved.spec.kind == "integer"
 
     def valid(self, value: float) -> bool:
@@ -346,7 +347,8 @@ def _figure(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def solve(inputs: SiteInputs, for_input: str, target: Target | str) -> Solution:
+def solve(inputs: SiteInputs, for_input: str, target: Target | str,
+          whole: Mapping[str, np.ndarray] | None = None) -> Solution:
     """The value of ``for_input`` at which the output ``target`` names meets its value.
 
     Parameters
@@ -355,6 +357,8 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str) -> Solution:
     for_input : a numeric input of the catalogue (``tef_target``, ``capex_per_gpu``), or a
         per-scenario input named for one scenario (``tef_target.Optimised``).
     target : ``"npv=0"`` or a :class:`Target`.
+    whole : the site's values from a run of the whole model (``Result.values``), where the
+        caller has them: the lines the input does not reach are read from it, not computed.
 
     Raises :class:`InputError` for an unknown or non-numeric input, or a bad target.
     """
@@ -362,7 +366,7 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str) -> Solution:
         target = parse_target(target)
     moved = solvable(for_input, inputs)
     spec = moved.spec
-    evaluate = _Evaluator(inputs, moved, target.output)
+    evaluate = _Evaluator(inputs, moved, target.output, whole)
     integer = spec.kind == "integer"
     current_raw = inputs.live(moved.name, moved.scenario)
     current = None if current_raw is None else float(current_raw)  # type: ignore[arg-type]
@@ -475,12 +479,13 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str) -> Solution:
 
 
 def batch_solve(inputs: SiteInputs, names: tuple[str, ...], target: str = "npv=0",
-                known: Mapping[str, Solution] | None = None) -> dict[str, float | None]:
+                known: Mapping[str, Solution] | None = None,
+                whole: Mapping[str, np.ndarray] | None = None) -> dict[str, float | None]:
     """For a portfolio: each input's value at which ``target`` is met (``None`` when no value
     of its range meets it). ``known`` holds solutions of this site already found for the same
-    target (the Risk sheet's block), by input name."""
+    target (the Risk sheet's block), by input name; ``whole``, as :func:`solve`'s."""
     out: dict[str, float | None] = {}
     for name in names:
-        found = (known or {}).get(name) or solve(inputs, name, target)
+        found = (known or {}).get(name) or solve(inputs, name, target, whole)
         out[name] = found.value if found.reached else None
     return out

@@ -78,9 +78,13 @@ class VariantModel:
         self._fixed = compile_lines(fixed, keep=f"variants-{tag}-site")
         self._moving = compile_lines(moving, keep=f"variants-{tag}-variants", given=fixed)
 
-    def site_values(self, inputs: Mapping[str, object], constants: dict, lists: dict
-                    ) -> dict[str, np.ndarray]:
-        """The lines the moved inputs do not reach, for the site as it is."""
+    def site_values(self, inputs: Mapping[str, object], constants: dict, lists: dict,
+                    whole: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """The lines the moved inputs do not reach, for the site as it is: taken from ``whole``
+        where it holds them all (the values a run of the whole model gave for the same site,
+        ``Result.values``: the same values to the last bit), else computed."""
+        if whole is not None and all(name in whole for name in self.fixed_lines):
+            return {name: whole[name] for name in self.fixed_lines}
         values = self._fixed(dict(inputs), constants, lists)
         return {name: values[name] for name in self.fixed_lines}
 

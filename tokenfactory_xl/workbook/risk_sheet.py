@@ -15,7 +15,7 @@ inputs the figures were computed for in columns U to AD.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,15 +83,18 @@ class Figures:
     must: tuple[Solution, ...] | None = None
 
 
-def compute(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, must_be_true: bool = False
-            ) -> Figures | None:
+def compute(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, must_be_true: bool = False,
+            whole: Mapping[str, np.ndarray] | None = None) -> Figures | None:
     """The sheet's figures for ``inputs`` (``None`` with no draws: not computed), with the
-    "what must be true" block when ``must_be_true`` (a solve per driver: about 0.1 s each)."""
+    "what must be true" block when ``must_be_true`` (a solve per driver: about 0.1 s each).
+    ``whole``: the site's values from a run of the whole model, where the caller has them
+    (``Result.values``): the tornado, the draws and the solves read from it the lines they do
+    not move instead of each computing them again."""
     if draws <= 0:
         return None
-    must = tuple(solve(inputs, name, "npv=0") for name in TORNADO_DRIVERS) \
+    must = tuple(solve(inputs, name, "npv=0", whole) for name in TORNADO_DRIVERS) \
         if must_be_true else None
-    return Figures(tornado(inputs), risk(inputs, draws), must)
+    return Figures(tornado(inputs, whole=whole), risk(inputs, draws, whole=whole), must)
 
 
 def must_note(found: Solution) -> str:
