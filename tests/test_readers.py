@@ -25,6 +25,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from tests.tools.cells import read_cells
 from tests.tools.once import build_once
 from tokenfactory_xl.portfolio.batch import run_batch
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
@@ -70,10 +71,9 @@ def _files(folder: Path) -> dict[str, Path]:
 
 
 def stored(path: Path) -> dict[str, dict[str, object]]:
-    """Sheet → coordinate → stored value, as openpyxl reads the file's XML (no engine)."""
-    book = openpyxl.load_workbook(path, data_only=True)
-    return {ws.title: {c.coordinate: c.value for row in ws.iter_rows() for c in row
-                       if c.value is not None} for ws in book.worksheets}
+    """Sheet → coordinate → stored value, as openpyxl reads the file's XML (no engine; read
+    once per process, in read-only mode)."""
+    return read_cells(path).values
 
 
 def differences(expected: dict[str, dict[str, object]], seen: dict[str, dict[str, object]]
