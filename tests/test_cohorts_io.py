@@ -139,11 +139,12 @@ def test_batch_with_cohorts_writes_the_fleet_and_the_portfolio_columns(tmp_path,
                           tmp_path / "cohorts.csv", "-o", tmp_path / "out", "--quiet",
                           "--summary-csv", tmp_path / "summary.csv")
     assert status == 0, err
-    wb = openpyxl.load_workbook(tmp_path / "out" / "Lyon.xlsx")
+    wb = openpyxl.load_workbook(tmp_path / "out" / "Lyon.xlsx", read_only=True)
     sheet, coords = parse_reference(wb.defined_names["in_fleet_gpus"].attr_text)
     assert [wb[sheet][c].value for c in coords[:3]] == [256, 128, None]
     sheet, coords = parse_reference(wb.defined_names["in_fleet_cohort"].attr_text)
     assert wb[sheet][coords[1]].value == "B300 2029"
+    wb.close()
     rows = {r["site_name"]: r for r in csv.DictReader(open(tmp_path / "summary.csv",
                                                            encoding="utf-8"))}
     want = run(make_inputs({"site_name": "Lyon", "gpus": 512, "measured_tps": 500000,
@@ -178,9 +179,10 @@ def test_summary_and_template_take_one_site_s_cohorts(tmp_path, capsys):
     status, _, err = main(capsys, "template", "-o", tmp_path / "t.xlsx", "--cohorts",
                           tmp_path / "mine.csv")
     assert status == 0, err
-    wb = openpyxl.load_workbook(tmp_path / "t.xlsx")
+    wb = openpyxl.load_workbook(tmp_path / "t.xlsx", read_only=True)
     sheet, coords = parse_reference(wb.defined_names["in_fleet_gpus"].attr_text)
     assert wb[sheet][coords[0]].value == 256
+    wb.close()
 
 
 def test_summary_of_a_site_missing_from_a_cohorts_file_says_so(tmp_path, capsys):

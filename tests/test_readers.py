@@ -19,12 +19,13 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import openpyxl
 import pytest
 
+from tests.tools import command
+from tests.tools.cells import read_cells
 from tests.tools.once import build_once
 from tokenfactory_xl.portfolio.batch import run_batch
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
@@ -61,19 +62,17 @@ def _files(folder: Path) -> dict[str, Path]:
     for path in report.written:
         out["emoji site" if "🚀" in path.stem else "rented site"] = path
     out["cost curve"] = folder / "curve.xlsx"
-    made = subprocess.run([sys.executable, "-m", "tokenfactory_xl", "cost", str(SWEEP),
-                           "--gpu-hour", "2.10", "--gpus", "4", "-o", str(out["cost curve"])],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    made = command.run("cost", SWEEP, "--gpu-hour", "2.10", "--gpus", "4", "-o",
+                       out["cost curve"], cwd=ROOT)
     assert made.returncode == 0, made.stderr
     assert len(out) == 5
     return out
 
 
 def stored(path: Path) -> dict[str, dict[str, object]]:
-    """Sheet → coordinate → stored value, as openpyxl reads the file's XML (no engine)."""
-    book = openpyxl.load_workbook(path, data_only=True)
-    return {ws.title: {c.coordinate: c.value for row in ws.iter_rows() for c in row
-                       if c.value is not None} for ws in book.worksheets}
+    """Sheet → coordinate → stored value, as openpyxl reads the file's XML (no engine; read
+    once per process, in read-only mode)."""
+    return read_cells(path).values
 
 
 def differences(expected: dict[str, dict[str, object]], seen: dict[str, dict[str, object]]

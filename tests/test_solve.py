@@ -246,8 +246,6 @@ def test_batch_solve_refuses_a_text_input_before_writing(tmp_path, capsys):
 
 
 def test_risk_sheet_what_must_be_true_block(tmp_path):
-    from openpyxl import load_workbook
-
     from tokenfactory_xl.cli.workbook import template_bytes
     from tokenfactory_xl.tfom.risk import TORNADO_DRIVERS
     from tokenfactory_xl.workbook import risk_sheet as wr
@@ -255,23 +253,36 @@ def test_risk_sheet_what_must_be_true_block(tmp_path):
     inputs = make_inputs({"gpus": 2048})
     path = tmp_path / "site.xlsx"
     path.write_bytes(template_bytes(inputs, 50))
-    ws = load_workbook(path, data_only=True)[wr.RISK_SHEET]
-    assert ws[wr.STATUS].value == wr.CURRENT  # the block is under the sheet's stale rule
+    ws = risk_sheet(path)
+    assert ws.get(wr.STATUS) == wr.CURRENT  # the block is under the sheet's stale rule
     reached = 0
     for i, name in enumerate(TORNADO_DRIVERS):
         row = wr.FIRST_MUST + i
-        assert ws[f"B{row}"].value == name
-        assert ws[f"C{row}"].value == pytest.approx(float(inputs.live(name)))
-        if ws[f"F{row}"].value == "NPV 0 here":
+        assert ws.get(f"B{row}") == name
+        assert ws.get(f"C{row}") == pytest.approx(float(inputs.live(name)))
+        if ws.get(f"F{row}") == "NPV 0 here":
             reached += 1
-            value = ws[f"D{row}"].value
+            value = ws.get(f"D{row}")
             assert abs(run(inputs.replace({name: value})).summary["npv"]) < 1
     assert reached >= 5  # TEF, sell-through, price, decline, CapEx, discount rate …
 
 
-def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
+def risk_sheet(path: Path) -> dict[str, object]:
+    """The Risk sheet's stored values by coordinate (empty cells absent), read with openpyxl's
+    read-only mode: the sheet alone is parsed."""
     from openpyxl import load_workbook
 
+    from tokenfactory_xl.workbook import risk_sheet as wr
+
+    book = load_workbook(path, data_only=True, read_only=True)
+    try:
+        return {cell.coordinate: cell.value for row in book[wr.RISK_SHEET].iter_rows()
+                for cell in row if cell.value is not None}
+    finally:
+        book.close()
+
+
+def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
     from tokenfactory_xl.workbook import risk_sheet as wr
 
     sites = ROOT / "templates" / "sites-example.csv"
@@ -281,6 +292,6 @@ def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
                               "--quiet", *flag)
         assert status == 0, err
         book = next(p for p in out.glob("*.xlsx") if p.name != "portfolio.xlsx")
-        ws = load_workbook(book, data_only=True)[wr.RISK_SHEET]
-        shown = ws[f"F{wr.FIRST_MUST}"].value if not flag else ws[f"B{wr.FIRST_MUST}"].value
+        ws = risk_sheet(book)
+        shown = ws.get(f"F{wr.FIRST_MUST}") if not flag else ws.get(f"B{wr.FIRST_MUST}")
         assert shown == expect

@@ -194,7 +194,9 @@ def test_a_formula_typed_into_a_note_cell_is_not_read_as_the_note(generated, tmp
 
     (audit,) = collect([edit_with_openpyxl(copy(generated["Alpha"], tmp_path), formula)])
     assert audit.included and "gpus" not in audit.inputs.notes
-    where = "Inputs!" + _note_cell(openpyxl.load_workbook(generated["Alpha"]), "gpus").coordinate
+    book = openpyxl.load_workbook(generated["Alpha"], read_only=True)
+    where = "Inputs!" + _note_cell(book, "gpus").coordinate
+    book.close()
     assert [(f.severity, f.code) for f in audit.findings if f.where == where] == [
         ("warning", "formula_added")]
 

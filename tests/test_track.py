@@ -46,13 +46,17 @@ def track(*argv: object):
 
 
 def actuals_rows(path: Path) -> list[dict[str, object]]:
-    ws = load_workbook(path, data_only=True)[wa.ACTUALS_SHEET]
-    rows = []
-    for values in ws.iter_rows(min_row=wa.FIRST_ROW, max_col=len(wa.ACTUALS_COLUMNS),
-                               values_only=True):
-        if values[0] is None:
-            continue
-        rows.append(dict(zip([c.name for c in wa.ACTUALS_COLUMNS], values, strict=True)))
+    """The Actuals sheet's rows as stored (read-only: openpyxl parses that sheet alone)."""
+    book = load_workbook(path, data_only=True, read_only=True)
+    try:
+        rows = []
+        for values in book[wa.ACTUALS_SHEET].iter_rows(
+                min_row=wa.FIRST_ROW, max_col=len(wa.ACTUALS_COLUMNS), values_only=True):
+            if values[0] is None:
+                continue
+            rows.append(dict(zip([c.name for c in wa.ACTUALS_COLUMNS], values, strict=True)))
+    finally:
+        book.close()
     return rows
 
 

@@ -2,20 +2,24 @@
 
 The input sets cover an owned and a rented fleet, all three scenarios, a 7-month horizon and a
 leap-year February start (2028-02-01: month 1 has 29 days), on top of the template's defaults.
-LibreOffice recalculates the workbooks a few at a time, each once per run; the ``formulas``
-package compiles the template once and recomputes it for each input set.
+Each input set's workbook is the one ``batch`` writes for that site (the kept workbook factory:
+the same formulas as the builder's, with the site's inputs and every formula's stored value).
+LibreOffice recalculates the workbooks a few at a time, each once per run, computing every
+formula again whatever the file stores; the ``formulas`` package compiles the template once and
+recomputes it for each input set.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.tools.once import BuiltInGroups
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.workbook import build as wb_module
 
 INPUT_SETS: dict[str, dict[str, object]] = {
     "template": {},
@@ -87,6 +91,36 @@ def input_sets():
     return {name: make_inputs(values) for name, values in INPUT_SETS.items()}
 
 
+#: The template's workbook with the stored value of ``STALE_NAME``'s cell wrong on purpose,
+#: recalculated with the others: LibreOffice must show the computed value, not the stored one.
+STALE = "template_stale_value"
+STALE_NAME = "out_npv"
+STALE_VALUE = "0.123456"
+
+
+def with_stored_value(path: Path, name: str, value: str) -> None:
+    """Overwrite, in the xlsx file at ``path``, the stored value of the formula cell the
+    defined name ``name`` points at with the number ``value``."""
+    import openpyxl
+
+    book = openpyxl.load_workbook(path, read_only=True)
+    try:
+        ((sheet, ref),) = book.defined_names[name].destinations
+        part = f"xl/worksheets/sheet{book.sheetnames.index(sheet) + 1}.xml"
+    finally:
+        book.close()
+    cell = re.compile(rb'(<c r="' + ref.replace("$", "").encode() + rb'"[^>]*>\s*<f>[^<]*</f>'
+                      rb'\s*<v>)([^<]*)(</v>)')
+    with zipfile.ZipFile(path) as zin:
+        parts = [(info, zin.read(info)) for info in zin.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info, body in parts:
+            if info.filename == part:
+                body, count = cell.subn(rb"\g<1>" + value.encode() + rb"\g<3>", body)
+                assert count == 1, f"no stored value of {name} at {sheet}!{ref}"
+            zout.writestr(info, body)
+
+
 #: Input sets LibreOffice recalculates in one call. Starting it costs about a second of CPU,
 #: so one call for all would be cheapest; four workbooks a call keep the wait of the test that
 #: first needs one of them to about a third of that.
@@ -95,19 +129,25 @@ RECALCULATED_TOGETHER = 4
 
 @pytest.fixture(scope="session")
 def recalculated(soffice, tmp_path_factory, input_sets) -> BuiltInGroups[Path]:
-    """Name → the workbook of that input set as LibreOffice recalculated and saved it, made
-    a group of input sets at a time (tests/tools/once.py)."""
+    """Name → the workbook of that input set, as ``batch`` writes it with ``RISK_DRAWS``
+    draws, recalculated and saved by LibreOffice; made a group of input sets at a time
+    (tests/tools/once.py)."""
     from tokenfactory_xl.engines.libreoffice import recalculate
+    from tokenfactory_xl.portfolio.batch import shared_factory
 
     def build(names: list[str], folder: Path) -> dict[str, Path]:
         books = []
         for name in names:
             path = folder / f"{name}.xlsx"
-            wb_module.save_workbook(wb_module.build_workbook(input_sets[name], RISK_DRAWS), path)
+            if name == STALE:
+                path.write_bytes(shared_factory().make(input_sets["template"], RISK_DRAWS)[0])
+                with_stored_value(path, STALE_NAME, STALE_VALUE)
+            else:
+                path.write_bytes(shared_factory().make(input_sets[name], RISK_DRAWS)[0])
             books.append(path)
         return dict(zip(names, recalculate(books, folder / "recalculated"), strict=True))
 
-    names = list(input_sets)
+    names = [*input_sets, STALE]
     groups = [names[k:k + RECALCULATED_TOGETHER]
               for k in range(0, len(names), RECALCULATED_TOGETHER)]
     return BuiltInGroups(tmp_path_factory, "workbook-recalculated", groups, build)

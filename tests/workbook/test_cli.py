@@ -6,9 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-import openpyxl
-
 from tests.tools import command
+from tests.tools.cells import read_cells
 from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
@@ -32,17 +31,13 @@ def test_template_writes_the_workbook_with_the_inputs(tmp_path):
     out = cli("template", "-o", "site.xlsx", "--set", "gpus=2048", "--set",
               "measured_tps=6000000", "--scenario", "Optimised", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    book = openpyxl.load_workbook(tmp_path / "site.xlsx")
-    (sheet, ref), = book.defined_names["in_gpus"].destinations
-    assert book[sheet][ref.replace("$", "")].value == 2048
-    (sheet, ref), = book.defined_names["in_scenario"].destinations
-    assert book[sheet][ref.replace("$", "")].value == "Optimised"
+    stored = read_cells(tmp_path / "site.xlsx")
+    assert stored.named("in_gpus") == 2048
+    assert stored.named("in_scenario") == "Optimised"
     site = make_inputs({"gpus": 2048, "measured_tps": 6_000_000, "scenario": "Optimised"})
     assert (tmp_path / "site.xlsx").read_bytes() == template_bytes(site)
     # every formula cell stores its value: a previewer reads the figures without Excel
-    stored = openpyxl.load_workbook(tmp_path / "site.xlsx", data_only=True)
-    (sheet, ref), = stored.defined_names["out_npv"].destinations
-    assert stored[sheet][ref.replace("$", "")].value == run(site).summary["npv"]
+    assert stored.named("out_npv") == run(site).summary["npv"]
 
 
 def test_template_refuses_to_overwrite_without_force(tmp_path):

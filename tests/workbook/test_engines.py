@@ -5,7 +5,9 @@ the input sets of ``conftest.py`` (cohorts, demand, contracts and debt among the
 outputs of the live scenario (``out_<name>``) and of each scenario (``out_<name>_base`` …) and
 every monthly line in every month must equal :func:`operating_model.run` to a relative 1e-9, and
 every formula cell must equal what :func:`workbook.cell_values` says it shows (batch stores
-those). Gnumeric, the second engine, is ``tests/test_gnumeric.py``.
+those). The workbooks are those ``batch`` writes, stored values included: LibreOffice computes
+every formula again on load, as one workbook with a stored value wrong on purpose shows.
+Gnumeric, the second engine, is ``tests/test_gnumeric.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 from tests.tools.cells import read_cells
+from tests.tools.once import build_once
 from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.operating_model import (
@@ -30,7 +33,7 @@ from tokenfactory_xl.workbook import layout as wbl
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
 from tokenfactory_xl.workbook import values as wbv
 
-from .conftest import INPUT_SETS, RISK_DRAWS, excel_serial
+from .conftest import INPUT_SETS, RISK_DRAWS, STALE, STALE_NAME, STALE_VALUE, excel_serial
 
 RTOL = 1e-9
 ATOL = 1e-6  # for quantities that are 0 in exact arithmetic (a few ulps of 10⁷ otherwise)
@@ -96,14 +99,17 @@ def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
     return bad
 
 
-@pytest.fixture(scope="module")
-def formula_coords() -> dict[str, list[str]]:
-    book = wbm.build_workbook(risk_draws=RISK_DRAWS)
-    out: dict[str, list[str]] = {}
-    for ws in book.worksheets:
-        out[ws.title] = [c.coordinate for row in ws.iter_rows() for c in row
-                         if c.data_type == "f"]
-    return out
+@pytest.fixture(scope="session")
+def formula_coords(tmp_path_factory) -> dict[str, list[str]]:
+    """Sheet → the coordinates of the builder's formula cells, found once per run."""
+    def build(folder) -> dict[str, list[str]]:
+        book = wbm.build_workbook(risk_draws=RISK_DRAWS)
+        out: dict[str, list[str]] = {}
+        for ws in book.worksheets:
+            out[ws.title] = [c.coordinate for row in ws.iter_rows() for c in row
+                             if c.data_type == "f"]
+        return out
+    return build_once(tmp_path_factory, "workbook-formula-coords", build)
 
 
 # -- LibreOffice --------------------------------------------------------------------------------
@@ -134,6 +140,15 @@ def test_libreoffice_matches_cell_values(recalculated, input_sets, formula_coord
     for row, output in enumerate(("npv", "irr", "payback_months"), start=first):
         assert read("Cover", f"B{row}") == read("out", output), output
     assert read("Cover", f"C{first}") == input_sets[name]["currency"]
+
+
+def test_libreoffice_recalculates_instead_of_keeping_stored_values(recalculated, input_sets):
+    """The workbooks store every formula's value; a stored value wrong on purpose must not
+    survive: LibreOffice computes every formula again, those whose inputs did not change too."""
+    got = read_cells(recalculated[STALE]).named(STALE_NAME)
+    want = run(input_sets["template"]).summary[STALE_NAME.removeprefix("out_")]
+    assert got != float(STALE_VALUE)
+    assert math.isclose(got, want, rel_tol=RTOL)
 
 
 def test_short_horizon_leaves_later_months_blank(recalculated, input_sets):
