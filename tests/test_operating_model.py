@@ -604,8 +604,8 @@ def _sign_changes(flows: list[float]) -> np.ndarray:
     """The model's own sign-change lines (Base's), computed on ``flows`` as months 0 … H."""
     from tokenfactory_xl.tfom.compiler import compile_lines
     from tokenfactory_xl.tfom.formula import INDEX, InputRef, Position
-    from tokenfactory_xl.tfom.operating_model import CONSTANTS, LINES
-    from tokenfactory_xl.tfom.operating_model.common import _monthly
+    from tokenfactory_xl.tfom.operating_model import LINES
+    from tokenfactory_xl.tfom.operating_model.common import CONSTANT_VALUES, _monthly
 
     declared = {line.name: line for line in LINES}
     cash_flow = _monthly("cash_flow_base", "", "", "money",
@@ -614,7 +614,7 @@ def _sign_changes(flows: list[float]) -> np.ndarray:
              *(declared[f"{name}_base"]
                for name in ("flow_sign", "flow_month", "last_flow_month", "sign_change")))
     values = compile_lines(lines)({"flows": tuple(flows), "horizon_months": len(flows) - 1},
-                                  {k.name: k.value for k in CONSTANTS}, {})
+                                  dict(CONSTANT_VALUES), {})
     return values["sign_change_base"][1:len(flows)]
 
 

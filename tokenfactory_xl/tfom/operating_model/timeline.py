@@ -290,9 +290,9 @@ def scenario_lines(sc: Scenario) -> tuple[Line | str, ...]:
         # rounding left in a month that nets to 0 is none.
         line("flow_sign", "Cash flow's sign (0: none to the cent)", "", "integer",
              IF(ABS(S("cash_flow")) < K.cent, 0, SIGN(S("cash_flow"))), month0=True),
-        line("flow_month", "Month with a cash flow", "", "integer",
+        line("flow_month", "Month with a flow of half a cent or more", "", "integer",
              IF(S("flow_sign").ne(0), C.month, 0), month0=True),
-        line("last_flow_month", "Last month with a cash flow so far", "", "integer",
+        line("last_flow_month", "Last such month so far", "", "integer",
              RunningMax(f"flow_month_{k}"), month0=True),
         line("sign_change", "Cash flow changes sign (1 = yes)", "flag", "flag",
              IF(S("flow_sign") * INDEX(Row(f"flow_sign_{k}"), 1,
