@@ -85,15 +85,11 @@ def fingerprint(libraries: bool = True) -> str:
         digest.update(path.read_bytes() + b"\0")
     parts = [sys.version, numpy.__version__, str(pickle.HIGHEST_PROTOCOL)]
     if libraries:
-        import openpyxl
+        from importlib.metadata import version  # not ``import openpyxl``: filling needs none of it
 
         deflate = _deflate()
-        isal = ""
-        if deflate == "isal":
-            from importlib.metadata import version
-
-            isal = version("isal")
-        parts = [sys.version, openpyxl.__version__, numpy.__version__,
+        isal = version("isal") if deflate == "isal" else ""
+        parts = [sys.version, version("openpyxl"), numpy.__version__,
                  zlib.ZLIB_RUNTIME_VERSION, deflate, isal, str(pickle.HIGHEST_PROTOCOL)]
     for part in parts:
         digest.update(part.encode() + b"\0")
