@@ -19,6 +19,10 @@ from tokenfactory_xl.tfom.operating_model import BRIDGE_NAMES, OUTPUT_NAMES
 
 INJECTION = '=HYPERLINK("http://x","y")'
 
+#: pandas' two readers of .xlsx: openpyxl, its default until pandas 4, and calamine, its default
+#: from then on; an analyst's ``pd.read_excel(path)`` must read the same table with either.
+PANDAS_ENGINES = pytest.mark.parametrize("engine", ["openpyxl", "calamine"])
+
 
 def site(name: str, gpus: int, **more) -> tuple:
     inputs = make_inputs({"site_name": name, "gpus": gpus, "measured_tps": gpus * 3000, **more},
@@ -56,8 +60,10 @@ def table_rows(path) -> list[dict[str, object]]:
     return [dict(zip(cells[0], row, strict=True)) for row in cells[1:]]
 
 
-def test_pandas_and_power_query_read_exactly_the_sites(entries, path):
-    frame = pd.read_excel(path)  # the first sheet, header row 1, as both tools default to
+@PANDAS_ENGINES
+def test_pandas_and_power_query_read_exactly_the_sites(entries, path, engine):
+    # the first sheet, header row 1, as both tools default to
+    frame = pd.read_excel(path, engine=engine)
     assert list(frame["Site name"]) == [i["site_name"] for i, _ in entries]
     assert frame["GPUs"].sum() == 1024 + 2048 + 512  # no totals row counted as a site
     ws = openpyxl.load_workbook(path).worksheets[0]
@@ -180,13 +186,14 @@ def test_the_portfolio_opens_on_its_summary(entries, path):
     # beside the totals' four columns: its anchor is column F (index 5)
     assert "<xdr:from><xdr:col>5</xdr:col>" in anchors
     # the totals that add up come first, under the count of the sites
-    totals = pd.read_excel(path, sheet_name="Summary")
+    totals = pd.read_excel(path, sheet_name="Summary", engine="openpyxl")
     filled = list(totals["Portfolio total"].notna())
     assert filled == sorted(filled, reverse=True)
 
 
-def test_totals_are_on_their_own_sheet(entries, path):
-    totals = pd.read_excel(path, sheet_name="Summary")
+@PANDAS_ENGINES
+def test_totals_are_on_their_own_sheet(entries, path, engine):
+    totals = pd.read_excel(path, sheet_name="Summary", engine=engine)
     assert list(totals.columns) == ["Figure", "Portfolio total", "How it is totalled", "Column"]
     got = {c: t for c, t in zip(totals["Column"], totals["Portfolio total"], strict=True)
            if isinstance(c, str)}
@@ -295,7 +302,7 @@ def test_many_sites_chart_the_first_ones(tmp_path):
     path = pf.write_portfolio(tmp_path / "portfolio.xlsx", many)
     ws = openpyxl.load_workbook(path).worksheets[0]
     assert ws.max_row == len(many) + 1
-    assert len(pd.read_excel(path)) == len(many)
+    assert len(pd.read_excel(path, engine="calamine")) == len(many)
     with zipfile.ZipFile(path) as z:
         xml = z.read("xl/charts/chart1.xml").decode()
     assert f"first {pf.CHART_SITES} of {len(many)} sites" in xml
