@@ -122,7 +122,7 @@ def recalculated_risk(fresh, soffice, tmp_path_factory) -> BuiltInGroups[Path]:
         assert "wrote" in code.stdout and refreshed.exists()
         assert source.read_bytes() == before  # the workbook read is never changed
         without = folder / "without-draws.xlsx"
-        data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
+        data, summary = shared_factory().make(make_inputs(SITE), 0)
         assert "npv_p10" not in summary
         without.write_bytes(data)
         files = recalculate([refreshed, without], folder / "lo")
