@@ -32,7 +32,9 @@ ENGINE_FIXTURES = frozenset({
     "batch_workbook", "classic", "node", "files", "pages", "ssconvert", "example_out",
     # whole workbooks, built or written by a command
     "book", "fresh", "written", "stored", "workbook", "site48", "noted_template", "help_made",
-    "release_outputs",
+    "release_outputs", "built_template",
+    # every formula of the committed template, read and tokenized
+    "formula_tokens",
 })
 
 #: Modules whose every test drives an engine or other processes.
