@@ -262,8 +262,8 @@ def run_tool(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
 
 
 #: What makes a console line the shell's to run: a pipe, a list, a redirection, a variable or
-#: a command substitution, a glob, a comment.
-SHELL_SYNTAX = re.compile(r"[|&;<>$`()*?\[#~]")
+#: a command substitution, a glob, a comment, a home folder, a line continued.
+SHELL_SYNTAX = re.compile(r"[|&;<>$`()*?\[#~\\\n]")
 
 
 def plain(command: str) -> bool:
@@ -315,6 +315,16 @@ def test_bash_examples_exit_zero(index, scratch):
 def test_console_transcripts_print_what_they_show(index, scratch):
     proc = scratch.result(index).proc
     assert (proc.stdout + proc.stderr).rstrip("\n") == STEPS[index][2]
+
+
+def test_a_console_line_with_shell_syntax_runs_in_a_shell():
+    assert plain('tokenfactory-xl template -o a.xlsx --set gpus.note="PO 4411, signed 2026-03"')
+    assert plain('tokenfactory-xl summary --set site_name="Lyon; Nord"')  # quoted: an argument
+    for line in ("tokenfactory-xl summary --json | grep npv",
+                 "SOURCE_DATE_EPOCH=1767225600 tokenfactory-xl template -o a.xlsx",
+                 "tokenfactory-xl summary > out.txt", "tokenfactory-xl batch ~/sites.csv",
+                 "tokenfactory-xl summary \\\n  --json", "cp a.csv b.csv"):
+        assert not plain(line), line
 
 
 def test_every_example_is_a_step():
