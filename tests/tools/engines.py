@@ -94,7 +94,8 @@ def _functions(filename: str) -> dict[int, str]:
     """Each function of a test module by its first line (its first decorator's, as Python
     counts it): its source text. One parse per module, not one per test."""
     try:
-        text = open(filename, encoding="utf-8").read()  # noqa: SIM115 - read whole, once
+        with open(filename, encoding="utf-8") as handle:  # read whole, once
+            text = handle.read()
     except OSError:
         return {}
     lines = text.splitlines(keepends=True)
