@@ -69,6 +69,17 @@ def generated(tmp_path_factory):
     return build_once(tmp_path_factory, "generated", generate)
 
 
+@pytest.fixture(scope="session")
+def formula_tokens(tmp_path_factory):
+    """``formula_tokens(text)``: openpyxl's Tokenizer's tokens of a formula as (type, subtype,
+    value), those of the committed template's formulas made once per run
+    (tests/tools/formula_tokens.py)."""
+    from tests.tools.formula_tokens import FormulaTokens, tokenized_template
+    from tests.tools.once import build_once
+
+    return FormulaTokens(build_once(tmp_path_factory, "formula-tokens", tokenized_template))
+
+
 #: Fixtures that take seconds to make: a fresh virtual environment with numpy and xlwings
 #: installed, a batch run, LibreOffice or Gnumeric recalculating every workbook. Each is made
 #: once per run whatever the workers (``tests/tools/once.py``); where xdist honours

@@ -102,7 +102,7 @@ def test_each_workbook_holds_its_site_and_every_stored_value(example_out):
 
 
 def test_the_stencil_fills_every_formula_cell_of_the_template():
-    factory = batch.WorkbookFactory()
+    factory = batch.shared_factory()  # the batch's own (tests/test_build_cache.py: as a new one)
     # No formula of the template is left without a value to store (it would stay empty).
     assert factory.stencil.unfilled_formulas == {}
     assert set(factory.stencil.sheets) == set(wbv.cell_values(read_sites(EXAMPLE)[0].inputs))
@@ -114,7 +114,7 @@ def test_a_workbook_is_the_same_whichever_formatter_writes_its_numbers():
     # the files are byte for byte the same.
     from tokenfactory_xl.workbook import stencil
 
-    factory = batch.WorkbookFactory()
+    factory = batch.shared_factory()
     inputs = read_sites(EXAMPLE)[0].inputs
     fast = factory.workbook_bytes(inputs)
     with pytest.MonkeyPatch.context() as patch:

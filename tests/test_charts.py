@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 import openpyxl
 import pytest
 
+from tests.tools.cells import read_cells
 from tests.tools.once import build_once
 from tokenfactory_xl.cli.workbook import template_bytes
 from tokenfactory_xl.files.safe_xlsx import parse_reference
@@ -22,7 +23,8 @@ C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 
 @pytest.fixture(scope="module")
 def site48(tmp_path_factory):
-    """A 48-month site's inputs and its workbook's bytes, built once per run."""
+    """A 48-month site's inputs, its workbook's bytes and the file holding them, built once
+    per run: read them, never change the file."""
     inputs = make_inputs({"horizon_months": 48})
 
     def build(folder):
@@ -30,7 +32,8 @@ def site48(tmp_path_factory):
         path.write_bytes(template_bytes(inputs, risk_draws=300))
         return path
 
-    return inputs, build_once(tmp_path_factory, "site48", build).read_bytes()
+    path = build_once(tmp_path_factory, "site48", build)
+    return inputs, path.read_bytes(), path
 
 
 def charts(data: bytes) -> dict[str, ElementTree.Element]:
@@ -40,7 +43,7 @@ def charts(data: bytes) -> dict[str, ElementTree.Element]:
 
 
 def test_month_series_end_at_the_horizon(site48):
-    _, data = site48
+    _, data, _ = site48
     timeline = [parse_reference(f.text) for chart in charts(data).values()
                 for f in chart.iter(f"{C}f") if f.text.startswith("'Timeline'")]
     assert len(timeline) >= 4  # the Dashboard's revenue, EBITDA and cash flow, by month
@@ -50,8 +53,8 @@ def test_month_series_end_at_the_horizon(site48):
 
 
 def test_every_series_caches_what_its_cells_store(site48):
-    inputs, data = site48
-    book = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
+    _, data, path = site48
+    stored_cells = read_cells(path)  # every stored value, as openpyxl reads it (read-only)
     checked = 0
     for chart in charts(data).values():
         for ref in [*chart.iter(f"{C}numRef"), *chart.iter(f"{C}strRef")]:
@@ -61,7 +64,7 @@ def test_every_series_caches_what_its_cells_store(site48):
             assert cache.find(f"{C}ptCount").get("val") == str(len(cells))
             points = {int(p.get("idx")): p.find(f"{C}v").text for p in cache.iter(f"{C}pt")}
             for i, coord in enumerate(cells):
-                stored = book[sheet][coord].value
+                stored = stored_cells.get(sheet, coord)
                 if stored in (None, "", "none"):
                     assert i not in points
                 elif isinstance(stored, (int, float)):
@@ -76,12 +79,12 @@ def test_every_series_caches_what_its_cells_store(site48):
 
 def test_a_site_prints_what_the_template_prints(site48):
     # print areas do not depend on the horizon: the Timeline and IRR print no page
-    _, data = site48
+    _, data, _ = site48
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         xml = z.read("xl/workbook.xml").decode()
     areas = dict(re.findall(r"_xlnm.Print_Area\" localSheetId=\"\d+\">'?(\w+)'?!([^<]*)<", xml))
     assert areas["Timeline"] == areas["IRR"] == "$A$3"
-    book = openpyxl.load_workbook(io.BytesIO(data))
+    book = openpyxl.load_workbook(io.BytesIO(data), read_only=True)  # two sheets read
     assert book["Timeline"]["A3"].value is None and book["IRR"]["A3"].value is None
 
 

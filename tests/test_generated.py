@@ -9,15 +9,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tools import regenerate
 
 ROOT = Path(__file__).resolve().parents[1]
 STALE = "is stale: run `python tools/regenerate.py` and commit what it rewrites"
 
 
-def test_the_committed_template_is_what_the_command_builds():
-    assert regenerate.stale_template(regenerate.built_template()) == [], \
-        f"templates/TFOM.xlsx {STALE}"
+@pytest.fixture(scope="module")
+def built_template(tmp_path_factory) -> bytes:
+    """What ``tools/regenerate.py`` builds as the template, built once per run: read it."""
+    from tests.tools.once import build_once
+
+    return build_once(tmp_path_factory, "built-template",
+                      lambda folder: regenerate.built_template())
+
+
+def test_the_committed_template_is_what_the_command_builds(built_template):
+    assert regenerate.stale_template(built_template) == [], f"templates/TFOM.xlsx {STALE}"
 
 
 def test_the_committed_lite_bundle_is_what_the_command_builds():
@@ -35,8 +45,9 @@ def test_a_stale_file_is_found_and_named(tmp_path, monkeypatch):
     assert regenerate.stale_lite(built) == ["main.py"]
 
 
-def test_a_missing_template_is_stale_and_one_built_another_day_is_not(tmp_path, monkeypatch):
-    built = regenerate.built_template()
+def test_a_missing_template_is_stale_and_one_built_another_day_is_not(built_template, tmp_path,
+                                                                     monkeypatch):
+    built = built_template
     monkeypatch.setattr(regenerate, "TEMPLATE", tmp_path / "TFOM.xlsx")
     assert regenerate.stale_template(built) == ["TFOM.xlsx is missing"]
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")  # 2 January 1970: another Cover date

@@ -2,9 +2,10 @@
 
 - every ```python block is executed, every ```pycon block is a doctest;
 - every `tokenfactory-xl …` line of a ```bash block runs and exits 0;
-- every ```console block is a transcript: each `$ command` runs in a shell (with
-  `tokenfactory-xl` on the PATH) and prints exactly the lines below it (stdout and stderr
-  together).
+- every ```console block is a transcript: each `$ command` prints exactly the lines below it
+  (stdout and stderr together); one with a shell's syntax (a pipe, a variable, a redirection)
+  runs in a shell with `tokenfactory-xl` on the PATH, a plain `tokenfactory-xl …` line as the
+  bash blocks' lines run (tests/tools/command.py: the same ``main``, status and output).
 
 The scratch copy holds the repository's files that git tracks or would track, so outputs of
 earlier runs in the clone change nothing. Every file an example writes must be one `.gitignore`
@@ -199,7 +200,7 @@ class Scratch:
             for k in prerequisites(index) + [index]:
                 if k not in ran:
                     kind, command, _ = STEPS[k]
-                    run = run_tool if kind == "bash" else run_shell
+                    run = run_tool if kind == "bash" or plain(command) else run_shell
                     before = stamps(self.path)
                     proc = run(command, self)
                     ran[k] = Ran(proc, self.changed(before))
@@ -260,6 +261,20 @@ def run_tool(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
     return tool.run(*argv[1:], cwd=scratch.path, env=scratch.env())
 
 
+#: What makes a console line the shell's to run: a pipe, a list, a redirection, a variable or
+#: a command substitution, a glob, a comment, a home folder, a line continued.
+SHELL_SYNTAX = re.compile(r"[|&;<>$`()*?\[#~\\\n]")
+
+
+def plain(command: str) -> bool:
+    """Whether a console line is ``tokenfactory-xl`` with arguments and nothing for a shell to
+    do but split them (quotes aside): a variable set before it, a pipe after it and the like
+    need the shell."""
+    words = shlex.split(command)
+    unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "", command)
+    return bool(words) and words[0] == PROGRAM and not SHELL_SYNTAX.search(unquoted)
+
+
 def run_shell(command: str, scratch: Scratch) -> subprocess.CompletedProcess:
     """A `$ command` line of a console block."""
     return subprocess.run(["/bin/sh", "-c", command], cwd=scratch.path, env=scratch.env(),
@@ -300,6 +315,16 @@ def test_bash_examples_exit_zero(index, scratch):
 def test_console_transcripts_print_what_they_show(index, scratch):
     proc = scratch.result(index).proc
     assert (proc.stdout + proc.stderr).rstrip("\n") == STEPS[index][2]
+
+
+def test_a_console_line_with_shell_syntax_runs_in_a_shell():
+    assert plain('tokenfactory-xl template -o a.xlsx --set gpus.note="PO 4411, signed 2026-03"')
+    assert plain('tokenfactory-xl summary --set site_name="Lyon; Nord"')  # quoted: an argument
+    for line in ("tokenfactory-xl summary --json | grep npv",
+                 "SOURCE_DATE_EPOCH=1767225600 tokenfactory-xl template -o a.xlsx",
+                 "tokenfactory-xl summary > out.txt", "tokenfactory-xl batch ~/sites.csv",
+                 "tokenfactory-xl summary \\\n  --json", "cp a.csv b.csv"):
+        assert not plain(line), line
 
 
 def test_every_example_is_a_step():

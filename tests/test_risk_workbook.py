@@ -13,11 +13,11 @@ from tests.tools.once import BuiltInGroups, build_once
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.engines.libreoffice import recalculate
 from tokenfactory_xl.files.safe_xlsx import parse_reference
-from tokenfactory_xl.portfolio.batch import WorkbookFactory
+from tokenfactory_xl.portfolio.batch import WorkbookFactory, shared_factory
 from tokenfactory_xl.tfom import risk
 from tokenfactory_xl.tfom.inputs import make_inputs
 from tokenfactory_xl.workbook import risk_sheet as workbook_risk
-from tokenfactory_xl.workbook.build import build_workbook, plan, save_workbook
+from tokenfactory_xl.workbook.build import plan
 
 SITE = {"site_name": "Lyon", "gpus": 512, "measured_tps": 500_000,
         "cohorts": [{"cohort": "B200 2028", "online_month": 13, "gpus": 256}]}
@@ -41,21 +41,32 @@ def status(path: Path) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    """The site's inputs and its workbook with the draws' figures, built once per run: read or
-    copy it."""
+    """The site's inputs and its workbook with the draws' figures as ``batch`` writes it (the
+    Risk sheet is the builder's: the factory fills the builder's workbook), made once per run:
+    read or copy it."""
     inputs = make_inputs(SITE)
-    path = build_once(tmp_path_factory, "risk-fresh", lambda folder: save_workbook(
-        build_workbook(inputs, risk_draws=DRAWS), folder / "Lyon.xlsx"))
-    return inputs, path
+
+    def build(folder: Path) -> Path:
+        path = folder / "Lyon.xlsx"
+        path.write_bytes(shared_factory().make(inputs, DRAWS)[0])
+        return path
+
+    return inputs, build_once(tmp_path_factory, "risk-fresh", build)
 
 
-def test_the_sheet_holds_the_figures_of_its_inputs(fresh):
-    inputs, path = fresh
-    wb = openpyxl.load_workbook(path)
+@pytest.fixture(scope="module")
+def fresh_book(fresh):
+    """The fresh workbook as openpyxl loads it (charts included), once per module: only read."""
+    return openpyxl.load_workbook(fresh[1])
+
+
+def test_the_sheet_holds_the_figures_of_its_inputs(fresh, fresh_book):
+    inputs, _ = fresh
+    wb = fresh_book
     ws = wb[workbook_risk.RISK_SHEET]
     figures = risk.risk(inputs, DRAWS)
     for name in risk.RISK_OUTPUTS:
-        want = figures.summary()[name]  # openpyxl writes 16 significant digits, not 17
+        want = figures.summary()[name]
         got = cell(wb, f"risk_{name}").value
         assert got == ("none" if want is None else pytest.approx(want, rel=1e-15)), name
     result = risk.tornado(inputs)
@@ -111,7 +122,7 @@ def recalculated_risk(fresh, soffice, tmp_path_factory) -> BuiltInGroups[Path]:
         assert "wrote" in code.stdout and refreshed.exists()
         assert source.read_bytes() == before  # the workbook read is never changed
         without = folder / "without-draws.xlsx"
-        data, summary = WorkbookFactory().make(make_inputs(SITE), 0)
+        data, summary = shared_factory().make(make_inputs(SITE), 0)
         assert "npv_p10" not in summary
         without.write_bytes(data)
         files = recalculate([refreshed, without], folder / "lo")
@@ -152,8 +163,11 @@ def test_refresh_never_replaces_without_force(fresh, tmp_path, capsys):
     assert source.read_bytes() == before
     assert cli.main(["refresh", str(source), "-o", str(source), "--draws", "200",
                      "--force"]) == 0
-    wb = openpyxl.load_workbook(source)
-    assert wb[workbook_risk.RISK_SHEET][workbook_risk.DRAWS].value == 200
+    wb = openpyxl.load_workbook(source, read_only=True)  # one sheet read
+    try:
+        assert wb[workbook_risk.RISK_SHEET][workbook_risk.DRAWS].value == 200
+    finally:
+        wb.close()
 
 
 def test_refresh_refuses_in_place_what_it_would_lose(fresh, tmp_path, capsys):
@@ -187,9 +201,8 @@ def test_a_batch_without_draws_says_not_computed(recalculated_risk):
     assert status(recalculated_risk["not computed"]) == (workbook_risk.NOT_COMPUTED, "not computed")
 
 
-def test_the_sensitivity_sheet_shows_the_tornado_of_the_risk_sheet(fresh):
-    _, path = fresh
-    wb = openpyxl.load_workbook(path)
+def test_the_sensitivity_sheet_shows_the_tornado_of_the_risk_sheet(fresh_book):
+    wb = fresh_book
     (chart,) = wb["Sensitivity"]._charts
     refs = [s.val.numRef.f for s in chart.series]
     first = workbook_risk.FIRST_DRIVER

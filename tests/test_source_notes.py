@@ -100,7 +100,7 @@ def noted_template(tmp_path_factory):
 
 
 def test_the_inputs_sheet_has_an_open_text_column_of_notes(noted_template):
-    wb = openpyxl.load_workbook(noted_template)
+    wb = openpyxl.load_workbook(noted_template, read_only=True)  # the Inputs sheet alone read
     ws = wb["Inputs"]
     gpus = _note_cell(wb, "gpus")
     assert ws.cell(4, gpus.column).value == "Source / note"
@@ -118,6 +118,7 @@ def test_the_inputs_sheet_has_an_open_text_column_of_notes(noted_template):
         if name.startswith("in_") and not name.startswith("in_fleet_"):
             _, coords = parse_reference(defined.attr_text)
             input_rows.add(int("".join(c for c in coords[0] if c.isdigit())))
+    wb.close()
     assert input_rows <= rows
 
 

@@ -7,6 +7,7 @@ rules (methodology §1, §2, §4.2), not read back from the code.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -36,9 +37,17 @@ SITE = {"theoretical_tps_per_gpu": 400, "measured_tps": 122_880, "tef_target": 0
 
 
 def workbook(tmp_path: Path, name: str = "site.xlsx", **changes: object) -> Path:
+    """A new file of the site's workbook (with ``changes`` to its inputs) to track into."""
     path = tmp_path / name
-    path.write_bytes(template_bytes(make_inputs({**SITE, **changes}), 0))
+    path.write_bytes(_workbook_bytes(tuple(sorted(changes.items()))))
     return path
+
+
+@functools.cache
+def _workbook_bytes(changes: tuple[tuple[str, object], ...]) -> bytes:
+    """The workbook ``template`` writes for the site with ``changes``, made once per process:
+    the tests write it to a file of their own and change only that file."""
+    return template_bytes(make_inputs({**SITE, **dict(changes)}), 0)
 
 
 def track(*argv: object):

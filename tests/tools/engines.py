@@ -32,7 +32,9 @@ ENGINE_FIXTURES = frozenset({
     "batch_workbook", "classic", "node", "files", "pages", "ssconvert", "example_out",
     # whole workbooks, built or written by a command
     "book", "fresh", "written", "stored", "workbook", "site48", "noted_template", "help_made",
-    "release_outputs",
+    "release_outputs", "built_template",
+    # every formula of the committed template, read and tokenized
+    "formula_tokens",
 })
 
 #: Modules whose every test drives an engine or other processes.
@@ -92,7 +94,8 @@ def _functions(filename: str) -> dict[int, str]:
     """Each function of a test module by its first line (its first decorator's, as Python
     counts it): its source text. One parse per module, not one per test."""
     try:
-        text = open(filename, encoding="utf-8").read()  # noqa: SIM115 - read whole, once
+        with open(filename, encoding="utf-8") as handle:  # read whole, once
+            text = handle.read()
     except OSError:
         return {}
     lines = text.splitlines(keepends=True)

@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.formula.tokenizer import Token
 from openpyxl.formula.translate import Translator
 from openpyxl.utils import get_column_letter
 
@@ -154,20 +154,19 @@ def test_only_inputs_are_unlocked(book):
     assert inputs
 
 
-def test_formula_cells_locked_and_free_of_hidden_numbers(book):
+def test_formula_cells_locked_and_free_of_hidden_numbers(book, formula_tokens):
     count = 0
     for ws, cell in formula_cells(book):
         count += 1
         assert cell.protection.locked is True, f"{ws.title}!{cell.coordinate}"
-        tokens = Tokenizer(cell.value).items
-        for token in tokens:
+        for kind, subtype, value in formula_tokens(cell.value):  # openpyxl's Tokenizer's
             where = f"{ws.title}!{cell.coordinate}: {cell.value[:80]}"
-            if token.type == Token.OPERAND and token.subtype == Token.NUMBER:
-                assert float(token.value) in ALLOWED_NUMBERS, where
-            if token.type == Token.FUNC and token.subtype == Token.OPEN:
-                assert token.value[:-1].upper() in ALLOWED_FUNCTIONS, where
-            if token.type == Token.OPERAND and token.subtype == Token.RANGE:
-                assert "[" not in token.value, "no external links: " + where
+            if kind == Token.OPERAND and subtype == Token.NUMBER:
+                assert float(value) in ALLOWED_NUMBERS, where
+            if kind == Token.FUNC and subtype == Token.OPEN:
+                assert value[:-1].upper() in ALLOWED_FUNCTIONS, where
+            if kind == Token.OPERAND and subtype == Token.RANGE:
+                assert "[" not in value, "no external links: " + where
     assert count > 5_000  # 120 months × the Timeline and Sensitivity rows, and the rest
 
 
@@ -209,15 +208,15 @@ def test_timeline_has_every_month_column_and_month_ends(book):
     row = wbm.TIMELINE_ROWS["month_end"]
     assert ws.cell(row, wbm.MONTH0_COL + 120).value.startswith("=EOMONTH(")
     assert ws.cell(row, wbm.MONTH0_COL + 121).value is None
-    # one formula per row: every month's formula is the first month's, copied across
+    # one formula per row: every month's formula is the first month's, copied across (the
+    # first month's formula read once, moved to each month's cell as a copy moves it)
     for key in wbm.TIMELINE_ROWS:
         r = wbm.TIMELINE_ROWS[key]
         first = ws.cell(r, wbm.FIRST_MONTH_COL)
+        copied = Translator(first.value, origin=first.coordinate)
         for c in range(wbm.FIRST_MONTH_COL + 1, wbm.LAST_COL + 1):
             cell = ws.cell(r, c)
-            moved = Translator(cell.value, origin=cell.coordinate).translate_formula(
-                first.coordinate)
-            assert moved == first.value, (key, cell.coordinate)
+            assert copied.translate_formula(cell.coordinate) == cell.value, (key, cell.coordinate)
 
 
 def test_same_inputs_same_bytes(tmp_path):
@@ -305,7 +304,7 @@ def test_cell_values_blank_beyond_the_horizon():
     assert proceeds == pytest.approx(1024 * 40_000 * 0.9 ** (7 / 3), rel=1e-12)
 
 
-def test_cell_values_are_plain_python_values():
+def test_cell_values_are_plain_python_values(book):
     site = make_inputs({"ownership": "rent", "horizon_months": 13})
     kinds = set()
     for cells in wbv.cell_values(site).values():
@@ -313,7 +312,8 @@ def test_cell_values_are_plain_python_values():
             kinds.add(type(value))
     assert kinds <= {int, float, str, dt.datetime, type(None)}, kinds  # None: a blank input
     returns = wbv.cell_values(site)["Returns"]
-    (_, ref), = wbm.build_workbook(site, risk_draws=0).defined_names["out_roi"].destinations
+    # out_roi's cell: the same in every site's workbook (batch fills one template for all)
+    (_, ref), = book.defined_names["out_roi"].destinations
     assert returns[ref.replace("$", "")] == "none"  # no CapEx when rented
 
 
