@@ -13,6 +13,7 @@ import pytest
 
 from tests.tools import command
 from tests.tools.once import build_once
+from tokenfactory_xl.engines import libreoffice
 from tokenfactory_xl.files import disk as files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,6 +135,7 @@ WRITERS = {
     "actuals -o": ["actuals", "in/run.json", "-o", "OUT/a.txt"],
     "actuals --sites": ["actuals", "in/run.json", "--sites", "OUT/sites.csv", "--site", "Alpha"],
     "cost": ["cost", "in/run.json", "--gpu-hour", "2", "--gpus", "1", "-o", "OUT/c.xlsx"],
+    "cost --png": ["cost", "in/run.json", "--gpu-hour", "2", "--gpus", "1", "--png", "OUT/c.png"],
     "lite": ["lite", "-o", "OUT/lite"],
     "render": ["render", "WORKBOOK", "-o", "OUT/d.png"],
 }
@@ -172,12 +174,17 @@ def _failing(monkeypatch, error: int, out: Path) -> None:
     monkeypatch.setattr(files.os, "write", write)
 
 
+def _not_started(*args, **kwargs):
+    raise AssertionError("LibreOffice was started for an output that cannot be written")
+
+
 @pytest.mark.parametrize("error", [errno.ENOSPC, errno.EROFS], ids=["full", "read-only"])
 @pytest.mark.parametrize("name", list(WRITERS))
 def test_every_command_that_writes_says_a_failed_write_in_one_line(tmp_path, monkeypatch,
                                                                    workbook, name, error):
-    if name == "render" and not (shutil.which("soffice") and shutil.which("pdftoppm")):
-        pytest.skip("render needs LibreOffice and poppler")
+    if name in ("render", "cost --png") and not (shutil.which("soffice")
+                                                 and shutil.which("pdftoppm")):
+        pytest.skip(f"{name} needs LibreOffice and poppler")
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "sites.csv").write_text(SITES, encoding="utf-8")
     shutil.copy(RUN, tmp_path / "in" / "run.json")
@@ -187,6 +194,8 @@ def test_every_command_that_writes_says_a_failed_write_in_one_line(tmp_path, mon
         (out / "sites.csv").write_text(SITES, encoding="utf-8")
     before = snapshot(tmp_path)
     args = [a.replace("OUT", str(out)).replace("WORKBOOK", str(workbook)) for a in WRITERS[name]]
+    if name in ("render", "cost --png"):  # the write is tried before LibreOffice's seconds
+        monkeypatch.setattr(libreoffice, "convert", _not_started)
     _failing(monkeypatch, error, out)
     proc = run(*args, cwd=tmp_path)
     monkeypatch.undo()

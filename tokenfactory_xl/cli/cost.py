@@ -38,6 +38,7 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def cmd_cost(args: argparse.Namespace) -> int:
     from ..core.errors import UsageError
+    from ..files.disk import check_writable
     from .common import is_stdio, refuse_terminal_output, table_format
 
     table_format(args)  # --json and --csv: one of them
@@ -97,6 +98,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
         data = cost_workbook_bytes(points, args.gpu_hour, title[:200], best, args.ttft_slo_ms)
         picture = None
         if args.png:  # rendered first: a failure leaves no file written
+            for path in (args.output, args.png):  # a read-only or full disk said before it
+                if path and not is_stdio(path):
+                    check_writable(path)
             try:
                 picture = render_png(data)
             except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:

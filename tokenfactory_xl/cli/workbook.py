@@ -123,7 +123,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def _render(args: argparse.Namespace, workbook: str) -> int:
     from ..core.errors import UsageError
-    from ..files.disk import regular_file_problem
+    from ..files.disk import check_writable, regular_file_problem
     from .common import is_stdio, write_output
 
     source = Path(workbook)
@@ -140,6 +140,7 @@ def _render(args: argparse.Namespace, workbook: str) -> int:
         raise UsageError(f"{out}: the picture must be a .png file (e.g. -o dashboard.png)")
     if out.exists() and not args.force:
         raise UsageError(f"{out} exists; add --force to overwrite it")
+    check_writable(out)  # a read-only or full disk is said before LibreOffice's seconds
     render_sheet(source, out, args.sheet, args.resolution)
     print(f"wrote {out}")
     return 0

@@ -360,6 +360,13 @@ def discard(temps: Iterable[Path]) -> None:
             Path(temp).unlink(missing_ok=True)
 
 
+def check_writable(path: str | os.PathLike) -> None:
+    """Raise the ``OSError`` that writing ``path`` would meet (a read-only or full disk, a
+    folder one may not write to), before a command spends seconds making its content: a byte
+    is staged beside ``path`` and removed again, and ``path`` itself is never touched."""
+    discard([stage(path, b"\0")])
+
+
 def write_atomically(path: str | os.PathLike, data: Content) -> Path:
     """Write ``data`` to ``path`` through a staged temporary file and a rename.
 
