@@ -167,6 +167,23 @@ def test_a_sumif_over_many_draws_sums_each_criterion_alone_to_the_same_bits():
     _sumif_as_nansum(index, np.arange(1.0, 12.0)[:, None], values, (500, 11, 1))
 
 
+@pytest.mark.parametrize("months", [60, 121, 241, 300])
+def test_a_sumif_over_many_draws_sums_each_criterion_to_the_same_bits_at_any_length(months):
+    """Each criterion's cells summed in numpy's order (eight running sums joined as a tree; a
+    row above 128 cells halved first): the bits of the nansum over the whole table of picked
+    cells, for fiscal years, a criterion no cell meets, one met by scattered cells, and zeros
+    of both signs."""
+    rng = np.random.default_rng(months)
+    index = np.concatenate([[0.0], np.repeat(np.arange(1.0, 30.0), 12)])[None, :months]
+    index[0, 5::7] = 40.0  # a criterion met by cells scattered along the row
+    values = rng.normal(0, 1e6, (500, 1, months)) * 10.0 ** rng.integers(-6, 6, (500, 1, months))
+    values[:, :, months * 3 // 4:] = np.nan
+    values[rng.random(values.shape) < 0.05] = -0.0
+    values[3, 0, :] = -0.0
+    years = np.concatenate([np.arange(1.0, months / 12 + 2), [40.0, 99.0]])[:, None]
+    _sumif_as_nansum(index, years, values, (500, len(years), 1))
+
+
 def _product(tree, factors):
     if isinstance(tree, int):
         return factors[tree]
