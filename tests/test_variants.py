@@ -130,3 +130,70 @@ def test_the_risk_sheets_figures_from_a_whole_run_are_the_same():
         assert risk.tornado(inputs) == risk.tornado(inputs, whole=whole)
         assert solve(inputs, "tef_target", "npv=0") == solve(inputs, "tef_target", "npv=0",
                                                               whole)
+
+
+def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_the_bit():
+    """The variants' guarded lines are computed on the months inside the horizon only (one
+    run of months every variant shares) and placed among blanks: every line the NPV and the
+    cash flow need, for every variant of the risk's drivers, is the whole model's value to the
+    last bit, at horizons of 24 to 120 months, with market demand (a power of the month) on
+    and off."""
+    from tokenfactory_xl.tfom import risk
+
+    constants = _formula_constants()
+    for inputs in _random_sites(9, 4) + [make_inputs({"horizon_months": 24})]:
+        base = formula_inputs(inputs)
+        index, key = risk._scenario_key(inputs)
+        model = variant_model(risk._targets(key, True), risk._moved(risk.RISK_DRIVERS))
+        assert "_within(_guard, _span" in model._moving.__source__
+        draws = risk.draw(inputs, 30, seed=inputs["horizon_months"])
+        given = dict(base)
+        for name, v in draws.items():
+            if isinstance(base[name], tuple):  # per scenario: the live scenario's column
+                row = np.tile(np.asarray(base[name], dtype=float), (len(v), 1))
+                row[:, index] = v
+                given[name] = row.view(_RowArray)
+            else:
+                given[name] = v
+        own = np.asarray(base["fleet_capex_per_gpu"], dtype=float)
+        given["fleet_capex_per_gpu"] = (own[None, :] * (draws["capex_per_gpu"]
+                                        / base["capex_per_gpu"])[:, None]).view(_RowArray)
+        got = model(given, model.site_values(base, constants, LISTS), constants, LISTS)
+        lines = needed(LINES, list(risk._targets(key, True)))
+        whole = compile_lines(lines)(given, constants, LISTS)
+        moving = [ln.name for ln in split(lines, risk._moved(risk.RISK_DRIVERS))[1]]
+        assert len(moving) > 20
+        for name in moving:
+            a, b = np.asarray(got[name], dtype=float), np.asarray(whole[name], dtype=float)
+            assert a.shape == b.shape, name
+            assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
+
+
+def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
+    """:func:`_within` places a value computed on the span among blanks: the shape, type and
+    cells of ``np.where(guard, value, NaN)`` over the whole line, for numbers per variant and
+    month, one number per variant, truth values and texts; without a span (a guard per
+    variant, or one holding everywhere) it is the guard itself."""
+    from tokenfactory_xl.tfom.compiler import _cut, _span_of, _within
+
+    rng = np.random.default_rng(2)
+    month = np.arange(121.0)[:, None]
+    guard = month <= 60
+    span = _span_of(guard)
+    assert span == (0, 61, 121)
+    assert _span_of(month <= 200) is None and _span_of((month <= 3) | (month > 100)) is None
+    assert _span_of(rng.random((5, 121, 1)) < 0.5) is None
+    assert _span_of((month >= 12) & (month <= 47)) == (12, 48, 121)
+    rows = rng.normal(size=(7, 121, 1))
+    for whole in (rows, rng.normal(size=(7, 1, 1)), rows > 0,
+                  np.where(rows > 0, "a", "b").astype(object), 2.5):
+        want = np.where(guard, whole, np.asarray(np.nan, dtype=object)
+                        if np.asarray(whole).dtype == object else np.nan)
+        got = _within(guard, span, _cut(whole, span), fresh=False)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        if got.dtype == object:
+            assert [x if x == x else "blank" for x in got.ravel()] \
+                == [x if x == x else "blank" for x in want.ravel()]
+        else:
+            assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    assert _within(guard, None, rows.copy(), fresh=True).shape == (7, 121, 1)

@@ -82,13 +82,21 @@ class PythonContext:
     """How a line's references read in the generated Python (one table, or scalars)."""
 
     def __init__(self, table: Table | None, tables: dict[str, Table], step: bool = False,
-                 building: frozenset[str] = frozenset(), shared: _Shared | None = None):
+                 building: frozenset[str] = frozenset(), shared: _Shared | None = None,
+                 cut: bool = False):
         self.table = table
         self.tables = tables  # line name -> its table (absent: a scalar)
         self.step = step  # inside the loop of a recurrent table: position ``_k``
         self.building = building  # in the loop: the lines it builds, a list of steps each
         self.hoisted: dict[str, str] = {}  # code computed once before the loop -> its name
         self.shared = shared if shared is not None else _Shared()
+        # the table's positions as operands: cut to the span where its guard holds (``_span``,
+        # see :func:`_within`), or whole
+        self.cut = cut
+
+    def positions(self, code: str) -> str:
+        """An operand along the table's positions, (…, n, 1): cut to ``_span`` where it is."""
+        return f"_cut({code}, _span)" if self.cut else code
 
     def v(self, name: str) -> str:
         """A line's values: ``V['name']``, or those of the earlier line of the same code."""
@@ -100,7 +108,7 @@ class PythonContext:
             return f"_s({self.v(name)})"
         if self.step:
             return self.at_step(name, "_k")
-        return f"_c({self.v(name)})"
+        return self.positions(f"_c({self.v(name)})")
 
     def at_step(self, name: str, k: str) -> str:
         """In the loop, position ``k`` of a line: a step already built, or a finished line's
@@ -151,7 +159,7 @@ def _python(e: Expr, ctx: PythonContext) -> str:
             return ctx.value(e.line)
         if ctx.step:
             return ctx.at_step(e.line, f"_k {e.shift:+d}")
-        return f"_c(_shift({ctx.v(e.line)}, {e.shift}))"
+        return ctx.positions(f"_c(_shift({ctx.v(e.line)}, {e.shift}))")
     if isinstance(e, At):
         return f"_s({ctx.v(e.line)}[..., {e.index}])"
     if isinstance(e, Each):
@@ -160,11 +168,11 @@ def _python(e: Expr, ctx: PythonContext) -> str:
     if isinstance(e, Row):
         return f"_r({ctx.v(e.line)})"
     if isinstance(e, Position):
-        return "_f64(_k + 1)" if ctx.step else "_position(V['_n'])"
+        return "_f64(_k + 1)" if ctx.step else ctx.positions("_position(V['_n'])")
     if isinstance(e, RunningMax):  # MAX leaves blanks out; of blanks alone it is 0
-        return f"_c(_running_max({ctx.v(e.line)}))"
+        return ctx.positions(f"_c(_running_max({ctx.v(e.line)}))")
     if isinstance(e, RunningSum):
-        return f"_c(np.nancumsum({ctx.v(e.line)}, axis=-1))"
+        return ctx.positions(f"_c(np.nancumsum({ctx.v(e.line)}, axis=-1))")
     if isinstance(e, Op):
         if e.op == "neg":
             return f"(-{python(e.args[0], ctx)})"
@@ -324,6 +332,7 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
+        "_cut": _cut, "_span_of": _span_of, "_within": _within,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
     compiled = namespace["model"]
@@ -357,14 +366,24 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
             done.update(x.name for x in group)
             i += len(group)
             continue
-        ctx = PythonContext(t, tables, shared=shared)
+        # many variants (``given``): a guarded line computed on the positions where its guard
+        # holds, when every variant shares them (:func:`_within`)
+        cut = bool(given) and t is not None and t.guard is not None and ln.first is None \
+            and not _shares_a_power(ln, tables)
+        ctx = PythonContext(t, tables, shared=shared, cut=cut)
         n = None if t is None else t.length
         code = python(ln.formula, ctx)
         if t is not None:
             body.append(f"    V['_n'] = {n}")
             if ln.first is not None:
                 code = f"_first({python(ln.first, ctx)}, {code})"
-            if t.guard is not None:
+            if cut:
+                assert t.guard is not None
+                whole = PythonContext(t, tables, shared=shared)
+                body.append(f"    _guard = {python(t.guard, whole)}")
+                body.append("    _span = _span_of(_guard)")
+                code = f"_within(_guard, _span, {code}, {_fresh(ln.formula)})"
+            elif t.guard is not None:
                 # an arithmetic formula's result is a new array of its own: blanked in place
                 code = f"_guarded({python(t.guard, ctx)}, {code})" \
                     if ln.first is None and _fresh(ln.formula) \
@@ -386,6 +405,64 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
         i += 1
     body.append("    return V")
     return "\n".join(body) + "\n"
+
+
+def _shares_a_power(ln: Line, tables: dict[str, Table | None]) -> bool:
+    """Whether ``ln``'s formula holds a power over a whole row that :class:`_Shared` computes
+    once for every line that needs it (the IRR search's table of discount factors)."""
+    probe = _Shared()
+    python(ln.formula, PythonContext(ln.table, tables, shared=probe))
+    return bool(probe.powers)
+
+
+def _span_of(guard):
+    """For a table's guard that every variant shares ((…, n, 1), every leading axis 1), holding
+    on one run of at least two positions but not on all (the months up to the horizon): that
+    run and the table's length, (start, stop, n); otherwise ``None``."""
+    if not (type(guard) is np.ndarray and guard.dtype == np.bool_ and guard.ndim >= 2
+            and guard.shape[-1] == 1 and guard.size == guard.shape[-2]):
+        return None
+    held = np.flatnonzero(guard.reshape(-1))
+    if held.size < 2 or held.size == guard.size or held[-1] - held[0] + 1 != held.size:
+        return None
+    return int(held[0]), int(held[-1]) + 1, guard.size
+
+
+def _cut(x, span):
+    """An operand along the table's positions, (…, n, 1), cut to ``span`` (:func:`_span_of`);
+    an operand the same at every position ((…, 1, 1)) as it is."""
+    if span is None:
+        return x
+    start, stop, n = span
+    if np.ndim(x) >= 2 and np.shape(x)[-2] == n:
+        return x[..., start:stop, :]
+    return x
+
+
+def _within(guard, span, value, fresh: bool):
+    """A guarded line's values, ``IF(guard, value, "")``: with ``span``, ``value`` was computed
+    on the positions where the guard holds only (its operands cut by :func:`_cut`), and is
+    placed among blanks, the whole line's shape and type as ``np.where`` gives them.
+
+    Each cell of a formula that works cell by cell (arithmetic, comparisons, functions of a
+    cell) is the same number whichever other cells are computed beside it; a formula reading
+    a whole row (a sum, a lookup) reads it whole, uncut. Without ``span`` (the guard differs
+    between variants, or holds everywhere), as :func:`_guarded` (``fresh``: ``value`` is a new
+    array of its own) or ``np.where``."""
+    if span is None:
+        return _guarded(guard, value) if fresh else _where(guard, value, np.nan)
+    start, stop, n = span
+    value = np.asarray(value)
+    cells = value.shape
+    if value.ndim >= 2 and cells[-2] == stop - start:
+        cells = cells[:-2] + (n, cells[-1])
+    shape = np.broadcast_shapes(np.shape(guard), cells)
+    kind = object if value.dtype == object else np.result_type(value.dtype, np.float64)
+    out = np.empty(shape, dtype=kind)
+    out[..., :start, :] = np.nan
+    out[..., stop:, :] = np.nan
+    out[..., start:stop, :] = value
+    return out
 
 
 #: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
