@@ -170,11 +170,12 @@ def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_th
 
 
 def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
-    """:func:`_within` places a value computed on the span among blanks: the shape, type and
-    cells of ``np.where(guard, value, NaN)`` over the whole line, for numbers per variant and
-    month, one number per variant, truth values and texts; without a span (a guard per
-    variant, or one holding everywhere) it is the guard itself."""
-    from tokenfactory_xl.tfom.compiler import _cut, _span_of, _within
+    """A guarded line computed on a span (:func:`_within`) keeps the span's cells side by side
+    and, made whole when read whole (:class:`_Lines`), has the shape, type and cells of
+    ``np.where(guard, value, NaN)`` over the whole line, for numbers per variant and month,
+    one number per variant, truth values and texts; without a span (a guard per variant, or
+    one holding everywhere) it is the guard itself."""
+    from tokenfactory_xl.tfom.compiler import _cut, _Lines, _part, _span_of, _within
 
     rng = np.random.default_rng(2)
     month = np.arange(121.0)[:, None]
@@ -188,8 +189,13 @@ def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
     for whole in (rows, rng.normal(size=(7, 1, 1)), rows > 0,
                   np.where(rows > 0, "a", "b").astype(object), 2.5):
         want = np.where(guard, whole, np.asarray(np.nan, dtype=object)
-                        if np.asarray(whole).dtype == object else np.nan)
-        got = _within(guard, span, _cut(whole, span), fresh=False)
+                        if np.asarray(whole).dtype == object else np.nan)[..., 0]
+        lines = _Lines({"_inputs": {}})
+        lines.put("line", _within(guard, span, _cut(whole, span), fresh=False), 121)
+        cells = _part(lines, "line", span)  # what the lines after it read: the span's cells
+        assert cells.flags.c_contiguous and cells.shape == want[..., :61, None].shape
+        assert "line" in lines and "line" not in dict.keys(lines)  # not yet made whole
+        got = lines["line"]
         assert got.shape == want.shape and got.dtype == want.dtype
         if got.dtype == object:
             assert [x if x == x else "blank" for x in got.ravel()] \
@@ -197,3 +203,9 @@ def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
         else:
             assert np.array_equal(got.view(np.int64), want.view(np.int64))
     assert _within(guard, None, rows.copy(), fresh=True).shape == (7, 121, 1)
+    lines = _Lines({"_inputs": {}})
+    lines.put("first", _within(guard, span, rows[:, :61] * 2.0, fresh=True, skip_first=True),
+              121)
+    assert np.isnan(lines["first"][:, 0]).all() and np.isnan(lines["first"][:, 61:]).all()
+    assert np.array_equal(lines["first"][:, 1:61], rows[:, 1:61, 0] * 2.0)
+    assert lines.get("absent") is None

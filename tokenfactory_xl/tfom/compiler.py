@@ -8,6 +8,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -108,7 +109,9 @@ class PythonContext:
             return f"_s({self.v(name)})"
         if self.step:
             return self.at_step(name, "_k")
-        return self.positions(f"_c({self.v(name)})")
+        if self.cut:  # the line's cells in the span as computed, or its whole row cut
+            return f"_part(V, {self.shared.alias.get(name, name)!r}, _span)"
+        return f"_c({self.v(name)})"
 
     def at_step(self, name: str, k: str) -> str:
         """In the loop, position ``k`` of a line: a step already built, or a finished line's
@@ -332,7 +335,8 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
-        "_cut": _cut, "_span_of": _span_of, "_within": _within,
+        "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
+        "_Lines": _Lines,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
     compiled = namespace["model"]
@@ -352,6 +356,8 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
     tables = {ln.name: ln.table for ln in (*given, *lines)}
     body = ["def model(inputs, K, L):", "    V = {'_inputs': inputs}"]
     if given:
+        # lines computed on their guard's span only (:func:`_within`), whole when first read
+        body[-1] = "    V = _Lines({'_inputs': inputs})"
         body.append("    V.update(inputs['_lines'])")
     done: set[str] = set()
     shared = _Shared(enabled=share)
@@ -382,8 +388,20 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
                 whole = PythonContext(t, tables, shared=shared)
                 body.append(f"    _guard = {python(t.guard, whole)}")
                 body.append("    _span = _span_of(_guard)")
-                code = f"_within(_guard, _span, {code}, {_fresh(ln.formula)})"
-            elif t.guard is not None:
+                within = f"_within(_guard, _span, {code}, {_fresh(ln.formula)}, " \
+                    f"{ln.skip_first})"
+                body += shared.pending
+                shared.pending.clear()
+                same = by_code.setdefault((within, id(t)), ln.name) if share else ln.name
+                if same != ln.name:
+                    shared.alias[ln.name] = same
+                    body.append(f"    V[{ln.name!r}] = V[{same!r}]")
+                else:
+                    body.append(f"    V.put({ln.name!r}, {within}, {n})")
+                done.add(ln.name)
+                i += 1
+                continue
+            if t.guard is not None:
                 # an arithmetic formula's result is a new array of its own: blanked in place
                 code = f"_guarded({python(t.guard, ctx)}, {code})" \
                     if ln.first is None and _fresh(ln.formula) \
@@ -439,18 +457,77 @@ def _cut(x, span):
     return x
 
 
-def _within(guard, span, value, fresh: bool):
-    """A guarded line's values, ``IF(guard, value, "")``: with ``span``, ``value`` was computed
-    on the positions where the guard holds only (its operands cut by :func:`_cut`), and is
-    placed among blanks, the whole line's shape and type as ``np.where`` gives them.
+class _Part(NamedTuple):
+    """A line computed on the span of its table where its guard holds (:func:`_within`)."""
 
-    Each cell of a formula that works cell by cell (arithmetic, comparisons, functions of a
-    cell) is the same number whichever other cells are computed beside it; a formula reading
-    a whole row (a sum, a lookup) reads it whole, uncut. Without ``span`` (the guard differs
-    between variants, or holds everywhere), as :func:`_guarded` (``fresh``: ``value`` is a new
-    array of its own) or ``np.where``."""
+    span: tuple[int, int, int]  # (start, stop, n)
+    cells: np.ndarray  # the cells in the span, side by side: (…, stop − start, 1)
+    shape: tuple[int, ...]  # the whole line's, (…, n, 1)
+    skip_first: bool  # the first position is blank
+
+
+class _Lines(dict):
+    """The values of the lines of a pass of many variants, by name: a line computed on a span
+    (:meth:`put` of a :class:`_Part`) is made whole, blanks around its cells, when it is first
+    read whole (a sum or a lookup over its row, a shift, the caller's result); the lines after
+    it read its cells as they were computed (:func:`_part`), and most never need it whole."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.parts: dict[str, _Part] = {}
+
+    def put(self, name: str, value, n: int) -> None:
+        """Line ``name`` from :func:`_within`: its whole values, or its part in a span."""
+        if isinstance(value, _Part):
+            self.parts[name] = value
+        else:
+            self[name] = _fit(value, n)
+
+    def __missing__(self, name: str):
+        part = self.parts.get(name)
+        if part is None:
+            raise KeyError(name)
+        (start, stop, n), cells = part.span, part.cells
+        whole = np.empty(part.shape, dtype=cells.dtype)
+        whole[..., :start, :] = np.nan
+        whole[..., stop:, :] = np.nan
+        whole[..., start:stop, :] = cells
+        if part.skip_first:
+            whole[..., 0, :] = np.nan
+        value = self[name] = _fit(whole, n)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in self.parts
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+def _part(values: _Lines, name: str, span):
+    """A line of the table as an operand of a line computed on ``span``: the cells its own
+    :func:`_within` computed (side by side in memory: numpy passes over them at once), or its
+    whole row cut to the span (a line computed once for the site)."""
+    kept = values.parts.get(name) if span is not None else None
+    if kept is not None and kept.span == span:
+        return kept.cells
+    return _cut(_c(values[name]), span)
+
+
+def _within(guard, span, value, fresh: bool, skip_first: bool = False):
+    """A guarded line, ``IF(guard, value, "")`` (with ``skip_first``, its first position blank
+    too): its whole values, or with ``span`` the :class:`_Part` of it computed there.
+
+    With ``span``, ``value`` was computed on the positions where the guard holds only (its
+    operands cut to the span: :func:`_part`); made whole (:class:`_Lines`), it has the shape,
+    type and cells ``np.where`` gives. Each cell of a formula that works cell by cell
+    (arithmetic, comparisons, functions of a cell) is the same number whichever other cells
+    are computed beside it; a formula reading a whole row (a sum, a lookup) reads it whole,
+    uncut. Without ``span`` (the guard differs between variants, or holds everywhere), as
+    :func:`_guarded` (``fresh``: ``value`` is a new array of its own) or ``np.where``."""
     if span is None:
-        return _guarded(guard, value) if fresh else _where(guard, value, np.nan)
+        out = _guarded(guard, value) if fresh else _where(guard, value, np.nan)
+        return _blank_first(out, fresh=True) if skip_first else out
     start, stop, n = span
     value = np.asarray(value)
     cells = value.shape
@@ -458,11 +535,13 @@ def _within(guard, span, value, fresh: bool):
         cells = cells[:-2] + (n, cells[-1])
     shape = np.broadcast_shapes(np.shape(guard), cells)
     kind = object if value.dtype == object else np.result_type(value.dtype, np.float64)
-    out = np.empty(shape, dtype=kind)
-    out[..., :start, :] = np.nan
-    out[..., stop:, :] = np.nan
-    out[..., start:stop, :] = value
-    return out
+    part = shape[:-2] + (stop - start, shape[-1])
+    if not (fresh and type(value) is np.ndarray and value.shape == part and value.dtype == kind
+            and value.flags.c_contiguous and value.flags.owndata and value.flags.writeable):
+        value = np.array(np.broadcast_to(value, part), dtype=kind, order="C")
+    if skip_first and start == 0:
+        value[..., 0, :] = np.nan
+    return _Part(span, value, shape, skip_first)
 
 
 #: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
