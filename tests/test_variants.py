@@ -209,3 +209,33 @@ def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
     assert np.isnan(lines["first"][:, 0]).all() and np.isnan(lines["first"][:, 61:]).all()
     assert np.array_equal(lines["first"][:, 1:61], rows[:, 1:61, 0] * 2.0)
     assert lines.get("absent") is None
+
+
+def test_a_shifted_line_read_within_a_span_is_the_whole_lines_shift_cut_to_it():
+    """A line shifted by some positions (a month's predecessor), read by a line computed on a
+    span, is the whole line's shift cut to the span, bit for bit: cells shifted in from
+    outside the span or beyond the table are blank."""
+    from tokenfactory_xl.tfom.compiler import (
+        _c,
+        _cut,
+        _Lines,
+        _shift,
+        _shifted_part,
+        _span_of,
+        _within,
+    )
+
+    rng = np.random.default_rng(6)
+    month = np.arange(121.0)[:, None]
+    for guard in (month <= 60, (month >= 12) & (month <= 47)):
+        span = _span_of(guard)
+        rows = rng.normal(size=(9, 121, 1))
+        rows[rng.random(rows.shape) < 0.1] = np.nan
+        lines = _Lines({"_inputs": {}})
+        lines.put("line", _within(guard, span, _cut(rows, span) + 0.0, fresh=True), 121)
+        whole = np.asarray(lines["line"])
+        for by in (-70, -3, -1, 1, 2, 70):
+            want = _cut(_c(_shift(whole, by)), span)
+            got = _shifted_part(lines, "line", by, span)
+            assert got.shape == want.shape
+            assert np.array_equal(got.view(np.int64), np.ascontiguousarray(want).view(np.int64))

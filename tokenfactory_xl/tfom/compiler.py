@@ -162,7 +162,10 @@ def _python(e: Expr, ctx: PythonContext) -> str:
             return ctx.value(e.line)
         if ctx.step:
             return ctx.at_step(e.line, f"_k {e.shift:+d}")
-        return ctx.positions(f"_c(_shift({ctx.v(e.line)}, {e.shift}))")
+        if ctx.cut:
+            name = ctx.shared.alias.get(e.line, e.line)
+            return f"_shifted_part(V, {name!r}, {e.shift}, _span)"
+        return f"_c(_shift({ctx.v(e.line)}, {e.shift}))"
     if isinstance(e, At):
         return f"_s({ctx.v(e.line)}[..., {e.index}])"
     if isinstance(e, Each):
@@ -336,7 +339,7 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
         "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
-        "_Lines": _Lines,
+        "_Lines": _Lines, "_shifted_part": _shifted_part,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
     compiled = namespace["model"]
@@ -512,6 +515,28 @@ def _part(values: _Lines, name: str, span):
     if kept is not None and kept.span == span:
         return kept.cells
     return _cut(_c(values[name]), span)
+
+
+def _shifted_part(values: _Lines, name: str, by: int, span):
+    """:func:`_shift` of a line by ``by`` positions as an operand cut to ``span``: from the
+    cells its :func:`_within` computed where it has them in the same span (its cells outside
+    the span are blank, as are those shifted in from beyond the table), else from its whole
+    row."""
+    kept = values.parts.get(name) if span is not None else None
+    if kept is None or kept.span != span or kept.cells.dtype != np.float64:
+        return _cut(_c(_shift(values[name], by)), span)
+    cells = kept.cells
+    size = cells.shape[-2]
+    out = np.empty(cells.shape)
+    if abs(by) >= size:
+        out[...] = np.nan
+    elif by < 0:  # each cell sees the one ``-by`` before it
+        out[..., :-by, :] = np.nan
+        out[..., -by:, :] = cells[..., :size + by, :]
+    else:
+        out[..., size - by:, :] = np.nan
+        out[..., :size - by, :] = cells[..., by:, :]
+    return out
 
 
 def _within(guard, span, value, fresh: bool, skip_first: bool = False):
