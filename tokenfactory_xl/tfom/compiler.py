@@ -391,7 +391,7 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
                 whole = PythonContext(t, tables, shared=shared)
                 body.append(f"    _guard = {python(t.guard, whole)}")
                 body.append("    _span = _span_of(_guard)")
-                within = f"_within(_guard, _span, {code}, {_fresh(ln.formula)}, " \
+                within = f"_within(_guard, _span, {code}, {_new_array(ln.formula)}, " \
                     f"{ln.skip_first})"
                 body += shared.pending
                 shared.pending.clear()
@@ -620,6 +620,14 @@ def _fresh(e: Expr) -> bool:
     """Whether ``e``'s Python rendering gives a value no other line or variable holds: an
     arithmetic operator's result (never a shared power, a line's values or a function's)."""
     return isinstance(e, Op) and e.op in _ARITHMETIC
+
+
+def _new_array(e: Expr) -> bool:
+    """Whether ``e``'s Python rendering in a line computed on a span (:func:`_within`) is a new
+    array no other line or variable holds: :func:`_fresh`'s arithmetic, ``IF`` (``np.where``
+    or :func:`_where_by_runs`) and a power (such a line shares none, :func:`_shares_a_power`)."""
+    return _fresh(e) or (isinstance(e, Fn) and e.name == "IF") \
+        or (isinstance(e, Op) and e.op == "^")
 
 
 def _guarded(guard, value):
