@@ -239,3 +239,26 @@ def test_a_shifted_line_read_within_a_span_is_the_whole_lines_shift_cut_to_it():
             got = _shifted_part(lines, "line", by, span)
             assert got.shape == want.shape
             assert np.array_equal(got.view(np.int64), np.ascontiguousarray(want).view(np.int64))
+
+
+def test_the_sum_of_a_line_computed_on_a_span_is_the_whole_rows_sum_to_the_bit():
+    """SUM of a line computed on a span (the discounted cash flows summed into the NPV) is
+    taken from its cells, blanks as 0, and is the whole row's SUM bit for bit: blank cells,
+    signed zeros, a first month left blank, spans from the first month or later."""
+    from tokenfactory_xl.tfom.compiler import _cut, _Lines, _r, _span_of, _sum_line, _within
+    from tokenfactory_xl.tfom.runtime import _sum
+
+    rng = np.random.default_rng(12)
+    month = np.arange(121.0)[:, None]
+    for guard, skip_first in ((month <= 60, True), ((month >= 12) & (month <= 47), False)):
+        span = _span_of(guard)
+        rows = rng.normal(0, 1e6, (300, 121, 1)) * 10.0 ** rng.integers(-8, 8, (300, 121, 1))
+        rows[rng.random(rows.shape) < 0.05] = np.nan
+        rows[rng.random(rows.shape) < 0.05] = -0.0
+        lines = _Lines({"_inputs": {}})
+        lines.put("line", _within(guard, span, _cut(rows, span) * 1.0, fresh=True,
+                                  skip_first=skip_first), 121)
+        got = _sum_line(lines, "line")
+        want = _sum(_r(lines["line"]))
+        assert got.shape == want.shape == (300, 1, 1) and type(got) is type(want)
+        assert np.array_equal(np.asarray(got).view(np.int64), np.asarray(want).view(np.int64))

@@ -65,6 +65,7 @@ class _Shared:
     the same operands: the same values, to the last bit."""
 
     enabled: bool = True
+    parts: bool = False  # lines may be computed on a span (:class:`_Lines`): many variants
     alias: dict[str, str] = field(default_factory=dict)
     powers: dict[str, str] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
@@ -212,6 +213,9 @@ def _python(e: Expr, ctx: PythonContext) -> str:
 
         shape = tree(e.args[0])
         return f"_sumproduct_tree({shape!r}, {', '.join(factors)})"
+    if e.name == "SUM" and len(e.args) == 1 and isinstance(e.args[0], Row) \
+            and ctx.shared.parts and not ctx.step:
+        return f"_sum_line(V, {ctx.shared.alias.get(e.args[0].line, e.args[0].line)!r})"
     args = [python(a, ctx) for a in e.args]
     if e.name in _AGGREGATES:
         return f"_{e.name.lower()}({', '.join(args)})"
@@ -339,7 +343,7 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
         "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
-        "_Lines": _Lines, "_shifted_part": _shifted_part,
+        "_Lines": _Lines, "_shifted_part": _shifted_part, "_sum_line": _sum_line,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
     compiled = namespace["model"]
@@ -363,7 +367,7 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
         body[-1] = "    V = _Lines({'_inputs': inputs})"
         body.append("    V.update(inputs['_lines'])")
     done: set[str] = set()
-    shared = _Shared(enabled=share)
+    shared = _Shared(enabled=share, parts=bool(given))
     by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
     i = 0
     while i < len(lines):
@@ -515,6 +519,21 @@ def _part(values: _Lines, name: str, span):
     if kept is not None and kept.span == span:
         return kept.cells
     return _cut(_c(values[name]), span)
+
+
+def _sum_line(values: _Lines, name: str):
+    """``SUM`` of a line's whole row, as :func:`~.runtime._sum` of it; of a line computed on a
+    span, from its cells, without making it whole: numpy's ``nansum`` adds the row with its
+    blanks as +0, and this is that row (+0 outside the span, a blank cell +0), summed alike."""
+    part = values.parts.get(name)
+    if part is None or part.cells.dtype != np.float64:
+        return _sum(_r(values[name]))
+    start, stop, n = part.span
+    row = np.zeros(part.shape[:-2] + (1, n))
+    cells = row[..., 0, start:stop]
+    cells[...] = part.cells[..., 0]
+    np.copyto(cells, 0.0, where=cells != cells)
+    return 0.0 + row.sum(axis=-1, keepdims=True)
 
 
 def _shifted_part(values: _Lines, name: str, by: int, span):
