@@ -362,14 +362,22 @@ def _sumif(criteria_row, criterion, sum_row):
         # criterion's cells summed as below, to the last bit, without the (variants ×
         # criteria × cells) table of picked cells
         given = np.where(values != values, 0.0, values)[..., 0, :]
-        sums = [np.broadcast_to(_row_sum([given[..., i] if row[i] else None
-                                          for i in range(len(row))]), given.shape[:-1])
+        sums = [np.broadcast_to(_row_sum(_picked_columns(given, row)), given.shape[:-1])
                 for row in hit]
         return np.stack(sums, axis=-1)[..., None]
     # _sum_row's nansum of np.where(hit, sum_row, 0), its blanks left out before the cells are
     # picked (the row is a criterion's count of times smaller): the same numbers, summed alike
     picked = np.ascontiguousarray(np.where(hit & ~np.isnan(values), values, 0.0))
     return picked.sum(axis=-1, keepdims=True)
+
+
+def _picked_columns(given: np.ndarray, row: np.ndarray) -> list:
+    """The columns of ``given`` (…, n) where ``row`` (n,) holds, ``None`` elsewhere (a column
+    of zeros to :func:`_row_sum`)."""
+    columns: list = [None] * len(row)
+    for i in np.flatnonzero(row).tolist():
+        columns[i] = given[..., i]
+    return columns
 
 
 def _countif(row, criterion):
