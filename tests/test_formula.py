@@ -167,6 +167,23 @@ def test_a_sumif_over_many_draws_sums_each_criterion_alone_to_the_same_bits():
     _sumif_as_nansum(index, np.arange(1.0, 12.0)[:, None], values, (500, 11, 1))
 
 
+@pytest.mark.parametrize("months", [60, 121, 241, 300])
+def test_a_sumif_over_many_draws_sums_each_criterion_to_the_same_bits_at_any_length(months):
+    """Each criterion's cells summed in numpy's order (eight running sums joined as a tree; a
+    row above 128 cells halved first): the bits of the nansum over the whole table of picked
+    cells, for fiscal years, a criterion no cell meets, one met by scattered cells, and zeros
+    of both signs."""
+    rng = np.random.default_rng(months)
+    index = np.concatenate([[0.0], np.repeat(np.arange(1.0, 30.0), 12)])[None, :months]
+    index[0, 5::7] = 40.0  # a criterion met by cells scattered along the row
+    values = rng.normal(0, 1e6, (500, 1, months)) * 10.0 ** rng.integers(-6, 6, (500, 1, months))
+    values[:, :, months * 3 // 4:] = np.nan
+    values[rng.random(values.shape) < 0.05] = -0.0
+    values[3, 0, :] = -0.0
+    years = np.concatenate([np.arange(1.0, months / 12 + 2), [40.0, 99.0]])[:, None]
+    _sumif_as_nansum(index, years, values, (500, len(years), 1))
+
+
 def _product(tree, factors):
     if isinstance(tree, int):
         return factors[tree]
@@ -190,7 +207,8 @@ def test_a_row_summed_column_by_column_is_numpys_sum(width):
 def test_a_sumproduct_of_many_draws_column_by_column_is_the_whole_products_sum():
     """SUMPRODUCT(row × row × mask) over 300 variants, by columns with empty ones left out, is
     the whole product's SUMPRODUCT bit for bit: a cohort row per variant, blanks, masks of
-    months, a column factor and a factor of two columns of zeros."""
+    months, a column factor and a factor of two columns of zeros, a row times masks alone,
+    products that overflow."""
     from tokenfactory_xl.tfom.runtime import _sumproduct, _sumproduct_tree
 
     rng = np.random.default_rng(11)
@@ -203,13 +221,22 @@ def test_a_sumproduct_of_many_draws_column_by_column_is_the_whole_products_sum()
     month = np.arange(121.0)[:, None]
     in_service = (online <= month) * (online + 36 > month)  # bools: (121, 8)
     scale = rng.random((121, 1))
+    with np.errstate(over="ignore"):
+        huge = cost * 1e300
     for tree, factors in (
         (((0, 1), 2), (cost, bought, in_service)),
         ((0, (1, 2)), (cost, in_service, scale)),
         (((0, 1), (2, 3)), (cost, bought, in_service, 0.25)),
+        # one row of numbers times masks alone (a cohort's depreciation in the months it runs):
+        # the masks joined first; a negative number times a mask that fails is -0
+        (((0, (1, 2)), 3), (-cost, online <= month, online + 36 > month, month < 100)),
+        # so large that the product may overflow: infinity times a failed mask is a blank
+        (((0, 1), 2), (huge, 1e10 * bought, in_service)),
+        (((0, 1), 2), (np.where(cost > 5e7, np.inf, cost), in_service, month > 3)),
     ):
-        want = _sumproduct(_product(tree, factors))
-        got = _sumproduct_tree(tree, *factors)
+        with np.errstate(all="ignore"):  # as the compiled model runs
+            want = _sumproduct(_product(tree, factors))
+            got = _sumproduct_tree(tree, *factors)
         assert got.shape == want.shape == (300, 121, 1)
         assert _bits(got) == _bits(want), tree
 
@@ -455,3 +482,30 @@ def test_a_guarded_line_never_writes_into_the_line_it_reads():
     assert np.array_equal(out["t_src"], [2.0, 4.0, 6.0, 8.0, 10.0])
     assert np.array_equal(out["t_copy"], [2.0, 4.0, 6.0, np.nan, np.nan], equal_nan=True)
     assert np.array_equal(out["t_double"], [4.0, 8.0, 12.0, np.nan, np.nan], equal_nan=True)
+
+
+def test_if_over_many_variants_with_a_shared_condition_is_np_where_bit_for_bit():
+    """IF(condition, a, b) where every variant shares the condition (a month mask: inside the
+    horizon, the first month, a span) is filled run by run of the mask: the same cells, shape
+    and type as ``np.where``, with numbers, blanks and signed zeros on either side."""
+    from tokenfactory_xl.tfom.runtime import _shared_runs, _where
+
+    rng = np.random.default_rng(37)
+    month = np.arange(121)[:, None]
+    row = rng.normal(size=(500, 121, 1))
+    row[rng.random(row.shape) < 0.1] = -0.0
+    row[rng.random(row.shape) < 0.1] = np.nan
+    sides = [0.0, np.nan, np.float64(-2.5), row, rng.normal(size=(500, 1, 1)),
+             rng.normal(size=(121, 1))]
+    masks = [month <= 60, month == 0, (month >= 13) & (month <= 48), month <= 130,
+             (month <= 60)[None]]
+    by_runs = 0
+    for condition in masks:
+        for a in sides:
+            for b in sides:
+                want = np.where(condition, a, b)
+                by_runs += _shared_runs(condition, a, b) is not None
+                got = _where(condition, a, b)
+                assert got.shape == want.shape and got.dtype == want.dtype
+                assert _bits(got) == _bits(want)
+    assert by_runs > 50  # most of them are filled by runs (not two scalars, nor a small row)

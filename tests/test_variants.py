@@ -130,3 +130,135 @@ def test_the_risk_sheets_figures_from_a_whole_run_are_the_same():
         assert risk.tornado(inputs) == risk.tornado(inputs, whole=whole)
         assert solve(inputs, "tef_target", "npv=0") == solve(inputs, "tef_target", "npv=0",
                                                               whole)
+
+
+def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_the_bit():
+    """The variants' guarded lines are computed on the months inside the horizon only (one
+    run of months every variant shares) and placed among blanks: every line the NPV and the
+    cash flow need, for every variant of the risk's drivers, is the whole model's value to the
+    last bit, at horizons of 24 to 120 months, with market demand (a power of the month) on
+    and off."""
+    from tokenfactory_xl.tfom import risk
+
+    constants = _formula_constants()
+    for inputs in _random_sites(9, 4) + [make_inputs({"horizon_months": 24})]:
+        base = formula_inputs(inputs)
+        index, key = risk._scenario_key(inputs)
+        model = variant_model(risk._targets(key, True), risk._moved(risk.RISK_DRIVERS))
+        assert "_within(_guard, _span" in model._moving.__source__
+        draws = risk.draw(inputs, 30, seed=inputs["horizon_months"])
+        given = dict(base)
+        for name, v in draws.items():
+            if isinstance(base[name], tuple):  # per scenario: the live scenario's column
+                row = np.tile(np.asarray(base[name], dtype=float), (len(v), 1))
+                row[:, index] = v
+                given[name] = row.view(_RowArray)
+            else:
+                given[name] = v
+        own = np.asarray(base["fleet_capex_per_gpu"], dtype=float)
+        given["fleet_capex_per_gpu"] = (own[None, :] * (draws["capex_per_gpu"]
+                                        / base["capex_per_gpu"])[:, None]).view(_RowArray)
+        got = model(given, model.site_values(base, constants, LISTS), constants, LISTS)
+        lines = needed(LINES, list(risk._targets(key, True)))
+        whole = compile_lines(lines)(given, constants, LISTS)
+        moving = [ln.name for ln in split(lines, risk._moved(risk.RISK_DRIVERS))[1]]
+        assert len(moving) > 20
+        for name in moving:
+            a, b = np.asarray(got[name], dtype=float), np.asarray(whole[name], dtype=float)
+            assert a.shape == b.shape, name
+            assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
+
+
+def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
+    """A guarded line computed on a span (:func:`_within`) keeps the span's cells side by side
+    and, made whole when read whole (:class:`_Lines`), has the shape, type and cells of
+    ``np.where(guard, value, NaN)`` over the whole line, for numbers per variant and month,
+    one number per variant, truth values and texts; without a span (a guard per variant, or
+    one holding everywhere) it is the guard itself."""
+    from tokenfactory_xl.tfom.compiler import _cut, _Lines, _part, _span_of, _within
+
+    rng = np.random.default_rng(2)
+    month = np.arange(121.0)[:, None]
+    guard = month <= 60
+    span = _span_of(guard)
+    assert span == (0, 61, 121)
+    assert _span_of(month <= 200) is None and _span_of((month <= 3) | (month > 100)) is None
+    assert _span_of(rng.random((5, 121, 1)) < 0.5) is None
+    assert _span_of((month >= 12) & (month <= 47)) == (12, 48, 121)
+    rows = rng.normal(size=(7, 121, 1))
+    for whole in (rows, rng.normal(size=(7, 1, 1)), rows > 0,
+                  np.where(rows > 0, "a", "b").astype(object), 2.5):
+        want = np.where(guard, whole, np.asarray(np.nan, dtype=object)
+                        if np.asarray(whole).dtype == object else np.nan)[..., 0]
+        lines = _Lines({"_inputs": {}})
+        lines.put("line", _within(guard, span, _cut(whole, span), fresh=False), 121)
+        cells = _part(lines, "line", span)  # what the lines after it read: the span's cells
+        assert cells.flags.c_contiguous and cells.shape == want[..., :61, None].shape
+        assert "line" in lines and "line" not in dict.keys(lines)  # not yet made whole
+        got = lines["line"]
+        assert got.shape == want.shape and got.dtype == want.dtype
+        if got.dtype == object:
+            assert [x if x == x else "blank" for x in got.ravel()] \
+                == [x if x == x else "blank" for x in want.ravel()]
+        else:
+            assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    assert _within(guard, None, rows.copy(), fresh=True).shape == (7, 121, 1)
+    lines = _Lines({"_inputs": {}})
+    lines.put("first", _within(guard, span, rows[:, :61] * 2.0, fresh=True, skip_first=True),
+              121)
+    assert np.isnan(lines["first"][:, 0]).all() and np.isnan(lines["first"][:, 61:]).all()
+    assert np.array_equal(lines["first"][:, 1:61], rows[:, 1:61, 0] * 2.0)
+    assert lines.get("absent") is None
+
+
+def test_a_shifted_line_read_within_a_span_is_the_whole_lines_shift_cut_to_it():
+    """A line shifted by some positions (a month's predecessor), read by a line computed on a
+    span, is the whole line's shift cut to the span, bit for bit: cells shifted in from
+    outside the span or beyond the table are blank."""
+    from tokenfactory_xl.tfom.compiler import (
+        _c,
+        _cut,
+        _Lines,
+        _shift,
+        _shifted_part,
+        _span_of,
+        _within,
+    )
+
+    rng = np.random.default_rng(6)
+    month = np.arange(121.0)[:, None]
+    for guard in (month <= 60, (month >= 12) & (month <= 47)):
+        span = _span_of(guard)
+        rows = rng.normal(size=(9, 121, 1))
+        rows[rng.random(rows.shape) < 0.1] = np.nan
+        lines = _Lines({"_inputs": {}})
+        lines.put("line", _within(guard, span, _cut(rows, span) + 0.0, fresh=True), 121)
+        whole = np.asarray(lines["line"])
+        for by in (-70, -3, -1, 1, 2, 70):
+            want = _cut(_c(_shift(whole, by)), span)
+            got = _shifted_part(lines, "line", by, span)
+            assert got.shape == want.shape
+            assert np.array_equal(got.view(np.int64), np.ascontiguousarray(want).view(np.int64))
+
+
+def test_the_sum_of_a_line_computed_on_a_span_is_the_whole_rows_sum_to_the_bit():
+    """SUM of a line computed on a span (the discounted cash flows summed into the NPV) is
+    taken from its cells, blanks as 0, and is the whole row's SUM bit for bit: blank cells,
+    signed zeros, a first month left blank, spans from the first month or later."""
+    from tokenfactory_xl.tfom.compiler import _cut, _Lines, _r, _span_of, _sum_line, _within
+    from tokenfactory_xl.tfom.runtime import _sum
+
+    rng = np.random.default_rng(12)
+    month = np.arange(121.0)[:, None]
+    for guard, skip_first in ((month <= 60, True), ((month >= 12) & (month <= 47), False)):
+        span = _span_of(guard)
+        rows = rng.normal(0, 1e6, (300, 121, 1)) * 10.0 ** rng.integers(-8, 8, (300, 121, 1))
+        rows[rng.random(rows.shape) < 0.05] = np.nan
+        rows[rng.random(rows.shape) < 0.05] = -0.0
+        lines = _Lines({"_inputs": {}})
+        lines.put("line", _within(guard, span, _cut(rows, span) * 1.0, fresh=True,
+                                  skip_first=skip_first), 121)
+        got = _sum_line(lines, "line")
+        want = _sum(_r(lines["line"]))
+        assert got.shape == want.shape == (300, 1, 1) and type(got) is type(want)
+        assert np.array_equal(np.asarray(got).view(np.int64), np.asarray(want).view(np.int64))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -64,6 +65,7 @@ class _Shared:
     the same operands: the same values, to the last bit."""
 
     enabled: bool = True
+    parts: bool = False  # lines may be computed on a span (:class:`_Lines`): many variants
     alias: dict[str, str] = field(default_factory=dict)
     powers: dict[str, str] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
@@ -82,13 +84,21 @@ class PythonContext:
     """How a line's references read in the generated Python (one table, or scalars)."""
 
     def __init__(self, table: Table | None, tables: dict[str, Table], step: bool = False,
-                 building: frozenset[str] = frozenset(), shared: _Shared | None = None):
+                 building: frozenset[str] = frozenset(), shared: _Shared | None = None,
+                 cut: bool = False):
         self.table = table
         self.tables = tables  # line name -> its table (absent: a scalar)
         self.step = step  # inside the loop of a recurrent table: position ``_k``
         self.building = building  # in the loop: the lines it builds, a list of steps each
         self.hoisted: dict[str, str] = {}  # code computed once before the loop -> its name
         self.shared = shared if shared is not None else _Shared()
+        # the table's positions as operands: cut to the span where its guard holds (``_span``,
+        # see :func:`_within`), or whole
+        self.cut = cut
+
+    def positions(self, code: str) -> str:
+        """An operand along the table's positions, (…, n, 1): cut to ``_span`` where it is."""
+        return f"_cut({code}, _span)" if self.cut else code
 
     def v(self, name: str) -> str:
         """A line's values: ``V['name']``, or those of the earlier line of the same code."""
@@ -100,6 +110,8 @@ class PythonContext:
             return f"_s({self.v(name)})"
         if self.step:
             return self.at_step(name, "_k")
+        if self.cut:  # the line's cells in the span as computed, or its whole row cut
+            return f"_part(V, {self.shared.alias.get(name, name)!r}, _span)"
         return f"_c({self.v(name)})"
 
     def at_step(self, name: str, k: str) -> str:
@@ -151,6 +163,9 @@ def _python(e: Expr, ctx: PythonContext) -> str:
             return ctx.value(e.line)
         if ctx.step:
             return ctx.at_step(e.line, f"_k {e.shift:+d}")
+        if ctx.cut:
+            name = ctx.shared.alias.get(e.line, e.line)
+            return f"_shifted_part(V, {name!r}, {e.shift}, _span)"
         return f"_c(_shift({ctx.v(e.line)}, {e.shift}))"
     if isinstance(e, At):
         return f"_s({ctx.v(e.line)}[..., {e.index}])"
@@ -160,11 +175,11 @@ def _python(e: Expr, ctx: PythonContext) -> str:
     if isinstance(e, Row):
         return f"_r({ctx.v(e.line)})"
     if isinstance(e, Position):
-        return "_f64(_k + 1)" if ctx.step else "_position(V['_n'])"
+        return "_f64(_k + 1)" if ctx.step else ctx.positions("_position(V['_n'])")
     if isinstance(e, RunningMax):  # MAX leaves blanks out; of blanks alone it is 0
-        return f"_c(_running_max({ctx.v(e.line)}))"
+        return ctx.positions(f"_c(_running_max({ctx.v(e.line)}))")
     if isinstance(e, RunningSum):
-        return f"_c(np.nancumsum({ctx.v(e.line)}, axis=-1))"
+        return ctx.positions(f"_c(np.nancumsum({ctx.v(e.line)}, axis=-1))")
     if isinstance(e, Op):
         if e.op == "neg":
             return f"(-{python(e.args[0], ctx)})"
@@ -198,6 +213,9 @@ def _python(e: Expr, ctx: PythonContext) -> str:
 
         shape = tree(e.args[0])
         return f"_sumproduct_tree({shape!r}, {', '.join(factors)})"
+    if e.name == "SUM" and len(e.args) == 1 and isinstance(e.args[0], Row) \
+            and ctx.shared.parts and not ctx.step:
+        return f"_sum_line(V, {ctx.shared.alias.get(e.args[0].line, e.args[0].line)!r})"
     args = [python(a, ctx) for a in e.args]
     if e.name in _AGGREGATES:
         return f"_{e.name.lower()}({', '.join(args)})"
@@ -324,6 +342,8 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_columns": _columns, "_step": _step, "_stack": _stack, "_f64": np.float64,
         "_pick": _pick, "_blank_table": _blank_table, "_guarded_rows": _guarded_rows,
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
+        "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
+        "_Lines": _Lines, "_shifted_part": _shifted_part, "_sum_line": _sum_line,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
     compiled = namespace["model"]
@@ -343,9 +363,11 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
     tables = {ln.name: ln.table for ln in (*given, *lines)}
     body = ["def model(inputs, K, L):", "    V = {'_inputs': inputs}"]
     if given:
+        # lines computed on their guard's span only (:func:`_within`), whole when first read
+        body[-1] = "    V = _Lines({'_inputs': inputs})"
         body.append("    V.update(inputs['_lines'])")
     done: set[str] = set()
-    shared = _Shared(enabled=share)
+    shared = _Shared(enabled=share, parts=bool(given))
     by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
     i = 0
     while i < len(lines):
@@ -357,13 +379,35 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
             done.update(x.name for x in group)
             i += len(group)
             continue
-        ctx = PythonContext(t, tables, shared=shared)
+        # many variants (``given``): a guarded line computed on the positions where its guard
+        # holds, when every variant shares them (:func:`_within`)
+        cut = bool(given) and t is not None and t.guard is not None and ln.first is None \
+            and not _shares_a_power(ln, tables)
+        ctx = PythonContext(t, tables, shared=shared, cut=cut)
         n = None if t is None else t.length
         code = python(ln.formula, ctx)
         if t is not None:
             body.append(f"    V['_n'] = {n}")
             if ln.first is not None:
                 code = f"_first({python(ln.first, ctx)}, {code})"
+            if cut:
+                assert t.guard is not None
+                whole = PythonContext(t, tables, shared=shared)
+                body.append(f"    _guard = {python(t.guard, whole)}")
+                body.append("    _span = _span_of(_guard)")
+                within = f"_within(_guard, _span, {code}, {_new_array(ln.formula)}, " \
+                    f"{ln.skip_first})"
+                body += shared.pending
+                shared.pending.clear()
+                same = by_code.setdefault((within, id(t)), ln.name) if share else ln.name
+                if same != ln.name:
+                    shared.alias[ln.name] = same
+                    body.append(f"    V[{ln.name!r}] = V[{same!r}]")
+                else:
+                    body.append(f"    V.put({ln.name!r}, {within}, {n})")
+                done.add(ln.name)
+                i += 1
+                continue
             if t.guard is not None:
                 # an arithmetic formula's result is a new array of its own: blanked in place
                 code = f"_guarded({python(t.guard, ctx)}, {code})" \
@@ -386,6 +430,162 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
         i += 1
     body.append("    return V")
     return "\n".join(body) + "\n"
+
+
+def _shares_a_power(ln: Line, tables: dict[str, Table | None]) -> bool:
+    """Whether ``ln``'s formula holds a power over a whole row that :class:`_Shared` computes
+    once for every line that needs it (the IRR search's table of discount factors)."""
+    probe = _Shared()
+    python(ln.formula, PythonContext(ln.table, tables, shared=probe))
+    return bool(probe.powers)
+
+
+def _span_of(guard):
+    """For a table's guard that every variant shares ((…, n, 1), every leading axis 1), holding
+    on one run of at least two positions but not on all (the months up to the horizon): that
+    run and the table's length, (start, stop, n); otherwise ``None``."""
+    if not (type(guard) is np.ndarray and guard.dtype == np.bool_ and guard.ndim >= 2
+            and guard.shape[-1] == 1 and guard.size == guard.shape[-2]):
+        return None
+    held = np.flatnonzero(guard.reshape(-1))
+    if held.size < 2 or held.size == guard.size or held[-1] - held[0] + 1 != held.size:
+        return None
+    return int(held[0]), int(held[-1]) + 1, guard.size
+
+
+def _cut(x, span):
+    """An operand along the table's positions, (…, n, 1), cut to ``span`` (:func:`_span_of`);
+    an operand the same at every position ((…, 1, 1)) as it is."""
+    if span is None:
+        return x
+    start, stop, n = span
+    if np.ndim(x) >= 2 and np.shape(x)[-2] == n:
+        return x[..., start:stop, :]
+    return x
+
+
+class _Part(NamedTuple):
+    """A line computed on the span of its table where its guard holds (:func:`_within`)."""
+
+    span: tuple[int, int, int]  # (start, stop, n)
+    cells: np.ndarray  # the cells in the span, side by side: (…, stop − start, 1)
+    shape: tuple[int, ...]  # the whole line's, (…, n, 1)
+    skip_first: bool  # the first position is blank
+
+
+class _Lines(dict):
+    """The values of the lines of a pass of many variants, by name: a line computed on a span
+    (:meth:`put` of a :class:`_Part`) is made whole, blanks around its cells, when it is first
+    read whole (a sum or a lookup over its row, a shift, the caller's result); the lines after
+    it read its cells as they were computed (:func:`_part`), and most never need it whole."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.parts: dict[str, _Part] = {}
+
+    def put(self, name: str, value, n: int) -> None:
+        """Line ``name`` from :func:`_within`: its whole values, or its part in a span."""
+        if isinstance(value, _Part):
+            self.parts[name] = value
+        else:
+            self[name] = _fit(value, n)
+
+    def __missing__(self, name: str):
+        part = self.parts.get(name)
+        if part is None:
+            raise KeyError(name)
+        (start, stop, n), cells = part.span, part.cells
+        whole = np.empty(part.shape, dtype=cells.dtype)
+        whole[..., :start, :] = np.nan
+        whole[..., stop:, :] = np.nan
+        whole[..., start:stop, :] = cells
+        if part.skip_first:
+            whole[..., 0, :] = np.nan
+        value = self[name] = _fit(whole, n)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in self.parts
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+def _part(values: _Lines, name: str, span):
+    """A line of the table as an operand of a line computed on ``span``: the cells its own
+    :func:`_within` computed (side by side in memory: numpy passes over them at once), or its
+    whole row cut to the span (a line computed once for the site)."""
+    kept = values.parts.get(name) if span is not None else None
+    if kept is not None and kept.span == span:
+        return kept.cells
+    return _cut(_c(values[name]), span)
+
+
+def _sum_line(values: _Lines, name: str):
+    """``SUM`` of a line's whole row, as :func:`~.runtime._sum` of it; of a line computed on a
+    span, from its cells, without making it whole: numpy's ``nansum`` adds the row with its
+    blanks as +0, and this is that row (+0 outside the span, a blank cell +0), summed alike."""
+    part = values.parts.get(name)
+    if part is None or part.cells.dtype != np.float64:
+        return _sum(_r(values[name]))
+    start, stop, n = part.span
+    row = np.zeros(part.shape[:-2] + (1, n))
+    cells = row[..., 0, start:stop]
+    cells[...] = part.cells[..., 0]
+    np.copyto(cells, 0.0, where=cells != cells)
+    return 0.0 + row.sum(axis=-1, keepdims=True)
+
+
+def _shifted_part(values: _Lines, name: str, by: int, span):
+    """:func:`_shift` of a line by ``by`` positions as an operand cut to ``span``: from the
+    cells its :func:`_within` computed where it has them in the same span (its cells outside
+    the span are blank, as are those shifted in from beyond the table), else from its whole
+    row."""
+    kept = values.parts.get(name) if span is not None else None
+    if kept is None or kept.span != span or kept.cells.dtype != np.float64:
+        return _cut(_c(_shift(values[name], by)), span)
+    cells = kept.cells
+    size = cells.shape[-2]
+    out = np.empty(cells.shape)
+    if abs(by) >= size:
+        out[...] = np.nan
+    elif by < 0:  # each cell sees the one ``-by`` before it
+        out[..., :-by, :] = np.nan
+        out[..., -by:, :] = cells[..., :size + by, :]
+    else:
+        out[..., size - by:, :] = np.nan
+        out[..., :size - by, :] = cells[..., by:, :]
+    return out
+
+
+def _within(guard, span, value, fresh: bool, skip_first: bool = False):
+    """A guarded line, ``IF(guard, value, "")`` (with ``skip_first``, its first position blank
+    too): its whole values, or with ``span`` the :class:`_Part` of it computed there.
+
+    With ``span``, ``value`` was computed on the positions where the guard holds only (its
+    operands cut to the span: :func:`_part`); made whole (:class:`_Lines`), it has the shape,
+    type and cells ``np.where`` gives. Each cell of a formula that works cell by cell
+    (arithmetic, comparisons, functions of a cell) is the same number whichever other cells
+    are computed beside it; a formula reading a whole row (a sum, a lookup) reads it whole,
+    uncut. Without ``span`` (the guard differs between variants, or holds everywhere), as
+    :func:`_guarded` (``fresh``: ``value`` is a new array of its own) or ``np.where``."""
+    if span is None:
+        out = _guarded(guard, value) if fresh else _where(guard, value, np.nan)
+        return _blank_first(out, fresh=True) if skip_first else out
+    start, stop, n = span
+    value = np.asarray(value)
+    cells = value.shape
+    if value.ndim >= 2 and cells[-2] == stop - start:
+        cells = cells[:-2] + (n, cells[-1])
+    shape = np.broadcast_shapes(np.shape(guard), cells)
+    kind = object if value.dtype == object else np.result_type(value.dtype, np.float64)
+    part = shape[:-2] + (stop - start, shape[-1])
+    if not (fresh and type(value) is np.ndarray and value.shape == part and value.dtype == kind
+            and value.flags.c_contiguous and value.flags.owndata and value.flags.writeable):
+        value = np.array(np.broadcast_to(value, part), dtype=kind, order="C")
+    if skip_first and start == 0:
+        value[..., 0, :] = np.nan
+    return _Part(span, value, shape, skip_first)
 
 
 #: Where a text input may hold a different text for each site of one pass (:func:`texts_per_site`):
@@ -439,6 +639,14 @@ def _fresh(e: Expr) -> bool:
     """Whether ``e``'s Python rendering gives a value no other line or variable holds: an
     arithmetic operator's result (never a shared power, a line's values or a function's)."""
     return isinstance(e, Op) and e.op in _ARITHMETIC
+
+
+def _new_array(e: Expr) -> bool:
+    """Whether ``e``'s Python rendering in a line computed on a span (:func:`_within`) is a new
+    array no other line or variable holds: :func:`_fresh`'s arithmetic, ``IF`` (``np.where``
+    or :func:`_where_by_runs`) and a power (such a line shares none, :func:`_shares_a_power`)."""
+    return _fresh(e) or (isinstance(e, Fn) and e.name == "IF") \
+        or (isinstance(e, Op) and e.op == "^")
 
 
 def _guarded(guard, value):

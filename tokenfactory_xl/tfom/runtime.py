@@ -7,6 +7,8 @@ leading axis of variants. :data:`FUNCTIONS` is the table the compiled model call
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import itertools
 import math
 from collections.abc import Callable
 
@@ -30,7 +32,53 @@ def _where(c, a, b):
         return a if c else b
     if isinstance(a, str) or isinstance(b, str):
         return np.where(c, np.asarray(a, dtype=object), np.asarray(b, dtype=object))
+    runs = _shared_runs(c, a, b)
+    if runs is not None:
+        return _where_by_runs(runs, a, b)
     return np.where(c, a, b)
+
+
+#: From this many cells in ``IF``'s result, a condition that every variant shares is applied
+#: by slices (:func:`_where_by_runs`); one site's rows are faster through ``np.where``.
+_BY_RUNS_FROM = 4096
+
+
+def _shared_runs(c, a, b) -> tuple[tuple[int, ...], tuple[tuple[int, int, bool], ...]] | None:
+    """For ``IF(c, a, b)`` over many variants' rows with a condition the variants share (one
+    mask of positions, (…, n, 1) with every leading axis 1: a month inside the horizon, the
+    first month) and numbers on both sides: the result's shape and the runs of positions where
+    ``c`` holds or not, as (start, stop, holds); ``None`` where ``np.where`` is the way (a
+    condition per variant, texts, truth values, a small result, a mask of many runs)."""
+    if not (type(c) is np.ndarray and c.dtype == np.bool_ and c.ndim >= 2 and c.shape[-1] == 1
+            and c.size == c.shape[-2] and c.size > 1):
+        return None
+    shapes = []
+    for x in (a, b):
+        if type(x) is np.ndarray and x.dtype == np.float64:
+            shapes.append(x.shape)
+        elif not isinstance(x, float):  # a Python float or a numpy float64
+            return None
+    shape = np.broadcast_shapes(c.shape, *shapes)
+    if math.prod(shape) < _BY_RUNS_FROM:
+        return None
+    mask = c.reshape(-1)
+    edges = np.flatnonzero(mask[1:] != mask[:-1]) + 1
+    if edges.size > 3:
+        return None
+    bounds = (0, *edges.tolist(), mask.size)
+    return shape, tuple((lo, hi, bool(mask[lo])) for lo, hi in itertools.pairwise(bounds))
+
+
+def _where_by_runs(runs, a, b) -> np.ndarray:
+    """``np.where(c, a, b)`` from :func:`_shared_runs`: each run of positions copied from the
+    side it takes (the same cells, to the last bit), without a pass over the condition."""
+    shape, spans = runs
+    out = np.empty(shape)
+    for lo, hi, holds in spans:
+        side = a if holds else b
+        out[..., lo:hi, :] = side if isinstance(side, float) \
+            else np.broadcast_to(side, shape)[..., lo:hi, :]
+    return out
 
 
 def _aggregate(reduce_row, combine, empty):
@@ -169,6 +217,16 @@ def _sumproduct_tree(tree, *factors):
             or not _pairwise_is_numpys(width)
             or any(np.asarray(f).dtype.kind not in "fb" for f in factors)):
         return _sumproduct(_multiply(tree, factors))
+    floats = [i for i, f in enumerate(factors) if np.asarray(f).dtype.kind == "f"]
+    if len(floats) == 1 and len(factors) > 1:
+        # one number times truth values (a cohort's amount in the months it is in service):
+        # a number times 1 or 0 in any order is the same number or the same signed zero (NaN
+        # stays NaN), so the truth values are joined first, over their small shapes, and the
+        # (variants × months) product is taken once
+        mask = functools.reduce(np.logical_and, [np.asarray(f) for i, f in enumerate(factors)
+                                                 if i != floats[0]])
+        tree, factors = (0, 1), (factors[floats[0]], mask)
+        shapes = [np.shape(f) for f in factors]
     kept = np.ones(width, dtype=bool)
     for f, s in zip(factors, shapes, strict=True):
         if len(s) >= 2 and s[-1] == width:  # a factor held at 0 or blank makes its column 0
@@ -180,6 +238,8 @@ def _sumproduct_tree(tree, *factors):
         part = [f if np.ndim(f) == 0 else np.asarray(f)[..., c if s[-1] == width else 0]
                 for f, s in zip(factors, shapes, strict=True)]
         product = np.asarray(_multiply(tree, part), dtype=float)
+        if _no_blank_product(part):
+            return product
         return np.where(product != product, 0.0, product)  # a blank adds nothing
 
     probe = [np.zeros((1,) * len(s), dtype=np.asarray(f).dtype)
@@ -187,7 +247,32 @@ def _sumproduct_tree(tree, *factors):
     if np.asarray(_multiply(tree, probe)).dtype.kind != "f":  # a product of truth values
         return _sumproduct(_multiply(tree, factors))
     total = _row_sum([column(c) if kept[c] else None for c in range(width)])
+    if type(total) is np.ndarray and total.shape == shape[:-1] and total.flags.owndata:
+        return total[..., None]  # a sum of columns is a new array: no copy of it needed
     return np.array(np.broadcast_to(total, shape[:-1]), dtype=float)[..., None]
+
+
+#: Below this magnitude a product of factors cannot overflow to infinity (whose product with a
+#: zero would be NaN).
+_SAFE_PRODUCT = 1e300
+
+
+def _no_blank_product(part: list) -> bool:
+    """Whether a product of the factors ``part`` (one column of each) is sure to hold no NaN:
+    each factor finite, and the product of their largest magnitudes far from overflow. Checked
+    on the factors' small shapes, it spares a pass over the (variants × months) product."""
+    bound = 1.0
+    for f in part:
+        f = np.asarray(f)
+        if f.dtype.kind == "b":
+            continue
+        if f.size == 0:
+            return False
+        top = float(np.max(np.abs(f)))
+        if not math.isfinite(top):
+            return False
+        bound *= max(top, 1.0)
+    return bound < _SAFE_PRODUCT
 
 
 def _multiply(tree, factors):
@@ -277,14 +362,22 @@ def _sumif(criteria_row, criterion, sum_row):
         # criterion's cells summed as below, to the last bit, without the (variants ×
         # criteria × cells) table of picked cells
         given = np.where(values != values, 0.0, values)[..., 0, :]
-        sums = [np.broadcast_to(_row_sum([given[..., i] if row[i] else None
-                                          for i in range(len(row))]), given.shape[:-1])
+        sums = [np.broadcast_to(_row_sum(_picked_columns(given, row)), given.shape[:-1])
                 for row in hit]
         return np.stack(sums, axis=-1)[..., None]
     # _sum_row's nansum of np.where(hit, sum_row, 0), its blanks left out before the cells are
     # picked (the row is a criterion's count of times smaller): the same numbers, summed alike
     picked = np.ascontiguousarray(np.where(hit & ~np.isnan(values), values, 0.0))
     return picked.sum(axis=-1, keepdims=True)
+
+
+def _picked_columns(given: np.ndarray, row: np.ndarray) -> list:
+    """The columns of ``given`` (…, n) where ``row`` (n,) holds, ``None`` elsewhere (a column
+    of zeros to :func:`_row_sum`)."""
+    columns: list = [None] * len(row)
+    for i in np.flatnonzero(row).tolist():
+        columns[i] = given[..., i]
+    return columns
 
 
 def _countif(row, criterion):
