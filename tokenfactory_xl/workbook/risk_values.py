@@ -30,8 +30,6 @@ from ..tfom.solve import Solution, solve
 from .input_cells import fleet_cell_value, input_cell_value
 from .plan import RISK_SHEET
 
-__all__ = ["RISK_SHEET", "DEFAULT_DRAWS", "Figures", "compute", "risk_cell_values"]
-
 #: Bins of the NPV histogram.
 BINS = 20
 STATUS = "B4"
