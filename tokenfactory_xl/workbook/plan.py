@@ -1,12 +1,12 @@
 """Where things are in the TFOM workbook, known without drawing it: the sheets' names and order,
-the Timeline's month columns, and the :class:`Plan` in which the sheet builders
-record where each input, line and echo went.
+the Timeline's month columns, and the :class:`Plan` in which the sheet builders record where
+each input, line and echo went.
 
 The workbook is drawn once with openpyxl (:mod:`.build`, :mod:`.layout` and the sheet modules);
 a site's workbook is that drawing filled with the site's values (:mod:`.values`,
 :mod:`.risk_values`, :mod:`.stencil`, :mod:`.charts`), which needs these facts and no openpyxl.
 So a ``template`` or a ``batch`` that finds the drawing kept between runs
-(:mod:`tokenfactory_xl.files.build_cache`) never imports it.
+(:mod:`tokenfactory_xl.files.build_cache`) writes a site's workbook without importing it.
 """
 
 from __future__ import annotations
