@@ -24,7 +24,8 @@ from tokenfactory_xl.sites.load import read_sites
 from tokenfactory_xl.tfom import risk
 from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES
-from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import build as wbm
+from tokenfactory_xl.workbook import risk_values as workbook_risk
 from tokenfactory_xl.workbook import values as wbv
 
 workbook = pytest.importorskip("tokenfactory_xl.workbook.build")
@@ -85,7 +86,7 @@ def test_each_workbook_holds_its_site_and_every_stored_value(example_out):
         assert stored.named("in_gpus") == row.inputs["gpus"]
         assert stored.named("in_site_name") == row.inputs["site_name"]
         # Every input and formula cell stores what the Python model says it shows.
-        expected = wbv.cell_values(row.inputs, figures=workbook_risk.compute(
+        expected = wbv.cell_values(wbm.plan(), row.inputs, figures=workbook_risk.compute(
             row.inputs, batch.BATCH_RISK_DRAWS))
         for sheet, cells in expected.items():
             for coord, value in cells.items():
@@ -105,7 +106,8 @@ def test_the_stencil_fills_every_formula_cell_of_the_template():
     factory = batch.shared_factory()  # the batch's own (tests/test_build_cache.py: as a new one)
     # No formula of the template is left without a value to store (it would stay empty).
     assert factory.stencil.unfilled_formulas == {}
-    assert set(factory.stencil.sheets) == set(wbv.cell_values(read_sites(EXAMPLE)[0].inputs))
+    inputs = read_sites(EXAMPLE)[0].inputs
+    assert set(factory.stencil.sheets) == set(wbv.cell_values(factory.plan, inputs))
     assert all(factory.stencil.defined_cells.get(f"out_{n}") for n in OUTPUT_NAMES)
 
 

@@ -104,7 +104,7 @@ def test_one_batch_draws_site_after_site_as_each_chart_read_afresh_does():
 
     parts = shared_factory().charts
     for months in (48, 24, 48, 120):
-        values = cell_values(make_inputs({"horizon_months": months}))
+        values = cell_values(wbm.plan(), make_inputs({"horizon_months": months}))
 
         def lookup(sheet, coord, values=values):
             return values.get(sheet, {}).get(coord, parts.static.get(sheet, {}).get(coord))

@@ -57,7 +57,7 @@ def test_python_model():
 def test_workbook_formula_and_stored_value():
     inputs = make_inputs(SITE)
     book = wbm.build_workbook(inputs, risk_draws=0)  # formulas and names: no Risk figures
-    values = wbv.cell_values(inputs)
+    values = wbv.cell_values(wbm.plan(), inputs)
     # the declaration gives one formula per scenario, and the live one picks among them
     (sheet, ref), = book.defined_names["out_tokens_per_mw_base"].destinations
     coord = ref.replace("$", "")

@@ -28,7 +28,7 @@ from tests.tools import command
 from tests.tools.cells import read_cells
 from tests.tools.once import build_once
 from tokenfactory_xl.portfolio.batch import run_batch
-from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import risk_values as workbook_risk
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "templates" / "TFOM.xlsx"

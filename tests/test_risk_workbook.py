@@ -16,7 +16,7 @@ from tokenfactory_xl.files.safe_xlsx import parse_reference
 from tokenfactory_xl.portfolio.batch import WorkbookFactory, shared_factory
 from tokenfactory_xl.tfom import risk
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import risk_values as workbook_risk
 from tokenfactory_xl.workbook.build import plan
 
 SITE = {"site_name": "Lyon", "gpus": 512, "measured_tps": 500_000,

@@ -248,7 +248,7 @@ def test_batch_solve_refuses_a_text_input_before_writing(tmp_path, capsys):
 def test_risk_sheet_what_must_be_true_block(tmp_path):
     from tokenfactory_xl.cli.workbook import template_bytes
     from tokenfactory_xl.tfom.risk import TORNADO_DRIVERS
-    from tokenfactory_xl.workbook import risk_sheet as wr
+    from tokenfactory_xl.workbook import risk_values as wr
 
     inputs = make_inputs({"gpus": 2048})
     path = tmp_path / "site.xlsx"
@@ -272,7 +272,7 @@ def risk_sheet(path: Path) -> dict[str, object]:
     read-only mode: the sheet alone is parsed."""
     from openpyxl import load_workbook
 
-    from tokenfactory_xl.workbook import risk_sheet as wr
+    from tokenfactory_xl.workbook import risk_values as wr
 
     book = load_workbook(path, data_only=True, read_only=True)
     try:
@@ -283,7 +283,7 @@ def risk_sheet(path: Path) -> dict[str, object]:
 
 
 def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
-    from tokenfactory_xl.workbook import risk_sheet as wr
+    from tokenfactory_xl.workbook import risk_values as wr
 
     sites = ROOT / "templates" / "sites-example.csv"
     for flag, expect in (([], wr.NOT_COMPUTED), (["--solve", "tef_target"], "tef_target")):

@@ -168,7 +168,7 @@ def test_rows_are_kept_in_month_order_and_the_chart_shows_them(tmp_path):
         (chart,) = wa.find_parts(archive).charts
         xml = archive.read(chart).decode()
     first, last = wa.FIRST_ROW, wa.FIRST_ROW + 1
-    for letter in ("A", wa.column_letter("tef_plan"), wa.column_letter("tef_actual")):
+    for letter in ("A", wa.actuals_column("tef_plan"), wa.actuals_column("tef_actual")):
         assert f"'Actuals'!${letter}${first}:${letter}${last}" in xml
     # each series carries its values: the plan's TEF in months 2 and 5 (by hand)
     assert f"<v>{plan_tef(2)!r}</v>" in xml and f"<v>{plan_tef(5)!r}</v>" in xml

@@ -2,10 +2,14 @@
 sub-package and from layers below it (``docs/architecture.md`` draws them).
 
 :func:`import_graph` reads every module's imports from its source (``ast``: top-level, inside
-functions and under ``TYPE_CHECKING`` alike, since a lazy import is still a dependency);
-:func:`upward_imports` lists the imports that break the layering and :func:`cycles` the circles
-among modules. ``tests/test_layers.py`` holds the package to both, and shows on a planted
-package that an upward import is caught.
+functions and under ``TYPE_CHECKING`` alike, since a lazy import is still a dependency; or only
+those a module runs as it is imported, ``top_level=True``); :func:`upward_imports` lists the
+imports that break the layering and :func:`cycles` the circles among modules. Inside the
+workbook, the modules that fill a drawn workbook with a site's values (:data:`FILLING`) stand
+below those that draw it with openpyxl: :func:`drawing_imports` lists a filling module's import
+of a drawing one, :func:`openpyxl_reached` the filling modules whose import loads openpyxl.
+``tests/test_layers.py`` holds the package to each, and shows on a planted package that each
+mistake is caught.
 """
 
 from __future__ import annotations
@@ -43,6 +47,34 @@ FROM_ROOT: frozenset[str] = frozenset({"__version__"})
 CORE_THIRD_PARTY: frozenset[str] = frozenset({"numpy"})
 
 
+#: The workbook's facts and figures: its plan, what each cell shows, the stencil and the charts
+#: that a site's values are written into. They import no openpyxl and no module that draws a
+#: sheet, so a ``template`` or ``batch`` that finds the drawn workbook kept never loads it.
+FILLING: frozenset[str] = frozenset({
+    f"{PACKAGE}.workbook.{name}"
+    for name in ("plan", "input_cells", "values", "risk_values", "stencil", "charts")})
+
+#: The library that draws the workbook, which :data:`FILLING` does without.
+DRAWING_LIBRARY = "openpyxl"
+
+
+def _executed(tree: ast.Module) -> list[ast.AST]:
+    """The nodes of a module that run as it is imported: all but the bodies of its functions."""
+    found: list[ast.AST] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _nodes(path: Path, top_level: bool) -> list[ast.AST]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return _executed(tree) if top_level else list(ast.walk(tree))
+
+
 def _module_name(root: Path, path: Path) -> tuple[str, bool]:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -50,10 +82,11 @@ def _module_name(root: Path, path: Path) -> tuple[str, bool]:
     return ".".join(parts), False
 
 
-def import_graph(root: Path) -> dict[str, dict[str, set[str]]]:
+def import_graph(root: Path, top_level: bool = False) -> dict[str, dict[str, set[str]]]:
     """``{module: {imported module: names imported from it}}`` for every module under ``root``
     (the package folder), package imports only, as absolute dotted names. A name imported
-    from a package (``from ..core import specs``) counts as its submodule when one exists."""
+    from a package (``from ..core import specs``) counts as its submodule when one exists.
+    ``top_level``: only the imports a module runs as it is imported (none inside a function)."""
     modules = {}
     for path in sorted(root.rglob("*.py")):
         name, is_package = _module_name(root, path)
@@ -62,7 +95,7 @@ def import_graph(root: Path) -> dict[str, dict[str, set[str]]]:
     for name, (path, is_package) in modules.items():
         here = name.split(".") if is_package else name.split(".")[:-1]
         edges: dict[str, set[str]] = {}
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _nodes(path, top_level):
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = here[:len(here) - (node.level - 1)]
@@ -86,15 +119,15 @@ def import_graph(root: Path) -> dict[str, dict[str, set[str]]]:
     return graph
 
 
-def third_party(root: Path, module: str) -> set[str]:
+def third_party(root: Path, module: str, top_level: bool = False) -> set[str]:
     """The top-level names of what ``module`` imports from outside the package and the
-    standard library."""
+    standard library (``top_level``: only as it is imported, none inside a function)."""
     parts = module.split(".")[1:]
     path = root.joinpath(*parts).with_suffix(".py")
     if not path.exists():
         path = root.joinpath(*parts, "__init__.py")
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _nodes(path, top_level):
         if isinstance(node, ast.Import):
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -174,4 +207,38 @@ def cycles(graph: dict[str, dict[str, set[str]]]) -> list[list[str]]:
     for v in sorted(graph):
         if v not in index:
             visit(v)
+    return found
+
+
+def drawing_imports(graph: dict[str, dict[str, set[str]]], filling: frozenset[str] = FILLING,
+                    root_name: str = PACKAGE) -> list[str]:
+    """Every import, lazy ones included, by a module of ``filling`` of a workbook module that
+    is not one of them (one that draws), as text."""
+    workbook = f"{root_name}.workbook"
+    return [f"{module} imports {target}, which draws the workbook"
+            for module in sorted(filling) for target in sorted(graph.get(module, {}))
+            if (target == workbook or target.startswith(workbook + "."))
+            and target not in filling and target != workbook]
+
+
+def openpyxl_reached(root: Path, filling: frozenset[str] = FILLING) -> dict[str, list[str]]:
+    """For each module of ``filling`` whose import loads :data:`DRAWING_LIBRARY`, the chain of
+    imports that does it (the module imports it itself, lazily or not, or a module it imports
+    as it is imported does at its top)."""
+    graph = import_graph(root, top_level=True)
+    found: dict[str, list[str]] = {}
+    for start in sorted(filling):
+        if DRAWING_LIBRARY in third_party(root, start):
+            found[start] = [start, DRAWING_LIBRARY]
+            continue
+        seen, todo = {start: [start]}, [start]
+        while todo and start not in found:
+            module = todo.pop(0)
+            if DRAWING_LIBRARY in third_party(root, module, top_level=True):
+                found[start] = [*seen[module], DRAWING_LIBRARY]
+            parents = [".".join(module.split(".")[:k]) for k in range(1, module.count(".") + 1)]
+            for target in [*parents, *graph.get(module, {})]:  # a package runs its __init__
+                if target in graph and target not in seen:
+                    seen[target] = [*seen[module], target]
+                    todo.append(target)
     return found

@@ -30,7 +30,7 @@ from tokenfactory_xl.tfom.operating_model import (
 )
 from tokenfactory_xl.workbook import build as wbm
 from tokenfactory_xl.workbook import layout as wbl
-from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import risk_values as workbook_risk
 from tokenfactory_xl.workbook import values as wbv
 
 from .conftest import INPUT_SETS, RISK_DRAWS, STALE, STALE_NAME, STALE_VALUE, excel_serial
@@ -85,7 +85,7 @@ def check_against_model(read, inputs) -> list[str]:
 
 
 def check_against_cell_values(read, inputs, formula_coords) -> list[str]:
-    values = wbv.cell_values(inputs, figures=workbook_risk.compute(inputs, RISK_DRAWS))
+    values = wbv.cell_values(wbm.plan(), inputs, figures=workbook_risk.compute(inputs, RISK_DRAWS))
     noise = wbv.irr_sheet_noise(values)
     bad = []
     for sheet, coords in formula_coords.items():

@@ -20,7 +20,7 @@ from tokenfactory_xl.tfom import operating_model as om
 from tokenfactory_xl.tfom.inputs import default_inputs, make_inputs
 from tokenfactory_xl.tfom.operating_model import OUTPUT_NAMES
 from tokenfactory_xl.workbook import build as wbm
-from tokenfactory_xl.workbook import risk_sheet as workbook_risk
+from tokenfactory_xl.workbook import risk_values as workbook_risk
 from tokenfactory_xl.workbook import values as wbv
 from tools.regenerate import xlsx_differences
 
@@ -269,7 +269,7 @@ def test_xlsx_differences_allow_the_last_digits_only():
 
 
 def test_cell_values_cover_every_formula_and_input_cell(book):
-    values = wbv.cell_values(default_inputs())
+    values = wbv.cell_values(wbm.plan(), default_inputs())
     expected: dict[str, set[str]] = {name: set() for name in wbm.SHEETS}
     for ws, cell in formula_cells(book):
         expected[ws.title].add(cell.coordinate)
@@ -292,7 +292,7 @@ def test_cell_values_cover_every_formula_and_input_cell(book):
 
 def test_cell_values_blank_beyond_the_horizon():
     site = make_inputs({"horizon_months": 7})
-    values = wbv.cell_values(site)["Timeline"]
+    values = wbv.cell_values(wbm.plan(), site)["Timeline"]
     r = wbm.TIMELINE_ROWS["revenue"]
     cols = wbm.MONTH_COLS
     assert all(isinstance(values[f"{c}{r}"], float) for c in cols[:7])
@@ -307,11 +307,11 @@ def test_cell_values_blank_beyond_the_horizon():
 def test_cell_values_are_plain_python_values(book):
     site = make_inputs({"ownership": "rent", "horizon_months": 13})
     kinds = set()
-    for cells in wbv.cell_values(site).values():
+    for cells in wbv.cell_values(wbm.plan(), site).values():
         for value in cells.values():
             kinds.add(type(value))
     assert kinds <= {int, float, str, dt.datetime, type(None)}, kinds  # None: a blank input
-    returns = wbv.cell_values(site)["Returns"]
+    returns = wbv.cell_values(wbm.plan(), site)["Returns"]
     # out_roi's cell: the same in every site's workbook (batch fills one template for all)
     (_, ref), = book.defined_names["out_roi"].destinations
     assert returns[ref.replace("$", "")] == "none"  # no CapEx when rented
@@ -337,7 +337,7 @@ def test_the_dashboards_peak_funding_is_the_models_with_debt(book):
 
     inputs = make_inputs({"debt_share": 0.6})
     result = run(inputs)
-    values = wbv.cell_values(inputs, result)["Dashboard"]
+    values = wbv.cell_values(wbm.plan(), inputs, result)["Dashboard"]
     label_row, value_row = wbm.KPI_ROWS
     column = next(c for c in range(1, 12)
                   if book["Dashboard"].cell(label_row, c).value == "Peak funding")
@@ -353,7 +353,7 @@ def test_every_money_unit_shown_names_the_currency():
     sheet states one (units columns, the fleet block, the constants); the only ``money…`` texts
     left are the labels of the lines that spell each unit in the site's currency."""
     inputs = make_inputs({"currency": "EUR"})
-    values = wbv.cell_values(inputs)
+    values = wbv.cell_values(wbm.plan(), inputs)
     wb = wbm.build_workbook(inputs)
     plan = wbm.plan()
     labels = {(plan.lines[ln.name].sheet, f"A{re.sub(r'[A-Z]', '', plan.lines[ln.name].coords[0])}")

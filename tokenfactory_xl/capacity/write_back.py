@@ -21,6 +21,7 @@ from pathlib import Path
 from ..core import names, number_text
 from ..core.catalogue import BY_NAME, BadValue
 from ..core.errors import InputError, Problem
+from ..files.a1 import column_index, column_letter, split_coord
 from ..files.disk import claim, read_regular, write_atomically
 from ..sites.load import SitesFile
 from ..sites.table import MAX_XLSX_UNPACKED, _header_line, normalise_column, sniff_delimiter
@@ -181,11 +182,11 @@ def _write_xlsx(path: Path, sites: SitesFile, row_number: int, values: dict[str,
         raise InputError([Problem("--sites", str(path), f"has no sheet {sites.sheet!r} to write",
                                   "--sheet names the sheet of the sites")])
     columns = _header_columns(cells, sites.header_row)
-    width = max([_column_number(c) for c in columns.values()], default=0)
+    width = max([column_index(c) for c in columns.values()], default=0)
     for name in values:
         if name not in columns:
             width += 1
-            columns[name] = _column_name(width)
+            columns[name] = column_letter(width)
     old = {n: cells.get(f"{columns[n]}{row_number}") for n in values}
     changes = _changes(old, values)
     _refuse_overwrite(changes, force, path)
@@ -209,31 +210,10 @@ def _header_columns(cells: dict[str, object], header_row: int) -> dict[str, str]
     """Input name → column letters, from the header row's cells."""
     found = {}
     for coord, value in cells.items():
-        letters, row = _split(coord)
+        letters, row = split_coord(coord)
         if row == header_row and isinstance(value, str) and normalise_column(value):
             found.setdefault(normalise_column(value), letters)
     return found
-
-
-def _split(coord: str) -> tuple[str, int]:
-    match = re.fullmatch(r"([A-Z]+)(\d+)", coord)
-    assert match, coord
-    return match.group(1), int(match.group(2))
-
-
-def _column_number(letters: str) -> int:
-    number = 0
-    for char in letters:
-        number = number * 26 + ord(char) - 64
-    return number
-
-
-def _column_name(number: int) -> str:
-    letters = ""
-    while number:
-        number, rest = divmod(number - 1, 26)
-        letters = chr(65 + rest) + letters
-    return letters
 
 
 def _inline_text(text: str) -> str:
@@ -257,7 +237,7 @@ def _set_cells(xml: str, contents: dict[str, str]) -> str:
     other byte stays as it was, formulas and their stored values with it."""
     by_row: dict[int, dict[str, str]] = {}
     for coord, inner in contents.items():
-        letters, row = _split(coord)
+        letters, row = split_coord(coord)
         by_row.setdefault(row, {})[letters] = inner
 
     def cell(prefix: str, coord: str, inner: str, style: str) -> str:
@@ -278,10 +258,10 @@ def _set_cells(xml: str, contents: dict[str, str]) -> str:
         head_end = text.index(">") + 1
         body, tail = text[head_end:-len(f"</{prefix}row>")], f"</{prefix}row>"
         pieces = []
-        pending = dict(sorted(wanted.items(), key=lambda kv: _column_number(kv[0])))
+        pending = dict(sorted(wanted.items(), key=lambda kv: column_index(kv[0])))
         for c in _CELL.finditer(body):
             letters = c.group(2)
-            for new in [k for k in pending if _column_number(k) < _column_number(letters)]:
+            for new in [k for k in pending if column_index(k) < column_index(letters)]:
                 pieces.append(cell(prefix, f"{new}{number}", pending.pop(new), ""))
             if letters in pending:
                 style = _STYLE.search(c.group(0)[:c.group(0).index(">")])

@@ -70,6 +70,18 @@ def folder() -> Path | None:
     return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "tokenfactory_xl"
 
 
+@functools.lru_cache(maxsize=1)
+def _package_digest() -> hashlib._Hash:
+    """The digest of every file of the package, read once per process (a ``template`` names
+    builds of both kinds: :func:`fingerprint` continues a copy of it for each)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in _PACKAGE.rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest
+
+
 @functools.lru_cache(maxsize=2)
 def fingerprint(libraries: bool = True) -> str:
     """Digest of what a build depends on: every file of the package and the libraries' versions.
@@ -78,11 +90,7 @@ def fingerprint(libraries: bool = True) -> str:
     compiled model, which ``summary`` reads without importing openpyxl)."""
     import numpy
 
-    digest = hashlib.sha256()
-    for path in sorted(p for p in _PACKAGE.rglob("*")
-                       if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+    digest = _package_digest().copy()
     parts = [sys.version, numpy.__version__, str(pickle.HIGHEST_PROTOCOL)]
     if libraries:
         from importlib.metadata import version  # not ``import openpyxl``: filling needs none of it

@@ -42,6 +42,7 @@ import defusedxml
 import defusedxml.ElementTree as safe_et
 
 from ..core.errors import TokenFactoryError
+from .a1 import column_index, column_letter
 from .disk import NotARegularFile, open_regular
 
 #: First bytes of an OLE2 compound file: an Excel 97–2003 ``.xls``, or an encrypted workbook.
@@ -784,19 +785,17 @@ def parse_reference(text: str) -> tuple[str, tuple[str, ...]] | None:
     Only a reference to one sheet's cell or rectangle is understood; a formula, a constant or
     ``#REF!`` gives ``None``.
     """
-    from openpyxl.utils.cell import column_index_from_string, get_column_letter
-
     match = _REF.match(text.strip())
     if not match:
         return None
     quoted, plain, col1, row1, col2, row2 = match.groups()
     sheet = quoted.replace("''", "'") if quoted is not None else plain
     col2, row2 = col2 or col1, row2 or row1
-    c1, c2 = column_index_from_string(col1), column_index_from_string(col2)
+    c1, c2 = column_index(col1), column_index(col2)
     r1, r2 = int(row1), int(row2)
     if c2 < c1 or r2 < r1 or (c2 - c1 + 1) * (r2 - r1 + 1) > 1000:
         return None
-    cells = tuple(f"{get_column_letter(c)}{r}" for r in range(r1, r2 + 1)
+    cells = tuple(f"{column_letter(c)}{r}" for r in range(r1, r2 + 1)
                   for c in range(c1, c2 + 1))
     return sheet, cells
 

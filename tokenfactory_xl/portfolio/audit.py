@@ -346,8 +346,8 @@ def _close_numbers(want: list[object], stored: list[object], noise: float) -> li
 def _check_values(content: XlsxContent, template: Template, audit: WorkbookAudit,
                   expected: Mapping[str, Mapping[str, object]],
                   changed: set[tuple[str, str]]) -> None:
-    from ..workbook.build import IRR_SHEET, plan
-    from ..workbook.risk_sheet import RISK_SHEET as RISK_SHEET
+    from ..workbook.build import plan
+    from ..workbook.plan import IRR_SHEET, RISK_SHEET
     from ..workbook.values import irr_sheet_noise
 
     risk_check = plan().risk_check
@@ -510,11 +510,13 @@ def _audit_formulas(path: str | Path, template: Template, limits: Limits | None,
 def _audit_values(audit: WorkbookAudit, content: XlsxContent, template: Template,
                   changed: set[tuple[str, str]], result: Result) -> None:
     """The stored values of a file against ``result``, the model's run of its inputs."""
+    from ..workbook.build import plan
     from ..workbook.values import cell_values
 
     try:
         audit.result = result
-        _check_values(content, template, audit, cell_values(audit.inputs, result), changed)
+        _check_values(content, template, audit, cell_values(plan(), audit.inputs, result),
+                      changed)
     except RefusedFile as exc:
         _refused(audit, exc)
 

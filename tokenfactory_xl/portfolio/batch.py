@@ -85,10 +85,12 @@ class WorkbookFactory:
         from ..workbook import values as workbook_values
 
         self._spots: dict = {}  # the stencil's positions of the plan's lines (StencilCells.at)
+        # where each cell is, kept with the drawn template: filling needs no openpyxl
+        self.plan = workbook.plan()
         defaults = default_inputs()
         template = _template_bytes(workbook)
         cells = {sheet: list(values)
-                 for sheet, values in workbook_values.cell_values(defaults).items()}
+                 for sheet, values in workbook_values.cell_values(self.plan, defaults).items()}
         self.stencil = Stencil(template, cells, level)
         self.charts = _chart_parts(self.stencil, cells, workbook)
 
@@ -118,7 +120,7 @@ class WorkbookFactory:
         ``None``); ``must_be_true`` fills the Risk sheet's "what must be true" block (a solve
         per tornado driver, with the draws); ``solve`` names the inputs whose value at NPV 0
         the summary gets as ``<input>_at_npv0`` (the block's answers where it has them)."""
-        from ..workbook import risk_sheet as workbook_risk
+        from ..workbook import risk_values as workbook_risk
         from ..workbook import values as workbook_values
 
         if result is None and risk_draws > 0:
@@ -126,7 +128,7 @@ class WorkbookFactory:
         figures = workbook_risk.compute(inputs, risk_draws, must_be_true,
                                         None if result is None else result.values)
         cells = workbook_values.StencilCells(self.stencil, self._spots)
-        workbook_values.fill_cells(cells, inputs, result, figures)
+        workbook_values.fill_cells(cells, self.plan, inputs, result, figures)
         values = cells.sheets
         extra: dict[str, float | None] = {}
         if figures is not None:
@@ -159,7 +161,7 @@ def _chart_parts(stencil: Stencil, cells: dict[str, list[str]], workbook) -> Cha
     series' title, a column of labels) taken from the template once."""
     from openpyxl.utils.cell import coordinate_to_tuple
 
-    from ..workbook.calculation_sheets import timeline_cells
+    from ..workbook.plan import timeline_cells
 
     filled = {sheet: set(coords) for sheet, coords in cells.items()}
     book = workbook.default_workbook()  # what the stencil's template was saved from

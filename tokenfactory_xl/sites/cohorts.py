@@ -13,10 +13,10 @@ from pathlib import Path
 from ..core import names
 from ..core.catalogue import BY_NAME, COHORT_BY_NAME, COHORT_REQUIRED, Input, closest_name, name_fix
 from ..core.errors import Problem
+from ..files.a1 import column_letter
 from .table import (
     HEADER_SEARCH_ROWS,
     _check_cells,
-    _column_letter,
     _filled,
     _Formula,
     _is_site_name,
@@ -110,7 +110,7 @@ def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     for index, column in enumerate(columns):
-        letter = _column_letter(index)
+        letter = column_letter(index + 1)
         if not column:
             if any(index < len(cells) and _filled(cells[index]) for _, cells in body):
                 problems.append(Problem(f"column {letter}", "", "has values but no cohort column "

@@ -34,11 +34,11 @@ from pathlib import Path
 from ..core import names
 from ..core.catalogue import BY_NAME, name_fix
 from ..core.errors import InputError, Problem
+from ..files.a1 import column_letter
 from ..tfom.inputs import FrozenMapping, SiteInputs, make_inputs, split_key
 from .cohorts import CohortsTable, _site_cohorts, _unmatched_cohorts, load_cohorts
 from .table import (
     _check_cells,
-    _column_letter,
     _filled,
     _find_header,
     _Formula,
@@ -323,7 +323,7 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
     keep = [False] * width
     seen: dict[str, str] = {}
     for index, column in enumerate(columns):
-        letter = _column_letter(index)
+        letter = column_letter(index + 1)
         here = f"column {letter}"
         if not column:
             if any(index < len(cells) and _filled(cells[index]) for _, cells in body):

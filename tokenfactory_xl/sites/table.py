@@ -21,6 +21,7 @@ from ..core import number_text
 from ..core.catalogue import BY_NAME, Input
 from ..core.errors import InputError, Problem
 from ..core.number_text import two_readings
+from ..files.a1 import column_letter
 from ..files.disk import NotARegularFile, read_regular, regular_file_problem
 
 # -- reading -------------------------------------------------------------------------------------
@@ -146,8 +147,8 @@ def _check_cells(source: _Source, header_at: int, body: list[tuple[int, list[obj
                                     "no name of its own", "unmerge them (Home > Merge & Center)",
                                     f"row {header_at}"))
         elif c2 > c1:
-            problems.append(Problem("merged cells", ref, f"span columns {_column_letter(c1)} to "
-                                    f"{_column_letter(c2)}: only the first holds a value, the "
+            problems.append(Problem("merged cells", ref, f"span columns {column_letter(c1 + 1)} to "
+                                    f"{column_letter(c2 + 1)}: only the first holds a value, the "
                                     "others would read as empty and take the default",
                                     "unmerge them (Home > Merge & Center) and type each value",
                                     f"row {r1}"))
@@ -540,16 +541,6 @@ def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep
 
 
 # -- checking ------------------------------------------------------------------------------------
-def _column_letter(index: int) -> str:
-    """0 → A, 25 → Z, 26 → AA: how a spreadsheet names a column."""
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(65 + rest) + letters
-    return letters
-
-
 def normalise_column(header: object) -> str:
     """A header cell as a column name: ``" GPUs "`` → ``gpus``, ``tef_target.optimised`` kept."""
     if header is None:

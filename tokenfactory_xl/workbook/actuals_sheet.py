@@ -40,9 +40,9 @@ from ..core.errors import TokenFactoryError
 from ..files.ooxml import escape_text as escape
 from ..files.ooxml import unescape_text
 from . import style as st
+from .plan import ACTUALS_SHEET
 from .stencil import excel_serial
 
-ACTUALS_SHEET = "Actuals"
 #: The chart sits above the table (which grows downward), from this row …
 ACTUALS_CHART_ROW = 6
 #: … and the table's header below it.
@@ -90,7 +90,8 @@ ACTUALS_NOTE = (
         "token it adds or loses found a buyer: no demand limit, no contract).")
 
 
-def column_letter(name: str) -> str:
+def actuals_column(name: str) -> str:
+    """The letter of the Actuals table's column of field ``name``."""
     return get_column_letter([c.name for c in ACTUALS_COLUMNS].index(name) + 1)
 
 
@@ -102,7 +103,7 @@ def header_text(column: Column, currency: str = "USD") -> str:
 # -- the template's sheet --------------------------------------------------------------------------
 def build_actuals_sheet(ws: Worksheet) -> None:
     """Lay out the empty sheet: title, note, header, one formatted empty row, the chart."""
-    st.title(ws, "Actuals", "Plan against actual: measured TEF beside the plan's TEF, one row "
+    st.title(ws, ACTUALS_SHEET, "Plan against actual: measured TEF beside the plan's TEF, one row "
              "per measurement, added by tokenfactory-xl track WORKBOOK RESULT_FILE… (values: "
              "the plan as it was when each row was added).")
     ws["A4"] = ACTUALS_NOTE
@@ -401,7 +402,7 @@ def chart_xml(xml: str, rows: Sequence[ActualsRow]) -> str:
     """The chart's XML with each series over the Actuals rows written (its title cell kept),
     each with a cache of its values (previewers draw the chart before any recalculation)."""
     count = max(len(rows), 1)
-    by_letter = {column_letter(c.name): c.name for c in ACTUALS_COLUMNS}
+    by_letter = {actuals_column(c.name): c.name for c in ACTUALS_COLUMNS}
 
     def series(match: re.Match) -> str:
         p, kind, fp, ref = match.group(1), match.group(2), match.group(3), unescape_text(

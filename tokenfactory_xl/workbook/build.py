@@ -35,13 +35,9 @@ from ..tfom import operating_model as om
 from ..tfom.inputs import SiteInputs, default_inputs
 from ..tfom.operating_model import MAX_MONTHS
 from . import actuals_sheet as workbook_actuals
-from . import risk_sheet as workbook_risk
+from . import risk_values as workbook_risk
 from . import style as st
 from .calculation_sheets import (
-    FIRST_MONTH_COL,
-    LAST_COL,
-    MONTH0_COL,
-    MONTH_COLS,
     TIMELINE_ROWS,
     YEAR_FIRST_COL,
     YEAR_UNIT_COL,
@@ -49,7 +45,6 @@ from .calculation_sheets import (
     build_statements_sheet,
     build_timeline_sheet,
     build_years_sheet,
-    timeline_cells,
 )
 from .front_sheets import (
     COVER_FIRST,
@@ -61,7 +56,20 @@ from .front_sheets import (
     build_dashboard_sheet,
 )
 from .inputs_sheet import NOTE_COLUMN, build_inputs_sheet
-from .layout import Plan, _Builder, _protect
+from .layout import _Builder, _protect
+from .plan import (
+    ACTUALS_SHEET,
+    FIRST_MONTH_COL,
+    IRR_SHEET,
+    LAST_COL,
+    MONTH0_COL,
+    MONTH_COLS,
+    RISK_SHEET,
+    SHEETS,
+    TIMELINE_SHEET,
+    Plan,
+    timeline_cells,
+)
 from .returns_sheets import (
     add_sensitivity_tornado,
     build_irr_sheet,
@@ -69,6 +77,7 @@ from .returns_sheets import (
     build_scenarios_sheet,
     build_sensitivity_sheet,
 )
+from .risk_sheet import build_risk_sheet
 
 __all__ = [
     "SHEETS", "IRR_SHEET", "UNPRINTED_SHEETS", "build_workbook", "plan", "default_workbook",
@@ -80,21 +89,11 @@ __all__ = [
     "KPI_ROWS",
 ]
 
-#: The tabs in order. The first two answer "what is it worth, and can we trust it": the Cover
-#: shows the live scenario's NPV, IRR and payback beside the master check, the Dashboard the
-#: headline figures and charts; the workings follow in the order the model runs.
-SHEETS: tuple[str, ...] = (
-    "Cover", "Dashboard", "Inputs", "Capacity", "Timeline", "Years", "Statements", "Returns",
-    "Scenarios", "IRR", "Sensitivity", "Risk", "Actuals", "Checks",
-)
-
-#: The sheet of the IRR searches' working (grid, brackets, Newton's steps).
-IRR_SHEET = "IRR"
 #: Sheets read on screen that print no page: the Timeline's 120 monthly columns would take a
 #: ream (the model's years are printed on Years and Returns), and Capacity (constants and the
 #: capacity a month rests on) and the IRR searches are working, not an answer (TEF, TFI and the
 #: IRRs are on the Dashboard, Returns and Scenarios).
-UNPRINTED_SHEETS: tuple[str, ...] = ("Capacity", "Timeline", IRR_SHEET)
+UNPRINTED_SHEETS: tuple[str, ...] = ("Capacity", TIMELINE_SHEET, IRR_SHEET)
 
 
 # -- the workbook -----------------------------------------------------------------------------
@@ -106,16 +105,16 @@ def _build(inputs: SiteInputs, figures: workbook_risk.Figures | None = None
     b = _Builder(wb)
     build_inputs_sheet(b, sheets["Inputs"], inputs)
     build_capacity_sheet(b, sheets["Capacity"])
-    build_timeline_sheet(b, sheets["Timeline"])
+    build_timeline_sheet(b, sheets[TIMELINE_SHEET])
     build_years_sheet(b, sheets["Years"])
     build_statements_sheet(b, sheets["Statements"])
     build_returns_sheet(b, sheets["Returns"])
     build_scenarios_sheet(b, sheets["Scenarios"])
     build_irr_sheet(b, sheets[IRR_SHEET])
     build_sensitivity_sheet(b, sheets["Sensitivity"])
-    workbook_risk.build_risk_sheet(sheets["Risk"], inputs, figures, b.name)
-    add_sensitivity_tornado(sheets["Sensitivity"], sheets["Risk"])
-    workbook_actuals.build_actuals_sheet(sheets["Actuals"])
+    build_risk_sheet(sheets[RISK_SHEET], inputs, figures, b.name)
+    add_sensitivity_tornado(sheets["Sensitivity"], sheets[RISK_SHEET])
+    workbook_actuals.build_actuals_sheet(sheets[ACTUALS_SHEET])
     build_checks_sheet(b, sheets["Checks"])
     build_cover_sheet(b, sheets["Cover"])
     build_dashboard_sheet(b, sheets["Dashboard"])
@@ -159,7 +158,8 @@ def _default_build() -> tuple[Workbook, Plan]:
 @functools.lru_cache(maxsize=1)
 def plan() -> Plan:
     """Where every input and formula cell of the workbook is (the same for every site): built
-    with the default workbook, or read back as an earlier run of this code kept it."""
+    with the default workbook, or read back as an earlier run of this code kept it. What a
+    site's workbook is filled with is :mod:`.values`'s, at this plan's cells."""
     return build_cache.kept("workbook-plan", lambda: _default_build()[1])
 
 

@@ -4,8 +4,9 @@ constants block, what the site computes once, one column per cohort of the fleet
 carried forward, debt service cover) and Statements (income statement, cash-flow statement and
 balance sheet by calendar year).
 
-The Timeline's columns and rows are defined here: the Dashboard's charts, the charts' cut at a
-site's horizon (:func:`timeline_cells`) and the tests read them.
+The Timeline's rows are defined here, its month columns in :mod:`.plan` (the charts' cut at a
+site's horizon, :func:`~.plan.timeline_cells`, reads them as each site's workbook is filled): the
+Dashboard's charts and the tests read both.
 """
 
 from __future__ import annotations
@@ -16,18 +17,9 @@ from openpyxl.worksheet.worksheet import Worksheet
 from ..core.catalogue import MAX_COHORTS
 from ..tfom import operating_model as om
 from ..tfom.formula import Line
-from ..tfom.operating_model import MAX_MONTHS
 from . import style as st
-from .layout import _Builder, _col, _split
-
-# -- the months' columns (Timeline, and the charts that read it) ------------------------------
-MONTH0_COL = 4  # column D holds month 0 (the investment)
-FIRST_MONTH_COL = MONTH0_COL + 1
-LAST_COL = MONTH0_COL + MAX_MONTHS
-
-
-MONTH_COLS: tuple[str, ...] = tuple(_col(c) for c in range(FIRST_MONTH_COL, LAST_COL + 1))
-ALL_COLS: tuple[str, ...] = (_col(MONTH0_COL),) + MONTH_COLS
+from .layout import _Builder, _col
+from .plan import ALL_COLS, LAST_COL, MONTH0_COL, MONTH_COLS, TIMELINE_SHEET
 
 
 # -- Capacity (with the constants block) -----------------------------------------------------
@@ -131,7 +123,7 @@ _BOLD_LINES = ("revenue", "ebitda", "cash_flow")
 
 
 def build_timeline_sheet(b: _Builder, ws: Worksheet) -> None:
-    st.title(ws, "Timeline", None)
+    st.title(ws, TIMELINE_SHEET, None)
     b.scalar(ws, "A2", om_subtitle("timeline_subtitle"), font=st.SUBTITLE_FONT, kind="text")
     ws["A2"].alignment = st.Alignment(horizontal="left")
     rows = TIMELINE_ROWS
@@ -174,17 +166,6 @@ def build_timeline_sheet(b: _Builder, ws: Worksheet) -> None:
         f"{d}{rows['month']}:{MONTH_COLS[-1]}{rows['fiscal_index']}",
         FormulaRule(formula=[f"{d}${rows['in_horizon']}=0"], font=grey))
     st.print_setup(ws, fit_height=1)  # prints no page: UNPRINTED_SHEETS
-
-
-def timeline_cells(sheet: str, cells: tuple[str, ...], horizon: int) -> tuple[str, ...]:
-    """The cells of a chart's reference a site with ``horizon`` months shows: a Timeline row
-    from month 1 stops at the horizon; any other reference is kept whole."""
-    if sheet != "Timeline" or len(cells) < 2:
-        return cells
-    split = [_split(c) for c in cells]
-    if split[0][0] != _col(FIRST_MONTH_COL) or len({row for _, row in split}) != 1:
-        return cells
-    return cells[:horizon]
 
 
 def om_subtitle(name: str) -> Line:

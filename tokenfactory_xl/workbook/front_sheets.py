@@ -7,7 +7,6 @@ and the master check that the Cover and the Dashboard show).
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Sequence
 
 from openpyxl.chart import BarChart, LineChart, Reference, Series
@@ -18,13 +17,13 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
 from ..core.catalogue import BY_NAME
-from ..core.errors import InputError, Problem
 from ..tfom import operating_model as om
 from ..tfom.operating_model import OUTPUTS
-from . import risk_sheet as workbook_risk
+from . import risk_values as workbook_risk
 from . import style as st
-from .calculation_sheets import FIRST_MONTH_COL, LAST_COL, TIMELINE_ROWS, om_subtitle
+from .calculation_sheets import TIMELINE_ROWS, om_subtitle
 from .layout import _Builder, _col
+from .plan import FIRST_MONTH_COL, LAST_COL, TIMELINE_SHEET
 from .returns_sheets import SENS_UTIL_FIRST
 
 # -- Cover ------------------------------------------------------------------------------------
@@ -32,27 +31,8 @@ from .returns_sheets import SENS_UTIL_FIRST
 SPEC_VERSION = 3
 
 
-def build_date() -> dt.date:
-    """The date a workbook is built on, shown on the Cover: the UTC day of ``SOURCE_DATE_EPOCH``
-    (seconds since 1970-01-01 UTC, the reproducible-builds convention) when that environment
-    variable is set, today otherwise. Written as each workbook is filled, so a template kept
-    between runs never carries yesterday's date."""
-    text = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if not text:
-        return dt.date.today()
-    try:
-        seconds = int(text)
-        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).date()
-    except (ValueError, OverflowError, OSError):
-        raise InputError([Problem(
-            "SOURCE_DATE_EPOCH", text,
-            "the environment variable must be a whole number of seconds since 1970-01-01 UTC",
-            "set it to e.g. 1767225600 (2026-01-01), or unset it to date workbooks today")]
-        ) from None
-
-
 #: The fixed date of the workbook's document properties and the Cover's build date until a
-#: workbook is filled (:func:`build_date`), so that the same inputs give the same bytes.
+#: workbook is filled (:func:`~.values.build_date`), so that the same inputs give the same bytes.
 DOC_TIME = dt.datetime(2026, 1, 1)
 
 
@@ -225,7 +205,7 @@ def build_dashboard_sheet(b: _Builder, ws: Worksheet) -> None:
 
     # The monthly charts read the Timeline: months beyond the horizon show "" there, which
     # charts draw as zero-height columns (invisible) rather than a line falling to zero.
-    tl = b.wb["Timeline"]
+    tl = b.wb[TIMELINE_SHEET]
     first_col, last_col = FIRST_MONTH_COL, LAST_COL
     dates = Reference(tl, min_col=first_col, max_col=last_col, min_row=TIMELINE_ROWS["month_end"])
 

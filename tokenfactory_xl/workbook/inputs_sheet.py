@@ -17,6 +17,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 from ..core.catalogue import COHORT_SPECS, INPUTS, MAX_COHORTS, Input
 from ..tfom.inputs import NOTES_NAME, SiteInputs
 from . import style as st
+from .input_cells import input_cell_value
 from .layout import _Builder, _col
 
 # -- Inputs ----------------------------------------------------------------------------------
@@ -40,7 +41,7 @@ def _input_kind(spec: Input) -> str:
 
 def _input_cell(cell, spec: Input, value: object, dv: DataValidation) -> None:  # type: ignore[no-untyped-def]
     """Type ``value`` into an input cell and give it the input's look, format and validation."""
-    cell.value = st.input_cell_value(spec, value)
+    cell.value = input_cell_value(spec, value)
     if spec.kind in ("text", "currency", "choice") and value is not None:
         cell.data_type = "s"  # user text is never a formula
     cell.font, cell.fill, cell.border = st.INPUT_FONT, st.INPUT_FILL, st.BOX

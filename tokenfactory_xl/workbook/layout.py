@@ -1,7 +1,7 @@
 """The layout engine of the TFOM workbook: where each line lives and how its cells are written.
 
 A sheet builder places a line with :class:`_Builder` (one cell, a row along a table, a column
-down one); the :class:`Plan` records every placement; each cell's formula is its line's
+down one); the :class:`~.plan.Plan` records every placement; each cell's formula is its line's
 declaration rendered with a context (:class:`_Context`) that turns a reference into the A1
 address seen from that cell, blank beyond a table's guard (:class:`_Gaps`).
 """
@@ -11,77 +11,19 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from dataclasses import dataclass, field
 
 from openpyxl import Workbook
-from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
+from ..files.a1 import column_index as _column_index
+from ..files.a1 import column_letter as _col
+from ..files.a1 import split_coord as _split
 from ..tfom import operating_model as om
 from ..tfom.excel import ExcelContext, excel
 from ..tfom.formula import Line
 from . import style as st
-
-
-def _col(i: int) -> str:
-    return get_column_letter(i)
-
-
-def _column_index(letters: str) -> int:
-    n = 0
-    for ch in letters:
-        n = n * 26 + ord(ch) - 64
-    return n
-
-
-# -- the plan: where each line lives ------------------------------------------------------------
-@dataclass
-class Placement:
-    """Where one line's cells are: a scalar's cell, or a table line's cells by position."""
-
-    line: Line
-    sheet: str
-    coords: list[str]  # one per position (a scalar: one)
-    orient: str  # "s" scalar, "h" along a row, "v" down a column
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        # kept between runs (:mod:`build_cache`) by the line's name: a plan read back holds the
-        # model's own declarations, not copies of them
-        return _placement, (self.line.name, self.sheet, self.coords, self.orient)
-
-
-def _placement(line: str, sheet: str, coords: list[str], orient: str) -> Placement:
-    return Placement(om.BY_LINE[line], sheet, coords, orient)
-
-
-@dataclass
-class Plan:
-    """Where every input, formula cell and echo is.
-
-    ``lines``: line name → :class:`Placement`; ``inputs``: (sheet, coordinate, input name,
-    scenario index); ``echoes``: (sheet, coordinate, line name or ``in_<input>``), cells that
-    show another line or an input as it is.
-    """
-
-    lines: dict[str, Placement] = field(default_factory=dict)
-    inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
-    echoes: list[tuple[str, str, str]] = field(default_factory=list)
-    #: (sheet, coordinate, input name): each input's source note, in the Inputs sheet's notes
-    #: column (:data:`~tokenfactory_xl.workbook.inputs_sheet.NOTE_COLUMN`)
-    notes: list[tuple[str, str, str]] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)  # row of a line or constant
-    #: the Checks sheet's cell saying whether the Risk sheet's figures are current
-    risk_check: tuple[str, str] = ("", "")
-    #: the Cover's cell holding the date the workbook was built (:func:`build_date`)
-    build_date: tuple[str, str] = ("", "")
-
-
-@functools.lru_cache(maxsize=1 << 16)  # a workbook's formulas name the same cells many times
-def _split(coord: str) -> tuple[str, int]:
-    m = re.fullmatch(r"([A-Z]+)(\d+)", coord)
-    assert m, coord
-    return m.group(1), int(m.group(2))
+from .plan import Placement, Plan
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -1,255 +1,61 @@
-"""The Risk sheet of the TFOM workbook: the tornado and the Monte Carlo (methodology §8) as values.
+"""The Risk sheet of the TFOM workbook drawn: its titles, headers, number formats, the stale
+rule's colours, the tornado and the NPV histogram (methodology §8).
 
-Neither can be a formula in every engine (10,000 draws of a 120-month model), so the Python
-model computes them (:mod:`tokenfactory_xl.tfom.risk`) and the sheet holds its figures beside a copy
-of the inputs they were computed for. A formula per input compares today's value with that copy:
-as soon as one differs, the sheet's status (and the Checks sheet) says **STALE** and how to
-refresh (``tokenfactory-xl refresh FILE``). A workbook written without them (``batch
---risk-draws 0``) says they were not computed.
-
-Layout (fixed, the same for every site): the status on row 4; the tornado from row 7 with its
-chart beside it; the Monte Carlo figures and the NPV histogram below; then "what must be true",
-each tornado driver's value at which the live NPV is 0 (:mod:`tokenfactory_xl.tfom.solve`); the
-inputs the figures were computed for in columns U to AD.
+Where each figure goes and what it shows (the tornado, the Monte Carlo, "what must be true",
+the copy of the inputs and the status formulas) is :mod:`.risk_values`'s; this module lays the
+sheet out around them with openpyxl, once, when the workbook is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 
-import numpy as np
 from openpyxl.chart import BarChart, Reference
 from openpyxl.chart.series import SeriesLabel
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
 from openpyxl.worksheet.worksheet import Worksheet
 
-from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES, fmt_number
+from ..core.catalogue import BY_NAME
+from ..files.a1 import column_index
 from ..tfom.inputs import SiteInputs
-from ..tfom.risk import DEFAULT_DRAWS, RISK_OUTPUTS, TORNADO_DRIVERS, Risk, Tornado, risk, tornado
-from ..tfom.solve import Solution, solve
+from ..tfom.risk import RISK_OUTPUTS, TORNADO_DRIVERS
 from . import style as st
-
-RISK_SHEET = "Risk"
-#: Bins of the NPV histogram.
-BINS = 20
-STATUS = "B4"
-DRAWS = "B5"
-SEED_CELL = "D5"
-CURRENT = "current"
-NOT_COMPUTED = "not computed: run tokenfactory-xl refresh FILE"
-STALE = ("STALE: an input changed since these figures were computed; run tokenfactory-xl "
-         "refresh FILE")
-
-TORNADO_HEADER = 7
-CENTRE_ROW = TORNADO_HEADER + 1
-FIRST_DRIVER = CENTRE_ROW + 1
-RISK_TOP = FIRST_DRIVER + len(TORNADO_DRIVERS) + 1  # its section row
-FIRST_FIGURE = RISK_TOP + 1
-HIST_HEADER = FIRST_FIGURE + len(RISK_OUTPUTS) + 1
-FIRST_BIN = HIST_HEADER + 1
-LAST_ROW = FIRST_BIN + BINS - 1
-#: "What must be true": each tornado driver's value at which the live NPV is 0, below the
-#: histogram (its section row, header, then one row per driver).
-MUST_TOP = LAST_ROW + 2
-MUST_HEADER = MUST_TOP + 1
-FIRST_MUST = MUST_HEADER + 1
-LAST_MUST = FIRST_MUST + len(TORNADO_DRIVERS) - 1
-#: The columns of a "what must be true" row: label, name, value now, value at NPV 0, the NPV
-#: there, and what the search found.
-MUST_COLUMNS = "ABCDEF"
-
-#: Columns of the copy of the inputs: a label, up to seven values, the flag.
-SNAP_LABEL = "U"
-SNAP_VALUES = tuple("VWXYZ") + ("AA", "AB")  # Base/Optimised/Downside, or cohorts 2 … 8
-SNAP_FLAG = "AC"
-SNAP_HEADER = TORNADO_HEADER
-FIRST_SNAP = SNAP_HEADER + 1
+from .risk_values import (
+    BINS,
+    CENTRE_ROW,
+    CURRENT,
+    DRAWS,
+    FIRST_BIN,
+    FIRST_DRIVER,
+    FIRST_FIGURE,
+    FIRST_MUST,
+    FIRST_SNAP,
+    HIST_HEADER,
+    LAST_MUST,
+    LAST_ROW,
+    LAST_SNAP,
+    MUST_HEADER,
+    MUST_TOP,
+    RISK_SHEET,
+    RISK_TOP,
+    SEED_CELL,
+    SNAP_FLAG,
+    SNAP_HEADER,
+    SNAP_LABEL,
+    SNAP_ROWS,
+    SNAP_VALUES,
+    STATUS,
+    TORNADO_HEADER,
+    Figures,
+    risk_cell_values,
+    status_formula,
+)
 
 _RISK_LABELS = {"npv_p10": "NPV P10", "npv_p50": "NPV P50 (median)", "npv_p90": "NPV P90",
                 "npv_mean": "NPV mean", "prob_npv_negative": "Probability the NPV is negative",
                 "irr_p50": "IRR P50 (median; none ranks lowest)"}
 _RISK_KINDS = {"npv_p10": "money", "npv_p50": "money", "npv_p90": "money", "npv_mean": "money",
                "prob_npv_negative": "fraction", "irr_p50": "fraction"}
-
-
-@dataclass(frozen=True)
-class Figures:
-    """What the sheet shows: the tornado and the risk of one site's inputs, and (when
-    computed) what must be true of each tornado driver for the NPV to be 0."""
-
-    tornado: Tornado
-    risk: Risk
-    must: tuple[Solution, ...] | None = None
-
-
-def compute(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, must_be_true: bool = False,
-            whole: Mapping[str, np.ndarray] | None = None) -> Figures | None:
-    """The sheet's figures for ``inputs`` (``None`` with no draws: not computed), with the
-    "what must be true" block when ``must_be_true`` (a solve per driver: about 0.1 s each).
-    ``whole``: the site's values from a run of the whole model, where the caller has them
-    (``Result.values``): the tornado, the draws and the solves read from it the lines they do
-    not move instead of each computing them again."""
-    if draws <= 0:
-        return None
-    must = tuple(solve(inputs, name, "npv=0", whole) for name in TORNADO_DRIVERS) \
-        if must_be_true else None
-    return Figures(tornado(inputs, whole=whole), risk(inputs, draws, whole=whole), must)
-
-
-def must_note(found: Solution) -> str:
-    """What the search found, in words, for the block's last column."""
-    if found.reached and found.output_beyond is None:
-        return "NPV 0 here"
-    if found.reached:
-        return "nearest whole value to NPV 0"
-    if found.jump:
-        return "NPV jumps across 0 here (no value gives 0 exactly)"
-    if found.value is None:
-        return "no NPV in the allowed range"
-    if any("does not change" in note for note in found.notes):
-        return "does not move the NPV"
-    return (f"none in the allowed range ({fmt_number(found.low)} … {fmt_number(found.high)}); "
-            f"the {found.closest} end comes closest")
-
-
-# -- the copy of the inputs ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _SnapRow:
-    row: int
-    label: str
-    name: str  # the defined name compared: in_<input> or in_fleet_<column>
-    width: int  # cells: 1, 3 (per scenario) or 7 (cohorts 2 … 8)
-
-    @property
-    def coords(self) -> list[str]:
-        return [f"{col}{self.row}" for col in SNAP_VALUES[: self.width]]
-
-    @property
-    def flag(self) -> str:
-        return f"{SNAP_FLAG}{self.row}"
-
-    def formula(self) -> str:
-        """1 when today's input equals the copy, else 0 (a blank equals a blank)."""
-        first, last = self.coords[0], self.coords[-1]
-        if self.width == 1:
-            return f"=IF({self.name}={first},1,0)"
-        return f"=IF(SUMPRODUCT(({self.name}<>{first}:{last})*1)=0,1,0)"
-
-
-def snap_rows() -> tuple[_SnapRow, ...]:
-    rows = []
-    row = FIRST_SNAP
-    for spec in INPUTS:
-        rows.append(_SnapRow(row, spec.label, f"in_{spec.name}",
-                             len(SCENARIO_NAMES) if spec.per_scenario else 1))
-        row += 1
-    for spec in COHORT_SPECS:
-        rows.append(_SnapRow(row, f"Fleet: {spec.label} (cohorts 2–{MAX_COHORTS})",
-                             f"in_fleet_{spec.name}", MAX_COHORTS - 1))
-        row += 1
-    return tuple(rows)
-
-
-_SNAP = snap_rows()
-LAST_SNAP = _SNAP[-1].row
-
-
-def status_formula() -> str:
-    flags = f"{SNAP_FLAG}{FIRST_SNAP}:{SNAP_FLAG}{LAST_SNAP}"
-    return (f'=IF({DRAWS}="","{NOT_COMPUTED}",IF(SUM({flags})=COUNT({flags}),"{CURRENT}",'
-            f'"{STALE}"))')
-
-
-#: The Checks sheet's line for these figures: OK, STALE or "not computed".
-CHECK_LABEL = ("Risk sheet: tornado and Monte Carlo computed for today's inputs (values from "
-               "tokenfactory_xl; STALE → run tokenfactory-xl refresh FILE; not part of the "
-               "master check)")
-
-
-def check_formula() -> str:
-    return (f'=IF({RISK_SHEET}!{STATUS}="{CURRENT}","OK",IF({RISK_SHEET}!{DRAWS}="","not computed",'
-            f'"STALE"))')
-
-
-#: Cells whose value depends on the copy of the inputs, not on the inputs alone: an audit cannot
-#: recompute them from a returned file's inputs (sheet, coordinate).
-def copy_dependent(check_cell: tuple[str, str]) -> frozenset[tuple[str, str]]:
-    return frozenset({(RISK_SHEET, STATUS), check_cell} | {(RISK_SHEET, r.flag) for r in _SNAP})
-
-
-# -- the values ---------------------------------------------------------------------------------
-def _input_values(inputs: SiteInputs) -> dict[str, object]:
-    from .style import fleet_cell_value, input_cell_value
-
-    out: dict[str, object] = {}
-    by_name = {s.name: s for s in INPUTS}
-    for r in _SNAP:
-        if r.name.startswith("in_fleet_"):
-            name = r.name.removeprefix("in_")
-            for i, coord in enumerate(r.coords):
-                out[coord] = fleet_cell_value(name, i, inputs)
-            continue
-        spec = by_name[r.name.removeprefix("in_")]
-        value = inputs[spec.name]
-        for i, coord in enumerate(r.coords):
-            out[coord] = input_cell_value(spec, value[i] if spec.per_scenario else value)
-    return out
-
-
-def histogram(npv: np.ndarray, bins: int = BINS) -> list[tuple[float, float, int]]:
-    """``bins`` equal bins from the smallest to the largest NPV: (from, to, draws)."""
-    low, high = float(np.min(npv)), float(np.max(npv))
-    if high == low:
-        return [(low, high, len(npv))] + [(high, high, 0)] * (bins - 1)
-    counts, edges = np.histogram(npv, bins=bins, range=(low, high))
-    return [(float(edges[i]), float(edges[i + 1]), int(counts[i])) for i in range(bins)]
-
-
-def risk_cell_values(inputs: SiteInputs, figures: Figures | None) -> dict[str, object]:
-    """Coordinate → what each cell of the sheet the site changes shows (values and formulas)."""
-    out: dict[str, object] = {STATUS: CURRENT if figures is not None else NOT_COMPUTED}
-    out.update(_input_values(inputs))
-    for r in _SNAP:
-        out[r.flag] = 1.0
-    blank = figures is None
-    out[DRAWS] = "" if blank else figures.risk.draws  # type: ignore[union-attr]
-    out[SEED_CELL] = "" if blank else figures.risk.seed  # type: ignore[union-attr]
-    out[f"E{CENTRE_ROW}"] = "" if blank else figures.tornado.npv  # type: ignore[union-attr]
-    drivers = () if blank else figures.tornado.drivers  # type: ignore[union-attr]
-    for i in range(len(TORNADO_DRIVERS)):
-        row = FIRST_DRIVER + i
-        if i < len(drivers):
-            f, centre = drivers[i], figures.tornado.npv  # type: ignore[union-attr]
-            cells = (f.label, f.name, f.low, f.high, f.npv_low, f.npv_high, f.swing,
-                     f.npv_low - centre, f.npv_high - centre)
-        else:
-            cells = ("",) * 9
-        for col, value in zip("ABCDEFGHI", cells, strict=True):
-            out[f"{col}{row}"] = value
-    summary = {} if blank else figures.risk.summary()  # type: ignore[union-attr]
-    for i, name in enumerate(RISK_OUTPUTS):
-        value = summary.get(name)
-        out[f"B{FIRST_FIGURE + i}"] = "" if blank else ("none" if value is None else value)
-    bins = [] if blank else histogram(figures.risk.npv)  # type: ignore[union-attr]
-    for i in range(BINS):
-        row = FIRST_BIN + i
-        cells = bins[i] if bins else ("", "", "")
-        for col, value in zip("ABC", cells, strict=True):
-            out[f"{col}{row}"] = value
-    must = None if blank else figures.must  # type: ignore[union-attr]
-    for i, name in enumerate(TORNADO_DRIVERS):
-        row = FIRST_MUST + i
-        found = must[i] if must else None
-        cells = ("", "", "", "", "", NOT_COMPUTED if i == 0 else "") if found is None else (
-            BY_NAME[name].label, name, found.current if found.current is not None else "",
-            found.value if found.value is not None else "none",
-            # a cent either side of 0 is the search's aim: shown as 0, not as a red -0
-            "none" if found.output_at_value is None else round(found.output_at_value, 2) or 0.0,
-            must_note(found))
-        for col, value in zip(MUST_COLUMNS, cells, strict=True):
-            out[f"{col}{row}"] = value
-    return out
 
 
 def _kinds() -> dict[str, str]:
@@ -288,9 +94,9 @@ def build_risk_sheet(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
     """Lay out the sheet with ``figures`` (or blanks) and the copy of ``inputs``; ``name`` adds a
     defined name (``name(defined_name, ws, ref)``)."""
     _title, _header, _section, _print_setup = st.title, st.header, st.section, st.print_setup
-    _title(ws, "Risk", "Tornado and Monte Carlo of the live scenario's project NPV (methodology "
-           "§8): values computed by tokenfactory_xl for the inputs copied in columns U–AC, "
-           "not live formulas. When an input changes, the status says STALE.")
+    _title(ws, RISK_SHEET, "Tornado and Monte Carlo of the live scenario's project NPV "
+           "(methodology §8): values computed by tokenfactory_xl for the inputs copied in "
+           "columns U–AC, not live formulas. When an input changes, the status says STALE.")
     ws["A4"] = "Status"
     ws["A4"].font = st.SECTION_FONT
     ws[STATUS] = status_formula()
@@ -339,8 +145,8 @@ def build_risk_sheet(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
     _header(ws, SNAP_HEADER, ["Computed for these inputs", "Value · Base / cohort 2",
                               "Optimised / cohort 3", "Downside / cohort 4", "Cohort 5",
                               "Cohort 6", "Cohort 7", "Cohort 8", "Same today"],
-            first_col=_index(SNAP_LABEL))
-    for r in _SNAP:
+            first_col=column_index(SNAP_LABEL))
+    for r in SNAP_ROWS:
         ws[f"{SNAP_LABEL}{r.row}"] = r.label
         ws[r.flag] = r.formula()
         ws[r.flag].alignment = st.CENTER
@@ -358,12 +164,6 @@ def build_risk_sheet(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
     ws.freeze_panes = "A6"
     _print_setup(ws, fit_height=1)
     ws.print_area = f"A1:S{LAST_MUST + 1}"
-
-
-def _index(letters: str) -> int:
-    from openpyxl.utils import column_index_from_string
-
-    return column_index_from_string(letters)
 
 
 def tornado_chart(ws: Worksheet) -> BarChart:

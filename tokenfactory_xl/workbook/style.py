@@ -1,5 +1,5 @@
-"""How the TFOM workbook looks: cell styles, number formats, the colour legend, the sheets' layout
-helpers, and what an input cell holds.
+"""How the TFOM workbook looks: cell styles, number formats, the colour legend and the sheets'
+layout helpers.
 
 A finance reviewer reads a model by its colours before its formulas: blue on pale yellow is a
 value someone typed (an input), purple on lavender a fixed constant, black a calculation, and
@@ -10,16 +10,12 @@ outputs (money with thousands separators, fractions as percentages, dates as mon
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Font, PatternFill, Protection, Side
 from openpyxl.worksheet.properties import PageSetupProperties
 from openpyxl.worksheet.worksheet import Worksheet
-
-from ..core.catalogue import COHORT_BY_NAME, Input
-from ..tfom.inputs import SiteInputs
 
 FONT_NAME = "Calibri"
 
@@ -148,27 +144,3 @@ def print_nothing(ws: Worksheet) -> None:
     """Give ``ws`` no printed page: its print area is an empty cell, and a spreadsheet prints
     no empty page (the sheet stays on screen as it is)."""
     ws.print_area = EMPTY_PRINT_CELL
-
-
-# -- what an input cell holds ---------------------------------------------------------------------
-def input_cell_value(spec: Input, value: object) -> object:
-    """An input value as the workbook's input cell holds it (dates as datetimes, counts as int,
-    ``None`` for a blank optional input)."""
-    if value is None:
-        return None
-    if spec.kind == "date":
-        return dt.datetime(value.year, value.month, value.day)  # type: ignore[attr-defined]
-    if spec.kind == "integer":
-        return int(value)  # type: ignore[call-overload]
-    if spec.kind in ("number", "fraction"):
-        number = float(value)  # type: ignore[arg-type]
-        return int(number) if number.is_integer() and abs(number) < 2**53 else number
-    return value
-
-
-def fleet_cell_value(name: str, index: int, inputs: SiteInputs) -> object:
-    """The value of cohort ``index + 2``'s cell of the fleet block row ``fleet_<column>``."""
-    spec = COHORT_BY_NAME[name.removeprefix("fleet_")]
-    cohorts = inputs.cohorts
-    return input_cell_value(spec, cohorts[index].get(spec.name) if index < len(cohorts)
-                            else None)

@@ -1,29 +1,34 @@
 """The values the Python model gives every formula cell of the TFOM workbook, at the cells the
 plan recorded: stored beside the formulas (batch, template, refresh), spelled as each line
 shows them (``none`` or blank), blank beyond a table's guard.
+
+Filling a workbook needs the plan (:class:`~.plan.Plan`: kept with the drawn workbook, see
+:func:`tokenfactory_xl.workbook.build.plan`), never openpyxl: this module and those it imports
+draw nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import operator
+import os
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 
 import numpy as np
 
 from ..core.catalogue import BY_NAME
+from ..core.errors import InputError, Problem
 from ..tfom import evaluation
 from ..tfom import operating_model as om
 from ..tfom.evaluation import Result
 from ..tfom.formula import Line
 from ..tfom.inputs import SiteInputs
 from ..tfom.runtime import from_serial
-from . import risk_sheet as workbook_risk
-from .build import IRR_SHEET, SHEETS, plan
-from .front_sheets import build_date
+from . import risk_values as workbook_risk
+from .input_cells import fleet_cell_value, input_cell_value
+from .plan import IRR_SHEET, SHEETS, Plan
 from .stencil import Stencil
-from .style import fleet_cell_value, input_cell_value
 
 
 # -- cell values from the Python model -------------------------------------------------------
@@ -213,9 +218,10 @@ class StencilCells(CellSink):
 _BULK_MOST = 256
 
 
-def cell_values(inputs: SiteInputs, result: Result | None = None,
+def cell_values(plan: Plan, inputs: SiteInputs, result: Result | None = None,
                 figures: workbook_risk.Figures | None = None) -> dict[str, dict[str, object]]:
-    """Sheet → coordinate → the value each input and formula cell shows, from the Python model.
+    """Sheet → coordinate → the value each input and formula cell of the workbook ``plan``
+    places shows, from the Python model.
 
     Numbers are floats (input counts ints, dates ``datetime``), texts are strings, ``"none"``
     where the spec says none, ``""`` for blanks (months beyond the horizon). ``result`` is
@@ -223,15 +229,15 @@ def cell_values(inputs: SiteInputs, result: Result | None = None,
     the Risk sheet's (``None``: not computed).
     """
     cells = CellDict()
-    fill_cells(cells, inputs, result, figures)
+    fill_cells(cells, plan, inputs, result, figures)
     return cells.sheets
 
 
-def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
+def fill_cells(sink: CellSink, plan: Plan, inputs: SiteInputs, result: Result | None = None,
                figures: workbook_risk.Figures | None = None) -> None:
     """Put into ``sink`` the value each input and formula cell shows (see :func:`cell_values`):
     the one place that says what a cell of the workbook shows."""
-    p = plan()
+    p = plan
     values = (result if result is not None else evaluation.run(inputs)).values
     for sheet, coord, name, index in p.inputs:
         if name.startswith("fleet_"):
@@ -280,6 +286,26 @@ def fill_cells(sink: CellSink, inputs: SiteInputs, result: Result | None = None,
         else:
             sink.one(sheet_name, coord, _shown(om_line(source), np.asarray(values[source]).item()))
     sink.flush()
+
+
+def build_date() -> dt.date:
+    """The date a workbook is built on, shown on the Cover: the UTC day of ``SOURCE_DATE_EPOCH``
+    (seconds since 1970-01-01 UTC, the reproducible-builds convention) when that environment
+    variable is set, today otherwise. Written as each workbook is filled, so a template kept
+    between runs never carries yesterday's date."""
+    text = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not text:
+        return dt.date.today()
+    try:
+        seconds = int(text)
+        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).date()
+    except (ValueError, OverflowError, OSError):
+        raise InputError([Problem(
+            "SOURCE_DATE_EPOCH", text,
+            "the environment variable must be a whole number of seconds since 1970-01-01 UTC",
+            "set it to e.g. 1767225600 (2026-01-01), or unset it to date workbooks today")]
+        ) from None
+
 
 
 def om_line(name: str) -> Line:
