@@ -37,3 +37,9 @@ def split_coord(coord: str) -> tuple[str, int]:
     m = _COORD.fullmatch(coord)
     assert m, coord
     return m.group(1), int(m.group(2))
+
+
+def absolute(coord: str) -> str:
+    """A cell's absolute address (``"E9"`` → ``"$E$9"``)."""
+    letters, row = split_coord(coord)
+    return f"${letters}${row}"

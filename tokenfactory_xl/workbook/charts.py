@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
+from ..files.a1 import absolute
 from ..files.ooxml import escape_text as escape
 from ..files.ooxml import unescape_text
 from ..files.safe_xlsx import parse_reference
@@ -158,20 +159,11 @@ def _series_xml(kind: str, sheet: str, cells: tuple[str, ...], ref: str, in_cate
 _unescape = unescape_text
 
 
-_CELL = re.compile(r"([A-Z]{1,3})([0-9]+)")
-
-
-def _absolute(cell: str) -> str:
-    """``"C30"`` → ``"$C$30"`` (a cell as :func:`~tokenfactory_xl.files.safe_xlsx.parse_reference`
-    gives it)."""
-    return _CELL.fullmatch(cell).expand(r"$\1$\2")  # type: ignore[union-attr]
-
-
 def _reference(sheet: str, cells: tuple[str, ...]) -> str:
     quoted = "'" + sheet.replace("'", "''") + "'"
     if len(cells) == 1:
-        return f"{quoted}!{_absolute(cells[0])}"
-    return f"{quoted}!{_absolute(cells[0])}:{_absolute(cells[-1])}"
+        return f"{quoted}!{absolute(cells[0])}"
+    return f"{quoted}!{absolute(cells[0])}:{absolute(cells[-1])}"
 
 
 def _number(value: object) -> str | None:

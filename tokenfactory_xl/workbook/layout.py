@@ -16,6 +16,7 @@ from openpyxl import Workbook
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
+from ..files.a1 import absolute
 from ..files.a1 import column_index as _column_index
 from ..files.a1 import column_letter as _col
 from ..files.a1 import split_coord as _split
@@ -39,8 +40,7 @@ def _cell(ws: Worksheet, coord: str):  # type: ignore[no-untyped-def]
 
 
 def _abs(sheet: str, coord: str) -> str:
-    col, row = _split(coord)
-    return f"{sheet}!${col}${row}"
+    return f"{sheet}!{absolute(coord)}"
 
 
 class _Context(ExcelContext):
@@ -197,8 +197,8 @@ class _Builder:
     def name(self, name: str, ws: Worksheet, ref: str) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9]*_[a-z0-9_]+", name):
             raise ValueError(f"not a safe defined name: {name}")
-        absolute = re.sub(r"([A-Z]+)(\d+)", r"$\1$\2", ref)
-        self.wb.defined_names[name] = DefinedName(name, attr_text=f"{ws.title}!{absolute}")
+        fixed = ":".join(absolute(cell) for cell in ref.split(":"))  # a cell or a range
+        self.wb.defined_names[name] = DefinedName(name, attr_text=f"{ws.title}!{fixed}")
 
     def _style(self, ws: Worksheet, coord: str, kind: str, font) -> None:
         cell = _cell(ws, coord)
