@@ -544,18 +544,9 @@ def _shifted_part(values: _Lines, name: str, by: int, span):
     kept = values.parts.get(name) if span is not None else None
     if kept is None or kept.span != span or kept.cells.dtype != np.float64:
         return _cut(_c(_shift(values[name], by)), span)
-    cells = kept.cells
-    size = cells.shape[-2]
-    out = np.empty(cells.shape)
-    if abs(by) >= size:
-        out[...] = np.nan
-    elif by < 0:  # each cell sees the one ``-by`` before it
-        out[..., :-by, :] = np.nan
-        out[..., -by:, :] = cells[..., :size + by, :]
-    else:
-        out[..., size - by:, :] = np.nan
-        out[..., :size - by, :] = cells[..., by:, :]
-    return out
+    if abs(by) >= kept.cells.shape[-2]:  # every cell sees one outside the span: a blank
+        return np.full(kept.cells.shape, np.nan)
+    return _c(_shift(kept.cells[..., 0], by))
 
 
 def _within(guard, span, value, fresh: bool, skip_first: bool = False):
