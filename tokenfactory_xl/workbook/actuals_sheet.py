@@ -33,10 +33,10 @@ import defusedxml.ElementTree as safe_et
 from defusedxml import DefusedXmlException
 from openpyxl.chart import LineChart, Reference
 from openpyxl.chart.series import SeriesLabel
-from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from ..core.errors import TokenFactoryError
+from ..files.a1 import column_letter
 from ..files.ooxml import escape_text as escape
 from ..files.ooxml import unescape_text
 from . import style as st
@@ -77,7 +77,7 @@ ACTUALS_COLUMNS: tuple[Column, ...] = (
     Column("fingerprint", "Fingerprint", "", "text"),
 )
 BY_FIELD = {c.name: c for c in ACTUALS_COLUMNS}
-LAST_COLUMN = get_column_letter(len(ACTUALS_COLUMNS))
+LAST_COLUMN = column_letter(len(ACTUALS_COLUMNS))
 #: Where the chart's top left corner is.
 CHART_ANCHOR = f"A{ACTUALS_CHART_ROW}"
 #: The chart's series: (column, title). Plan first: the actual is drawn over it.
@@ -92,7 +92,7 @@ ACTUALS_NOTE = (
 
 def actuals_column(name: str) -> str:
     """The letter of the Actuals table's column of field ``name``."""
-    return get_column_letter([c.name for c in ACTUALS_COLUMNS].index(name) + 1)
+    return column_letter([c.name for c in ACTUALS_COLUMNS].index(name) + 1)
 
 
 def header_text(column: Column, currency: str = "USD") -> str:
@@ -117,7 +117,7 @@ def build_actuals_sheet(ws: Worksheet) -> None:
         cell.protection = st.LOCKED
     widths = {"A": 11, "B": 8, "F": 16, "K": 11, "L": 40, "M": 20, "N": 18}
     for i in range(1, len(ACTUALS_COLUMNS) + 1):
-        letter = get_column_letter(i)
+        letter = column_letter(i)
         ws.column_dimensions[letter].width = widths.get(letter, 14)
     ws.row_dimensions[HEADER_ROW].height = 60
     ws.add_chart(chart(ws), CHART_ANCHOR)
@@ -300,7 +300,7 @@ def read_sheet(archive: zipfile.ZipFile) -> ActualsSheet:
         raise NotATrackableWorkbook(f"its {ACTUALS_SHEET} sheet has no table")
     styles: dict[str, str] = {}
     rows: list[ActualsRow] = []
-    letters = [get_column_letter(i) for i in range(1, len(ACTUALS_COLUMNS) + 1)]
+    letters = [column_letter(i) for i in range(1, len(ACTUALS_COLUMNS) + 1)]
     header = None
     for match in _ROW.finditer(data.group(3) or b""):
         number = int(match.group(2))
@@ -343,8 +343,8 @@ def _cell(coord: str, value: object, style: str | None) -> str:
 
 
 def _row_xml(number: int, values: Sequence[object], styles: dict[str, str]) -> str:
-    cells = "".join(_cell(f"{get_column_letter(i)}{number}", v,
-                          styles.get(get_column_letter(i)))
+    cells = "".join(_cell(f"{column_letter(i)}{number}", v,
+                          styles.get(column_letter(i)))
                     for i, v in enumerate(values, start=1))
     return f'<row r="{number}">{cells}</row>'
 
@@ -366,8 +366,8 @@ def sheet_xml(sheet: ActualsSheet, rows: Sequence[ActualsRow], currency: str) ->
     open_tag = re.match(rb"<(?:\w+:)?row\b[^>]*?>", header_xml)
     header_open = open_tag.group(0).decode() if open_tag else f'<row r="{HEADER_ROW}">'
     header = header_open + "".join(
-        _cell(f"{get_column_letter(i)}{HEADER_ROW}", header_text(c, currency),
-              header_styles.get(get_column_letter(i)))
+        _cell(f"{column_letter(i)}{HEADER_ROW}", header_text(c, currency),
+              header_styles.get(column_letter(i)))
         for i, c in enumerate(ACTUALS_COLUMNS, start=1)
     ) + "</row>"
     body = [_row_xml(FIRST_ROW + i, [row.get(c.name) for c in ACTUALS_COLUMNS], sheet.styles)

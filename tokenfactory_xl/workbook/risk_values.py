@@ -65,6 +65,7 @@ SNAP_FLAG = "AC"
 SNAP_HEADER = TORNADO_HEADER
 FIRST_SNAP = SNAP_HEADER + 1
 
+
 @dataclass(frozen=True)
 class Figures:
     """What the sheet shows: the tornado and the risk of one site's inputs, and (when

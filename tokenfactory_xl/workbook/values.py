@@ -237,9 +237,8 @@ def fill_cells(sink: CellSink, plan: Plan, inputs: SiteInputs, result: Result | 
                figures: workbook_risk.Figures | None = None) -> None:
     """Put into ``sink`` the value each input and formula cell shows (see :func:`cell_values`):
     the one place that says what a cell of the workbook shows."""
-    p = plan
     values = (result if result is not None else evaluation.run(inputs)).values
-    for sheet, coord, name, index in p.inputs:
+    for sheet, coord, name, index in plan.inputs:
         if name.startswith("fleet_"):
             sink.one(sheet, coord, fleet_cell_value(name, index, inputs))  # type: ignore[arg-type]
             continue
@@ -248,11 +247,11 @@ def fill_cells(sink: CellSink, plan: Plan, inputs: SiteInputs, result: Result | 
         sink.one(sheet, coord, input_cell_value(spec, value[index] if index is not None
                                                 else value))
     notes = inputs.notes
-    for sheet, coord, name in p.notes:
+    for sheet, coord, name in plan.notes:
         sink.one(sheet, coord, notes.get(name, ""))
     # a guarded table → the positions not in use, or None where it uses all of them
     unused: dict[str, np.ndarray | None] = {}
-    for name, place in p.lines.items():
+    for name, place in plan.lines.items():
         line = place.line
         v = values[name]
         if place.orient == "s":
@@ -276,10 +275,10 @@ def fill_cells(sink: CellSink, plan: Plan, inputs: SiteInputs, result: Result | 
             if blank is not None:
                 sink.blanks(place.sheet, place.coords, first, blank[:len(place.coords)])
     sink.sheet(workbook_risk.RISK_SHEET, workbook_risk.risk_cell_values(inputs, figures))
-    check_sheet, check_coord = p.risk_check
+    check_sheet, check_coord = plan.risk_check
     sink.one(check_sheet, check_coord, "OK" if figures is not None else "not computed")
-    sink.one(*p.build_date, dt.datetime.combine(build_date(), dt.time()))
-    for sheet_name, coord, source in p.echoes:
+    sink.one(*plan.build_date, dt.datetime.combine(build_date(), dt.time()))
+    for sheet_name, coord, source in plan.echoes:
         if source.startswith("in_"):
             spec = BY_NAME[source[3:]]
             sink.one(sheet_name, coord, input_cell_value(spec, inputs[spec.name]))
@@ -305,7 +304,6 @@ def build_date() -> dt.date:
             "the environment variable must be a whole number of seconds since 1970-01-01 UTC",
             "set it to e.g. 1767225600 (2026-01-01), or unset it to date workbooks today")]
         ) from None
-
 
 
 def om_line(name: str) -> Line:
