@@ -118,7 +118,8 @@ def build_inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
             ws.cell(row, 1, spec.label)
             ws.cell(row, 3, f"in_{spec.name}").font = st.NAME_FONT
             b.unit(ws, row, 4, spec.unit)
-            ws.cell(row, 8, spec.allowed[:1].upper() + spec.allowed[1:]).font = st.NOTE_FONT
+            allowed = ws.cell(row, 8, spec.allowed[:1].upper() + spec.allowed[1:])
+            allowed.font, allowed.alignment = st.NOTE_FONT, st.INDENT
             ws.cell(row, 9, spec.description).font = st.NOTE_FONT
             _note_cell(ws.cell(row, NOTE_COLUMN), notes.get(spec.name, ""))
             b.plan.notes.append((ws.title, f"{_col(NOTE_COLUMN)}{row}", spec.name))
@@ -137,7 +138,7 @@ def build_inputs_sheet(b: _Builder, ws: Worksheet, inputs: SiteInputs) -> None:
     last = row - 1
     b.name(NOTES_NAME, ws, f"{_col(NOTE_COLUMN)}5:{_col(NOTE_COLUMN)}{last}")
     _fleet_block(b, ws, inputs, lists)
-    widths = {"A": 30, "B": 2, "C": 30, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
+    widths = {"A": 40, "B": 2, "C": 34, "D": 13, "E": 15, "F": 13, "G": 13, "H": 44, "I": 60,
               "J": 40, "K": 34, "S": 13, "T": 30} | {col: 12 for col in FLEET_COLS}
     for col, width in widths.items():
         ws.column_dimensions[col].width = width

@@ -50,6 +50,8 @@ LOCKED = Protection(locked=True)
 RIGHT = Alignment(horizontal="right")
 CENTER = Alignment(horizontal="center", vertical="center")
 WRAP = Alignment(wrap_text=True, vertical="top")
+#: Text that follows a column of numbers aligned right: one indent apart, not touching them.
+INDENT = Alignment(horizontal="left", indent=1)
 
 #: Number formats by display kind (the ``kind`` of an operating-model output).
 NUMBER_FORMATS: dict[str, str] = {
