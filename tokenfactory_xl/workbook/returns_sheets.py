@@ -109,7 +109,7 @@ def build_scenarios_sheet(b: _Builder, ws: Worksheet) -> None:
         if out.name in om.BUY_INSTEAD:
             output_row(out, row)
             row += 1
-    for col, width in {"A": 34, "B": 21, "C": 21, "D": 21, "E": 22, "F": 14, "G": 38}.items():
+    for col, width in {"A": 54, "B": 21, "C": 21, "D": 21, "E": 22, "F": 14, "G": 38}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     st.print_setup(ws, fit_height=1)
@@ -137,6 +137,7 @@ def _bridge_block(b: _Builder, ws: Worksheet, row: int) -> int:
     b.echo(ws, f"B{row}", "out_uplift_npv", "money", font=st.TOTAL_FONT)
     row += 2
     st.header(ws, row, ["Waterfall bar"] + [ln.label for ln in om.BRIDGE_BAR_LINES])
+    ws.row_dimensions[row].height = 30  # "Invisible base below 0" takes two lines
     first = row + 1
     for i, label in enumerate(_BAR_LABELS):
         ws.cell(first + i, 1, label)
@@ -166,6 +167,7 @@ def _bridge_block(b: _Builder, ws: Worksheet, row: int) -> int:
     chart.y_axis.number_format = '#,##0.0,,"m"'
     chart.y_axis.title = "NPV (millions)"
     chart.x_axis.delete = False
+    chart.x_axis.tickLblPos = "low"  # the steps' names under the plot, clear of bars below 0
     chart.y_axis.delete = False
     chart.gapWidth = 50
     ws.add_chart(chart, f"A{last + 2}")
