@@ -34,6 +34,7 @@ from .risk_values import (
     LAST_MUST,
     LAST_ROW,
     LAST_SNAP,
+    MUST_COLUMNS,
     MUST_HEADER,
     MUST_TOP,
     RISK_SHEET,
@@ -102,6 +103,7 @@ def build_risk_sheet(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
     ws[STATUS] = status_formula()
     ws["A5"] = "Draws"
     ws["C5"] = "Seed"
+    ws["C5"].alignment = st.INDENT  # after the draws' count, which stands right
     for coord in (STATUS, DRAWS, SEED_CELL):
         ws[coord].protection = st.LOCKED
     red, green = st.CHECK_BAD_FONT, st.CHECK_OK_FONT
@@ -140,6 +142,8 @@ def build_risk_sheet(ws: Worksheet, inputs: SiteInputs, figures: Figures | None,
         ws[coord].protection = st.LOCKED
         if kind != "text":
             ws[coord].alignment = st.RIGHT
+    for row in range(FIRST_MUST, LAST_MUST + 1):  # what was found, after the NPV there
+        ws[f"{MUST_COLUMNS[-1]}{row}"].alignment = st.INDENT
 
     # every label text no reader takes for a number (a header "3" is read as 3)
     _header(ws, SNAP_HEADER, ["Computed for these inputs", "Value · Base / cohort 2",
