@@ -221,6 +221,7 @@ def build_sensitivity_sheet(b: _Builder, ws: Worksheet) -> None:
     ws["A4"] = "Breakeven utilisation"
     b.echo(ws, "B4", "out_breakeven_util", "fraction2")
     ws["C4"] = "TFI now"
+    ws["C4"].alignment = st.INDENT  # after the breakeven, which stands right
     b.echo(ws, "D4", "tfi_now", "fraction2")
     st.header(ws, SENS_UTIL_FIRST - 1, [ln.label for ln in om.UTIL_LINES])
     for i, line in enumerate(om.UTIL_LINES):
