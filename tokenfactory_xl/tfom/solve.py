@@ -28,7 +28,7 @@ the target is that scenario's output.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -216,7 +216,15 @@ class Solution:
 
 # -- many values of one input, in one pass --------------------------------------------------------
 class _Evaluator:
-    """The output ``target`` of the site with the input moved to each of many values."""
+    """The output ``target`` of the site with the input moved to each of many values.
+
+    Each value's output is kept: a pass of the model costs about as much for one value as for a
+    hundred (its lines run once over the values' axis), so a search asks for the values it will
+    need next in the pass that computes those it needs now (``ahead``), and finds them kept.
+    A variant's output does not depend on the others of its pass (each line is elementwise
+    along that axis: the same figures to the last bit), so what a search finds does not depend
+    on how its values were grouped into passes.
+    """
 
     def __init__(self, inputs: SiteInputs, moved: Solvable, output: str,
                  whole: Mapping[str, np.ndarray] | None = None):
@@ -230,18 +238,38 @@ class _Evaluator:
         self.base = formula_inputs(inputs)
         self.fixed = self.model.site_values(self.base, self.constants, LISTS, whole)
         self.integer = moved.spec.kind == "integer"
+        self.known: dict[int, float] = {}  # a value's bits (0.0 is not -0.0) → its output
+        self.passes = 0
 
     def valid(self, value: float) -> bool:
         """Whether the inputs' own rules allow the value (the catalogue's range and the rules
         that tie inputs together: salvage ≤ CapEx, measured ≤ theoretical TPS …)."""
         return self.inputs.allows(self.moved.key, int(value) if self.integer else value)
 
-    def __call__(self, values: np.ndarray) -> np.ndarray:
-        """The output at each of ``values`` (NaN: none)."""
+    def __call__(self, values: np.ndarray,
+                 ahead: Callable[[], np.ndarray] | None = None) -> np.ndarray:
+        """The output at each of ``values`` (NaN: none); where some are not known yet, one pass
+        computes them with the values ``ahead()`` names (those the search will likely ask for
+        next)."""
+        values = np.ascontiguousarray(values, dtype=float)
+        keys = values.view(np.int64).tolist()
+        if any(k not in self.known for k in keys):
+            wanted = dict.fromkeys(keys)
+            if ahead is not None:
+                more = np.ascontiguousarray(ahead(), dtype=float)
+                wanted.update(dict.fromkeys(more.view(np.int64).tolist()))
+            todo = np.array([k for k in wanted if k not in self.known],
+                            dtype=np.int64).view(float)
+            self.known.update(zip(todo.view(np.int64).tolist(), self._pass(todo).tolist(),
+                                  strict=True))
+        return np.array([self.known[k] for k in keys], dtype=float)
+
+    def _pass(self, values: np.ndarray) -> np.ndarray:
+        """One numpy pass of the compiled model over ``values``."""
         from .risk import _numbers
         from .runtime import _RowArray
 
-        values = np.asarray(values, dtype=float)
+        self.passes += 1
         given = dict(self.base)
         if self.moved.spec.per_scenario:
             row = np.tile(np.asarray(self.base[self.moved.name], dtype=float),
@@ -294,6 +322,41 @@ def _edge(valid, inside: float, outside: float, integer: bool) -> float:
     return inside
 
 
+def _allowed(valid: Callable[[float], bool], x: np.ndarray, inside: float | None) -> np.ndarray:
+    """Which of the increasing values ``x`` the inputs' rules allow (``inside``: a value known to
+    be allowed where it is one of them, the input's value now).
+
+    Each rule is a bound on the input (its range in the catalogue, salvage ≤ CapEx, measured ≤
+    theoretical TPS, a cohort's online month within the horizon …), so the values allowed are
+    one interval: allowed at both ends, every value between is; allowed at one end, the other
+    edge is found by halving (a few checks of the rules where checking each of the scan's 130
+    values took longer than the scan's pass of the model). With no value known to be allowed
+    inside, every value is checked."""
+    n = len(x)
+    ok = np.zeros(n, dtype=bool)
+    if not n:
+        return ok
+    first, last = valid(x[0]), valid(x[-1])
+    known = 0 if first else n - 1 if last else None
+    if known is None and inside is not None:
+        at = np.flatnonzero(x == inside)
+        known = int(at[0]) if len(at) and valid(x[at[0]]) else None
+    if known is None:
+        return np.array([valid(v) for v in x], dtype=bool)
+
+    def edge(refused: int, allowed: int) -> int:
+        while abs(allowed - refused) > 1:
+            middle = (allowed + refused) // 2
+            if valid(x[middle]):
+                allowed = middle
+            else:
+                refused = middle
+        return allowed
+
+    ok[edge(0, known) if not first else 0:(edge(n - 1, known) if not last else n - 1) + 1] = True
+    return ok
+
+
 def _sign_changes(x: np.ndarray, f: np.ndarray, target: float) -> list[tuple[int, int]]:
     """Pairs of neighbouring points (among those with a figure) on either side of the
     target, or on it."""
@@ -310,6 +373,16 @@ def _sign_changes(x: np.ndarray, f: np.ndarray, target: float) -> list[tuple[int
     return pairs
 
 
+def _inner(a: float, b: float, integer: bool) -> np.ndarray:
+    """The values a step of the refinement evaluates inside ``[a, b]``: :data:`SECTIONS` − 1
+    evenly spread (whole numbers for an integer input), none when ``a`` and ``b`` are
+    neighbours."""
+    inner = np.linspace(a, b, SECTIONS + 2)[1:-1]
+    if integer:
+        inner = _unique(np.round(inner))
+    return inner[(inner > a) & (inner < b)]
+
+
 def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, target: float,
             tol: float, integer: bool) -> tuple[float, float, float, float]:
     """Shrink the bracket ``[a, b]`` around the target; returns the point nearest the target,
@@ -321,16 +394,12 @@ def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, targ
             return best, fbest, other, fother
         if integer and b - a <= 1:
             return best, fbest, other, fother
-        inner = np.linspace(a, b, SECTIONS + 2)[1:-1]
-        if integer:
-            inner = _unique(np.round(inner))
-            inner = inner[(inner > a) & (inner < b)]
-        else:
-            inner = inner[(inner > a) & (inner < b)]
+        inner = _inner(a, b, integer)
         if not len(inner):  # two neighbouring floats: the output jumps across the target
             return best, fbest, other, fother
         x = np.concatenate(([a], inner, [b]))
-        f = np.concatenate(([fa], evaluate(inner), [fb]))
+        f = np.concatenate(([fa], evaluate(inner, ahead=lambda a=a, fa=fa, b=b, fb=fb: _ahead(
+            evaluate, a, fa, b, fb, target, tol, integer)), [fb]))
         pairs = _sign_changes(x, f, target)
         if not pairs:  # "none" inside the bracket: keep the side of a that still has a figure
             return best, fbest, other, fother
@@ -341,6 +410,80 @@ def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, targ
     best, fbest, other, fother = (a, fa, b, fb) if abs(fa - target) <= abs(fb - target) \
         else (b, fb, a, fa)
     return best, fbest, other, fother
+
+
+def _ahead(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, target: float,
+           tol: float, integer: bool) -> np.ndarray:
+    """The values :func:`_refine` is likely to evaluate from the bracket ``[a, b]`` on: each
+    step's :func:`_inner` values, following the section where the output, as the parabola
+    through ``a``, ``b`` and the nearest value known beside them (the chord where there is
+    none) has it, meets the target, until that parabola's output at an end of the section is
+    well within the tolerance. A guess only: the refinement itself decides, and evaluates what
+    the guess missed."""
+    curve = _Parabola.through(evaluate, a, fa, b, fb)
+    if curve is None:
+        return _inner(a, b, integer)
+    root = curve.root(target)
+    points = []
+    lo, hi = a, b
+    for _ in range(MAX_STEPS):
+        if min(abs(curve(lo) - target), abs(curve(hi) - target)) <= tol / SECTIONS:
+            break
+        if integer and hi - lo <= 1:
+            break
+        inner = _inner(lo, hi, integer)
+        if not len(inner):
+            break
+        points.append(inner)
+        x = np.concatenate(([lo], inner, [hi]))
+        k = int(np.clip(np.searchsorted(x, root), 1, len(x) - 1))
+        lo, hi = float(x[k - 1]), float(x[k])
+    return np.concatenate(points) if points else np.empty(0)
+
+
+@dataclass(frozen=True)
+class _Parabola:
+    """``f(x) = fa + d1 (x − a) + d2 (x − a)(x − b)``: Newton's form through ``(a, fa)``,
+    ``(b, fb)`` and a third point (``d2 = 0``: the chord)."""
+
+    a: float
+    b: float
+    fa: float
+    d1: float
+    d2: float
+
+    @classmethod
+    def through(cls, evaluate: _Evaluator, a: float, fa: float, b: float,
+                fb: float) -> _Parabola | None:
+        """Through ``a``, ``b`` and the known value nearest outside ``[a, b]`` with a figure;
+        ``None`` where an end has none or the ends are equal."""
+        if not (math.isfinite(fa) and math.isfinite(fb)) or fa == fb or a == b:
+            return None
+        d1 = (fb - fa) / (b - a)
+        x = np.array(list(evaluate.known), dtype=np.int64).view(float)
+        f = np.array(list(evaluate.known.values()))
+        beside = np.isfinite(f) & ((x < min(a, b)) | (x > max(a, b)))
+        d2 = 0.0
+        if beside.any():
+            near = np.flatnonzero(beside)[np.argmin(np.abs(x[beside] - (a + b) / 2))]
+            c, fc = float(x[near]), float(f[near])
+            d2 = ((fc - fa) / (c - a) - d1) / (c - b)
+        return cls(a, b, fa, d1, d2 if math.isfinite(d2) else 0.0)
+
+    def __call__(self, x: float) -> float:
+        return self.fa + (x - self.a) * (self.d1 + self.d2 * (x - self.b))
+
+    def root(self, target: float) -> float:
+        """Where it meets ``target`` between ``a`` and ``b``: Newton's steps from the chord's
+        root, the chord's root where they leave the bracket."""
+        chord = self.a + (target - self.fa) / self.d1
+        x = chord
+        for _ in range(8):
+            slope = self.d1 + self.d2 * (2 * x - self.a - self.b)
+            if slope == 0:
+                return chord
+            x = x - (self(x) - target) / slope
+        return x if min(self.a, self.b) <= x <= max(self.a, self.b) else chord
 
 
 def _figure(x: float) -> float | None:
@@ -384,7 +527,7 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str,
         x = _grid(lo, hi, SCAN_POINTS, integer)
         if current is not None and lo <= current <= hi:
             x = _unique(np.concatenate((x, [current])))
-        ok = np.array([evaluate.valid(v) for v in x])
+        ok = _allowed(evaluate.valid, x, current)
         if ok.any() and not ok.all():
             # the rules that tie inputs together cut the range: find where, to the last digit
             first, last = np.flatnonzero(ok)[[0, -1]]
