@@ -215,6 +215,16 @@ class Solution:
 
 
 # -- many values of one input, in one pass --------------------------------------------------------
+class _Site:
+    """What every solve of one site reads alike: its inputs as the compiled model takes them,
+    the model's constants, and the whole model's values where the caller has them."""
+
+    def __init__(self, inputs: SiteInputs, whole: Mapping[str, np.ndarray] | None):
+        self.inputs, self.whole = inputs, whole
+        self.base = formula_inputs(inputs)
+        self.constants = _formula_constants()
+
+
 class _Evaluator:
     """The output ``target`` of the site with the input moved to each of many values.
 
@@ -226,17 +236,15 @@ class _Evaluator:
     on how its values were grouped into passes.
     """
 
-    def __init__(self, inputs: SiteInputs, moved: Solvable, output: str,
-                 whole: Mapping[str, np.ndarray] | None = None):
-        self.inputs, self.moved = inputs, moved
+    def __init__(self, site: _Site, moved: Solvable, output: str):
+        self.inputs, self.moved = site.inputs, moved
         from .variants import variant_model
 
         self.line = f"out_{output}_{MODEL_SCENARIOS[moved.index].key}"
         # the output line and the lines it needs, those the input does not reach computed once
         self.model = variant_model((self.line,), frozenset({moved.name}))
-        self.constants = _formula_constants()
-        self.base = formula_inputs(inputs)
-        self.fixed = self.model.site_values(self.base, self.constants, LISTS, whole)
+        self.constants, self.base = site.constants, site.base
+        self.fixed = self.model.site_values(self.base, self.constants, LISTS, site.whole)
         self.integer = moved.spec.kind == "integer"
         self.known: dict[int, float] = {}  # a value's bits (0.0 is not -0.0) → its output
         self.passes = 0
@@ -361,13 +369,11 @@ def _sign_changes(x: np.ndarray, f: np.ndarray, target: float) -> list[tuple[int
     """Pairs of neighbouring points (among those with a figure) on either side of the
     target, or on it."""
     keep = np.flatnonzero(np.isfinite(f))
-    pairs = []
-    for a, b in zip(keep[:-1], keep[1:], strict=True):
-        da, db = f[a] - target, f[b] - target
-        # on the target at a, or on opposite sides (a point on the target at b starts the
-        # next pair)
-        if da == 0 or ((da < 0) != (db < 0) and db != 0):
-            pairs.append((int(a), int(b)))
+    a, b = keep[:-1], keep[1:]
+    da, db = f[a] - target, f[b] - target
+    # on the target at a, or on opposite sides (a point on the target at b starts the next pair)
+    cross = (da == 0) | (((da < 0) != (db < 0)) & (db != 0))
+    pairs = list(zip(a[cross].tolist(), b[cross].tolist(), strict=True))
     if len(keep) and f[keep[-1]] == target:
         pairs.append((int(keep[-1]), int(keep[-1])))
     return pairs
@@ -415,75 +421,67 @@ def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, targ
 def _ahead(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, target: float,
            tol: float, integer: bool) -> np.ndarray:
     """The values :func:`_refine` is likely to evaluate from the bracket ``[a, b]`` on: each
-    step's :func:`_inner` values, following the section where the output, as the parabola
-    through ``a``, ``b`` and the nearest value known beside them (the chord where there is
-    none) has it, meets the target, until that parabola's output at an end of the section is
-    well within the tolerance. A guess only: the refinement itself decides, and evaluates what
-    the guess missed."""
-    curve = _Parabola.through(evaluate, a, fa, b, fb)
-    if curve is None:
+    step's :func:`_inner` values in the section where :func:`_guesses` have the output meet the
+    target, down to a section whose ends the chord's slope puts well within the tolerance, or
+    to the step where the guesses part (each one's next step, then no further: below that
+    the guesses say little). A guess only: the refinement decides with the model's own
+    figures, and evaluates in a pass of its own what was not guessed."""
+    if not (math.isfinite(fa) and math.isfinite(fb)) or fa == fb:
         return _inner(a, b, integer)
-    root = curve.root(target)
+    slope = abs(fb - fa) / (b - a)
+    guesses = _guesses(evaluate, a, fa, b, fb, target)
+
+    def step(lo: float, hi: float) -> np.ndarray:
+        # the refinement stops where an end is within the tolerance: at the latest where the
+        # section's rise is twice it; one step more for the slope's change within it
+        if slope * (hi - lo) <= tol / 8 or (integer and hi - lo <= 1):
+            return np.empty(0)
+        return _inner(lo, hi, integer)
+
     points = []
     lo, hi = a, b
     for _ in range(MAX_STEPS):
-        if min(abs(curve(lo) - target), abs(curve(hi) - target)) <= tol / SECTIONS:
-            break
-        if integer and hi - lo <= 1:
-            break
-        inner = _inner(lo, hi, integer)
+        inner = step(lo, hi)
         if not len(inner):
             break
         points.append(inner)
         x = np.concatenate(([lo], inner, [hi]))
-        k = int(np.clip(np.searchsorted(x, root), 1, len(x) - 1))
-        lo, hi = float(x[k - 1]), float(x[k])
+        sections = sorted({int(np.clip(np.searchsorted(x, g), 1, len(x) - 1)) for g in guesses})
+        if len(sections) > 1:
+            points += [step(float(x[k - 1]), float(x[k])) for k in sections]
+            break
+        lo, hi = float(x[sections[0] - 1]), float(x[sections[0]])
     return np.concatenate(points) if points else np.empty(0)
 
 
-@dataclass(frozen=True)
-class _Parabola:
-    """``f(x) = fa + d1 (x − a) + d2 (x − a)(x − b)``: Newton's form through ``(a, fa)``,
-    ``(b, fb)`` and a third point (``d2 = 0``: the chord)."""
-
-    a: float
-    b: float
-    fa: float
-    d1: float
-    d2: float
-
-    @classmethod
-    def through(cls, evaluate: _Evaluator, a: float, fa: float, b: float,
-                fb: float) -> _Parabola | None:
-        """Through ``a``, ``b`` and the known value nearest outside ``[a, b]`` with a figure;
-        ``None`` where an end has none or the ends are equal."""
-        if not (math.isfinite(fa) and math.isfinite(fb)) or fa == fb or a == b:
-            return None
-        d1 = (fb - fa) / (b - a)
-        x = np.array(list(evaluate.known), dtype=np.int64).view(float)
-        f = np.array(list(evaluate.known.values()))
-        beside = np.isfinite(f) & ((x < min(a, b)) | (x > max(a, b)))
-        d2 = 0.0
-        if beside.any():
-            near = np.flatnonzero(beside)[np.argmin(np.abs(x[beside] - (a + b) / 2))]
-            c, fc = float(x[near]), float(f[near])
-            d2 = ((fc - fa) / (c - a) - d1) / (c - b)
-        return cls(a, b, fa, d1, d2 if math.isfinite(d2) else 0.0)
-
-    def __call__(self, x: float) -> float:
-        return self.fa + (x - self.a) * (self.d1 + self.d2 * (x - self.b))
-
-    def root(self, target: float) -> float:
-        """Where it meets ``target`` between ``a`` and ``b``: Newton's steps from the chord's
-        root, the chord's root where they leave the bracket."""
-        chord = self.a + (target - self.fa) / self.d1
-        x = chord
-        for _ in range(8):
-            slope = self.d1 + self.d2 * (2 * x - self.a - self.b)
-            if slope == 0:
-                return chord
-            x = x - (self(x) - target) / slope
-        return x if min(self.a, self.b) <= x <= max(self.a, self.b) else chord
+def _guesses(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float,
+             target: float) -> list[float]:
+    """Where, between ``a`` and ``b``, the output may meet ``target``: on the chord (exact where
+    the output is linear in the input, as it is in a price or a CapEx), and on the parabola
+    through ``a``, ``b`` and the nearest known value on either side (where it curves, as in a
+    decline or a discount rate; a kink between the three points, such as the month the market
+    caps the tokens sold, makes the parabola miss, hence the chord too)."""
+    d1 = (fb - fa) / (b - a)
+    chord = a + (target - fa) / d1
+    out = [chord]
+    x = np.array(list(evaluate.known), dtype=np.int64).view(float)
+    f = np.array(list(evaluate.known.values()))
+    has = np.isfinite(f)
+    for side in (has & (x < a), has & (x > b)):
+        if not side.any():
+            continue
+        near = np.flatnonzero(side)[np.argmin(np.abs(x[side] - chord))]
+        c, fc = float(x[near]), float(f[near])
+        d2 = ((fc - fa) / (c - a) - d1) / (c - b)  # f = fa + d1 (x - a) + d2 (x - a)(x - b)
+        root = chord
+        for _ in range(8):  # Newton's steps from the chord's root
+            rise = d1 + d2 * (2 * root - a - b)
+            if not rise or not math.isfinite(rise):
+                break
+            root -= (fa + (root - a) * (d1 + d2 * (root - b)) - target) / rise
+        if a <= root <= b and root != chord:
+            out.append(root)
+    return out
 
 
 def _figure(x: float) -> float | None:
@@ -505,11 +503,26 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str,
 
     Raises :class:`InputError` for an unknown or non-numeric input, or a bad target.
     """
+    return _solve(_Site(inputs, whole), for_input, target)
+
+
+def solve_each(inputs: SiteInputs, names: tuple[str, ...], target: Target | str = "npv=0",
+               whole: Mapping[str, np.ndarray] | None = None) -> tuple[Solution, ...]:
+    """:func:`solve` of each of ``names`` for one site (the Risk sheet's "what must be true"
+    block, a batch's ``--solve`` columns), the site's inputs as the model takes them made once
+    for all of them."""
+    site = _Site(inputs, whole)
+    return tuple(_solve(site, name, target) for name in names)
+
+
+def _solve(site: _Site, for_input: str, target: Target | str) -> Solution:
+    """:func:`solve` of one input of ``site``."""
+    inputs = site.inputs
     if isinstance(target, str):
         target = parse_target(target)
     moved = solvable(for_input, inputs)
     spec = moved.spec
-    evaluate = _Evaluator(inputs, moved, target.output, whole)
+    evaluate = _Evaluator(site, moved, target.output)
     integer = spec.kind == "integer"
     current_raw = inputs.live(moved.name, moved.scenario)
     current = None if current_raw is None else float(current_raw)  # type: ignore[arg-type]
@@ -627,8 +640,9 @@ def batch_solve(inputs: SiteInputs, names: tuple[str, ...], target: str = "npv=0
     """For a portfolio: each input's value at which ``target`` is met (``None`` when no value
     of its range meets it). ``known`` holds solutions of this site already found for the same
     target (the Risk sheet's block), by input name; ``whole``, as :func:`solve`'s."""
-    out: dict[str, float | None] = {}
-    for name in names:
-        found = (known or {}).get(name) or solve(inputs, name, target, whole)
-        out[name] = found.value if found.reached else None
-    return out
+    known = known or {}
+    found = dict(zip((n for n in names if n not in known),
+                     solve_each(inputs, tuple(n for n in names if n not in known), target, whole),
+                     strict=True))
+    return {name: (s.value if s.reached else None)
+            for name in names for s in (known.get(name) or found[name],)}

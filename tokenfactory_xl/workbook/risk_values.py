@@ -26,7 +26,7 @@ import numpy as np
 from ..core.catalogue import BY_NAME, COHORT_SPECS, INPUTS, MAX_COHORTS, SCENARIO_NAMES, fmt_number
 from ..tfom.inputs import SiteInputs
 from ..tfom.risk import DEFAULT_DRAWS, RISK_OUTPUTS, TORNADO_DRIVERS, Risk, Tornado, risk, tornado
-from ..tfom.solve import Solution, solve
+from ..tfom.solve import Solution, solve_each
 from .input_cells import fleet_cell_value, input_cell_value
 from .plan import RISK_SHEET
 
@@ -85,8 +85,7 @@ def compute(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, must_be_true: bool =
     not move instead of each computing them again."""
     if draws <= 0:
         return None
-    must = tuple(solve(inputs, name, "npv=0", whole) for name in TORNADO_DRIVERS) \
-        if must_be_true else None
+    must = solve_each(inputs, TORNADO_DRIVERS, "npv=0", whole) if must_be_true else None
     return Figures(tornado(inputs, whole=whole), risk(inputs, draws, whole=whole), must)
 
 
