@@ -27,8 +27,9 @@ the target is that scenario's output.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -446,12 +447,51 @@ def _ahead(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, targe
             break
         points.append(inner)
         x = np.concatenate(([lo], inner, [hi]))
-        sections = sorted({int(np.clip(np.searchsorted(x, g), 1, len(x) - 1)) for g in guesses})
+        sections = sorted({_section(x, g) for g in guesses})
         if len(sections) > 1:
             points += [step(float(x[k - 1]), float(x[k])) for k in sections]
             break
         lo, hi = float(x[sections[0] - 1]), float(x[sections[0]])
     return np.concatenate(points) if points else np.empty(0)
+
+
+def _section(x: np.ndarray, value: float) -> int:
+    """``k``: the section ``x[k - 1] … x[k]`` of the increasing ``x`` that holds ``value`` (the
+    first or the last beyond them)."""
+    return min(max(int(np.searchsorted(x, value)), 1), len(x) - 1)
+
+
+def _toward(x: np.ndarray, guess: float, integer: bool, steps: int = 2) -> np.ndarray:
+    """The values of the refinement's first ``steps`` steps from the section of the scan ``x``
+    that holds ``guess``, toward it."""
+    points = []
+    k = _section(x, guess)
+    lo, hi = float(x[k - 1]), float(x[k])
+    for _ in range(steps):
+        inner = _inner(lo, hi, integer)
+        if not len(inner):
+            break
+        points.append(inner)
+        section = np.concatenate(([lo], inner, [hi]))
+        k = _section(section, guess)
+        lo, hi = float(section[k - 1]), float(section[k])
+    return np.concatenate(points) if points else np.empty(0)
+
+
+def _guess(near: Sequence[tuple[float, float]], target: float) -> float | None:
+    """Where the output meets ``target``, by the chord through two of the points ``near``
+    (value of the input, output there): two on either side of the target, else the two that
+    come nearest it; ``None`` where no two differ."""
+    points = sorted((float(v), float(y)) for v, y in near
+                    if math.isfinite(v) and math.isfinite(y))
+    best: tuple[tuple[bool, float], float] | None = None
+    for (v0, y0), (v1, y1) in zip(points[:-1], points[1:], strict=True):
+        if v0 == v1 or y0 == y1:
+            continue
+        rank = ((y0 - target) * (y1 - target) > 0, min(abs(y0 - target), abs(y1 - target)))
+        if best is None or rank < best[0]:
+            best = rank, v0 + (target - y0) * (v1 - v0) / (y1 - y0)
+    return None if best is None else best[1]
 
 
 def _guesses(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float,
@@ -507,16 +547,26 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str,
 
 
 def solve_each(inputs: SiteInputs, names: tuple[str, ...], target: Target | str = "npv=0",
-               whole: Mapping[str, np.ndarray] | None = None) -> tuple[Solution, ...]:
+               whole: Mapping[str, np.ndarray] | None = None,
+               near: Mapping[str, Sequence[tuple[float, float]]] | None = None
+               ) -> tuple[Solution, ...]:
     """:func:`solve` of each of ``names`` for one site (the Risk sheet's "what must be true"
     block, a batch's ``--solve`` columns), the site's inputs as the model takes them made once
-    for all of them."""
+    for all of them.
+
+    ``near``: by input name, outputs the caller knows at some values of it (the tornado's NPV
+    at each driver's low and high value and at its value now): the pass that scans the input's
+    range also computes the refinement's first steps toward where they have the target met.
+    Only a guess, and only of what to compute: every figure of a solution is the model's own,
+    whatever ``near`` says.
+    """
     site = _Site(inputs, whole)
-    return tuple(_solve(site, name, target) for name in names)
+    return tuple(_solve(site, name, target, (near or {}).get(name, ())) for name in names)
 
 
-def _solve(site: _Site, for_input: str, target: Target | str) -> Solution:
-    """:func:`solve` of one input of ``site``."""
+def _solve(site: _Site, for_input: str, target: Target | str,
+           near: Sequence[tuple[float, float]] = ()) -> Solution:
+    """:func:`solve` of one input of ``site`` (``near``: as :func:`solve_each`'s)."""
     inputs = site.inputs
     if isinstance(target, str):
         target = parse_target(target)
@@ -536,6 +586,8 @@ def _solve(site: _Site, for_input: str, target: Target | str) -> Solution:
     high = float(spec.high) if bounded else max(low + 1, UNBOUNDED_SPAN * max(1.0, abs(
         current or 0.0)))
 
+    guess = _guess(near, target.value) if near else None
+
     def scan(lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
         x = _grid(lo, hi, SCAN_POINTS, integer)
         if current is not None and lo <= current <= hi:
@@ -552,7 +604,11 @@ def _solve(site: _Site, for_input: str, target: Target | str) -> Solution:
             x = _unique(np.concatenate((x[ok], edges)))
         else:
             x = x[ok]
-        return x, evaluate(x) if len(x) else np.empty(0)
+        if not len(x):
+            return x, np.empty(0)
+        ahead = None if guess is None or not x[0] <= guess <= x[-1] else \
+            functools.partial(_toward, x, guess, integer)
+        return x, evaluate(x, ahead)
 
     x, f = scan(low, high)
     widened = 0

@@ -85,8 +85,13 @@ def compute(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, must_be_true: bool =
     not move instead of each computing them again."""
     if draws <= 0:
         return None
-    must = solve_each(inputs, TORNADO_DRIVERS, "npv=0", whole) if must_be_true else None
-    return Figures(tornado(inputs, whole=whole), risk(inputs, draws, whole=whole), must)
+    flexes = tornado(inputs, whole=whole)
+    # the tornado's NPVs guide each solve's first pass toward NPV 0 (a guess only: a driver
+    # flexed in every cohort alike is solved for the site's own value)
+    near = {f.name: ((f.low, f.npv_low), (f.value, flexes.npv), (f.high, f.npv_high))
+            for f in flexes.drivers}
+    must = solve_each(inputs, TORNADO_DRIVERS, "npv=0", whole, near) if must_be_true else None
+    return Figures(flexes, risk(inputs, draws, whole=whole), must)
 
 
 def must_note(found: Solution) -> str:
