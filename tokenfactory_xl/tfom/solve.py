@@ -11,10 +11,19 @@ our hurdle rate?* :func:`solve` answers it with the model itself, not an approxi
 2. **bracket**: two neighbouring values at which the output lies on either side of the target
    (values the inputs' own rules refuse, such as a salvage above the CapEx, and values at which
    the output is "none" take no part);
-3. **refine** each bracket by :data:`SECTIONS`-section, one numpy pass per step, until the output
-   is within :func:`tolerance` of the target (a cent for money, 1e-9 otherwise) or the bracket
-   is two neighbouring whole numbers (an integer input) or two neighbouring floats (the output
-   jumps across the target there: said so).
+3. **refine** each bracket by :data:`SECTIONS`-section until the output is within
+   :func:`tolerance` of the target (a cent for money, 1e-9 otherwise) or the bracket is two
+   neighbouring whole numbers (an integer input) or two neighbouring floats (the output jumps
+   across the target there: said so).
+
+A pass of the model costs about as much for a hundred values as for fifteen, so the passes are
+shared: a pass that computes a step's values also computes those of the steps the search will
+likely take next (:func:`_ahead`: along the chord and the parabolas through the bracket and its
+neighbours; from the scan's pass itself where the caller knows outputs near, such as the
+tornado's), and every value's output is kept. Each step still decides on the model's own
+figures, and a variant's figures do not depend on the others of its pass: what the search finds
+is what a pass per step finds, to the last bit (the Risk sheet's twelve solves make about 23
+passes instead of 69).
 
 A value found is exactly what ``tokenfactory-xl summary --set INPUT=VALUE`` computes: a variant's
 arithmetic is the same elementwise sequence a single run does. When no value of the range meets
