@@ -6,10 +6,12 @@ machine, this tree and a clone of ``--against`` (by default the commit before th
 made faster), each with a build cache of its own, their bytecode compiled first:
 
 1. the twelve solves of each site in a fresh process (``--runs`` processes a tree, taking
-   turns): the first call, as a ``template`` makes it (the twelve variant models loaded from
-   the build cache), and the least of five calls after it (CPU time of the process,
-   ``time.process_time``, with ``OPENBLAS_NUM_THREADS=1`` as the command line sets it), and the
-   passes of the model the twelve make;
+   turns), as :func:`~tokenfactory_xl.workbook.risk_values.compute` makes them for a
+   ``template``: the first call (the twelve variant models loaded from the build cache), the
+   least of five calls after it (CPU time of the process, ``time.process_time``, with
+   ``OPENBLAS_NUM_THREADS=1`` as the command line sets it), the passes of the model they make,
+   and the tornado's CPU beside them (the solves now follow it and read its NPVs: what the
+   first of the two to run loads moves with it);
 2. ``tokenfactory-xl template`` (warm build cache) and ``tokenfactory-xl summary``, each a
    fresh process taking turns with the other tree's, the least CPU time of its runs, children
    included (``resource.getrusage(RUSAGE_CHILDREN)``), and their ratio (goal: ``template`` at
@@ -52,45 +54,60 @@ SITES: dict[str, dict[str, object]] = {
 
 
 def worker(site: str) -> None:
-    """In this process: the twelve solves of ``site`` once (the first call), then five times;
-    prints the CPU seconds as JSON. Runs against whichever tree ``PYTHONPATH`` names (an older
-    one may have no ``solve_each``)."""
+    """In this process: the Risk sheet's figures of ``site`` as a ``template`` computes them
+    (:func:`~tokenfactory_xl.workbook.risk_values.compute`, one draw), once (the first call)
+    and five times more; prints as JSON the CPU seconds of its twelve solves and of its tornado
+    (which the solves now follow and read), and the passes of the model the solves make. Runs
+    against whichever tree ``PYTHONPATH`` names (an older one solves without the tornado)."""
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    from tokenfactory_xl.tfom import solve as solving
     from tokenfactory_xl.tfom import variants
     from tokenfactory_xl.tfom.evaluation import run
     from tokenfactory_xl.tfom.inputs import make_inputs
-    from tokenfactory_xl.tfom.risk import TORNADO_DRIVERS
+    from tokenfactory_xl.workbook import risk_values
 
     inputs = make_inputs(SITES[site])
     whole = run(inputs).values
-
-    def twelve():
-        if hasattr(solving, "solve_each"):
-            return solving.solve_each(inputs, TORNADO_DRIVERS, "npv=0", whole)
-        return tuple(solving.solve(inputs, name, "npv=0", whole) for name in TORNADO_DRIVERS)
-
+    spent = {"solves": 0.0, "tornado": 0.0}
     passes = 0
+    counting = False
+    inside = ""  # the part running
 
+    def timed(part, function):
+        def call(*args, **kwargs):
+            nonlocal inside
+            started, inside = time.process_time(), part
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[part] += time.process_time() - started
+                inside = ""
+        return call
+
+    for name in ("solve", "solve_each"):  # the solves, whichever the tree calls
+        if hasattr(risk_values, name):
+            setattr(risk_values, name, timed("solves", getattr(risk_values, name)))
+    risk_values.tornado = timed("tornado", risk_values.tornado)
     original = variants.VariantModel.__call__
 
     def counted(self, *args, **kwargs):
         nonlocal passes
-        passes += 1
+        passes += counting and inside == "solves"
         return original(self, *args, **kwargs)
 
-    started = time.process_time()
-    twelve()
-    first = time.process_time() - started
-    variants.VariantModel.__call__ = counted  # counted after the first call's timing
-    twelve()
-    variants.VariantModel.__call__ = original
-    warm = float("inf")
-    for _ in range(5):
-        started = time.process_time()
-        twelve()
-        warm = min(warm, time.process_time() - started)
-    print(json.dumps({"first": first, "warm": warm, "passes": passes}))
+    variants.VariantModel.__call__ = counted
+    risk_values.compute(inputs, 1, True, whole)
+    first = dict(spent)
+    warm = {part: float("inf") for part in spent}
+    for run_ in range(5):
+        spent.update(solves=0.0, tornado=0.0)
+        counting, passes = run_ == 0, 0 if run_ == 0 else passes
+        risk_values.compute(inputs, 1, True, whole)
+        for part in spent:
+            warm[part] = min(warm[part], spent[part])
+        counting = False
+    print(json.dumps({"first": first["solves"], "warm": warm["solves"],
+                      "tornado first": first["tornado"], "tornado warm": warm["tornado"],
+                      "passes": passes}))
 
 
 def cpu(argv: list[str], env: dict[str, str]) -> float:
@@ -150,17 +167,22 @@ def main() -> None:
     print(f"{os.cpu_count()} cores; load average {min(load):.1f}–{max(load):.1f} (the machine "
           f"may be shared); {args.runs} runs a tree, taking turns")
     old, new = args.against, "this tree"
-    print(f"\nthe twelve solves, ms of CPU   {'':10}{old:>22}{new:>22}{'ratio':>8}")
+    print(f"\nthe Risk sheet's twelve solves, ms of CPU{old:>24}{new:>22}{'ratio':>8}")
+
+    def row(site: str, label: str, figures: dict[str, list[float]]) -> None:
+        a, b = (figures[t] * 1000 for t in (old, new))
+        print(f"{site:26}{label:30}{a:>14.1f}{b:>22.1f}{b / a:>8.2f}×")
+
     for site in SITES:
-        for what, label in (("first", "first call (least)"), ("warm", "warm (least)")):
-            a = min(r[what] for r in solves[(old, site)]) * 1000
-            b = min(r[what] for r in solves[(new, site)]) * 1000
-            print(f"{site:26}{label:22}{a:>14.1f}{b:>22.1f}{b / a:>8.2f}×")
-        a = sorted(r["first"] for r in solves[(old, site)])[args.runs // 2] * 1000
-        b = sorted(r["first"] for r in solves[(new, site)])[args.runs // 2] * 1000
-        print(f"{'':26}{'first call (median)':22}{a:>14.1f}{b:>22.1f}{b / a:>8.2f}×")
-        passes = [solves[(t, site)][0]["passes"] for t in (old, new)]
-        print(f"{'':26}{'passes of the model':22}{passes[0]:>14}{passes[1]:>22}")
+        runs = {t: solves[(t, site)] for t in (old, new)}
+        row(site, "first call (least)", {t: min(r["first"] for r in runs[t]) for t in runs})
+        row("", "first call (median)", {t: sorted(r["first"] for r in runs[t])[args.runs // 2]
+                                        for t in runs})
+        row("", "warm (least of 5 × runs)", {t: min(r["warm"] for r in runs[t]) for t in runs})
+        row("", "with the tornado, first (least)",
+            {t: min(r["first"] + r["tornado first"] for r in runs[t]) for t in runs})
+        print(f"{'':26}{'passes of the model':30}{runs[old][0]['passes']:>14}"
+              f"{runs[new][0]['passes']:>22}")
     print(f"\ncommands, least CPU s      {old:>22}{new:>22}")
     for what in ("summary", "template"):
         print(f"{what:26}{min(commands[(old, what)]):>22.3f}{min(commands[(new, what)]):>22.3f}")
