@@ -3,18 +3,22 @@ that value, put back into the model as ``summary --set`` puts it, meets the targ
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tokenfactory_xl.cli import main as cli
-from tokenfactory_xl.core.catalogue import BY_NAME
+from tokenfactory_xl.core.catalogue import BY_NAME, INPUTS
 from tokenfactory_xl.core.errors import InputError
+from tokenfactory_xl.tfom import solve as solving
 from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
-from tokenfactory_xl.tfom.solve import parse_target, solve
+from tokenfactory_xl.tfom.risk import TORNADO_DRIVERS, tornado
+from tokenfactory_xl.tfom.solve import parse_target, solve, solve_each
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -295,3 +299,176 @@ def test_batch_fills_the_block_only_with_solve(tmp_path, capsys):
         ws = risk_sheet(book)
         shown = ws.get(f"F{wr.FIRST_MUST}") if not flag else ws.get(f"B{wr.FIRST_MUST}")
         assert shown == expect
+
+
+# -- the search's shortcuts find what the plain search finds -------------------------------------
+def plain_search(monkeypatch) -> None:
+    """Every step of the search evaluates exactly the values it asks for, in a pass of its own,
+    nothing kept and nothing computed ahead: the search as it was before its passes were
+    shared (69 passes for the Risk sheet's twelve solves of the default site)."""
+    monkeypatch.setattr(solving._Evaluator, "__call__",
+                        lambda self, values, ahead=None: self._pass(
+                            np.asarray(values, dtype=float)))
+
+
+def as_compared(found) -> str:
+    """Every field of a solution, each float to its last bit (``repr``: -0.0 is not 0.0)."""
+    return repr(dataclasses.astuple(found))
+
+
+SHORTCUT_SITES = {
+    "default": {},
+    "120 months": {"horizon_months": 120},
+    "cohorts, contract, debt": {
+        "horizon_months": 120, "gpus": 2048, "measured_tps": 2_000_000,
+        "contract_mtok_per_month": 50_000, "contract_price_per_mtok": 0.4,
+        "contract_months": 36, "debt_share": 0.5,
+        "cohorts": [{"cohort": "B200 2028", "online_month": 13, "gpus": 512,
+                     "capex_per_gpu": 55_000}]},
+    "no market, prefill and decode": {"market_mtok_month1": 1e6, "prefill_tps_per_gpu": 40_000,
+                                      "decode_tps_per_gpu": 4_000, "measured_tps": 2_000_000},
+    "prices tripled": {"price_factor": (3.0, 3.0, 3.0)},  # the NPV jumps across 0 here and there
+}
+#: (input, target): the tornado's drivers, whole numbers (gpus: the nearer neighbour), an
+#: output that jumps across its target (whole months of payback), an output with no figure
+#: anywhere (a DSCR without debt), an unbounded input whose range is widened, a range the
+#: rules cut (salvage ≤ CapEx, measured ≤ theoretical TPS), a target no value meets.
+SHORTCUT_CASES = [(name, "npv=0") for name in TORNADO_DRIVERS] + [
+    ("gpus", "npv=0"), ("horizon_months", "npv=0"), ("tef_ramp_months", "irr=12%"),
+    ("tef_target", "payback_months=36"), ("electricity_per_kwh", "payback_months=36"),
+    ("capex_per_gpu", "dscr=1.2"), ("market_mtok_month1", "npv=1e7"),
+    ("salvage_per_gpu", "npv=0"), ("measured_tps", "npv=-1e6"), ("tef_target", "npv=1e12"),
+    ("contract_price_per_mtok", "npv=0"), ("tef_target.Optimised", "irr=15%")]
+
+
+@pytest.mark.parametrize("site", SHORTCUT_SITES)
+def test_passes_shared_and_values_computed_ahead_find_what_the_plain_search_finds(
+        site, monkeypatch):
+    inputs = make_inputs(SHORTCUT_SITES[site])
+    whole = run(inputs).values
+    flexes = tornado(inputs, whole=whole)
+    near = {f.name: ((f.low, f.npv_low), (f.value, flexes.npv), (f.high, f.npv_high))
+            for f in flexes.drivers}
+    wrong = {name: ((0.0, 1e9), (1.0, -1e9)) for name in TORNADO_DRIVERS}  # a guess far off
+    found = {}
+    for name, target in SHORTCUT_CASES:
+        found[name, target] = [as_compared(solve(inputs, name, target, whole))]
+    for guide in (near, wrong):
+        block = solve_each(inputs, TORNADO_DRIVERS, "npv=0", whole, guide)
+        for name, solution in zip(TORNADO_DRIVERS, block, strict=True):
+            found[name, "npv=0"].append(as_compared(solution))
+    with monkeypatch.context() as m:
+        plain_search(m)
+        for (name, target), answers in found.items():
+            plain = as_compared(solve(inputs, name, target, whole))
+            assert answers == [plain] * len(answers), (name, target)
+
+
+def test_the_cases_the_shortcuts_fall_back_on_all_occur():
+    # the comparison above means something only if it meets each case the search treats
+    # apart: reached, a whole number between two, a jump, no figure, the closest end, an
+    # output that does not move
+    seen = set()
+    for site in ("default", "prices tripled"):
+        inputs = make_inputs(SHORTCUT_SITES[site])
+        for name, target in SHORTCUT_CASES:
+            s = solve(inputs, name, target)
+            seen.add("reached" if s.reached and s.output_beyond is None else
+                     "whole number" if s.reached else "jump" if s.jump else
+                     "no figure" if s.value is None else
+                     "does not move" if any("does not change" in n for n in s.notes) else
+                     "closest end")
+    assert seen == {"reached", "whole number", "jump", "no figure", "does not move",
+                    "closest end"}
+
+
+def test_the_risk_sheets_twelve_solves_share_their_passes():
+    # each step's values and the next steps' guessed ones in one pass, the first steps guessed
+    # from the tornado in the scan's own: 23 passes of the model on the default site, where a
+    # pass for each step made 69
+    from tokenfactory_xl.tfom import variants
+
+    inputs = make_inputs({})
+    whole = run(inputs).values
+    flexes = tornado(inputs, whole=whole)
+    near = {f.name: ((f.low, f.npv_low), (f.value, flexes.npv), (f.high, f.npv_high))
+            for f in flexes.drivers}
+    passes = []
+    original = variants.VariantModel.__call__
+
+    def counted(self, *args, **kwargs):
+        passes.append(1)
+        return original(self, *args, **kwargs)
+
+    variants.VariantModel.__call__ = counted
+    try:
+        solve_each(inputs, TORNADO_DRIVERS, "npv=0", whole, near)
+    finally:
+        variants.VariantModel.__call__ = original
+    assert len(passes) <= 30
+
+
+# -- the values the rules allow ------------------------------------------------------------------
+@pytest.mark.parametrize(("low", "high"), [(0, 99), (0, 40), (60, 99), (30, 70), (45, 45),
+                                           (0, 0), (99, 99), (None, None)])
+@pytest.mark.parametrize("inside", [True, False])
+def test_allowed_finds_an_interval_by_its_edges(low, high, inside):
+    x = np.arange(100.0)
+    asked = []
+
+    def valid(v):
+        asked.append(v)
+        return low is not None and low <= v <= high
+
+    known = None if low is None or not inside else float((low + high) // 2)
+    ok = solving._allowed(valid, x, known)
+    assert ok.tolist() == [valid(v) for v in x]
+    if low is not None and (inside or low == 0 or high == 99):
+        assert len(asked) - len(x) <= 3 + 2 * 7  # both ends, the value inside, two halvings
+    # where neither end is allowed and no value is known inside, each value is checked
+    if not inside and low is not None and low > 0 and high < 99:
+        assert len(asked) - len(x) == len(x) + 2
+
+
+def test_each_inputs_allowed_values_are_one_interval():
+    # _allowed reads the rules as bounds (the catalogue's range, salvage ≤ CapEx, measured ≤
+    # theoretical TPS, TTFT p50 < p99, a range's low ≤ 1 ≤ its high …); a rule that allowed
+    # two pieces of an input's range would be read wrong: every numeric input, on sites that
+    # bring each rule into play, over its range and well beyond it
+    sites = [make_inputs({}), make_inputs(SHORTCUT_SITES["cohorts, contract, debt"]),
+             make_inputs(SHORTCUT_SITES["no market, prefill and decode"]),
+             make_inputs({"salvage_per_gpu": 30_000, "ttft_p50_ms": 400, "ttft_p99_ms": 900})]
+    branches = set()
+    for inputs in sites:
+        for spec in INPUTS:
+            if spec.kind not in solving.NUMERIC_KINDS:
+                continue
+            current = inputs.live(spec.name)
+            if current is None:
+                continue
+            integer = spec.kind == "integer"
+
+            def valid(v, inputs=inputs, name=spec.name, integer=integer):
+                return inputs.allows(name, int(v) if integer else v)
+
+            top = spec.high if spec.high is not None else 10 * max(1.0, abs(float(current)))
+            bottom = spec.low if spec.low is not None else -top
+            for lo, hi in ((bottom, top), (bottom - abs(top), 2 * top), (top, 10 * top)):
+                x = solving._grid(float(lo), float(hi), solving.SCAN_POINTS, integer)
+                if lo <= float(current) <= hi:
+                    x = solving._unique(np.concatenate((x, [float(current)])))
+                every = [valid(v) for v in x]
+                ok = solving._allowed(valid, x, float(current))
+                assert ok.tolist() == every, (spec.name, lo, hi)
+                branches.add((every[0], every[-1], any(every)))
+    # both ends allowed, one of them, neither (a value inside allowed, or none)
+    assert branches >= {(True, True, True), (True, False, True), (False, True, True),
+                        (False, False, True), (False, False, False)}
+
+
+def test_guess_reads_the_chord_through_the_points_near():
+    assert solving._guess([(1.0, -10.0), (2.0, 10.0), (3.0, 30.0)], 0.0) == 1.5
+    # beyond the points: the chord of the two nearest the target
+    assert solving._guess([(1.0, 10.0), (2.0, 20.0), (4.0, 60.0)], 0.0) == 0.0
+    assert solving._guess([(1.0, 5.0), (2.0, 5.0)], 0.0) is None  # does not move
+    assert solving._guess([(1.0, math.nan), (2.0, 3.0)], 0.0) is None

@@ -11,10 +11,19 @@ our hurdle rate?* :func:`solve` answers it with the model itself, not an approxi
 2. **bracket**: two neighbouring values at which the output lies on either side of the target
    (values the inputs' own rules refuse, such as a salvage above the CapEx, and values at which
    the output is "none" take no part);
-3. **refine** each bracket by :data:`SECTIONS`-section, one numpy pass per step, until the output
-   is within :func:`tolerance` of the target (a cent for money, 1e-9 otherwise) or the bracket
-   is two neighbouring whole numbers (an integer input) or two neighbouring floats (the output
-   jumps across the target there: said so).
+3. **refine** each bracket by :data:`SECTIONS`-section until the output is within
+   :func:`tolerance` of the target (a cent for money, 1e-9 otherwise) or the bracket is two
+   neighbouring whole numbers (an integer input) or two neighbouring floats (the output jumps
+   across the target there: said so).
+
+A pass of the model costs about as much for a hundred values as for fifteen, so the passes are
+shared: a pass that computes a step's values also computes those of the steps the search will
+likely take next (:func:`_ahead`: along the chord and the parabolas through the bracket and its
+neighbours; from the scan's pass itself where the caller knows outputs near, such as the
+tornado's), and every value's output is kept. Each step still decides on the model's own
+figures, and a variant's figures do not depend on the others of its pass: what the search finds
+is what a pass per step finds, to the last bit (the Risk sheet's twelve solves make about 23
+passes instead of 69).
 
 A value found is exactly what ``tokenfactory-xl summary --set INPUT=VALUE`` computes: a variant's
 arithmetic is the same elementwise sequence a single run does. When no value of the range meets
@@ -27,8 +36,9 @@ the target is that scenario's output.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -215,33 +225,69 @@ class Solution:
 
 
 # -- many values of one input, in one pass --------------------------------------------------------
-class _Evaluator:
-    """The output ``target`` of the site with the input moved to each of many values."""
+class _Site:
+    """What every solve of one site reads alike: its inputs as the compiled model takes them,
+    the model's constants, and the whole model's values where the caller has them."""
 
-    def __init__(self, inputs: SiteInputs, moved: Solvable, output: str,
-                 whole: Mapping[str, np.ndarray] | None = None):
-        self.inputs, self.moved = inputs, moved
+    def __init__(self, inputs: SiteInputs, whole: Mapping[str, np.ndarray] | None):
+        self.inputs, self.whole = inputs, whole
+        self.base = formula_inputs(inputs)
+        self.constants = _formula_constants()
+
+
+class _Evaluator:
+    """The output ``target`` of the site with the input moved to each of many values.
+
+    Each value's output is kept: a pass of the model costs about as much for one value as for a
+    hundred (its lines run once over the values' axis), so a search asks for the values it will
+    need next in the pass that computes those it needs now (``ahead``), and finds them kept.
+    A variant's output does not depend on the others of its pass (each line is elementwise
+    along that axis: the same figures to the last bit), so what a search finds does not depend
+    on how its values were grouped into passes.
+    """
+
+    def __init__(self, site: _Site, moved: Solvable, output: str):
+        self.inputs, self.moved = site.inputs, moved
         from .variants import variant_model
 
         self.line = f"out_{output}_{MODEL_SCENARIOS[moved.index].key}"
         # the output line and the lines it needs, those the input does not reach computed once
         self.model = variant_model((self.line,), frozenset({moved.name}))
-        self.constants = _formula_constants()
-        self.base = formula_inputs(inputs)
-        self.fixed = self.model.site_values(self.base, self.constants, LISTS, whole)
+        self.constants, self.base = site.constants, site.base
+        self.fixed = self.model.site_values(self.base, self.constants, LISTS, site.whole)
         self.integer = moved.spec.kind == "integer"
+        self.known: dict[int, float] = {}  # a value's bits (0.0 is not -0.0) → its output
+        self.passes = 0
 
     def valid(self, value: float) -> bool:
         """Whether the inputs' own rules allow the value (the catalogue's range and the rules
         that tie inputs together: salvage ≤ CapEx, measured ≤ theoretical TPS …)."""
         return self.inputs.allows(self.moved.key, int(value) if self.integer else value)
 
-    def __call__(self, values: np.ndarray) -> np.ndarray:
-        """The output at each of ``values`` (NaN: none)."""
+    def __call__(self, values: np.ndarray,
+                 ahead: Callable[[], np.ndarray] | None = None) -> np.ndarray:
+        """The output at each of ``values`` (NaN: none); where some are not known yet, one pass
+        computes them with the values ``ahead()`` names (those the search will likely ask for
+        next)."""
+        values = np.ascontiguousarray(values, dtype=float)
+        keys = values.view(np.int64).tolist()
+        if any(k not in self.known for k in keys):
+            wanted = dict.fromkeys(keys)
+            if ahead is not None:
+                more = np.ascontiguousarray(ahead(), dtype=float)
+                wanted.update(dict.fromkeys(more.view(np.int64).tolist()))
+            todo = np.array([k for k in wanted if k not in self.known],
+                            dtype=np.int64).view(float)
+            self.known.update(zip(todo.view(np.int64).tolist(), self._pass(todo).tolist(),
+                                  strict=True))
+        return np.array([self.known[k] for k in keys], dtype=float)
+
+    def _pass(self, values: np.ndarray) -> np.ndarray:
+        """One numpy pass of the compiled model over ``values``."""
         from .risk import _numbers
         from .runtime import _RowArray
 
-        values = np.asarray(values, dtype=float)
+        self.passes += 1
         given = dict(self.base)
         if self.moved.spec.per_scenario:
             row = np.tile(np.asarray(self.base[self.moved.name], dtype=float),
@@ -294,20 +340,63 @@ def _edge(valid, inside: float, outside: float, integer: bool) -> float:
     return inside
 
 
+def _allowed(valid: Callable[[float], bool], x: np.ndarray, inside: float | None) -> np.ndarray:
+    """Which of the increasing values ``x`` the inputs' rules allow (``inside``: a value known to
+    be allowed where it is one of them, the input's value now).
+
+    Each rule is a bound on the input (its range in the catalogue, salvage ≤ CapEx, measured ≤
+    theoretical TPS, a cohort's online month within the horizon …), so the values allowed are
+    one interval: allowed at both ends, every value between is; allowed at one end, the other
+    edge is found by halving (a few checks of the rules where checking each of the scan's 130
+    values took longer than the scan's pass of the model). With no value known to be allowed
+    inside, every value is checked."""
+    n = len(x)
+    ok = np.zeros(n, dtype=bool)
+    if not n:
+        return ok
+    first, last = valid(x[0]), valid(x[-1])
+    known = 0 if first else n - 1 if last else None
+    if known is None and inside is not None:
+        at = np.flatnonzero(x == inside)
+        known = int(at[0]) if len(at) and valid(x[at[0]]) else None
+    if known is None:
+        return np.array([valid(v) for v in x], dtype=bool)
+
+    def edge(refused: int, allowed: int) -> int:
+        while abs(allowed - refused) > 1:
+            middle = (allowed + refused) // 2
+            if valid(x[middle]):
+                allowed = middle
+            else:
+                refused = middle
+        return allowed
+
+    ok[edge(0, known) if not first else 0:(edge(n - 1, known) if not last else n - 1) + 1] = True
+    return ok
+
+
 def _sign_changes(x: np.ndarray, f: np.ndarray, target: float) -> list[tuple[int, int]]:
     """Pairs of neighbouring points (among those with a figure) on either side of the
     target, or on it."""
     keep = np.flatnonzero(np.isfinite(f))
-    pairs = []
-    for a, b in zip(keep[:-1], keep[1:], strict=True):
-        da, db = f[a] - target, f[b] - target
-        # on the target at a, or on opposite sides (a point on the target at b starts the
-        # next pair)
-        if da == 0 or ((da < 0) != (db < 0) and db != 0):
-            pairs.append((int(a), int(b)))
+    a, b = keep[:-1], keep[1:]
+    da, db = f[a] - target, f[b] - target
+    # on the target at a, or on opposite sides (a point on the target at b starts the next pair)
+    cross = (da == 0) | (((da < 0) != (db < 0)) & (db != 0))
+    pairs = list(zip(a[cross].tolist(), b[cross].tolist(), strict=True))
     if len(keep) and f[keep[-1]] == target:
         pairs.append((int(keep[-1]), int(keep[-1])))
     return pairs
+
+
+def _inner(a: float, b: float, integer: bool) -> np.ndarray:
+    """The values a step of the refinement evaluates inside ``[a, b]``: :data:`SECTIONS` − 1
+    evenly spread (whole numbers for an integer input), none when ``a`` and ``b`` are
+    neighbours."""
+    inner = np.linspace(a, b, SECTIONS + 2)[1:-1]
+    if integer:
+        inner = _unique(np.round(inner))
+    return inner[(inner > a) & (inner < b)]
 
 
 def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, target: float,
@@ -321,16 +410,12 @@ def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, targ
             return best, fbest, other, fother
         if integer and b - a <= 1:
             return best, fbest, other, fother
-        inner = np.linspace(a, b, SECTIONS + 2)[1:-1]
-        if integer:
-            inner = _unique(np.round(inner))
-            inner = inner[(inner > a) & (inner < b)]
-        else:
-            inner = inner[(inner > a) & (inner < b)]
+        inner = _inner(a, b, integer)
         if not len(inner):  # two neighbouring floats: the output jumps across the target
             return best, fbest, other, fother
         x = np.concatenate(([a], inner, [b]))
-        f = np.concatenate(([fa], evaluate(inner), [fb]))
+        f = np.concatenate(([fa], evaluate(inner, ahead=lambda a=a, fa=fa, b=b, fb=fb: _ahead(
+            evaluate, a, fa, b, fb, target, tol, integer)), [fb]))
         pairs = _sign_changes(x, f, target)
         if not pairs:  # "none" inside the bracket: keep the side of a that still has a figure
             return best, fbest, other, fother
@@ -341,6 +426,111 @@ def _refine(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, targ
     best, fbest, other, fother = (a, fa, b, fb) if abs(fa - target) <= abs(fb - target) \
         else (b, fb, a, fa)
     return best, fbest, other, fother
+
+
+def _ahead(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float, target: float,
+           tol: float, integer: bool) -> np.ndarray:
+    """The values :func:`_refine` is likely to evaluate from the bracket ``[a, b]`` on: each
+    step's :func:`_inner` values in the section where :func:`_guesses` have the output meet the
+    target, down to a section whose ends the chord's slope puts well within the tolerance, or
+    to the step where the guesses part (each one's next step, then no further: below that
+    the guesses say little). A guess only: the refinement decides with the model's own
+    figures, and evaluates in a pass of its own what was not guessed."""
+    if not (math.isfinite(fa) and math.isfinite(fb)) or fa == fb:
+        return _inner(a, b, integer)
+    slope = abs(fb - fa) / (b - a)
+    guesses = _guesses(evaluate, a, fa, b, fb, target)
+
+    def step(lo: float, hi: float) -> np.ndarray:
+        # the refinement stops where an end is within the tolerance: at the latest where the
+        # section's rise is twice it; one step more for the slope's change within it
+        if slope * (hi - lo) <= tol / 8 or (integer and hi - lo <= 1):
+            return np.empty(0)
+        return _inner(lo, hi, integer)
+
+    points = []
+    lo, hi = a, b
+    for _ in range(MAX_STEPS):
+        inner = step(lo, hi)
+        if not len(inner):
+            break
+        points.append(inner)
+        x = np.concatenate(([lo], inner, [hi]))
+        sections = sorted({_section(x, g) for g in guesses})
+        if len(sections) > 1:
+            points += [step(float(x[k - 1]), float(x[k])) for k in sections]
+            break
+        lo, hi = float(x[sections[0] - 1]), float(x[sections[0]])
+    return np.concatenate(points) if points else np.empty(0)
+
+
+def _section(x: np.ndarray, value: float) -> int:
+    """``k``: the section ``x[k - 1] … x[k]`` of the increasing ``x`` that holds ``value`` (the
+    first or the last beyond them)."""
+    return min(max(int(np.searchsorted(x, value)), 1), len(x) - 1)
+
+
+def _toward(x: np.ndarray, guess: float, integer: bool, steps: int = 2) -> np.ndarray:
+    """The values of the refinement's first ``steps`` steps from the section of the scan ``x``
+    that holds ``guess``, toward it."""
+    points = []
+    k = _section(x, guess)
+    lo, hi = float(x[k - 1]), float(x[k])
+    for _ in range(steps):
+        inner = _inner(lo, hi, integer)
+        if not len(inner):
+            break
+        points.append(inner)
+        section = np.concatenate(([lo], inner, [hi]))
+        k = _section(section, guess)
+        lo, hi = float(section[k - 1]), float(section[k])
+    return np.concatenate(points) if points else np.empty(0)
+
+
+def _guess(near: Sequence[tuple[float, float]], target: float) -> float | None:
+    """Where the output meets ``target``, by the chord through two of the points ``near``
+    (value of the input, output there): two on either side of the target, else the two that
+    come nearest it; ``None`` where no two differ."""
+    points = sorted((float(v), float(y)) for v, y in near
+                    if math.isfinite(v) and math.isfinite(y))
+    best: tuple[tuple[bool, float], float] | None = None
+    for (v0, y0), (v1, y1) in zip(points[:-1], points[1:], strict=True):
+        if v0 == v1 or y0 == y1:
+            continue
+        rank = ((y0 - target) * (y1 - target) > 0, min(abs(y0 - target), abs(y1 - target)))
+        if best is None or rank < best[0]:
+            best = rank, v0 + (target - y0) * (v1 - v0) / (y1 - y0)
+    return None if best is None else best[1]
+
+
+def _guesses(evaluate: _Evaluator, a: float, fa: float, b: float, fb: float,
+             target: float) -> list[float]:
+    """Where, between ``a`` and ``b``, the output may meet ``target``: on the chord (exact where
+    the output is linear in the input, as it is in a price or a CapEx), and on the parabola
+    through ``a``, ``b`` and the nearest known value on either side (where it curves, as in a
+    decline or a discount rate; a kink between the three points, such as the month the market
+    caps the tokens sold, makes the parabola miss, hence the chord too)."""
+    d1 = (fb - fa) / (b - a)
+    chord = a + (target - fa) / d1
+    out = [chord]
+    x = np.array(list(evaluate.known), dtype=np.int64).view(float)
+    f = np.array(list(evaluate.known.values()))
+    has = np.isfinite(f)
+    for side in (has & (x < a), has & (x > b)):
+        if not side.any():
+            continue
+        near = np.flatnonzero(side)[np.argmin(np.abs(x[side] - chord))]
+        c, fc = float(x[near]), float(f[near])
+        d2 = ((fc - fa) / (c - a) - d1) / (c - b)  # f = fa + d1 (x - a) + d2 (x - a)(x - b)
+        root = chord
+        for _ in range(8):  # Newton's steps from the chord's root
+            rise = d1 + d2 * (2 * root - a - b)
+            if not rise or not math.isfinite(rise):
+                break
+            root -= (fa + (root - a) * (d1 + d2 * (root - b)) - target) / rise
+        if a <= root <= b and root != chord:
+            out.append(root)
+    return out
 
 
 def _figure(x: float) -> float | None:
@@ -362,11 +552,36 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str,
 
     Raises :class:`InputError` for an unknown or non-numeric input, or a bad target.
     """
+    return _solve(_Site(inputs, whole), for_input, target)
+
+
+def solve_each(inputs: SiteInputs, names: tuple[str, ...], target: Target | str = "npv=0",
+               whole: Mapping[str, np.ndarray] | None = None,
+               near: Mapping[str, Sequence[tuple[float, float]]] | None = None
+               ) -> tuple[Solution, ...]:
+    """:func:`solve` of each of ``names`` for one site (the Risk sheet's "what must be true"
+    block, a batch's ``--solve`` columns), the site's inputs as the model takes them made once
+    for all of them.
+
+    ``near``: by input name, outputs the caller knows at some values of it (the tornado's NPV
+    at each driver's low and high value and at its value now): the pass that scans the input's
+    range also computes the refinement's first steps toward where they have the target met.
+    Only a guess, and only of what to compute: every figure of a solution is the model's own,
+    whatever ``near`` says.
+    """
+    site = _Site(inputs, whole)
+    return tuple(_solve(site, name, target, (near or {}).get(name, ())) for name in names)
+
+
+def _solve(site: _Site, for_input: str, target: Target | str,
+           near: Sequence[tuple[float, float]] = ()) -> Solution:
+    """:func:`solve` of one input of ``site`` (``near``: as :func:`solve_each`'s)."""
+    inputs = site.inputs
     if isinstance(target, str):
         target = parse_target(target)
     moved = solvable(for_input, inputs)
     spec = moved.spec
-    evaluate = _Evaluator(inputs, moved, target.output, whole)
+    evaluate = _Evaluator(site, moved, target.output)
     integer = spec.kind == "integer"
     current_raw = inputs.live(moved.name, moved.scenario)
     current = None if current_raw is None else float(current_raw)  # type: ignore[arg-type]
@@ -380,11 +595,13 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str,
     high = float(spec.high) if bounded else max(low + 1, UNBOUNDED_SPAN * max(1.0, abs(
         current or 0.0)))
 
+    guess = _guess(near, target.value) if near else None
+
     def scan(lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
         x = _grid(lo, hi, SCAN_POINTS, integer)
         if current is not None and lo <= current <= hi:
             x = _unique(np.concatenate((x, [current])))
-        ok = np.array([evaluate.valid(v) for v in x])
+        ok = _allowed(evaluate.valid, x, current)
         if ok.any() and not ok.all():
             # the rules that tie inputs together cut the range: find where, to the last digit
             first, last = np.flatnonzero(ok)[[0, -1]]
@@ -396,7 +613,11 @@ def solve(inputs: SiteInputs, for_input: str, target: Target | str,
             x = _unique(np.concatenate((x[ok], edges)))
         else:
             x = x[ok]
-        return x, evaluate(x) if len(x) else np.empty(0)
+        if not len(x):
+            return x, np.empty(0)
+        ahead = None if guess is None or not x[0] <= guess <= x[-1] else \
+            functools.partial(_toward, x, guess, integer)
+        return x, evaluate(x, ahead)
 
     x, f = scan(low, high)
     widened = 0
@@ -484,8 +705,9 @@ def batch_solve(inputs: SiteInputs, names: tuple[str, ...], target: str = "npv=0
     """For a portfolio: each input's value at which ``target`` is met (``None`` when no value
     of its range meets it). ``known`` holds solutions of this site already found for the same
     target (the Risk sheet's block), by input name; ``whole``, as :func:`solve`'s."""
-    out: dict[str, float | None] = {}
-    for name in names:
-        found = (known or {}).get(name) or solve(inputs, name, target, whole)
-        out[name] = found.value if found.reached else None
-    return out
+    known = known or {}
+    found = dict(zip((n for n in names if n not in known),
+                     solve_each(inputs, tuple(n for n in names if n not in known), target, whole),
+                     strict=True))
+    return {name: (s.value if s.reached else None)
+            for name in names for s in (known.get(name) or found[name],)}
