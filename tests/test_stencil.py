@@ -367,3 +367,26 @@ def test_one_stencil_fills_site_after_site_as_a_fresh_one_does():
     assert "Lyon" in sheet_xml(used.fill(sites[1]), 1)
     assert "Lyon" not in sheet_xml(used.fill(sites[0]), 1)
     assert b"Oslo" not in pickle.dumps(used)
+
+
+def test_blanks_made_in_bulk_are_what_one_blank_cell_writes():
+    """A sheet makes its blanks from the cells' parts, thousands at a time, without the rule
+    of :func:`_cell_xml`: each must be the XML that rule gives the cell for ``""`` (a formula's
+    empty text, an input's empty cell), and a stencil read back from a kept file makes the
+    same."""
+    import pickle
+
+    from tokenfactory_xl.workbook import stencil as engine
+
+    fresh = Stencil(template(), CELLS)
+    for kept in (fresh, pickle.loads(pickle.dumps(fresh))):
+        for sheet in kept._sheets.values():
+            every = np.arange(len(sheet.refs))
+            by_rule = [b"".join((segment, engine._cell_xml(cell, "").encode()))
+                       for segment, cell in map(sheet._cell, every.tolist())]
+            assert sheet._blanks(every).tolist() == by_rule
+    blank = fresh.fill({"Inputs": dict.fromkeys(CELLS["Inputs"], ""),
+                        "Calc & Returns": dict.fromkeys(CELLS["Calc & Returns"], "")})
+    assert cell_xml(sheet_xml(blank, 1), "B2") == '<c r="B2"/>'
+    assert cell_xml(sheet_xml(blank, 2), "A1") == \
+        '<c r="A1" t="str"><f>Inputs!B2*Inputs!B4/7</f><v></v></c>'

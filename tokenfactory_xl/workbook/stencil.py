@@ -94,10 +94,9 @@ class StencilError(TokenFactoryError, ValueError):
 
 
 class _Cell(NamedTuple):
-    """One cell of the template that a site fills: how its XML starts and its formula.
-
-    A tuple: a kept stencil (:mod:`tokenfactory_xl.files.build_cache`) holds some 27,000 of
-    them, and a tuple is read back from the file ten times faster than a frozen dataclass."""
+    """One cell of the template that a site fills: how its XML starts and its formula, made
+    from the sheet's parts for a cell whose XML is written whole (a text, a date: a few hundred
+    a site)."""
 
     head: str        # '<c r="B3" s="4"' — the attributes except the type
     formula: str     # '<f>B2*2</f>' or ''
@@ -119,22 +118,38 @@ class _Member:
     size: int
 
 
+#: What a number cell's XML holds between its head (``<c r="B3" s="4"``) and its formula.
+_NUMBER = b' t="n">'
+#: What a number cell's XML holds between its formula and its value.
+_OPEN = b"<v>"
 #: What ends a number cell's XML after its value.
 _END = b"</v></c>"
+#: What a formula cell's XML holds between its head and its formula when it shows a text.
+_AS_TEXT = b' t="str">'
+#: What ends the XML of a cell without formula or value, after its head.
+_EMPTY = b"/>"
+#: What parts a kept sheet's texts: a character no XML document holds, even escaped.
+_APART = "\0"
 
 #: The most cells' XML a sheet keeps between sites (:meth:`_SheetStencil.render`).
 _MADE_MOST = 20_000
 
 
 class _SheetStencil:
-    """One worksheet's XML as segments around the cells to fill.
+    """One worksheet's XML cut at the cells to fill.
 
-    ``segments[i]`` precedes ``cells[i]``; the last segment follows the last cell.
+    ``_pre[i]`` is the XML before cell ``i``'s value when it is a number: the text since the
+    cell before, the cell's head (``<c r="B3" s="4"``, its attributes but the type), ``t="n"``,
+    its formula and ``<v>``; ``_cut[i]`` is where its head ends in it. The last of ``_pre``
+    is the XML after the last cell. A cell the template holds without a formula (an input)
+    keeps its XML as the template has it in ``_elements``.
     """
 
     def __init__(self, xml: bytes, fill: set[str]):
-        self.segments: list[str] = []
-        self.cells: list[tuple[str, _Cell]] = []
+        refs: list[str] = []
+        pre: list[bytes] = []
+        cut: list[int] = []
+        self._elements: dict[int, bytes] = {}
         self.unfilled_formulas: list[str] = []
         text_start = 0
         data_start = xml.find(b"<sheetData")
@@ -144,54 +159,63 @@ class _SheetStencil:
         missing = set(fill)
         for match in _CELL.finditer(xml, data_start, data_end):
             element = match.group(0)
-            start_tag_end = element.find(b">")
-            tag = element[: start_tag_end + 1]
+            tag = element[: element.find(b">") + 1]
             attrs = dict(_ATTR.findall(tag))
             ref = attrs.get(b"r", b"").decode()
             formula = _FORMULA.search(element)
-            formula_xml = formula.group(0).decode() if formula else ""
-            head = "<c" + "".join(f' {k.decode()}="{v.decode()}"' for k, v in attrs.items()
-                                  if k != b"t")
-            # A formula cell keeps its formula and loses any stored value: a template must not
-            # carry stale values into a site's workbook.
-            original = (f"{head}>{formula_xml}</c>" if formula_xml else element.decode())
+            formula_xml = formula.group(0) if formula else b""
+            head = b"<c" + b"".join(b' %s="%s"' % (k, v) for k, v in attrs.items() if k != b"t")
             if ref in fill:
                 missing.discard(ref)
             elif formula_xml:
+                # A formula cell keeps its formula and loses any stored value: a template must
+                # not carry stale values into a site's workbook.
                 self.unfilled_formulas.append(ref)
-                if original == element.decode():
+                if element == head + b">" + formula_xml + b"</c>":
                     continue
             else:
                 continue
-            self.segments.append(xml[text_start: match.start()].decode())
-            self.cells.append((ref, _Cell(head, formula_xml, original)))
+            segment = xml[text_start: match.start()]
+            if not formula_xml:
+                self._elements[len(refs)] = element
+            refs.append(ref)
+            cut.append(len(segment) + len(head))
+            pre.append(segment + head + _NUMBER + formula_xml + _OPEN)
             text_start = match.end()
-        self.segments.append(xml[text_start:].decode())
+        pre.append(xml[text_start:])
         self.missing = sorted(missing)
+        self.refs = refs
+        self._pre = pre
+        self._cut = np.array(cut, dtype=np.int64)
+        self._prepare()
 
-        # Speed (a TFOM workbook has ~55,000 cells to fill): the output is a list of two parts
-        # per cell, ["</v></c>" ending the cell before + segment + start tag + formula + "<v>",
-        # value], prepared once, as UTF-8 bytes: the numbers come as bytes too (format_floats),
-        # so the sheet is joined without encoding megabytes of text (the labels' "−", "·" and
-        # "◄" would make every sheet's text a wide string). Filling a site sets the values of
-        # the finite floats (most cells) with one slice assignment and writes the other cells
-        # whole (a blank, a text), the part after each such cell then starting without an end
-        # of a number. Text stays plain UTF-8: some readers (SheetJS) decode character
-        # references in a formula's text result twice.
-        self.refs = [ref for ref, _ in self.cells]
-        self.index = {ref: i for i, ref in enumerate(self.refs)}
-        starts: list[bytes] = []
-        empty: list[bytes] = []
-        for segment, (_, cell) in zip(self.segments, self.cells, strict=False):
-            starts.append(f'{segment}{cell.head} t="n">{cell.formula}<v>'.encode())
-            empty.append((segment + _cell_xml(cell, "")).encode())
-        self._tail = self.segments[-1].encode()
-        parts = [b""] * (2 * len(starts) + 1)
-        parts[0:-1:2] = [_END + start if i else start for i, start in enumerate(starts)]
-        parts[-1] = _END + self._tail if starts else self._tail
-        self._parts = np.array(parts, dtype=object)
-        self._open = np.array(starts, dtype=object)  # each cell's start after no number
-        self._blank = np.array(empty, dtype=object)  # each cell's XML as a blank
+    def _prepare(self) -> None:
+        """The parts a site's sheet is joined from, three a cell: ``_pre[i]``, its value and
+        ``</v></c>`` for a number; a cell written whole (a blank, a text) takes the first
+        part and leaves the other two empty.
+
+        Speed (a TFOM workbook has some 57,000 cells to fill): the parts are UTF-8 bytes, and
+        so are the numbers (:func:`format_floats`), so a sheet is joined without encoding
+        megabytes of text (the labels' "−", "·" and "◄" would make every sheet's text a wide
+        string); a site's finite floats (most cells) go in with one slice assignment. Text
+        stays plain UTF-8: some readers (SheetJS) decode character references in a formula's
+        text result twice."""
+        count = len(self.refs)
+        parts = np.empty(3 * count + 1, dtype=object)
+        parts[0::3] = np.array(self._pre, dtype=object)
+        parts[1::3] = b""
+        parts[2::3] = _END
+        self._parts = parts
+        self._blank = np.full(count, None, dtype=object)  # each cell's XML as a blank, once made
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Coordinate → the cell's index, made when first asked for (a site's workbook finds
+        most of its cells by positions found once: see :class:`~.values.StencilCells`)."""
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = self._index = dict(zip(self.refs, range(len(self.refs)), strict=True))
+        return index
 
     def render(self, values: Mapping[str, object] | SheetValues) -> bytes:
         """The sheet's XML with ``values`` stored: coordinate → value, or a
@@ -201,86 +225,79 @@ class _SheetStencil:
         numbers = values.numbers
         finite = np.isfinite(numbers)
         parts = self._parts.copy()
-        parts[1:-1:2][finite] = format_floats(numbers[finite])  # every finite float in one call
+        parts[1::3][finite] = format_floats(numbers[finite])  # every finite float in one call
         rest = np.flatnonzero(~finite)
         if not rest.size:
             return b"".join(parts.tolist())
         blank = (values.others[rest] == "") & np.isnan(numbers[rest])
+        blanks = rest[blank]
+        if blanks.size:  # every blank at once (the IRR sheet has thousands)
+            parts[3 * blanks] = self._blanks(blanks)
+            parts[3 * blanks + 2] = b""
         # the other cells (the currency's units, "OK", "none", dates: some 850 a workbook) mostly
         # show what they showed for the site before: their XML is kept, by cell and value
         made = self.__dict__.setdefault("_made", {})
         if len(made) > _MADE_MOST:  # a text of each site's own (its name) must not pile up
             made.clear()
-        whole: dict[int, bytes] = {}  # cell → its XML, for the cells neither number nor blank
         for index in rest[~blank].tolist():
             value = values.value_at(index)
             if type(value) is int:
-                parts[2 * index + 1] = str(value).encode()
+                parts[3 * index + 1] = str(value).encode()
                 continue
             key = (index, type(value), value)
             xml = made.get(key)
             if xml is None:
-                _, cell = self.cells[index]
-                xml = made[key] = (self.segments[index] + (
-                    cell.original if value is _ABSENT else _cell_xml(cell, value))).encode()
-            whole[index] = xml
-        # the cells written whole, every blank at once (the IRR sheet has thousands); a part
-        # after such a cell has no number to end
-        blanks = rest[blank]
-        written = np.zeros(len(numbers) + 1, dtype=bool)  # [i]: cell i is written whole
-        written[blanks] = True
-        written[np.fromiter(whole, dtype=np.intp, count=len(whole))] = True
-        after_whole = np.roll(written, 1)  # [i]: cell i - 1 is (cell 0: no cell before it)
-        after_whole[0] = True
-        opened = np.flatnonzero(after_whole[:-1] & ~written[:-1])  # numbers after whole cells
-        parts[2 * opened] = self._open[opened]
-        parts[2 * blanks] = self._blank[blanks]
-        ended = blanks[~after_whole[blanks]]  # a blank after a number: that number's end first
-        parts[2 * ended] = _END + self._blank[ended]
-        for index, xml in whole.items():
-            parts[2 * index] = xml if after_whole[index] else _END + xml
-        if after_whole[-1]:
-            parts[-1] = self._tail
+                segment, cell = self._cell(index)
+                xml = made[key] = segment + (
+                    cell.original if value is _ABSENT else _cell_xml(cell, value)).encode()
+            parts[3 * index] = xml
+            parts[3 * index + 2] = b""
         return b"".join(parts.tolist())
 
+    def _cell(self, index: int) -> tuple[bytes, _Cell]:
+        """Cell ``index``: the XML before it (since the cell before) and the cell."""
+        pre, cut = self._pre[index], int(self._cut[index])
+        start = pre.rfind(b"<c", 0, cut)  # the head's "<": its attributes hold none
+        head = pre[start:cut].decode()
+        formula = pre[cut + len(_NUMBER): -len(_OPEN)].decode()
+        element = self._elements.get(index)
+        original = f"{head}>{formula}</c>" if element is None else element.decode()
+        return pre[:start], _Cell(head, formula, original)
+
+    def _blanks(self, indexes: np.ndarray) -> np.ndarray:
+        """The XML of cells ``indexes`` holding a blank (``""``), each made once: what
+        :func:`_cell_xml` writes for it, a formula's empty text (``t="str"``, ``<v></v>``)
+        or an input's empty cell (``/>``), made from the cell's parts without parsing them
+        (a site's first workbook has some 28,000 blanks)."""
+        made = self._blank
+        todo = indexes[np.equal(made[indexes], None)].tolist()
+        if todo:
+            cuts = self._cut[todo].tolist()
+            pre, skip = self._pre, len(_NUMBER)
+            made[todo] = [
+                pre[i][:cut] + (_AS_TEXT + pre[i][cut + skip:] + _END
+                                if len(pre[i]) > cut + skip + len(_OPEN) else _EMPTY)
+                for i, cut in zip(todo, cuts, strict=True)]
+        return made[indexes]
+
     def __getstate__(self) -> dict[str, object]:
-        """What a kept stencil holds (:mod:`tokenfactory_xl.files.build_cache`): not the XML made
-        for the cells of the sites filled so far, and the cells' XML as three long texts
-        (their heads, formulas and originals, NUL apart: a character XML cannot hold), read
-        back in a few milliseconds instead of 55,000 objects' 0.2 s; :attr:`cells` is made
-        again from them when a site first needs it."""
-        state = dict(self.__dict__)
-        state.pop("_made", None)
-        cells = state.pop("cells", None)
-        if cells is not None:
-            state["_packed_cells"] = tuple("\0".join(column) for column in zip(
-                *(cell for _, cell in cells), strict=True)) if cells else None
-        return state
+        """What a kept stencil holds (:mod:`tokenfactory_xl.files.build_cache`): the parts
+        before the cells' values and the cells' coordinates, each as one long text (NUL
+        apart), read back in a few milliseconds where some 57,000 objects each took pickle's
+        work and memory; not the parts made from them, nor the XML made for the sites filled
+        so far."""
+        return {"refs": _APART.join(self.refs), "pre": _APART.encode().join(self._pre),
+                "cut": self._cut, "elements": self._elements,
+                "unfilled_formulas": self.unfilled_formulas, "missing": self.missing}
 
-    def __getattr__(self, name: str) -> object:
-        if name == "cells" and "_packed_cells" in self.__dict__:
-            packed = self.__dict__.pop("_packed_cells")
-            self.cells = _Cells(self.refs, [text.split("\0") for text in packed]
-                                if packed else [[], [], []])
-            return self.cells
-        raise AttributeError(name)
-
-
-class _Cells(Sequence):
-    """A kept stencil's cells, (ref, :class:`_Cell`) each made when asked for (a site asks for
-    a few hundred of them)."""
-
-    def __init__(self, refs: list[str], columns: list[list[str]]):
-        self._refs, self._columns = refs, columns
-
-    def __len__(self) -> int:
-        return len(self._refs)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        heads, formulas, originals = self._columns
-        return self._refs[index], _Cell(heads[index], formulas[index], originals[index])
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self._cut = state["cut"]
+        self.refs = state["refs"].split(_APART) if len(self._cut) else []  # type: ignore[union-attr]
+        self._pre = state["pre"].split(_APART.encode())  # type: ignore[union-attr]
+        self._elements = state["elements"]  # type: ignore[assignment]
+        self.unfilled_formulas = state["unfilled_formulas"]  # type: ignore[assignment]
+        self.missing = state["missing"]  # type: ignore[assignment]
+        self._prepare()
 
 
 class SheetValues:
@@ -294,7 +311,7 @@ class SheetValues:
     """
 
     def __init__(self, sheet: _SheetStencil):
-        self._refs, self._index = sheet.refs, sheet.index
+        self._sheet, self._refs = sheet, sheet.refs
         self.numbers = np.full(len(self._refs), np.nan)
         self.others = np.full(len(self._refs), _ABSENT, dtype=object)
 
@@ -315,7 +332,7 @@ class SheetValues:
 
     def positions(self, coords: Iterable[str]) -> np.ndarray:
         """The stencil's indexes of the cells at ``coords`` (KeyError: not a cell it fills)."""
-        return np.fromiter(map(self._index.__getitem__, coords), dtype=np.intp)
+        return np.fromiter(map(self._sheet.index.__getitem__, coords), dtype=np.intp)
 
     def put(self, positions: Sequence[int] | np.ndarray, values: Sequence[object]) -> None:
         """Set the cells at ``positions`` to ``values`` (one each)."""
@@ -340,7 +357,7 @@ class SheetValues:
 
     def put_one(self, coord: str, value: object) -> None:
         """Set the cell at ``coord`` (an input, a scalar line: hundreds a site, one at a time)."""
-        index = self._index[coord]
+        index = self._sheet.index[coord]
         if _finite_float(value):
             self.numbers[index] = value
         else:
@@ -354,7 +371,7 @@ class SheetValues:
 
     def get(self, coord: str, default: object = None) -> object:
         """The value set for ``coord``; ``default`` for a cell not set (or not filled)."""
-        index = self._index.get(coord)
+        index = self._sheet.index.get(coord)
         value = _ABSENT if index is None else self.value_at(index)
         return default if value is _ABSENT else value
 
