@@ -147,6 +147,14 @@ def test_a_factory_read_back_writes_the_same_bytes_as_a_fresh_one():
     read_back = pickle.loads(pickle.dumps(fresh, protocol=pickle.HIGHEST_PROTOCOL))
     site = default_inputs().replace({"gpus": 2048, "site_name": "Read back"})
     assert read_back.make(site, 50) == fresh.make(site, 50)
+    # Where the plan's cells are in the stencil came back with it, named by the plan's lines:
+    # the first site found them all without an index of every cell of a sheet.
+    assert len(read_back._spots) == len(fresh._spots) > 600
+    assert [title for title, sheet in read_back.stencil._sheets.items()
+            if "_index" in sheet.__dict__] == []
+    for months in (36, 120):  # other runs of blanks, from the same kept positions
+        other = site.replace({"horizon_months": months, "site_name": f"{months} months"})
+        assert read_back.make(other) == fresh.make(other)
 
 
 def test_a_plan_read_back_holds_the_model_s_own_lines():

@@ -16,8 +16,8 @@ macOS, ``$XDG_CACHE_HOME/tokenfactory_xl`` or ``~/.cache/tokenfactory_xl`` elsew
 be written, a file that cannot be read or was cut short, and the build simply runs. A kept file
 is read only from a folder of the user's own that nobody else may write to, and written
 atomically (a process that stops half-way leaves no file behind under the kept name), deflated:
-the kept builds take about 1.6 MB (the workbook factory 1.2 MB of it), and each part of the model compiled for the risk draws
-and the solves (``tfom/variants.py``) a few kilobytes.
+the kept builds take about 1.6 MB (the workbook factory 1.2 MB of it), and each part of the
+model compiled for the risk draws and the solves (``tfom/variants.py``) a few kilobytes.
 """
 
 from __future__ import annotations

@@ -89,8 +89,9 @@ class WorkbookFactory:
         self.plan = workbook.plan()
         defaults = default_inputs()
         template = _template_bytes(workbook)
-        cells = {sheet: list(values)
-                 for sheet, values in workbook_values.cell_values(self.plan, defaults).items()}
+        result = run(defaults)
+        cells = {sheet: list(values) for sheet, values in
+                 workbook_values.cell_values(self.plan, defaults, result).items()}
         self.stencil = Stencil(template, cells, level)
         self.charts = _chart_parts(self.stencil, cells, workbook)
 
@@ -100,11 +101,23 @@ class WorkbookFactory:
                          for name in OUTPUT_NAMES}
         self._outputs |= {c.name: self.stencil.defined_cells.get(c.line)
                           for c in SCENARIO_COLUMNS}
+        # The default site's workbook made once: where the plan's cells, the charts' and the
+        # summary's are in the stencil, and the charts cut at their series, are found here and
+        # kept with the factory, not in every process's first site.
+        self.make(defaults, result=result)
 
     def __getstate__(self) -> dict:
-        # kept between runs (:mod:`build_cache`) without the positions found by object
-        # identity, which mean nothing in another process
-        return {**self.__dict__, "_spots": {}}
+        # kept between runs (:mod:`build_cache`) with the positions found, named by the plan's
+        # lines where they are found by object identity, which means nothing in another process
+        from ..workbook.values import StencilCells
+
+        return {**self.__dict__, "_spots": StencilCells.kept(self._spots, self.plan)}
+
+    def __setstate__(self, state: dict) -> None:
+        from ..workbook.values import StencilCells
+
+        self.__dict__.update(state)
+        self._spots = StencilCells.read_back(state["_spots"], self.plan)
 
     def workbook_bytes(self, inputs: SiteInputs, risk_draws: int = 0) -> bytes:
         """The site's workbook, every formula cell storing the model's value, as ``.xlsx``

@@ -185,8 +185,10 @@ class _SheetStencil:
         pre.append(xml[text_start:])
         self.missing = sorted(missing)
         self.refs = refs
+        self.count = len(refs)
         self._pre = pre
         self._cut = np.array(cut, dtype=np.int64)
+        self._found: dict[str, int] = {}
         self._prepare()
 
     def _prepare(self) -> None:
@@ -200,7 +202,7 @@ class _SheetStencil:
         string); a site's finite floats (most cells) go in with one slice assignment. Text
         stays plain UTF-8: some readers (SheetJS) decode character references in a formula's
         text result twice."""
-        count = len(self.refs)
+        count = self.count
         parts = np.empty(3 * count + 1, dtype=object)
         parts[0::3] = np.array(self._pre, dtype=object)
         parts[1::3] = b""
@@ -210,12 +212,24 @@ class _SheetStencil:
 
     @property
     def index(self) -> dict[str, int]:
-        """Coordinate → the cell's index, made when first asked for (a site's workbook finds
-        most of its cells by positions found once: see :class:`~.values.StencilCells`)."""
+        """Coordinate → the cell's index, made when first asked for: most of a site's cells
+        are found by positions found once (:class:`~.values.StencilCells`), the others by
+        :meth:`find`."""
         index = self.__dict__.get("_index")
         if index is None:
-            index = self._index = dict(zip(self.refs, range(len(self.refs)), strict=True))
+            index = self._index = dict(zip(self.refs, range(self.count), strict=True))
         return index
+
+    def find(self, coord: str) -> int | None:
+        """The index of the cell at ``coord`` (``None``: not a cell the stencil fills).
+
+        The cells looked for so far are kept with the stencil (its charts' and summary's
+        cells: about a thousand), so that a process's first site finds them without
+        making :attr:`index` of all the sheet's cells."""
+        found = self._found.get(coord)
+        if found is None:  # -1: no cell of the stencil (a chart's title, found as often)
+            found = self._found[coord] = self.index.get(coord, -1)
+        return None if found < 0 else found
 
     def render(self, values: Mapping[str, object] | SheetValues) -> bytes:
         """The sheet's XML with ``values`` stored: coordinate → value, or a
@@ -287,17 +301,29 @@ class _SheetStencil:
         work and memory; not the parts made from them, nor the XML made for the sites filled
         so far."""
         return {"refs": _APART.join(self.refs), "pre": _APART.encode().join(self._pre),
-                "cut": self._cut, "elements": self._elements,
+                "count": self.count,
+                "cut": self._cut, "elements": self._elements, "found": self._found,
                 "unfilled_formulas": self.unfilled_formulas, "missing": self.missing}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self._cut = state["cut"]
-        self.refs = state["refs"].split(_APART) if len(self._cut) else []  # type: ignore[union-attr]
+        self.count = state["count"]  # type: ignore[assignment]
+        self._refs = state["refs"]  # the coordinates split when first asked for (:attr:`refs`)
         self._pre = state["pre"].split(_APART.encode())  # type: ignore[union-attr]
         self._elements = state["elements"]  # type: ignore[assignment]
+        self._found = state["found"]  # type: ignore[assignment]
         self.unfilled_formulas = state["unfilled_formulas"]  # type: ignore[assignment]
         self.missing = state["missing"]  # type: ignore[assignment]
         self._prepare()
+
+    def __getattr__(self, name: str) -> object:
+        # a stencil read back splits its cells' coordinates when they are first needed: a
+        # site's workbook finds its cells by positions kept with it (:meth:`find`)
+        if name == "refs" and "_refs" in self.__dict__:
+            text = self.__dict__.pop("_refs")
+            self.refs = text.split(_APART) if self.count else []
+            return self.refs
+        raise AttributeError(name)
 
 
 class SheetValues:
@@ -311,9 +337,9 @@ class SheetValues:
     """
 
     def __init__(self, sheet: _SheetStencil):
-        self._sheet, self._refs = sheet, sheet.refs
-        self.numbers = np.full(len(self._refs), np.nan)
-        self.others = np.full(len(self._refs), _ABSENT, dtype=object)
+        self._sheet = sheet
+        self.numbers = np.full(sheet.count, np.nan)
+        self.others = np.full(sheet.count, _ABSENT, dtype=object)
 
     @classmethod
     def of(cls, sheet: _SheetStencil, values: Mapping[str, object]) -> SheetValues:
@@ -328,7 +354,8 @@ class SheetValues:
         template's content where it gives none."""
         self.numbers[:] = np.nan
         self.others[:] = _ABSENT
-        self.put(range(len(self._refs)), list(map(values.get, self._refs, repeat(_ABSENT))))
+        refs = self._sheet.refs
+        self.put(range(len(refs)), list(map(values.get, refs, repeat(_ABSENT))))
 
     def positions(self, coords: Iterable[str]) -> np.ndarray:
         """The stencil's indexes of the cells at ``coords`` (KeyError: not a cell it fills)."""
@@ -357,7 +384,9 @@ class SheetValues:
 
     def put_one(self, coord: str, value: object) -> None:
         """Set the cell at ``coord`` (an input, a scalar line: hundreds a site, one at a time)."""
-        index = self._sheet.index[coord]
+        index = self._sheet.find(coord)
+        if index is None:
+            raise KeyError(coord)
         if _finite_float(value):
             self.numbers[index] = value
         else:
@@ -371,7 +400,7 @@ class SheetValues:
 
     def get(self, coord: str, default: object = None) -> object:
         """The value set for ``coord``; ``default`` for a cell not set (or not filled)."""
-        index = self._sheet.index.get(coord)
+        index = self._sheet.find(coord)
         value = _ABSENT if index is None else self.value_at(index)
         return default if value is _ABSENT else value
 
