@@ -236,3 +236,20 @@ def test_the_fingerprint_names_the_deflate_the_stencil_uses():
     from tokenfactory_xl.workbook import stencil
 
     assert build_cache._deflate() == stencil.DEFLATE
+
+
+@pytest.mark.parametrize("library", ["openpyxl", "numpy", "isal", "tokenfactory_xl"])
+def test_a_library_s_version_is_the_one_its_metadata_gives(library):
+    # read from the name of its dist-info folder where it has one beside it (openpyxl, numpy
+    # and isal here), else from the metadata (this package: an editable install, or none)
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as by_metadata
+
+    pytest.importorskip(library)
+    try:
+        expected = by_metadata(library)
+    except PackageNotFoundError:
+        with pytest.raises(PackageNotFoundError):
+            build_cache.version(library)
+        return
+    assert build_cache.version(library) == expected

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.errors import InputError, Problem
 from ..files.build_cache import kept
@@ -47,7 +47,6 @@ from ..files.disk import (
     existing,
     stage,
 )
-from ..sites.load import SiteRow, SitesFile, load_sites
 from ..tfom.evaluation import Result, run, run_each
 from ..tfom.inputs import SiteInputs, default_inputs
 from ..tfom.operating_model import OUTPUT_NAMES
@@ -55,7 +54,10 @@ from ..workbook.charts import ChartParts
 from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
 from .book import write_portfolio_to, write_summary_csv_to
 from .contents import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary
-from .workers import Workers, passes
+
+if TYPE_CHECKING:  # imported where a batch runs: a ``template`` reads no sites, starts no workers
+    from ..sites.load import SiteRow, SitesFile
+    from .workers import Workers
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
 #: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
@@ -371,6 +373,8 @@ def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     TargetsExist
         listing every target that exists already, when ``force`` is not given.
     """
+    from ..sites.load import load_sites
+
     sites = sites_file or load_sites(sites_path, sheet, header_row, cohorts)
     if sites.file_problems or (sites.problems and not skip_invalid):
         raise InputError(sites.problems)
@@ -450,6 +454,8 @@ def _start_workers(jobs: int, level: int) -> AbstractContextManager[Workers | No
     inherit where processes fork; none for one job (the sites are written in this process)."""
     if jobs <= 1:
         return nullcontext(None)
+    from .workers import Workers
+
     _init_pool(level)  # the parent's factory, which forked workers inherit
     return Workers(_make_some, jobs, initializer=_init_pool, initargs=(level,))
 
@@ -460,6 +466,8 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
          progress: Progress | Callable[[int], Progress] | None, level: int,
          header_row: int | None, cohorts: str | os.PathLike | None,
          risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
+    from ..sites.load import load_sites
+
     sites = load_sites(sites_path, sheet, header_row, cohorts)
     plan_batch(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
          sites_file=sites, cohorts=cohorts)  # every problem found before a folder is made
@@ -559,6 +567,8 @@ def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | N
 def _generate(sites: Sequence[SiteInputs], targets: Sequence[Path], pool: Workers | None,
               level: int, risk_draws: int = 0, solve: tuple[str, ...] = ()
               ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
+    from .workers import passes
+
     parts = ([_Task(i, sites[i], targets[i], risk_draws, solve) for i in part]
              for part in passes(len(sites), pool.jobs if pool else 1, SITES_PER_PASS))
     if pool is None:

@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import BinaryIO, NamedTuple
-from xml.etree import ElementTree
 
 import numpy as np
 
@@ -581,6 +580,8 @@ class Stencil:
 
 def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
     """Sheet title → zip member of its worksheet XML, from workbook.xml and its relationships."""
+    from xml.etree import ElementTree  # a stencil is cut once: a site's workbook parses nothing
+
     book = ElementTree.fromstring(archive.read("xl/workbook.xml"))
     rels = ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
     targets = {r.get("Id"): r.get("Target", "")
@@ -595,6 +596,8 @@ def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
 
 def _defined_cells(archive: zipfile.ZipFile) -> dict[str, tuple[str, str]]:
     """Workbook-level defined names that point at one cell: name → (sheet title, ``B7``)."""
+    from xml.etree import ElementTree
+
     book = ElementTree.fromstring(archive.read("xl/workbook.xml"))
     found = {}
     for item in book.iter(f"{{{_NS_MAIN}}}definedName"):
