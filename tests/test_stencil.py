@@ -390,3 +390,20 @@ def test_blanks_made_in_bulk_are_what_one_blank_cell_writes():
     assert cell_xml(sheet_xml(blank, 1), "B2") == '<c r="B2"/>'
     assert cell_xml(sheet_xml(blank, 2), "A1") == \
         '<c r="A1" t="str"><f>Inputs!B2*Inputs!B4/7</f><v></v></c>'
+
+
+def test_blanks_around_a_number_the_stencil_does_not_fill_keep_that_number():
+    # The text between two formula cells may hold a cell the stencil leaves as it is, with its
+    # own t="n" and <v>: the blanks on either side are written from their own parts, and the
+    # number stays a number.
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Calc"
+    ws["A1"], ws["A2"], ws["A3"] = "=1+1", 5, "=A2*2"
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    stencil = Stencil(buffer.getvalue(), {"Calc": ["A1", "A3"]})
+    xml = sheet_xml(stencil.fill({"Calc": {"A1": "", "A3": ""}}), 1)
+    assert cell_xml(xml, "A1") == '<c r="A1" t="str"><f>1+1</f><v></v></c>'
+    assert cell_xml(xml, "A2") == '<c r="A2" t="n"><v>5</v></c>'
+    assert cell_xml(xml, "A3") == '<c r="A3" t="str"><f>A2*2</f><v></v></c>'
