@@ -272,10 +272,13 @@ def test_floats_are_written_as_repr_writes_them(numbers):
     assert stencil.format_floats(numbers) == expected
     assert stencil.format_floats(np.array(numbers)) == expected  # a sheet's row of numbers
     assert stencil.format_floats(np.array(numbers)[::-1]) == expected[::-1]  # not contiguous
+    ended = [text + b"</v></c>" for text in expected]  # each with the end of its cell
+    assert stencil.format_floats(np.array(numbers), b"</v></c>") == ended
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stencil, "_orjson", None)
         assert stencil.format_floats(numbers) == expected
         assert stencil.format_floats(np.array(numbers)) == expected
+        assert stencil.format_floats(np.array(numbers), b"</v></c>") == ended
 
 
 def test_cells_missing_from_the_template_are_refused():

@@ -191,9 +191,9 @@ class _SheetStencil:
         self._prepare()
 
     def _prepare(self) -> None:
-        """The parts a site's sheet is joined from, three a cell: ``_pre[i]``, its value and
-        ``</v></c>`` for a number; a cell written whole (a blank, a text) takes the first
-        part and leaves the other two empty.
+        """The parts a site's sheet is joined from, two a cell: ``_pre[i]`` and, for a number,
+        its value and ``</v></c>``; a cell written whole (a blank, a text) takes the first
+        part and leaves the second empty.
 
         Speed (a TFOM workbook has some 57,000 cells to fill): the parts are UTF-8 bytes, and
         so are the numbers (:func:`format_floats`), so a sheet is joined without encoding
@@ -202,10 +202,9 @@ class _SheetStencil:
         stays plain UTF-8: some readers (SheetJS) decode character references in a formula's
         text result twice."""
         count = self.count
-        parts = np.empty(3 * count + 1, dtype=object)
-        parts[0::3] = np.array(self._pre, dtype=object)
-        parts[1::3] = b""
-        parts[2::3] = _END
+        parts = np.empty(2 * count + 1, dtype=object)
+        parts[0::2] = np.array(self._pre, dtype=object)
+        parts[1::2] = b""
         self._parts = parts
         self._blank = np.full(count, None, dtype=object)  # each cell's XML as a blank, once made
 
@@ -238,15 +237,15 @@ class _SheetStencil:
         numbers = values.numbers
         finite = np.isfinite(numbers)
         parts = self._parts.copy()
-        parts[1::3][finite] = format_floats(numbers[finite])  # every finite float in one call
+        # every finite float in one call, each with the end of its cell
+        parts[1::2][finite] = format_floats(numbers[finite], _END)
         rest = np.flatnonzero(~finite)
         if not rest.size:
             return b"".join(parts.tolist())
         blank = (values.others[rest] == "") & np.isnan(numbers[rest])
         blanks = rest[blank]
         if blanks.size:  # every blank at once (the IRR sheet has thousands)
-            parts[3 * blanks] = self._blanks(blanks)
-            parts[3 * blanks + 2] = b""
+            parts[2 * blanks] = self._blanks(blanks)
         # the other cells (the currency's units, "OK", "none", dates: some 850 a workbook) mostly
         # show what they showed for the site before: their XML is kept, by cell and value
         made = self.__dict__.setdefault("_made", {})
@@ -255,7 +254,7 @@ class _SheetStencil:
         for index in rest[~blank].tolist():
             value = values.value_at(index)
             if type(value) is int:
-                parts[3 * index + 1] = str(value).encode()
+                parts[2 * index + 1] = str(value).encode() + _END
                 continue
             key = (index, type(value), value)
             xml = made.get(key)
@@ -263,8 +262,7 @@ class _SheetStencil:
                 segment, cell = self._cell(index)
                 xml = made[key] = segment + (
                     cell.original if value is _ABSENT else _cell_xml(cell, value)).encode()
-            parts[3 * index] = xml
-            parts[3 * index + 2] = b""
+            parts[2 * index] = xml
         return b"".join(parts.tolist())
 
     def _cell(self, index: int) -> tuple[bytes, _Cell]:
@@ -440,10 +438,11 @@ def _cell_xml(cell: _Cell, value: object) -> str:
     return f'{cell.head} t="n">{cell.formula}<v>{_format_number(number)}</v></c>'
 
 
-def format_floats(numbers: list[float] | np.ndarray) -> list[bytes]:
+def format_floats(numbers: list[float] | np.ndarray, end: bytes = b"") -> list[bytes]:
     """Finite floats (a list, or a float64 array) as the file stores them, in ASCII bytes: the
     text ``repr`` gives each, every digit needed to give the same float back (``1e-05``,
-    ``1e+16``, ``0.1``), written in bulk.
+    ``1e+16``, ``0.1``), written in bulk; each followed by ``end`` (no comma in it: a sheet
+    gives the end of a number's cell, ``</v></c>``, and joins one part a cell fewer).
 
     A worksheet stores some 15,000 numbers; ``repr`` one at a time is a third of filling it.
     orjson writes the same shortest digits in C, from an array without a float object per
@@ -452,17 +451,20 @@ def format_floats(numbers: list[float] | np.ndarray) -> list[bytes]:
     installed.
     """
     if _orjson is None or len(numbers) < 8:
-        return [repr(x).encode() for x in np.asarray(numbers, dtype=float).tolist()]
+        return [repr(x).encode() + end for x in np.asarray(numbers, dtype=float).tolist()]
     if isinstance(numbers, np.ndarray):
         array = np.ascontiguousarray(numbers, dtype=np.float64)
         texts = _orjson.dumps(array, option=_orjson.OPT_SERIALIZE_NUMPY)
     else:
         array = np.array(numbers, dtype=float)
         texts = _orjson.dumps(numbers)
-    out = texts[1:-1].split(b",")
+    body = texts[1:-1]
+    if end:
+        body = body.replace(b",", end + b",") + end
+    out = body.split(b",")
     size = np.abs(array)
     for i in np.flatnonzero(((size < 1e-4) & (size != 0)) | (size >= 1e16)).tolist():
-        out[i] = repr(float(array[i])).encode()
+        out[i] = repr(float(array[i])).encode() + end
     return out
 
 
