@@ -81,6 +81,20 @@ def test_a_kept_file_is_read_back_with_or_without_isal(cache, monkeypatch, isal)
     assert build_cache.kept("thing", build) == value and build.runs == 1
 
 
+def test_a_build_kept_as_it_is_is_read_back_and_a_file_cut_short_built_anew(cache):
+    # the workbook factory's way: the pickle itself, no deflate to undo
+    value = {"text": "x" * 100_000, "figures": list(range(1000))}
+    build_cache.kept("thing", Builds(value), deflated=False)
+    (path,) = cache.iterdir()
+    assert path.read_bytes() == pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    build = Builds(value)
+    assert build_cache.kept("thing", build, deflated=False) == value and build.runs == 0
+    assert build_cache.kept("thing", build) == value and build.runs == 0  # either way read
+    path.write_bytes(path.read_bytes()[:-20])
+    assert build_cache.kept("thing", build, deflated=False) == value and build.runs == 1
+    assert path.read_bytes() == pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+
+
 def test_another_version_s_file_is_not_read_and_is_removed(cache, monkeypatch):
     cache.mkdir(mode=0o700)
     old = cache / ("thing-" + "0" * len(build_cache.fingerprint()) + ".pickle")

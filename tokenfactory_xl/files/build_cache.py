@@ -15,8 +15,9 @@ macOS, ``$XDG_CACHE_HOME/tokenfactory_xl`` or ``~/.cache/tokenfactory_xl`` elsew
 ``TOKENFACTORY_XL_CACHE=off`` keeps nothing. The cache never stops a run: a folder that cannot
 be written, a file that cannot be read or was cut short, and the build simply runs. A kept file
 is read only from a folder of the user's own that nobody else may write to, and written
-atomically (a process that stops half-way leaves no file behind under the kept name), deflated:
-the kept builds take about 1.6 MB (the workbook factory 1.2 MB of it), and each part of the
+atomically (a process that stops half-way leaves no file behind under the kept name), and
+deflated but for the workbook factory, which every ``template`` and ``batch`` reads (10 MB kept
+as it is, read in a few milliseconds; the other builds 0.4 MB deflated), and each part of the
 model compiled for the risk draws and the solves (``tfom/variants.py``) a few kilobytes.
 """
 
@@ -42,6 +43,9 @@ ENV = "TOKENFACTORY_XL_CACHE"
 OFF = "off"
 _PACKAGE = Path(__file__).resolve().parents[1]
 _SUFFIX = ".pickle"
+#: How every pickle kept here starts (its protocol's opcode), and no deflated one (zlib's
+#: header starts 0x78): a file kept as it is is told from a deflated one by its first byte.
+_PICKLED = b"\x80"
 
 
 def _deflate() -> str:
@@ -135,12 +139,15 @@ def _private(where: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def kept(name: str, build: Callable[[], T], libraries: bool = True) -> T:
+def kept(name: str, build: Callable[[], T], libraries: bool = True,
+         deflated: bool = True) -> T:
     """``build()``, or the result an earlier run of this same code kept under ``name``.
 
     ``name`` says what is kept (letters, digits, ``-``); the file is ``name-<fingerprint>``
     (:func:`fingerprint`; ``libraries`` false for a build that depends on Python and numpy
-    only).
+    only). ``deflated`` false keeps the pickle as it is: a build every run of a command
+    reads, large and quick to read (the workbook factory: 10 MB, read in a few milliseconds
+    where inflating it took ten). Either is read back whichever way it was kept.
     """
     where = folder()
     if where is None:
@@ -149,18 +156,20 @@ def kept(name: str, build: Callable[[], T], libraries: bool = True) -> T:
     if _private(where):
         try:
             with open(path, "rb") as f:
-                data = _inflate(f.read())
+                data = f.read()
+            if not data.startswith(_PICKLED):
+                data = _inflate(data)
             return pickle.loads(data)  # noqa: S301 - a file of this user's own private folder
         except Exception:  # noqa: BLE001 - not kept yet, cut short or unreadable: built below
             pass
     result = build()
-    _keep(where, name, path, result)
+    _keep(where, name, path, result, deflated)
     return result
 
 
 def _inflate(data: bytes) -> bytes:
-    """A kept file's bytes inflated: by ISA-L where its wheel imports (a workbook factory's
-    8 MB in half zlib's time: the same bytes), else by zlib."""
+    """A kept file's bytes inflated: by ISA-L where its wheel imports (in half zlib's time:
+    the same bytes), else by zlib."""
     try:
         from isal import isal_zlib
     except ImportError:
@@ -168,14 +177,15 @@ def _inflate(data: bytes) -> bytes:
     return isal_zlib.decompress(data)
 
 
-def _keep(where: Path, name: str, path: Path, result: object) -> None:
+def _keep(where: Path, name: str, path: Path, result: object, deflated: bool = True) -> None:
     """Write ``result`` under ``path`` atomically; remove this name's files of other versions."""
     try:
         where.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _private(where):
             return
-        # deflated: a stencil's worksheets are text, kept at an eighth of their size
-        data = zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        if deflated:  # a stencil's worksheets are text, kept at a seventh of their size
+            data = zlib.compress(data, 1)
         fd, temp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=where)
         try:
             with os.fdopen(fd, "wb") as f:

@@ -212,7 +212,8 @@ def shared_factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
     instead of each building the workbook once."""
     global _FACTORY
     if _FACTORY is None:
-        _FACTORY = kept("workbook-factory", WorkbookFactory)
+        # kept as it is: read by every run, 10 MB read faster than 1.5 MB inflated
+        _FACTORY = kept("workbook-factory", WorkbookFactory, deflated=False)
     _FACTORY.stencil.level = level
     return _FACTORY
 
