@@ -148,6 +148,7 @@ class _SheetStencil:
         refs: list[str] = []
         pre: list[bytes] = []
         cut: list[int] = []
+        plain: list[bool] = []  # a formula cell whose part holds no t="n"> before its own
         self._elements: dict[int, bytes] = {}
         self.unfilled_formulas: list[str] = []
         text_start = 0
@@ -179,6 +180,7 @@ class _SheetStencil:
                 self._elements[len(refs)] = element
             refs.append(ref)
             cut.append(len(segment) + len(head))
+            plain.append(bool(formula_xml) and _NUMBER not in segment + head)
             pre.append(segment + head + _NUMBER + formula_xml + _OPEN)
             text_start = match.end()
         pre.append(xml[text_start:])
@@ -187,6 +189,7 @@ class _SheetStencil:
         self.count = len(refs)
         self._pre = pre
         self._cut = np.array(cut, dtype=np.int64)
+        self._plain = np.array(plain, dtype=bool)
         self._found: dict[str, int] = {}
         self._prepare()
 
@@ -280,15 +283,20 @@ class _SheetStencil:
         :func:`_cell_xml` writes for it, a formula's empty text (``t="str"``, ``<v></v>``)
         or an input's empty cell (``/>``), made from the cell's parts without parsing them
         (a site's first workbook has some 28,000 blanks)."""
-        made = self._blank
-        todo = indexes[np.equal(made[indexes], None)].tolist()
-        if todo:
-            cuts = self._cut[todo].tolist()
-            pre, skip = self._pre, len(_NUMBER)
-            made[todo] = [
+        made, pre = self._blank, self._pre
+        todo = indexes[np.equal(made[indexes], None)]
+        plain = self._plain[todo]
+        if plain.any():  # most: the first t="n"> of the cell's part is its own
+            some = todo[plain].tolist()
+            made[some] = [pre[i].replace(_NUMBER, _AS_TEXT, 1) + _END for i in some]
+        if not plain.all():
+            some = todo[~plain].tolist()
+            cuts = self._cut[some].tolist()
+            skip = len(_NUMBER)
+            made[some] = [
                 pre[i][:cut] + (_AS_TEXT + pre[i][cut + skip:] + _END
                                 if len(pre[i]) > cut + skip + len(_OPEN) else _EMPTY)
-                for i, cut in zip(todo, cuts, strict=True)]
+                for i, cut in zip(some, cuts, strict=True)]
         return made[indexes]
 
     def __getstate__(self) -> dict[str, object]:
@@ -299,11 +307,13 @@ class _SheetStencil:
         so far."""
         return {"refs": _APART.join(self.refs), "pre": _APART.encode().join(self._pre),
                 "count": self.count,
-                "cut": self._cut, "elements": self._elements, "found": self._found,
+                "cut": self._cut, "plain": self._plain, "elements": self._elements,
+                "found": self._found,
                 "unfilled_formulas": self.unfilled_formulas, "missing": self.missing}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self._cut = state["cut"]
+        self._plain = state["plain"]
         self.count = state["count"]  # type: ignore[assignment]
         self._refs = state["refs"]  # the coordinates split when first asked for (:attr:`refs`)
         self._pre = state["pre"].split(_APART.encode())  # type: ignore[union-attr]
