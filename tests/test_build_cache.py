@@ -81,6 +81,20 @@ def test_a_kept_file_is_read_back_with_or_without_isal(cache, monkeypatch, isal)
     assert build_cache.kept("thing", build) == value and build.runs == 1
 
 
+def test_a_build_kept_as_it_is_is_read_back_and_a_file_cut_short_built_anew(cache):
+    # the workbook factory's way: the pickle itself, no deflate to undo
+    value = {"text": "x" * 100_000, "figures": list(range(1000))}
+    build_cache.kept("thing", Builds(value), deflated=False)
+    (path,) = cache.iterdir()
+    assert path.read_bytes() == pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    build = Builds(value)
+    assert build_cache.kept("thing", build, deflated=False) == value and build.runs == 0
+    assert build_cache.kept("thing", build) == value and build.runs == 0  # either way read
+    path.write_bytes(path.read_bytes()[:-20])
+    assert build_cache.kept("thing", build, deflated=False) == value and build.runs == 1
+    assert path.read_bytes() == pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+
+
 def test_another_version_s_file_is_not_read_and_is_removed(cache, monkeypatch):
     cache.mkdir(mode=0o700)
     old = cache / ("thing-" + "0" * len(build_cache.fingerprint()) + ".pickle")
@@ -147,6 +161,14 @@ def test_a_factory_read_back_writes_the_same_bytes_as_a_fresh_one():
     read_back = pickle.loads(pickle.dumps(fresh, protocol=pickle.HIGHEST_PROTOCOL))
     site = default_inputs().replace({"gpus": 2048, "site_name": "Read back"})
     assert read_back.make(site, 50) == fresh.make(site, 50)
+    # Where the plan's cells are in the stencil came back with it, named by the plan's lines:
+    # the first site found them all without an index of every cell of a sheet.
+    assert len(read_back._spots) == len(fresh._spots) > 600
+    assert [title for title, sheet in read_back.stencil._sheets.items()
+            if "_index" in sheet.__dict__] == []
+    for months in (36, 120):  # other runs of blanks, from the same kept positions
+        other = site.replace({"horizon_months": months, "site_name": f"{months} months"})
+        assert read_back.make(other) == fresh.make(other)
 
 
 def test_a_plan_read_back_holds_the_model_s_own_lines():
@@ -228,3 +250,20 @@ def test_the_fingerprint_names_the_deflate_the_stencil_uses():
     from tokenfactory_xl.workbook import stencil
 
     assert build_cache._deflate() == stencil.DEFLATE
+
+
+@pytest.mark.parametrize("library", ["openpyxl", "numpy", "isal", "tokenfactory_xl"])
+def test_a_library_s_version_is_the_one_its_metadata_gives(library):
+    # read from the name of its dist-info folder where it has one beside it (openpyxl, numpy
+    # and isal here), else from the metadata (this package: an editable install, or none)
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as by_metadata
+
+    pytest.importorskip(library)
+    try:
+        expected = by_metadata(library)
+    except PackageNotFoundError:
+        with pytest.raises(PackageNotFoundError):
+            build_cache.version(library)
+        return
+    assert build_cache.version(library) == expected

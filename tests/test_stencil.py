@@ -272,10 +272,13 @@ def test_floats_are_written_as_repr_writes_them(numbers):
     assert stencil.format_floats(numbers) == expected
     assert stencil.format_floats(np.array(numbers)) == expected  # a sheet's row of numbers
     assert stencil.format_floats(np.array(numbers)[::-1]) == expected[::-1]  # not contiguous
+    ended = [text + b"</v></c>" for text in expected]  # each with the end of its cell
+    assert stencil.format_floats(np.array(numbers), b"</v></c>") == ended
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stencil, "_orjson", None)
         assert stencil.format_floats(numbers) == expected
         assert stencil.format_floats(np.array(numbers)) == expected
+        assert stencil.format_floats(np.array(numbers), b"</v></c>") == ended
 
 
 def test_cells_missing_from_the_template_are_refused():
@@ -367,3 +370,43 @@ def test_one_stencil_fills_site_after_site_as_a_fresh_one_does():
     assert "Lyon" in sheet_xml(used.fill(sites[1]), 1)
     assert "Lyon" not in sheet_xml(used.fill(sites[0]), 1)
     assert b"Oslo" not in pickle.dumps(used)
+
+
+def test_blanks_made_in_bulk_are_what_one_blank_cell_writes():
+    """A sheet makes its blanks from the cells' parts, thousands at a time, without the rule
+    of :func:`_cell_xml`: each must be the XML that rule gives the cell for ``""`` (a formula's
+    empty text, an input's empty cell), and a stencil read back from a kept file makes the
+    same."""
+    import pickle
+
+    from tokenfactory_xl.workbook import stencil as engine
+
+    fresh = Stencil(template(), CELLS)
+    for kept in (fresh, pickle.loads(pickle.dumps(fresh))):
+        for sheet in kept._sheets.values():
+            every = np.arange(len(sheet.refs))
+            by_rule = [b"".join((segment, engine._cell_xml(cell, "").encode()))
+                       for segment, cell in map(sheet._cell, every.tolist())]
+            assert sheet._blanks(every).tolist() == by_rule
+    blank = fresh.fill({"Inputs": dict.fromkeys(CELLS["Inputs"], ""),
+                        "Calc & Returns": dict.fromkeys(CELLS["Calc & Returns"], "")})
+    assert cell_xml(sheet_xml(blank, 1), "B2") == '<c r="B2"/>'
+    assert cell_xml(sheet_xml(blank, 2), "A1") == \
+        '<c r="A1" t="str"><f>Inputs!B2*Inputs!B4/7</f><v></v></c>'
+
+
+def test_blanks_around_a_number_the_stencil_does_not_fill_keep_that_number():
+    # The text between two formula cells may hold a cell the stencil leaves as it is, with its
+    # own t="n" and <v>: the blanks on either side are written from their own parts, and the
+    # number stays a number.
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Calc"
+    ws["A1"], ws["A2"], ws["A3"] = "=1+1", 5, "=A2*2"
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    stencil = Stencil(buffer.getvalue(), {"Calc": ["A1", "A3"]})
+    xml = sheet_xml(stencil.fill({"Calc": {"A1": "", "A3": ""}}), 1)
+    assert cell_xml(xml, "A1") == '<c r="A1" t="str"><f>1+1</f><v></v></c>'
+    assert cell_xml(xml, "A2") == '<c r="A2" t="n"><v>5</v></c>'
+    assert cell_xml(xml, "A3") == '<c r="A3" t="str"><f>A2*2</f><v></v></c>'

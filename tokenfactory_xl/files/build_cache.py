@@ -15,9 +15,10 @@ macOS, ``$XDG_CACHE_HOME/tokenfactory_xl`` or ``~/.cache/tokenfactory_xl`` elsew
 ``TOKENFACTORY_XL_CACHE=off`` keeps nothing. The cache never stops a run: a folder that cannot
 be written, a file that cannot be read or was cut short, and the build simply runs. A kept file
 is read only from a folder of the user's own that nobody else may write to, and written
-atomically (a process that stops half-way leaves no file behind under the kept name), deflated:
-the four kept builds take about 4 MB, and each part of the model compiled for the risk draws
-and the solves (``tfom/variants.py``) a few kilobytes.
+atomically (a process that stops half-way leaves no file behind under the kept name), and
+deflated but for the workbook factory, which every ``template`` and ``batch`` reads (10 MB kept
+as it is, read in a few milliseconds; the other builds 0.4 MB deflated), and each part of the
+model compiled for the risk draws and the solves (``tfom/variants.py``) a few kilobytes.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ ENV = "TOKENFACTORY_XL_CACHE"
 OFF = "off"
 _PACKAGE = Path(__file__).resolve().parents[1]
 _SUFFIX = ".pickle"
+#: How every pickle kept here starts (its protocol's opcode), and no deflated one (zlib's
+#: header starts 0x78): a file kept as it is is told from a deflated one by its first byte.
+_PICKLED = b"\x80"
 
 
 def _deflate() -> str:
@@ -93,8 +97,6 @@ def fingerprint(libraries: bool = True) -> str:
     digest = _package_digest().copy()
     parts = [sys.version, numpy.__version__, str(pickle.HIGHEST_PROTOCOL)]
     if libraries:
-        from importlib.metadata import version  # not ``import openpyxl``: filling needs none of it
-
         deflate = _deflate()
         isal = version("isal") if deflate == "isal" else ""
         parts = [sys.version, version("openpyxl"), numpy.__version__,
@@ -102,6 +104,26 @@ def fingerprint(libraries: bool = True) -> str:
     for part in parts:
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:20]
+
+
+def version(distribution: str) -> str:
+    """The installed version of ``distribution`` (a library whose import name is its own), as
+    :func:`importlib.metadata.version` gives it, without importing the library (filling a
+    workbook needs no openpyxl) and mostly without importing :mod:`importlib.metadata` (a
+    tenth of a warm ``template``'s start): the name of the ``<name>-<version>.dist-info``
+    folder beside the package Python would import, where there is one such folder; else
+    :mod:`importlib.metadata` reads it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(distribution)
+    if spec is not None and spec.origin and spec.submodule_search_locations:
+        beside = Path(spec.origin).parent.parent
+        found = list(beside.glob(f"{distribution}-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name[len(distribution) + 1: -len(".dist-info")]
+    from importlib.metadata import version as read
+
+    return read(distribution)
 
 
 def _private(where: Path) -> bool:
@@ -117,12 +139,15 @@ def _private(where: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def kept(name: str, build: Callable[[], T], libraries: bool = True) -> T:
+def kept(name: str, build: Callable[[], T], libraries: bool = True,
+         deflated: bool = True) -> T:
     """``build()``, or the result an earlier run of this same code kept under ``name``.
 
     ``name`` says what is kept (letters, digits, ``-``); the file is ``name-<fingerprint>``
     (:func:`fingerprint`; ``libraries`` false for a build that depends on Python and numpy
-    only).
+    only). ``deflated`` false keeps the pickle as it is: a build every run of a command
+    reads, large and quick to read (the workbook factory: 10 MB, read in a few milliseconds
+    where inflating it took ten). Either is read back whichever way it was kept.
     """
     where = folder()
     if where is None:
@@ -131,18 +156,20 @@ def kept(name: str, build: Callable[[], T], libraries: bool = True) -> T:
     if _private(where):
         try:
             with open(path, "rb") as f:
-                data = _inflate(f.read())
+                data = f.read()
+            if not data.startswith(_PICKLED):
+                data = _inflate(data)
             return pickle.loads(data)  # noqa: S301 - a file of this user's own private folder
         except Exception:  # noqa: BLE001 - not kept yet, cut short or unreadable: built below
             pass
     result = build()
-    _keep(where, name, path, result)
+    _keep(where, name, path, result, deflated)
     return result
 
 
 def _inflate(data: bytes) -> bytes:
-    """A kept file's bytes inflated: by ISA-L where its wheel imports (a workbook factory's
-    37 MB in half zlib's time: the same bytes), else by zlib."""
+    """A kept file's bytes inflated: by ISA-L where its wheel imports (in half zlib's time:
+    the same bytes), else by zlib."""
     try:
         from isal import isal_zlib
     except ImportError:
@@ -150,14 +177,15 @@ def _inflate(data: bytes) -> bytes:
     return isal_zlib.decompress(data)
 
 
-def _keep(where: Path, name: str, path: Path, result: object) -> None:
+def _keep(where: Path, name: str, path: Path, result: object, deflated: bool = True) -> None:
     """Write ``result`` under ``path`` atomically; remove this name's files of other versions."""
     try:
         where.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _private(where):
             return
-        # deflated: a stencil's worksheets are text, kept at an eighth of their size
-        data = zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        if deflated:  # a stencil's worksheets are text, kept at a seventh of their size
+            data = zlib.compress(data, 1)
         fd, temp = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=where)
         try:
             with os.fdopen(fd, "wb") as f:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.errors import InputError, Problem
 from ..files.build_cache import kept
@@ -47,7 +47,6 @@ from ..files.disk import (
     existing,
     stage,
 )
-from ..sites.load import SiteRow, SitesFile, load_sites
 from ..tfom.evaluation import Result, run, run_each
 from ..tfom.inputs import SiteInputs, default_inputs
 from ..tfom.operating_model import OUTPUT_NAMES
@@ -55,7 +54,10 @@ from ..workbook.charts import ChartParts
 from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
 from .book import write_portfolio_to, write_summary_csv_to
 from .contents import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary
-from .workers import Workers, passes
+
+if TYPE_CHECKING:  # imported where a batch runs: a ``template`` reads no sites, starts no workers
+    from ..sites.load import SiteRow, SitesFile
+    from .workers import Workers
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
 #: :data:`tokenfactory_xl.sites.RESERVED_STEMS`).
@@ -89,8 +91,9 @@ class WorkbookFactory:
         self.plan = workbook.plan()
         defaults = default_inputs()
         template = _template_bytes(workbook)
-        cells = {sheet: list(values)
-                 for sheet, values in workbook_values.cell_values(self.plan, defaults).items()}
+        result = run(defaults)
+        cells = {sheet: list(values) for sheet, values in
+                 workbook_values.cell_values(self.plan, defaults, result).items()}
         self.stencil = Stencil(template, cells, level)
         self.charts = _chart_parts(self.stencil, cells, workbook)
 
@@ -100,11 +103,23 @@ class WorkbookFactory:
                          for name in OUTPUT_NAMES}
         self._outputs |= {c.name: self.stencil.defined_cells.get(c.line)
                           for c in SCENARIO_COLUMNS}
+        # The default site's workbook made once: where the plan's cells, the charts' and the
+        # summary's are in the stencil, and the charts cut at their series, are found here and
+        # kept with the factory, not in every process's first site.
+        self.make(defaults, result=result)
 
     def __getstate__(self) -> dict:
-        # kept between runs (:mod:`build_cache`) without the positions found by object
-        # identity, which mean nothing in another process
-        return {**self.__dict__, "_spots": {}}
+        # kept between runs (:mod:`build_cache`) with the positions found, named by the plan's
+        # lines where they are found by object identity, which means nothing in another process
+        from ..workbook.values import StencilCells
+
+        return {**self.__dict__, "_spots": StencilCells.kept(self._spots, self.plan)}
+
+    def __setstate__(self, state: dict) -> None:
+        from ..workbook.values import StencilCells
+
+        self.__dict__.update(state)
+        self._spots = StencilCells.read_back(state["_spots"], self.plan)
 
     def workbook_bytes(self, inputs: SiteInputs, risk_draws: int = 0) -> bytes:
         """The site's workbook, every formula cell storing the model's value, as ``.xlsx``
@@ -197,7 +212,8 @@ def shared_factory(level: int = COMPRESSION_LEVEL) -> WorkbookFactory:
     instead of each building the workbook once."""
     global _FACTORY
     if _FACTORY is None:
-        _FACTORY = kept("workbook-factory", WorkbookFactory)
+        # kept as it is: read by every run, 10 MB read faster than 1.5 MB inflated
+        _FACTORY = kept("workbook-factory", WorkbookFactory, deflated=False)
     _FACTORY.stencil.level = level
     return _FACTORY
 
@@ -358,6 +374,8 @@ def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     TargetsExist
         listing every target that exists already, when ``force`` is not given.
     """
+    from ..sites.load import load_sites
+
     sites = sites_file or load_sites(sites_path, sheet, header_row, cohorts)
     if sites.file_problems or (sites.problems and not skip_invalid):
         raise InputError(sites.problems)
@@ -437,6 +455,8 @@ def _start_workers(jobs: int, level: int) -> AbstractContextManager[Workers | No
     inherit where processes fork; none for one job (the sites are written in this process)."""
     if jobs <= 1:
         return nullcontext(None)
+    from .workers import Workers
+
     _init_pool(level)  # the parent's factory, which forked workers inherit
     return Workers(_make_some, jobs, initializer=_init_pool, initargs=(level,))
 
@@ -447,6 +467,8 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
          progress: Progress | Callable[[int], Progress] | None, level: int,
          header_row: int | None, cohorts: str | os.PathLike | None,
          risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
+    from ..sites.load import load_sites
+
     sites = load_sites(sites_path, sheet, header_row, cohorts)
     plan_batch(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
          sites_file=sites, cohorts=cohorts)  # every problem found before a folder is made
@@ -546,6 +568,8 @@ def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | N
 def _generate(sites: Sequence[SiteInputs], targets: Sequence[Path], pool: Workers | None,
               level: int, risk_draws: int = 0, solve: tuple[str, ...] = ()
               ) -> Iterator[tuple[int, dict[str, float | None], Path]]:
+    from .workers import passes
+
     parts = ([_Task(i, sites[i], targets[i], risk_draws, solve) for i in part]
              for part in passes(len(sites), pool.jobs if pool else 1, SITES_PER_PASS))
     if pool is None:

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from ..files.a1 import absolute
 from ..files.ooxml import escape_text as escape
 from ..files.ooxml import unescape_text
-from ..files.safe_xlsx import parse_reference
 from .stencil import Stencil, excel_serial
 
 #: A series' reference inside a chart, as openpyxl writes it.
@@ -50,6 +49,8 @@ class ChartParts:
 
     def references(self) -> list[tuple[str, tuple[str, ...]]]:
         """Every (sheet, cells) the charts read."""
+        from ..files.safe_xlsx import parse_reference
+
         found = []
         for xml in self.charts.values():
             for match in _REF.finditer(xml):
@@ -68,17 +69,14 @@ class ChartParts:
             return self.clip(sheet, cells, horizon)
 
         # Speed: the charts are the same for every site; each is cut at its series once
-        # (:class:`_Chart`), and each series' cells for a horizon found once.
+        # (:class:`_Chart`), and each series' cells for a horizon found once, both kept with
+        # the charts between runs (:mod:`tokenfactory_xl.files.build_cache`).
         charts = self.__dict__.get("_cut")
         if charts is None:
             charts = self._cut = {name: _Chart(xml) for name, xml in self.charts.items()}
         return {name: chart.render(lookup, clip, horizon).encode("utf-8")
                 for name, chart in charts.items()}
 
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        state.pop("_cut", None)  # made again from ``charts`` when first needed
-        return state
 
 
 class _Chart:
@@ -86,6 +84,8 @@ class _Chart:
     sheet, cells, whether it is the category axis); the last text follows the last series."""
 
     def __init__(self, xml: str):
+        from ..files.safe_xlsx import parse_reference
+
         self.texts: list[str] = []
         self.series: list[tuple[str, str, tuple[str, ...], bool]] = []
         start = 0
@@ -123,6 +123,8 @@ def with_caches(xml: str, lookup: Callable[[str, str], object],
 
 def _series(match: re.Match, lookup: Callable[[str, str], object],
             clip: Callable[[str, tuple[str, ...]], tuple[str, ...]] | None) -> str:
+    from ..files.safe_xlsx import parse_reference  # not for a site's charts: they are cut once
+
     kind, text = match.group(1), _unescape(match.group(2))
     parsed = parse_reference(text)
     if parsed is None:

@@ -68,12 +68,13 @@ class Placement:
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
         # kept between runs (:mod:`build_cache`) by the line's name: a plan read back holds the
-        # model's own declarations, not copies of them
-        return _placement, (self.line.name, self.sheet, self.coords, self.orient)
+        # model's own declarations, not copies of them; the coordinates as one text (a plan
+        # has some 57,000 of them: one split instead of an object each for pickle to read)
+        return _placement, (self.line.name, self.sheet, " ".join(self.coords), self.orient)
 
 
-def _placement(line: str, sheet: str, coords: list[str], orient: str) -> Placement:
-    return Placement(om.BY_LINE[line], sheet, coords, orient)
+def _placement(line: str, sheet: str, coords: str, orient: str) -> Placement:
+    return Placement(om.BY_LINE[line], sheet, coords.split(" ") if coords else [], orient)
 
 
 @dataclass

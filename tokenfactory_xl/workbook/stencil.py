@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import BinaryIO, NamedTuple
-from xml.etree import ElementTree
 
 import numpy as np
 
@@ -94,10 +93,9 @@ class StencilError(TokenFactoryError, ValueError):
 
 
 class _Cell(NamedTuple):
-    """One cell of the template that a site fills: how its XML starts and its formula.
-
-    A tuple: a kept stencil (:mod:`tokenfactory_xl.files.build_cache`) holds some 27,000 of
-    them, and a tuple is read back from the file ten times faster than a frozen dataclass."""
+    """One cell of the template that a site fills: how its XML starts and its formula, made
+    from the sheet's parts for a cell whose XML is written whole (a text, a date: a few hundred
+    a site)."""
 
     head: str        # '<c r="B3" s="4"' — the attributes except the type
     formula: str     # '<f>B2*2</f>' or ''
@@ -119,22 +117,39 @@ class _Member:
     size: int
 
 
+#: What a number cell's XML holds between its head (``<c r="B3" s="4"``) and its formula.
+_NUMBER = b' t="n">'
+#: What a number cell's XML holds between its formula and its value.
+_OPEN = b"<v>"
 #: What ends a number cell's XML after its value.
 _END = b"</v></c>"
+#: What a formula cell's XML holds between its head and its formula when it shows a text.
+_AS_TEXT = b' t="str">'
+#: What ends the XML of a cell without formula or value, after its head.
+_EMPTY = b"/>"
+#: What parts a kept sheet's texts: a character no XML document holds, even escaped.
+_APART = "\0"
 
 #: The most cells' XML a sheet keeps between sites (:meth:`_SheetStencil.render`).
 _MADE_MOST = 20_000
 
 
 class _SheetStencil:
-    """One worksheet's XML as segments around the cells to fill.
+    """One worksheet's XML cut at the cells to fill.
 
-    ``segments[i]`` precedes ``cells[i]``; the last segment follows the last cell.
+    ``_pre[i]`` is the XML before cell ``i``'s value when it is a number: the text since the
+    cell before, the cell's head (``<c r="B3" s="4"``, its attributes but the type), ``t="n"``,
+    its formula and ``<v>``; ``_cut[i]`` is where its head ends in it. The last of ``_pre``
+    is the XML after the last cell. A cell the template holds without a formula (an input)
+    keeps its XML as the template has it in ``_elements``.
     """
 
     def __init__(self, xml: bytes, fill: set[str]):
-        self.segments: list[str] = []
-        self.cells: list[tuple[str, _Cell]] = []
+        refs: list[str] = []
+        pre: list[bytes] = []
+        cut: list[int] = []
+        plain: list[bool] = []  # a formula cell whose part holds no t="n"> before its own
+        self._elements: dict[int, bytes] = {}
         self.unfilled_formulas: list[str] = []
         text_start = 0
         data_start = xml.find(b"<sheetData")
@@ -144,54 +159,78 @@ class _SheetStencil:
         missing = set(fill)
         for match in _CELL.finditer(xml, data_start, data_end):
             element = match.group(0)
-            start_tag_end = element.find(b">")
-            tag = element[: start_tag_end + 1]
+            tag = element[: element.find(b">") + 1]
             attrs = dict(_ATTR.findall(tag))
             ref = attrs.get(b"r", b"").decode()
             formula = _FORMULA.search(element)
-            formula_xml = formula.group(0).decode() if formula else ""
-            head = "<c" + "".join(f' {k.decode()}="{v.decode()}"' for k, v in attrs.items()
-                                  if k != b"t")
-            # A formula cell keeps its formula and loses any stored value: a template must not
-            # carry stale values into a site's workbook.
-            original = (f"{head}>{formula_xml}</c>" if formula_xml else element.decode())
+            formula_xml = formula.group(0) if formula else b""
+            head = b"<c" + b"".join(b' %s="%s"' % (k, v) for k, v in attrs.items() if k != b"t")
             if ref in fill:
                 missing.discard(ref)
             elif formula_xml:
+                # A formula cell keeps its formula and loses any stored value: a template must
+                # not carry stale values into a site's workbook.
                 self.unfilled_formulas.append(ref)
-                if original == element.decode():
+                if element == head + b">" + formula_xml + b"</c>":
                     continue
             else:
                 continue
-            self.segments.append(xml[text_start: match.start()].decode())
-            self.cells.append((ref, _Cell(head, formula_xml, original)))
+            segment = xml[text_start: match.start()]
+            if not formula_xml:
+                self._elements[len(refs)] = element
+            refs.append(ref)
+            cut.append(len(segment) + len(head))
+            plain.append(bool(formula_xml) and _NUMBER not in segment + head)
+            pre.append(segment + head + _NUMBER + formula_xml + _OPEN)
             text_start = match.end()
-        self.segments.append(xml[text_start:].decode())
+        pre.append(xml[text_start:])
         self.missing = sorted(missing)
+        self.refs = refs
+        self.count = len(refs)
+        self._pre = pre
+        self._cut = np.array(cut, dtype=np.int64)
+        self._plain = np.array(plain, dtype=bool)
+        self._found: dict[str, int] = {}
+        self._prepare()
 
-        # Speed (a TFOM workbook has ~55,000 cells to fill): the output is a list of two parts
-        # per cell, ["</v></c>" ending the cell before + segment + start tag + formula + "<v>",
-        # value], prepared once, as UTF-8 bytes: the numbers come as bytes too (format_floats),
-        # so the sheet is joined without encoding megabytes of text (the labels' "−", "·" and
-        # "◄" would make every sheet's text a wide string). Filling a site sets the values of
-        # the finite floats (most cells) with one slice assignment and writes the other cells
-        # whole (a blank, a text), the part after each such cell then starting without an end
-        # of a number. Text stays plain UTF-8: some readers (SheetJS) decode character
-        # references in a formula's text result twice.
-        self.refs = [ref for ref, _ in self.cells]
-        self.index = {ref: i for i, ref in enumerate(self.refs)}
-        starts: list[bytes] = []
-        empty: list[bytes] = []
-        for segment, (_, cell) in zip(self.segments, self.cells, strict=False):
-            starts.append(f'{segment}{cell.head} t="n">{cell.formula}<v>'.encode())
-            empty.append((segment + _cell_xml(cell, "")).encode())
-        self._tail = self.segments[-1].encode()
-        parts = [b""] * (2 * len(starts) + 1)
-        parts[0:-1:2] = [_END + start if i else start for i, start in enumerate(starts)]
-        parts[-1] = _END + self._tail if starts else self._tail
-        self._parts = np.array(parts, dtype=object)
-        self._open = np.array(starts, dtype=object)  # each cell's start after no number
-        self._blank = np.array(empty, dtype=object)  # each cell's XML as a blank
+    def _prepare(self) -> None:
+        """The parts a site's sheet is joined from, two a cell: ``_pre[i]`` and, for a number,
+        its value and ``</v></c>``; a cell written whole (a blank, a text) takes the first
+        part and leaves the second empty.
+
+        Speed (a TFOM workbook has some 57,000 cells to fill): the parts are UTF-8 bytes, and
+        so are the numbers (:func:`format_floats`), so a sheet is joined without encoding
+        megabytes of text (the labels' "−", "·" and "◄" would make every sheet's text a wide
+        string); a site's finite floats (most cells) go in with one slice assignment. Text
+        stays plain UTF-8: some readers (SheetJS) decode character references in a formula's
+        text result twice."""
+        count = self.count
+        parts = np.empty(2 * count + 1, dtype=object)
+        parts[0::2] = np.array(self._pre, dtype=object)
+        parts[1::2] = b""
+        self._parts = parts
+        self._blank = np.full(count, None, dtype=object)  # each cell's XML as a blank, once made
+
+    @property
+    def index(self) -> dict[str, int]:
+        """Coordinate → the cell's index, made when first asked for: most of a site's cells
+        are found by positions found once (:class:`~.values.StencilCells`), the others by
+        :meth:`find`."""
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = self._index = dict(zip(self.refs, range(self.count), strict=True))
+        return index
+
+    def find(self, coord: str) -> int | None:
+        """The index of the cell at ``coord`` (``None``: not a cell the stencil fills).
+
+        The cells looked for so far are kept with the stencil (its charts' and summary's
+        cells: about a thousand), so that a process's first site finds them without
+        making :attr:`index` of all the sheet's cells."""
+        found = self._found.get(coord)
+        if found is None:  # -1: no cell of the stencil (a chart's title, found as often)
+            found = self._found[coord] = self.index.get(coord, -1)
+        return None if found < 0 else found
 
     def render(self, values: Mapping[str, object] | SheetValues) -> bytes:
         """The sheet's XML with ``values`` stored: coordinate → value, or a
@@ -201,86 +240,97 @@ class _SheetStencil:
         numbers = values.numbers
         finite = np.isfinite(numbers)
         parts = self._parts.copy()
-        parts[1:-1:2][finite] = format_floats(numbers[finite])  # every finite float in one call
+        # every finite float in one call, each with the end of its cell
+        parts[1::2][finite] = format_floats(numbers[finite], _END)
         rest = np.flatnonzero(~finite)
         if not rest.size:
             return b"".join(parts.tolist())
         blank = (values.others[rest] == "") & np.isnan(numbers[rest])
+        blanks = rest[blank]
+        if blanks.size:  # every blank at once (the IRR sheet has thousands)
+            parts[2 * blanks] = self._blanks(blanks)
         # the other cells (the currency's units, "OK", "none", dates: some 850 a workbook) mostly
         # show what they showed for the site before: their XML is kept, by cell and value
         made = self.__dict__.setdefault("_made", {})
         if len(made) > _MADE_MOST:  # a text of each site's own (its name) must not pile up
             made.clear()
-        whole: dict[int, bytes] = {}  # cell → its XML, for the cells neither number nor blank
         for index in rest[~blank].tolist():
             value = values.value_at(index)
             if type(value) is int:
-                parts[2 * index + 1] = str(value).encode()
+                parts[2 * index + 1] = str(value).encode() + _END
                 continue
             key = (index, type(value), value)
             xml = made.get(key)
             if xml is None:
-                _, cell = self.cells[index]
-                xml = made[key] = (self.segments[index] + (
-                    cell.original if value is _ABSENT else _cell_xml(cell, value))).encode()
-            whole[index] = xml
-        # the cells written whole, every blank at once (the IRR sheet has thousands); a part
-        # after such a cell has no number to end
-        blanks = rest[blank]
-        written = np.zeros(len(numbers) + 1, dtype=bool)  # [i]: cell i is written whole
-        written[blanks] = True
-        written[np.fromiter(whole, dtype=np.intp, count=len(whole))] = True
-        after_whole = np.roll(written, 1)  # [i]: cell i - 1 is (cell 0: no cell before it)
-        after_whole[0] = True
-        opened = np.flatnonzero(after_whole[:-1] & ~written[:-1])  # numbers after whole cells
-        parts[2 * opened] = self._open[opened]
-        parts[2 * blanks] = self._blank[blanks]
-        ended = blanks[~after_whole[blanks]]  # a blank after a number: that number's end first
-        parts[2 * ended] = _END + self._blank[ended]
-        for index, xml in whole.items():
-            parts[2 * index] = xml if after_whole[index] else _END + xml
-        if after_whole[-1]:
-            parts[-1] = self._tail
+                segment, cell = self._cell(index)
+                xml = made[key] = segment + (
+                    cell.original if value is _ABSENT else _cell_xml(cell, value)).encode()
+            parts[2 * index] = xml
         return b"".join(parts.tolist())
 
+    def _cell(self, index: int) -> tuple[bytes, _Cell]:
+        """Cell ``index``: the XML before it (since the cell before) and the cell."""
+        pre, cut = self._pre[index], int(self._cut[index])
+        start = pre.rfind(b"<c", 0, cut)  # the head's "<": its attributes hold none
+        head = pre[start:cut].decode()
+        formula = pre[cut + len(_NUMBER): -len(_OPEN)].decode()
+        element = self._elements.get(index)
+        original = f"{head}>{formula}</c>" if element is None else element.decode()
+        return pre[:start], _Cell(head, formula, original)
+
+    def _blanks(self, indexes: np.ndarray) -> np.ndarray:
+        """The XML of cells ``indexes`` holding a blank (``""``), each made once: what
+        :func:`_cell_xml` writes for it, a formula's empty text (``t="str"``, ``<v></v>``)
+        or an input's empty cell (``/>``), made from the cell's parts without parsing them
+        (a site's first workbook has some 28,000 blanks)."""
+        made, pre = self._blank, self._pre
+        todo = indexes[np.equal(made[indexes], None)]
+        plain = self._plain[todo]
+        if plain.any():  # most: the first t="n"> of the cell's part is its own
+            some = todo[plain].tolist()
+            made[some] = [pre[i].replace(_NUMBER, _AS_TEXT, 1) + _END for i in some]
+        if not plain.all():
+            some = todo[~plain].tolist()
+            cuts = self._cut[some].tolist()
+            skip = len(_NUMBER)
+            made[some] = [
+                pre[i][:cut] + (_AS_TEXT + pre[i][cut + skip:] + _END
+                                if len(pre[i]) > cut + skip + len(_OPEN) else _EMPTY)
+                for i, cut in zip(some, cuts, strict=True)]
+        return made[indexes]
+
     def __getstate__(self) -> dict[str, object]:
-        """What a kept stencil holds (:mod:`tokenfactory_xl.files.build_cache`): not the XML made
-        for the cells of the sites filled so far, and the cells' XML as three long texts
-        (their heads, formulas and originals, NUL apart: a character XML cannot hold), read
-        back in a few milliseconds instead of 55,000 objects' 0.2 s; :attr:`cells` is made
-        again from them when a site first needs it."""
-        state = dict(self.__dict__)
-        state.pop("_made", None)
-        cells = state.pop("cells", None)
-        if cells is not None:
-            state["_packed_cells"] = tuple("\0".join(column) for column in zip(
-                *(cell for _, cell in cells), strict=True)) if cells else None
-        return state
+        """What a kept stencil holds (:mod:`tokenfactory_xl.files.build_cache`): the parts
+        before the cells' values and the cells' coordinates, each as one long text (NUL
+        apart), read back in a few milliseconds where some 57,000 objects each took pickle's
+        work and memory; not the parts made from them, nor the XML made for the sites filled
+        so far."""
+        return {"refs": _APART.join(self.refs), "pre": _APART.encode().join(self._pre),
+                "count": self.count,
+                "cut": self._cut, "plain": self._plain, "elements": self._elements,
+                "found": self._found,
+                "unfilled_formulas": self.unfilled_formulas, "missing": self.missing}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self._cut = state["cut"]
+        self._plain = state["plain"]
+        self.count = state["count"]  # type: ignore[assignment]
+        self._refs = state["refs"]  # the coordinates split when first asked for (:attr:`refs`)
+        self._pre = state["pre"].split(_APART.encode())  # type: ignore[union-attr]
+        self._elements = state["elements"]  # type: ignore[assignment]
+        self._found = state["found"]  # type: ignore[assignment]
+        self.unfilled_formulas = state["unfilled_formulas"]  # type: ignore[assignment]
+        self.missing = state["missing"]  # type: ignore[assignment]
+        self._prepare()
 
     def __getattr__(self, name: str) -> object:
-        if name == "cells" and "_packed_cells" in self.__dict__:
-            packed = self.__dict__.pop("_packed_cells")
-            self.cells = _Cells(self.refs, [text.split("\0") for text in packed]
-                                if packed else [[], [], []])
-            return self.cells
+        # a stencil read back splits its cells' coordinates when they are first needed: a
+        # site's workbook finds its cells by positions kept with it (:meth:`find`)
+        if name == "refs" and "_refs" in self.__dict__:
+            text = self.__dict__.pop("_refs")
+            self.refs = text.split(_APART) if self.count else []
+            return self.refs
         raise AttributeError(name)
-
-
-class _Cells(Sequence):
-    """A kept stencil's cells, (ref, :class:`_Cell`) each made when asked for (a site asks for
-    a few hundred of them)."""
-
-    def __init__(self, refs: list[str], columns: list[list[str]]):
-        self._refs, self._columns = refs, columns
-
-    def __len__(self) -> int:
-        return len(self._refs)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        heads, formulas, originals = self._columns
-        return self._refs[index], _Cell(heads[index], formulas[index], originals[index])
 
 
 class SheetValues:
@@ -294,9 +344,9 @@ class SheetValues:
     """
 
     def __init__(self, sheet: _SheetStencil):
-        self._refs, self._index = sheet.refs, sheet.index
-        self.numbers = np.full(len(self._refs), np.nan)
-        self.others = np.full(len(self._refs), _ABSENT, dtype=object)
+        self._sheet = sheet
+        self.numbers = np.full(sheet.count, np.nan)
+        self.others = np.full(sheet.count, _ABSENT, dtype=object)
 
     @classmethod
     def of(cls, sheet: _SheetStencil, values: Mapping[str, object]) -> SheetValues:
@@ -311,11 +361,12 @@ class SheetValues:
         template's content where it gives none."""
         self.numbers[:] = np.nan
         self.others[:] = _ABSENT
-        self.put(range(len(self._refs)), list(map(values.get, self._refs, repeat(_ABSENT))))
+        refs = self._sheet.refs
+        self.put(range(len(refs)), list(map(values.get, refs, repeat(_ABSENT))))
 
     def positions(self, coords: Iterable[str]) -> np.ndarray:
         """The stencil's indexes of the cells at ``coords`` (KeyError: not a cell it fills)."""
-        return np.fromiter(map(self._index.__getitem__, coords), dtype=np.intp)
+        return np.fromiter(map(self._sheet.index.__getitem__, coords), dtype=np.intp)
 
     def put(self, positions: Sequence[int] | np.ndarray, values: Sequence[object]) -> None:
         """Set the cells at ``positions`` to ``values`` (one each)."""
@@ -340,7 +391,9 @@ class SheetValues:
 
     def put_one(self, coord: str, value: object) -> None:
         """Set the cell at ``coord`` (an input, a scalar line: hundreds a site, one at a time)."""
-        index = self._index[coord]
+        index = self._sheet.find(coord)
+        if index is None:
+            raise KeyError(coord)
         if _finite_float(value):
             self.numbers[index] = value
         else:
@@ -354,7 +407,7 @@ class SheetValues:
 
     def get(self, coord: str, default: object = None) -> object:
         """The value set for ``coord``; ``default`` for a cell not set (or not filled)."""
-        index = self._index.get(coord)
+        index = self._sheet.find(coord)
         value = _ABSENT if index is None else self.value_at(index)
         return default if value is _ABSENT else value
 
@@ -395,10 +448,11 @@ def _cell_xml(cell: _Cell, value: object) -> str:
     return f'{cell.head} t="n">{cell.formula}<v>{_format_number(number)}</v></c>'
 
 
-def format_floats(numbers: list[float] | np.ndarray) -> list[bytes]:
+def format_floats(numbers: list[float] | np.ndarray, end: bytes = b"") -> list[bytes]:
     """Finite floats (a list, or a float64 array) as the file stores them, in ASCII bytes: the
     text ``repr`` gives each, every digit needed to give the same float back (``1e-05``,
-    ``1e+16``, ``0.1``), written in bulk.
+    ``1e+16``, ``0.1``), written in bulk; each followed by ``end`` (no comma in it: a sheet
+    gives the end of a number's cell, ``</v></c>``, and joins one part a cell fewer).
 
     A worksheet stores some 15,000 numbers; ``repr`` one at a time is a third of filling it.
     orjson writes the same shortest digits in C, from an array without a float object per
@@ -407,17 +461,20 @@ def format_floats(numbers: list[float] | np.ndarray) -> list[bytes]:
     installed.
     """
     if _orjson is None or len(numbers) < 8:
-        return [repr(x).encode() for x in np.asarray(numbers, dtype=float).tolist()]
+        return [repr(x).encode() + end for x in np.asarray(numbers, dtype=float).tolist()]
     if isinstance(numbers, np.ndarray):
         array = np.ascontiguousarray(numbers, dtype=np.float64)
         texts = _orjson.dumps(array, option=_orjson.OPT_SERIALIZE_NUMPY)
     else:
         array = np.array(numbers, dtype=float)
         texts = _orjson.dumps(numbers)
-    out = texts[1:-1].split(b",")
+    body = texts[1:-1]
+    if end:
+        body = body.replace(b",", end + b",") + end
+    out = body.split(b",")
     size = np.abs(array)
     for i in np.flatnonzero(((size < 1e-4) & (size != 0)) | (size >= 1e16)).tolist():
-        out[i] = repr(float(array[i])).encode()
+        out[i] = repr(float(array[i])).encode() + end
     return out
 
 
@@ -535,6 +592,8 @@ class Stencil:
 
 def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
     """Sheet title → zip member of its worksheet XML, from workbook.xml and its relationships."""
+    from xml.etree import ElementTree  # a stencil is cut once: a site's workbook parses nothing
+
     book = ElementTree.fromstring(archive.read("xl/workbook.xml"))
     rels = ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
     targets = {r.get("Id"): r.get("Target", "")
@@ -549,6 +608,8 @@ def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
 
 def _defined_cells(archive: zipfile.ZipFile) -> dict[str, tuple[str, str]]:
     """Workbook-level defined names that point at one cell: name → (sheet title, ``B7``)."""
+    from xml.etree import ElementTree
+
     book = ElementTree.fromstring(archive.read("xl/workbook.xml"))
     found = {}
     for item in book.iter(f"{{{_NS_MAIN}}}definedName"):

@@ -195,7 +195,7 @@ class StencilCells(CellSink):
         the other, and ``also()``: found once for the same runs and ``what`` (the kind of runs
         and what they show), as :meth:`at` finds one's."""
         coords = [run[0] for run in runs]
-        key = (sheet, *what, *map(id, coords), *(run[1] for run in runs))
+        key = (sheet, what, tuple(map(id, coords)), tuple(run[1] for run in runs))
         spot = self._bulk().get(key)
         if spot is None or not all(map(operator.is_, spot[0], coords)):
             where = [self.at(sheet, run[0], run[1]) for run in runs]
@@ -212,6 +212,43 @@ class StencilCells(CellSink):
         if len(bulk) > _BULK_MOST:
             bulk.clear()
         return bulk
+
+
+    @staticmethod
+    def kept(spots: dict, plan: Plan) -> dict[str, list]:
+        """``spots`` (the positions :meth:`at` and :meth:`_runs` found for ``plan``'s cells) in
+        a form kept between runs (:mod:`tokenfactory_xl.files.build_cache`): each list of
+        coordinates named by its line, where ``spots`` names it by the identity of the plan's
+        list, which means nothing in another process. :meth:`read_back` makes them ``spots``
+        again, so that a process's first site finds its cells without a lookup of each."""
+        line_of = {id(place.coords): name for name, place in plan.lines.items()}
+        at = [(line_of[id(spot[0])], key[1], spot[1]) for key, spot in spots.items()
+              if key != "bulk" and id(spot[0]) in line_of]
+        bulk = []
+        for key, spot in spots.get("bulk", {}).items():
+            if key[1] == "ones":  # named by the coordinates themselves
+                bulk.append((key, spot))
+            elif all(id(coords) in line_of for coords in spot[0]):
+                lines = tuple(line_of[id(coords)] for coords in spot[0])
+                bulk.append(((key[0], key[1], lines, key[3]), spot[1:]))
+        return {"at": at, "bulk": bulk}
+
+    @staticmethod
+    def read_back(kept: dict[str, list], plan: Plan) -> dict:
+        """The positions :meth:`kept` holds, for the lists of coordinates of ``plan``."""
+        spots: dict = {}
+        for line, first, where in kept["at"]:
+            coords = plan.lines[line].coords
+            spots[(id(coords), first)] = (coords, where)
+        bulk = spots["bulk"] = {}
+        for key, spot in kept["bulk"]:
+            if key[1] == "ones":
+                bulk[key] = spot
+                continue
+            sheet, what, lines, firsts = key
+            coords = [plan.lines[line].coords for line in lines]
+            bulk[(sheet, what, tuple(map(id, coords)), firsts)] = (coords, *spot)
+        return spots
 
 
 #: The most sets of a sheet's runs' positions the batch keeps (:meth:`StencilCells._bulk`).
