@@ -176,10 +176,11 @@ def test_a_plan_read_back_holds_the_model_s_own_lines():
     again = pickle.loads(pickle.dumps(plan))
     assert (again.inputs, again.echoes, again.rows, again.risk_check) == (
         plan.inputs, plan.echoes, plan.rows, plan.risk_check)
-    assert list(again.lines) == list(plan.lines)
-    for name, place in again.lines.items():
-        assert place.line is om.BY_LINE[name]
-        before = plan.lines[name]
+    assert [key for key, _ in again.placements()] == [key for key, _ in plan.placements()]
+    assert again.copies  # the lines shown again (Years' calendar years) come back too
+    for key, place in again.placements():
+        assert place.line is om.BY_LINE[key.split("@")[0]]
+        before = plan.placement(key)
         assert (place.sheet, place.coords, place.orient) == (before.sheet, before.coords,
                                                              before.orient)
 

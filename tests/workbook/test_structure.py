@@ -369,3 +369,37 @@ def test_every_money_unit_shown_names_the_currency():
     assert raw == []
     assert values["Returns"]  # the Returns sheet's units came from the same rule
     assert "EUR/GPU-h" in values["Returns"].values()
+
+
+def test_a_line_is_placed_once():
+    # a second place would take the line's formulas away from the first one's cells, which
+    # then show nothing (the Years sheet's calendar years did, under their label)
+    from openpyxl import Workbook
+
+    from tokenfactory_xl.workbook.layout import _Builder
+
+    b = _Builder(Workbook())
+    ws = b.wb.active
+    b.along(ws, 4, 3, om.BY_LINE["fy_year"])
+    with pytest.raises(AssertionError, match="fy_year placed twice"):
+        b.along(ws, 9, 3, om.BY_LINE["fy_year"])
+    b.again(ws, 9, 3, om.BY_LINE["fy_year"])  # shown again: its cells read the line's
+    assert list(b.plan.lines) == ["fy_year"]
+
+
+def test_a_line_shown_again_reads_its_own_cells_and_shows_their_values(book):
+    plan = wbm.plan()
+    assert set(plan.copies) == {"fy_year@Years", "fy_end_month@Years"}
+    site = make_inputs({"horizon_months": 30, "start_date": "2027-07-01"})
+    values = wbv.cell_values(plan, site)
+    for copy in plan.copies.values():
+        home = plan.lines[copy.line.name]
+        assert copy.sheet != home.sheet and len(copy.coords) == len(home.coords)
+        for here, there in zip(copy.coords, home.coords, strict=True):
+            col, row = re.fullmatch(r"([A-Z]+)(\d+)", there).groups()
+            assert book[copy.sheet][here].value == f"={home.sheet}!${col}${row}"
+            assert values[copy.sheet][here] == values[home.sheet][there]
+    # the Years sheet heads its years with their calendar years: 2027, 2028 and 2029 for a
+    # site from July 2027 over 30 months (to December 2029), blank beyond
+    years = [values["Years"][c] for c in plan.copies["fy_year@Years"].coords]
+    assert years[:3] == [2027.0, 2028.0, 2029.0] and set(years[3:]) == {""}

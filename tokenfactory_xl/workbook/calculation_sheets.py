@@ -175,6 +175,9 @@ def om_subtitle(name: str) -> Line:
 # -- Years: tax by calendar year with losses carried forward, debt service cover ---------------
 #: The yearly sheets' (Years, Statements) units column and first year's column.
 YEAR_UNIT_COL, YEAR_FIRST_COL = 2, 3
+#: The yearly lines the Statements sheet places at its head (each year's calendar year and the
+#: month of its balance sheet) and the Years sheet shows again.
+STATEMENTS_HEAD = ("fy_year", "fy_end_month")
 
 
 def build_years_sheet(b: _Builder, ws: Worksheet) -> None:
@@ -191,7 +194,11 @@ def build_years_sheet(b: _Builder, ws: Worksheet) -> None:
             ws.cell(row, YEAR_UNIT_COL, "Unit").font = st.TOTAL_FONT
         else:
             b.unit(ws, row, YEAR_UNIT_COL, line.unit)
-        b.along(ws, row, YEAR_FIRST_COL, line, font=st.TOTAL_FONT if header else st.CALC_FONT)
+        font = st.TOTAL_FONT if header else st.CALC_FONT
+        if line.name in STATEMENTS_HEAD:  # placed on Statements, which heads its years with them
+            b.again(ws, row, YEAR_FIRST_COL, line, font=font)
+        else:
+            b.along(ws, row, YEAR_FIRST_COL, line, font=font)
         if line.name == "fy_year":
             for k in range(om.FISCAL_YEARS):
                 ws.cell(row, YEAR_FIRST_COL + k).number_format = "0"

@@ -24,7 +24,7 @@ from ..tfom import operating_model as om
 from ..tfom.excel import ExcelContext, excel
 from ..tfom.formula import Line
 from . import style as st
-from .plan import Placement, Plan
+from .plan import Placement, Plan, copy_key
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -219,7 +219,7 @@ class _Builder:
 
     def scalar(self, ws: Worksheet, coord: str, line: Line, font=st.CALC_FONT,
                kind: str | None = None) -> None:
-        self.plan.lines[line.name] = Placement(line, ws.title, [coord], "s")
+        self._place(Placement(line, ws.title, [coord], "s"))
         self._style(ws, coord, kind or line.kind, font)
         if line.defined_name:
             self.name(line.name, ws, coord)
@@ -229,18 +229,37 @@ class _Builder:
         t = line.table
         assert t is not None
         coords = [f"{_col(first_col + k)}{row}" for k in range(t.length)]
-        self.plan.lines[line.name] = Placement(line, ws.title, coords, "h")
+        self._place(Placement(line, ws.title, coords, "h"))
         for k, coord in enumerate(coords):
             if not (k == 0 and line.skip_first):
                 self._style(ws, coord, line.kind, font)
         self.plan.rows[line.name] = row
+
+    def again(self, ws: Worksheet, row: int, first_col: int, line: Line,
+              font=st.CALC_FONT) -> None:
+        """A table line shown again along ``row``: each cell reads the line's own cell at its
+        position, wherever the line is placed (before or after; :meth:`render` writes them)."""
+        t = line.table
+        assert t is not None
+        coords = [f"{_col(first_col + k)}{row}" for k in range(t.length)]
+        self.plan.copies[copy_key(line.name, ws.title)] = Placement(line, ws.title, coords, "h")
+        for k, coord in enumerate(coords):
+            if not (k == 0 and line.skip_first):
+                self._style(ws, coord, line.kind, font)
+
+    def _place(self, placement: Placement) -> None:
+        """Record where a line's formulas are: once (a second place would leave the first
+        one's cells without formulas; :meth:`again` shows a line twice)."""
+        name = placement.line.name
+        assert name not in self.plan.lines, f"{name} placed twice: show it again with again()"
+        self.plan.lines[name] = placement
 
     def down(self, ws: Worksheet, col: int, first_row: int, line: Line,
              font=st.CALC_FONT) -> None:
         t = line.table
         assert t is not None
         coords = [f"{_col(col)}{first_row + k}" for k in range(t.length)]
-        self.plan.lines[line.name] = Placement(line, ws.title, coords, "v")
+        self._place(Placement(line, ws.title, coords, "v"))
         for coord in coords:
             self._style(ws, coord, line.kind, font)
 
@@ -258,12 +277,19 @@ class _Builder:
             ws.cell(row, col, unit).font = st.NOTE_FONT
 
     def render(self) -> None:
-        """Write every placed line's formulas and every echo (after all are placed)."""
+        """Write every placed line's formulas, every copy's and every echo (after all are
+        placed)."""
         for p in self.plan.lines.values():
             ws = self.wb[p.sheet]
             for coord, text in zip(p.coords, formula_texts(self.plan, p), strict=True):
                 if text is not None:
                     _cell(ws, coord).value = text
+        for copy_of in self.plan.copies.values():
+            home = self.plan.lines[copy_of.line.name]
+            ws = self.wb[copy_of.sheet]
+            for k, coord in enumerate(copy_of.coords):
+                if not (k == 0 and copy_of.line.skip_first):
+                    _cell(ws, coord).value = f"={_abs(home.sheet, home.coords[k])}"
         for sheet, coord, source in self.plan.echoes:
             ref = source if source.startswith("in_") else _Context(
                 self.plan, self.plan.lines[source], 0).name(source)

@@ -82,12 +82,16 @@ class Plan:
     """Where every input, formula cell and echo is (the sheet builders record it as they draw
     the workbook: :class:`~tokenfactory_xl.workbook.layout._Builder`).
 
-    ``lines``: line name → :class:`Placement`; ``inputs``: (sheet, coordinate, input name,
-    scenario index); ``echoes``: (sheet, coordinate, line name or ``in_<input>``), cells that
-    show another line or an input as it is.
+    ``lines``: line name → :class:`Placement`, where each line's formulas are; ``copies``:
+    :data:`COPY` key → :class:`Placement`, a table line shown again on another sheet, each cell
+    reading the line's cell at its position (the Years sheet's calendar years, whose line the
+    Statements sheet holds); ``inputs``: (sheet, coordinate, input name, scenario index);
+    ``echoes``: (sheet, coordinate, line name or ``in_<input>``), cells that show another line
+    or an input as it is.
     """
 
     lines: dict[str, Placement] = field(default_factory=dict)
+    copies: dict[str, Placement] = field(default_factory=dict)
     inputs: list[tuple[str, str, str, int | None]] = field(default_factory=list)
     echoes: list[tuple[str, str, str]] = field(default_factory=list)
     #: (sheet, coordinate, input name): each input's source note, in the Inputs sheet's notes
@@ -99,3 +103,16 @@ class Plan:
     #: the Cover's cell holding the date the workbook was built
     #: (:func:`~tokenfactory_xl.workbook.values.build_date`)
     build_date: tuple[str, str] = ("", "")
+
+    def placements(self) -> list[tuple[str, Placement]]:
+        """Every placement with its key: a line's by its name, a copy's by :func:`copy_key`."""
+        return [*self.lines.items(), *self.copies.items()]
+
+    def placement(self, key: str) -> Placement:
+        """The placement :meth:`placements` names ``key``."""
+        return self.lines[key] if key in self.lines else self.copies[key]
+
+
+def copy_key(line: str, sheet: str) -> str:
+    """The key of a copy of ``line`` on ``sheet`` (a line name holds no ``@``)."""
+    return f"{line}@{sheet}"

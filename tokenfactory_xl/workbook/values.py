@@ -221,7 +221,7 @@ class StencilCells(CellSink):
         coordinates named by its line, where ``spots`` names it by the identity of the plan's
         list, which means nothing in another process. :meth:`read_back` makes them ``spots``
         again, so that a process's first site finds its cells without a lookup of each."""
-        line_of = {id(place.coords): name for name, place in plan.lines.items()}
+        line_of = {id(place.coords): key for key, place in plan.placements()}
         at = [(line_of[id(spot[0])], key[1], spot[1]) for key, spot in spots.items()
               if key != "bulk" and id(spot[0]) in line_of]
         bulk = []
@@ -238,7 +238,7 @@ class StencilCells(CellSink):
         """The positions :meth:`kept` holds, for the lists of coordinates of ``plan``."""
         spots: dict = {}
         for line, first, where in kept["at"]:
-            coords = plan.lines[line].coords
+            coords = plan.placement(line).coords
             spots[(id(coords), first)] = (coords, where)
         bulk = spots["bulk"] = {}
         for key, spot in kept["bulk"]:
@@ -246,7 +246,7 @@ class StencilCells(CellSink):
                 bulk[key] = spot
                 continue
             sheet, what, lines, firsts = key
-            coords = [plan.lines[line].coords for line in lines]
+            coords = [plan.placement(line).coords for line in lines]
             bulk[(sheet, what, tuple(map(id, coords)), firsts)] = (coords, *spot)
         return spots
 
@@ -288,9 +288,9 @@ def fill_cells(sink: CellSink, plan: Plan, inputs: SiteInputs, result: Result | 
         sink.one(sheet, coord, notes.get(name, ""))
     # a guarded table → the positions not in use, or None where it uses all of them
     unused: dict[str, np.ndarray | None] = {}
-    for name, place in plan.lines.items():
+    for _, place in plan.placements():  # a copy shows what its line's cells show
         line = place.line
-        v = values[name]
+        v = values[line.name]
         if place.orient == "s":
             sink.one(place.sheet, place.coords[0],
                      _shown(line, np.asarray(v).reshape(()).item()))
