@@ -9,74 +9,79 @@ machine:
 2. ``tokenfactory-xl --help``, ``summary``, ``risk --draws 10000`` and ``template`` (its
    build cache warm: a first run, not timed, fills it), each with its baseline and the ratio.
 
+With ``--against REV``, a checkout of that commit runs every command too, the two trees taking
+turns (each with a build cache of its own), so that both columns are measured at the same load.
+
 Goals (version 3): ``summary`` at most 1.8 × ``import numpy``, ``risk --draws 10000`` at most
 1.4 × ``summary``, a warm ``template`` at most 3 × ``summary``, ``--help`` at most 2 ×
 ``import numpy``. Usage::
 
-    python benchmarks/commands.py              # 5 runs of each
-    python benchmarks/commands.py --repeat 3
+    python benchmarks/commands.py                        # 5 runs of each
+    python benchmarks/commands.py --repeat 12 --against v3.1.2
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from measure import ROOT, TOKENFACTORY_XL, child_cpu, clone, compile_package, tree_env
 
-
-def cpu(argv: list[str], repeat: int, env: dict[str, str]) -> float:
-    """The least CPU time, children included, of ``repeat`` runs of ``argv``."""
-    best = float("inf")
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr[-300:]}")
-        best = min(best, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
-    return best
+#: (label, command after ``tokenfactory-xl`` or None for the floor, baseline label, goal)
+COMMANDS = (
+    ("python -c 'import numpy'", None, None, None),
+    ("tokenfactory-xl --help", ["--help"], "numpy", 2.0),
+    ("tokenfactory-xl summary", ["summary"], "numpy", 1.8),
+    ("tokenfactory-xl risk --draws 10000", ["risk", "--draws", "10000"], "summary", 1.4),
+    ("tokenfactory-xl template (warm)", ["template", "-o", "{out}", "--force"], "summary", 3.0),
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each command")
+    parser.add_argument("--against", help="an earlier commit, branch or tag to run beside")
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    tf = [sys.executable, "-m", "tokenfactory_xl"]
-    with tempfile.TemporaryDirectory(prefix="tfxl-commands-") as folder:
-        template = [*tf, "template", "-o", str(Path(folder) / "TFOM.xlsx"), "--force"]
-        cpu(template, 1, env)  # fills the build cache (workbook, stencil, compiled model)
-        numpy = cpu([sys.executable, "-c", "import numpy"], args.repeat, env)
-        summary = cpu([*tf, "summary"], args.repeat, env)
-        rows = [
-            ("python -c 'import numpy'", numpy, None, None, None),
-            ("tokenfactory-xl --help", cpu([*tf, "--help"], args.repeat, env), numpy,
-             "import numpy", 2.0),
-            ("tokenfactory-xl summary", summary, numpy, "import numpy", 1.8),
-            ("tokenfactory-xl risk --draws 10000",
-             cpu([*tf, "risk", "--draws", "10000"], args.repeat, env), summary, "summary", 1.4),
-            ("tokenfactory-xl template (warm)", cpu(template, max(2, args.repeat // 2), env),
-             summary, "summary", 3.0),
-        ]
+    with tempfile.TemporaryDirectory(prefix="tfxl-commands-") as tmp:
+        folder = Path(tmp)
+        compile_package(ROOT)
+        trees = {"this tree": tree_env(ROOT, folder / "cache")}
+        if args.against:
+            tree, short = clone(args.against, folder / "before")
+            trees = {short: tree_env(tree, folder / "before-cache"), **trees}
+        out = str(folder / "TFOM.xlsx")
+        argv = {label: [sys.executable, "-c", "import numpy"] if rest is None
+                else [*TOKENFACTORY_XL, *(a.format(out=out) for a in rest)]
+                for label, rest, _, _ in COMMANDS}
+        for env in trees.values():  # fills each build cache (workbook, stencil, model), untimed
+            child_cpu(argv["tokenfactory-xl template (warm)"], env, folder)
+        best: dict[tuple[str, str], float] = {}
+        for _ in range(args.repeat):
+            for label in argv:
+                for name, env in trees.items():  # taking turns: the same load for both
+                    seconds = child_cpu(argv[label], env, folder)
+                    best[name, label] = min(best.get((name, label), seconds), seconds)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} (the machine may be "
           f"shared); least CPU seconds of {args.repeat} runs, children included")
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        print("PYTHONDONTWRITEBYTECODE is set: modules whose bytecode is not cached are "
-              "compiled in every run")
-    print(f"\n{'command':38}{'CPU s':>8}  {'baseline':14}{'ratio':>7}{'goal':>7}")
-    for label, seconds, base, base_label, goal in rows:
-        if base is None:
-            print(f"{label:38}{seconds:>8.3f}")
-            continue
-        ratio = seconds / base
-        mark = "" if ratio <= goal else "  (short)"
-        print(f"{label:38}{seconds:>8.3f}  {base_label:14}{ratio:>6.2f}×{goal:>6.1f}×{mark}")
+        print("PYTHONDONTWRITEBYTECODE is set: each tree's bytecode was compiled before timing")
+    print(f"\n{'command':38}" + "".join(f"{name:>24}" for name in trees) + f"{'goal':>8}")
+    baseline = {"numpy": "python -c 'import numpy'", "summary": "tokenfactory-xl summary"}
+    for label, _, base, goal in COMMANDS:
+        cells = []
+        for name in trees:
+            seconds = best[name, label]
+            if base is None:
+                cells.append(f"{seconds:>24.3f}")
+                continue
+            ratio = seconds / best[name, baseline[base]]
+            mark = " " if ratio <= goal else "!"
+            cells.append(f"{seconds:>8.3f} {ratio:>5.2f}× {base:>7}{mark}")
+        print(f"{label:38}" + "".join(cells) + (f"{goal:>7.1f}×" if goal else ""))
+    print("\n(ratio: to `import numpy` or to `summary`, as its goal names it; ! where above it)")
 
 
 if __name__ == "__main__":

@@ -29,14 +29,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from measure import ROOT, TOKENFACTORY_XL, child_cpu, clone, compile_package, tree_env
 
 #: The commit before the solves were made faster (what the twelve solves are compared with).
 BEFORE = "778ff9b"
@@ -110,25 +109,6 @@ def worker(site: str) -> None:
                       "passes": passes}))
 
 
-def cpu(argv: list[str], env: dict[str, str]) -> float:
-    """CPU seconds of one run of ``argv``, its children included (run in the folder of the tree
-    ``env`` names: ``python -m`` looks there first)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=env["PYTHONPATH"])
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr[-300:]}")
-    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-
-
-def clone(rev: str, where: Path) -> Path:
-    """A checkout of ``rev`` of this repository in ``where``."""
-    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(ROOT),
-                    str(where)], check=True)
-    subprocess.run(["git", "-C", str(where), "checkout", "--quiet", rev], check=True)
-    return where
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--against", default=BEFORE, help="the commit to compare with")
@@ -139,18 +119,16 @@ def main() -> None:
         worker(args.worker)
         return
     with tempfile.TemporaryDirectory(prefix="tfxl-solve-") as folder:
-        trees = {"this tree": ROOT, args.against: clone(args.against, Path(folder) / "before")}
-        envs = {}
-        for i, (label, tree) in enumerate(trees.items()):
-            envs[label] = {**os.environ, "PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1",
-                           "TOKENFACTORY_XL_CACHE": str(Path(folder) / f"cache{i}")}
-            subprocess.run([sys.executable, "-m", "compileall", "-q", "tokenfactory_xl"],
-                           cwd=tree, check=True)
-        tf = [sys.executable, "-m", "tokenfactory_xl"]
+        compile_package(ROOT)
+        trees = {"this tree": ROOT, args.against: clone(args.against, Path(folder) / "before")[0]}
+        envs = {label: {**tree_env(tree, Path(folder) / f"cache{i}"),
+                        "OPENBLAS_NUM_THREADS": "1"}
+                for i, (label, tree) in enumerate(trees.items())}
+        tf = TOKENFACTORY_XL
         out = str(Path(folder) / "TFOM.xlsx")
         template = [*tf, "template", "-o", out, "--force"]
         for env in envs.values():
-            cpu(template, env)  # fills the build cache: workbook, compiled model, variants
+            child_cpu(template, env, folder)  # fills the build cache (workbook, model, variants)
         load = [os.getloadavg()[0]]
         solves: dict[tuple[str, str], list[dict[str, float]]] = {}
         commands: dict[tuple[str, str], list[float]] = {}
@@ -161,8 +139,10 @@ def main() -> None:
                                           capture_output=True, text=True, env=env, check=True,
                                           cwd=env["PYTHONPATH"])
                     solves.setdefault((label, site), []).append(json.loads(done.stdout))
-                commands.setdefault((label, "summary"), []).append(cpu([*tf, "summary"], env))
-                commands.setdefault((label, "template"), []).append(cpu(template, env))
+                commands.setdefault((label, "summary"), []).append(
+                    child_cpu([*tf, "summary"], env, folder))
+                commands.setdefault((label, "template"), []).append(
+                    child_cpu(template, env, folder))
             load.append(os.getloadavg()[0])
     print(f"{os.cpu_count()} cores; load average {min(load):.1f}–{max(load):.1f} (the machine "
           f"may be shared); {args.runs} runs a tree, taking turns")

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-ROOT = Path(__file__).resolve().parents[1]
+from measure import clone
 
 #: The commit the version-3 speed work started from (release 3.0.0's last commit).
 BEFORE = "cd3fcaf"
@@ -42,18 +42,14 @@ def prepare(rev: str, where: Path) -> tuple[Path, str]:
     """A clone of ``rev`` in ``where``/tree with a virtual environment (this one's packages,
     the clone's own tokenfactory_xl installed) in ``where``/venv: the clone and the venv's
     Python. Returns the commit's short name too."""
-    tree, venv = where / "tree", where / "venv"
-    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(ROOT),
-                    str(tree)], check=True)
-    subprocess.run(["git", "-C", str(tree), "checkout", "--quiet", rev], check=True)
+    venv = where / "venv"
+    tree, short = clone(rev, where / "tree")
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
                    check=True)
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps",
                     str(tree)], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    short = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
-                           capture_output=True, text=True, check=True).stdout.strip()
     return tree, short
 
 

@@ -24,41 +24,14 @@ import argparse
 import csv
 import os
 import random
-import resource
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from measure import TOKENFACTORY_XL, child_cpu, clone, tree_env
 
 #: The commit this benchmark was written against: the kept workbook factory before it was
 #: made compact.
 BEFORE = "778ff9b"
-
-
-def clone(rev: str, where: Path) -> tuple[Path, str]:
-    """A clone of ``rev`` in ``where`` with its bytecode compiled (a machine that sets
-    ``PYTHONDONTWRITEBYTECODE`` would otherwise compile the package in every run); the clone
-    and the commit's short name."""
-    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(ROOT),
-                    str(where)], check=True)
-    subprocess.run(["git", "-C", str(where), "checkout", "--quiet", rev], check=True)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(where / "tokenfactory_xl")],
-                   check=True)
-    short = subprocess.run(["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    return where, short
-
-
-def cpu(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """The CPU time, children included, of one run of ``argv``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr[-300:]}")
-    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def generate_sites(path: Path, count: int, seed: int = 12) -> None:
@@ -89,22 +62,20 @@ def main() -> None:
         for label, rev in (("before", args.against), ("this commit", "HEAD")):
             where = folder / label.replace(" ", "-")
             tree, short = clone(rev, where / "tree")
-            cache = where / "cache"
-            cache.mkdir(mode=0o700)
-            env = {**os.environ, "PYTHONPATH": str(tree), "TOKENFACTORY_XL_CACHE": str(cache)}
-            trees[label] = (short, env, where)
-        tf = [sys.executable, "-m", "tokenfactory_xl"]
+            trees[label] = (short, tree_env(tree, where / "cache"), where)
+        tf = TOKENFACTORY_XL
         runs: dict[tuple[str, str], list[float]] = {}
         for _, env, where in trees.values():  # fills each build cache, not timed
-            cpu([*tf, "template", "-o", str(where / "warm.xlsx")], env, folder)
+            child_cpu([*tf, "template", "-o", str(where / "warm.xlsx")], env, folder)
         for _ in range(args.repeat):
             for label, (_, env, where) in trees.items():
-                runs.setdefault((label, "summary"), []).append(cpu([*tf, "summary"], env, folder))
-                runs.setdefault((label, "template"), []).append(cpu(
+                runs.setdefault((label, "summary"), []).append(
+                    child_cpu([*tf, "summary"], env, folder))
+                runs.setdefault((label, "template"), []).append(child_cpu(
                     [*tf, "template", "-o", str(where / "t.xlsx"), "--force"], env, folder))
         for _ in range(args.batch_repeat):
             for label, (_, env, where) in trees.items():
-                runs.setdefault((label, "batch"), []).append(cpu(
+                runs.setdefault((label, "batch"), []).append(child_cpu(
                     [*tf, "batch", str(sites), "-o", str(where / "out"), "--quiet", "--force",
                      "--jobs", "1", "--risk-draws", "0"], env, folder) / args.sites)
     best = {key: min(values) for key, values in runs.items()}
