@@ -233,8 +233,9 @@ class IrrBrackets:
         for rows, a, b, fa, fb in self.kinds:
             root = np.full(n, np.nan)
             pick = slice(None) if only is None else only[rows]
-            root[rows[pick]] = _bracketed_root(self.cf[rows[pick]], a[pick], b[pick], fa[pick],
-                                               fb[pick])
+            if only is None or pick.any():  # a search of no row is skipped, not run empty
+                root[rows[pick]] = _bracketed_root(self.cf[rows[pick]], a[pick], b[pick],
+                                                   fa[pick], fb[pick])
             roots.append(root)
         up, down = roots
         nearest = np.where(np.isnan(down), up,
@@ -509,12 +510,11 @@ def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray],
     is that of every draw's IRR."""
     count = _count(values)
     npv = np.empty(count)
-    passes = []
+    passes, low, high = [], np.empty(count), np.empty(count)
     for part, npv_part, brackets in _passes(inputs, values, irr=True, whole=whole):
         npv[part] = npv_part
         passes.append((part, brackets))
-    low = np.concatenate([b.bounds()[0] for _, b in passes])
-    high = np.concatenate([b.bounds()[1] for _, b in passes])
+        low[part], high[part] = brackets.bounds()
     lower = (count - 1) // 2  # PERCENTILE.INC's 50th reads this rank and the next
     upper = min(lower + 1, count - 1)
     floor = np.partition(low, lower)[lower]
