@@ -262,3 +262,39 @@ def test_the_sum_of_a_line_computed_on_a_span_is_the_whole_rows_sum_to_the_bit()
         want = _sum(_r(lines["line"]))
         assert got.shape == want.shape == (300, 1, 1) and type(got) is type(want)
         assert np.array_equal(np.asarray(got).view(np.int64), np.asarray(want).view(np.int64))
+
+
+def test_the_split_and_both_parts_are_kept_as_one_file_and_read_back(tmp_path, monkeypatch):
+    """A variant model is kept whole in the build cache: read back, it neither gathers the
+    lines its targets need nor splits them nor compiles, and it computes what a model built
+    afresh computes, to the last bit."""
+    from tokenfactory_xl.files import build_cache
+    from tokenfactory_xl.tfom import compiler, variants
+
+    monkeypatch.setenv(build_cache.ENV, str(tmp_path / "cache"))
+    moved = frozenset({"tef_target"})
+    first = variants.VariantModel(TARGETS, moved)
+    assert [p.name.startswith("variants-") for p in (tmp_path / "cache").iterdir()] == [True]
+
+    def no_building(*_args, **_kw):
+        raise AssertionError("built again")
+
+    for module, name in ((variants, "_needed"), (variants, "split"),
+                         (compiler, "_model_source")):
+        monkeypatch.setattr(module, name, no_building)
+    again = variants.VariantModel(TARGETS, moved)
+    fixed, moving = split(needed(LINES, list(TARGETS)), moved)
+    assert again.fixed_lines == first.fixed_lines == tuple(ln.name for ln in fixed)
+    assert again._moving.__source__ == first._moving.__source__
+    assert set(again._moving.inputs) == set(compiler.inputs_of(moving))
+    base = formula_inputs(make_inputs({}))
+    constants = _formula_constants()
+    tef = np.tile(np.asarray(base["tef_target"], dtype=float), (3, 1))
+    tef[:, 0] = (0.3, 0.4, 0.5)
+    given = dict(base, tef_target=tef.view(_RowArray))
+    want = first(given, first.site_values(base, constants, LISTS), constants, LISTS)
+    got = again(given, again.site_values(base, constants, LISTS), constants, LISTS)
+    for name in TARGETS:
+        a, b = np.asarray(got[name], dtype=float), np.asarray(want[name], dtype=float)
+        assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
+    assert len(set(np.asarray(got["out_npv_base"]).tolist())) == 3

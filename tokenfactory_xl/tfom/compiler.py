@@ -322,17 +322,30 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
     not compute: their values come in ``inputs["_lines"]`` (line name → values, as this
     function returns them), e.g. computed once for many variants that do not move them.
     """
-    def build() -> tuple[str, bytes, frozenset[str], frozenset[str]]:
-        source = _model_source(lines, share, given)
-        return (source, marshal.dumps(compile(source, "<tfom model>", "exec")),
-                inputs_of(lines), texts_per_site(lines))
-
     if keep is None:
-        source, code, inputs, texts = build()
-    else:
-        from ..files.build_cache import kept
+        return loaded(built(lines, share, given))
+    from ..files.build_cache import kept
 
-        source, code, inputs, texts = kept(keep, build, libraries=False)
+    return loaded(kept(keep, lambda: built(lines, share, given), libraries=False))
+
+
+#: What :func:`built` gives: the source, its compiled code (``marshal``), the inputs the lines
+#: read and the texts that may differ between the sites of one pass.
+Built = tuple[str, bytes, frozenset[str], frozenset[str]]
+
+
+def built(lines: Sequence[Line], share: bool = True, given: Sequence[Line] = ()) -> Built:
+    """:func:`compile_lines`'s build, as plain data: what the build cache keeps (for the risk's
+    variants, two parts in one kept file: :mod:`~tokenfactory_xl.tfom.variants`), and
+    :func:`loaded` makes the function of."""
+    source = _model_source(lines, share, given)
+    return (source, marshal.dumps(compile(source, "<tfom model>", "exec")), inputs_of(lines),
+            texts_per_site(lines))
+
+
+def loaded(build: Built) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
+    """The function of a :func:`built` build (:func:`compile_lines`'s)."""
+    source, code, inputs, texts = build
     namespace = {
         "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
         "_shift": _shift, "_running_max": _running_max, "_position": _position, "_fit": _fit,
@@ -345,7 +358,7 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
         "_Lines": _Lines, "_shifted_part": _shifted_part, "_sum_line": _sum_line,
     }
-    exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
+    exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see built)
     compiled = namespace["model"]
 
     def model(inputs: dict, constants: dict, lists: dict) -> dict[str, np.ndarray]:
