@@ -137,7 +137,8 @@ def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_th
     run of months every variant shares) and placed among blanks: every line the NPV and the
     cash flow need, for every variant of the risk's drivers, is the whole model's value to the
     last bit, at horizons of 24 to 120 months, with market demand (a power of the month) on
-    and off."""
+    and off; the tax loop's fiscal years beyond the horizon are blank without being
+    computed."""
     from tokenfactory_xl.tfom import risk
 
     constants = _formula_constants()
@@ -146,6 +147,7 @@ def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_th
         index, key = risk._scenario_key(inputs)
         model = variant_model(risk._targets(key, True), risk._moved(risk.RISK_DRIVERS))
         assert "_within(_guard, _span" in model._moving.__source__
+        assert "_blank_step(V['fy_tax_" in model._moving.__source__
         draws = risk.draw(inputs, 30, seed=inputs["horizon_months"])
         given = dict(base)
         for name, v in draws.items():

@@ -357,6 +357,7 @@ def loaded(build: Built) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
         "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
         "_Lines": _Lines, "_shifted_part": _shifted_part, "_sum_line": _sum_line,
+        "_blank_step": _blank_step, "_false": np.False_,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see built)
     compiled = namespace["model"]
@@ -382,13 +383,14 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
     done: set[str] = set()
     shared = _Shared(enabled=share, parts=bool(given))
     by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
+    guard_in_use = None  # the guard (its code and table length) ``_guard`` and ``_span`` hold
     i = 0
     while i < len(lines):
         ln = lines[i]
         t = ln.table
         if t is not None and t.recurrent:
             group = [x for x in lines[i:] if x.table is t]
-            body += _recurrent(group, t, tables, shared)
+            body += _recurrent(group, t, tables, shared, many=bool(given))
             done.update(x.name for x in group)
             i += len(group)
             continue
@@ -406,8 +408,13 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
             if cut:
                 assert t.guard is not None
                 whole = PythonContext(t, tables, shared=shared)
-                body.append(f"    _guard = {python(t.guard, whole)}")
-                body.append("    _span = _span_of(_guard)")
+                guard = (python(t.guard, whole), n)
+                if guard != guard_in_use:
+                    # the lines of a table share its guard: computed once for a run of them
+                    # (a guard reads earlier lines only, which no later line changes)
+                    body.append(f"    _guard = {guard[0]}")
+                    body.append("    _span = _span_of(_guard)")
+                    guard_in_use = guard
                 within = f"_within(_guard, _span, {code}, {_new_array(ln.formula)}, " \
                     f"{ln.skip_first})"
                 body += shared.pending
@@ -689,19 +696,29 @@ def _blank_first(x, fresh: bool = False):
 
 
 def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None],
-               shared: _Shared | None = None) -> list[str]:
+               shared: _Shared | None = None, many: bool = False) -> list[str]:
     """A recurrent table: one position at a time, each line reading the previous position.
 
     For one site every operand of a step is a plain float, so a step costs Python arithmetic,
-    not numpy calls; for many sites at once the same code runs on arrays.
+    not numpy calls; for many sites at once the same code runs on arrays. With ``many`` (the
+    variants of one site), a step whose guard fails for every variant alike (a fiscal year
+    beyond the horizon) is blank without computing its lines (:func:`_blank_step`).
     """
     ctx = PythonContext(t, tables, step=True, building=frozenset(ln.name for ln in group),
                         shared=shared)
     loop = []
+    skip = many and t.guard is not None
+    if skip:
+        loop.append(f"        _g = {python(t.guard, ctx)}")
     for ln in group:
         code = python(ln.formula, ctx)
         if ln.first is not None:
             code = f"({python(ln.first, ctx)} if _k == 0 else {code})"
+        if skip:
+            line = f"V[{ln.name!r}]"
+            loop.append(f"        {line}.append(_blank_step({line}) if _g is _false "
+                        f"and {line} else _step(_where(_g, {code}, _nan)))")
+            continue
         if t.guard is not None:
             code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
         loop.append(f"        V[{ln.name!r}].append(_step({code}))")
@@ -762,6 +779,12 @@ def _blank_table(guard, n: int) -> np.ndarray:
     """A recurrent table whose guard holds nowhere: blank (NaN) at every position."""
     shape = np.shape(guard)
     return np.full((shape[:-2] if len(shape) >= 2 else shape) + (n,), np.nan)
+
+
+def _blank_step(steps: list):
+    """A step of a recurrent line whose guard fails for every variant: blank, shaped as the
+    line's earlier steps (what ``np.where(False, …, NaN)`` gives, without computing the …)."""
+    return np.full(np.shape(steps[-1]), np.nan)
 
 
 def _step(value):
