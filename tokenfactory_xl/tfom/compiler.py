@@ -36,6 +36,7 @@ from .formula import (
 )
 from .runtime import (
     FUNCTIONS,
+    _broadcast,
     _concat,
     _count,
     _is_row,
@@ -588,7 +589,7 @@ def _within(guard, span, value, fresh: bool, skip_first: bool = False):
     cells = value.shape
     if value.ndim >= 2 and cells[-2] == stop - start:
         cells = cells[:-2] + (n, cells[-1])
-    shape = np.broadcast_shapes(np.shape(guard), cells)
+    shape = _broadcast(np.shape(guard), cells)
     kind = object if value.dtype == object else np.result_type(value.dtype, np.float64)
     part = shape[:-2] + (stop - start, shape[-1])
     if not (fresh and type(value) is np.ndarray and value.shape == part and value.dtype == kind
