@@ -3,6 +3,8 @@ every variant, and every value is what the whole model gives, to the last bit.""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from tokenfactory_xl.tfom.compiler import compile_lines
@@ -211,6 +213,48 @@ def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
     assert np.isnan(lines["first"][:, 0]).all() and np.isnan(lines["first"][:, 61:]).all()
     assert np.array_equal(lines["first"][:, 1:61], rows[:, 1:61, 0] * 2.0)
     assert lines.get("absent") is None
+
+
+def test_a_line_with_its_blanks_as_zero_is_the_whole_lines_to_the_bit():
+    """The risk's cash flows as the IRR scan reads them (blanks as 0), taken from the cells a
+    span computed (its first month blank or not, cells that are blank themselves, a −0), from a
+    line made whole already, and from one computed whole: ``np.where(isnan(x), 0, x)`` of the
+    whole line, bit for bit, in a new array of its own; and the scan's brackets of such flows
+    are those of the flows with their blanks."""
+    from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.compiler import _cut, _Lines, _span_of, _within
+
+    rng = np.random.default_rng(3)
+    month = np.arange(121.0)[:, None]
+    rows = rng.normal(0, 1e6, size=(9, 121, 1))
+    rows[2, 20, 0], rows[3, 30, 0], rows[4, 12, 0] = np.nan, -0.0, np.nan
+    for guard in ((month >= 12) & (month <= 47), month <= 60):
+        span = _span_of(guard)
+        for skip_first, read_whole_first in itertools.product((False, True), repeat=2):
+            lines = _Lines({"_inputs": {}})
+            lines.put("flow", _within(guard, span, _cut(rows, span), fresh=False,
+                                      skip_first=skip_first), 121)
+            lines.put("whole", rows[..., 0], 121)
+            if read_whole_first:
+                lines["flow"]
+            assert ("flow" in dict.keys(lines)) == read_whole_first
+            for name in ("flow", "whole"):
+                got = lines.zero_filled(name)  # before the line is read whole, if it was not
+                whole = np.asarray(lines[name])
+                want = np.where(np.isnan(whole), 0.0, whole)
+                assert got.shape == want.shape and got.flags.c_contiguous and got.flags.owndata
+                assert np.array_equal(got.view(np.int64), want.view(np.int64)), name
+                assert not np.shares_memory(got, whole)
+    grid = np.concatenate([-np.geomspace(0.99, 1e-4, 40), [0.0], np.geomspace(1e-4, 10, 40)])
+    flows = np.where((month[:, 0] >= 12) & (month[:, 0] <= 47), rows[..., 0], np.nan)
+    flows[:, 12] -= 2e7
+    plain = risk.IrrBrackets(flows, grid)
+    filled = risk.IrrBrackets(np.where(np.isnan(flows), 0.0, flows), grid, blank_free=True)
+    assert np.array_equal(plain.cf, filled.cf) and np.array_equal(plain.signed, filled.signed)
+    for mine, theirs in zip(plain.kinds, filled.kinds, strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            assert np.array_equal(a, b)
+    assert len(plain.kinds[0][0]) + len(plain.kinds[1][0]) > 0
 
 
 def test_a_shifted_line_read_within_a_span_is_the_whole_lines_shift_cut_to_it():

@@ -525,6 +525,20 @@ class _Lines(dict):
         value = self[name] = _fit(whole, n)
         return value
 
+    def zero_filled(self, name: str) -> np.ndarray:
+        """Line ``name`` (…, n) as numbers, its blanks as 0, in a new array (the risk's cash
+        flows, which the IRR scan reads so): a line computed on a span is filled around its
+        cells with zeros, not made whole with blanks first and then read again for them."""
+        part = None if super().__contains__(name) else self.parts.get(name)
+        if part is None or part.cells.dtype != np.float64:
+            values = np.asarray(self[name], dtype=float)
+            return np.where(np.isnan(values), 0.0, values)
+        # (a first position left blank is blank among the cells already, or outside them)
+        (start, stop, _), cells = part.span, part.cells[..., 0]
+        out = np.zeros(part.shape[:-1], dtype=float)
+        np.copyto(out[..., start:stop], cells, where=~np.isnan(cells))
+        return out
+
     def __contains__(self, name: object) -> bool:
         return super().__contains__(name) or name in self.parts
 

@@ -134,10 +134,10 @@ def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool,
                               (part.stop - part.start,))
         brackets = None
         if irr:
-            flows = np.asarray(out[f"cash_flow_{key}"], dtype=float)
+            flows = out.zero_filled(f"cash_flow_{key}")  # blanks as 0, as the scan reads them
             flows = np.broadcast_to(flows, (part.stop - part.start, flows.shape[-1]))
             brackets = IrrBrackets(flows, np.asarray(out[f"irr_rate_project_{key}"],
-                                                     dtype=float))
+                                                     dtype=float), blank_free=True)
             del flows
         # this pass's lines let go before the next pass computes its own: half the memory
         # (each first use of a page of memory costs the system a fault)
@@ -184,13 +184,18 @@ class IrrBrackets:
     scanned once, each row's root then found in its brackets (:meth:`roots`), for every row
     or only for some (a median needs only the rows that may hold it: :meth:`bounds`)."""
 
-    def __init__(self, cash_flows: np.ndarray, grid: np.ndarray):
+    def __init__(self, cash_flows: np.ndarray, grid: np.ndarray, *, blank_free: bool = False):
+        """``blank_free``: ``cash_flows`` hold no blank month (NaN), its blanks given as 0
+        already (the risk's passes: :meth:`~tokenfactory_xl.tfom.compiler._Lines.zero_filled`)."""
         flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
         grid = np.asarray(grid, dtype=float)
-        cf = np.where(np.isnan(flows), 0.0, flows)  # a blank month adds nothing
+        # a blank month adds nothing
+        cf = np.ascontiguousarray(flows) if blank_free else np.where(np.isnan(flows), 0.0, flows)
         with np.errstate(all="ignore"):
             npv = cf @ _discount_table(grid, flows.shape[-1])
-        npv[~np.isfinite(npv)] = np.nan  # IFERROR(…, ""): no figure at that rate
+        finite = np.isfinite(npv)
+        if not finite.all():
+            npv[~finite] = np.nan  # IFERROR(…, ""): no figure at that rate
         # the NPV changes sign between two neighbouring rates: SIGN(a) × SIGN(b) ≤ 0, neither
         # blank (a blank is neither ≥ 0 nor ≤ 0)
         with np.errstate(invalid="ignore"):
