@@ -618,6 +618,11 @@ def _high_product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
+#: The most doubles :meth:`_Pcg64.doubles` computes at once (2 MB of them; a risk run's default
+#: 90,000 in one go).
+_DOUBLES_AT_ONCE = 1 << 18
+
+
 class _Pcg64:
     """``numpy.random.PCG64(seed)``: its state and increment, and its doubles."""
 
@@ -634,9 +639,14 @@ class _Pcg64:
         self.state = (self.state * _PCG_MULTIPLIER + self.inc) & _M128
 
     def doubles(self, count: int) -> np.ndarray:
-        """The next ``count`` doubles in [0, 1) (``Generator.random``'s), the state moved on."""
+        """The next ``count`` doubles in [0, 1) (``Generator.random``'s), the state moved on:
+        :data:`_DOUBLES_AT_ONCE` at a time (the arithmetic's temporaries, a few times the
+        doubles' memory, stay bounded however many draws a run asks for)."""
         if count <= 0:
             return np.empty(0)
+        if count > _DOUBLES_AT_ONCE:
+            return np.concatenate([self.doubles(min(_DOUBLES_AT_ONCE, count - start))
+                                   for start in range(0, count, _DOUBLES_AT_ONCE)])
         size = max(1, math.isqrt(count))  # outputs per block: as many as blocks
         blocks = -(-count // size)
         scale, shift, steps = 1, 0, []  # state after k steps: scale × state + shift
