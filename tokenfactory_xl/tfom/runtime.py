@@ -452,6 +452,15 @@ def _index_shared(arr: np.ndarray, k: np.ndarray) -> np.ndarray:
             return np.array(picked, dtype=arr.dtype, order="C")
     ok = np.isfinite(positions) & (positions >= 1) & (positions <= n)
     idx = np.where(ok, positions, 1).astype(int) - 1
+    if positions.size > 1 and arr.shape[:-2] + (positions.size,) == shape[:-1]:
+        # many positions of one row per variant (each month's fiscal year): the cells taken
+        # straight into the result, C order, blank off the row (a sixth of the CPU of taking,
+        # blanking and copying them in turn for a risk pass's 500 draws × 61 months)
+        out = np.empty(shape, dtype=arr.dtype)
+        np.take(arr[..., 0, :], idx, axis=-1, out=out[..., 0], mode="clip")  # idx all on it
+        if not ok.all():
+            out[..., ~ok, :] = np.nan
+        return out
     if positions.size == 1:
         picked = arr[..., idx[0]:idx[0] + 1]
     else:  # take, not arr[..., 0, idx]: a fancy index on the last axis gives the rows transposed
