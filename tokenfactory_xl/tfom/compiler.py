@@ -358,7 +358,7 @@ def loaded(build: Built) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
         "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
         "_Lines": _Lines, "_shifted_part": _shifted_part, "_sum_line": _sum_line,
-        "_blank_step": _blank_step, "_false": np.False_,
+        "_blank_step": _blank_step, "_false": np.False_, "_true": np.True_,
     }
     exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see built)
     compiled = namespace["model"]
@@ -717,7 +717,9 @@ def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None],
     For one site every operand of a step is a plain float, so a step costs Python arithmetic,
     not numpy calls; for many sites at once the same code runs on arrays. With ``many`` (the
     variants of one site), a step whose guard fails for every variant alike (a fiscal year
-    beyond the horizon) is blank without computing its lines (:func:`_blank_step`).
+    beyond the horizon) is blank without computing its lines (:func:`_blank_step`), and one
+    whose guard holds for every variant is its lines' values as they are (``np.where`` of a
+    guard that holds copies them, and :func:`_step` takes them as floats either way).
     """
     ctx = PythonContext(t, tables, step=True, building=frozenset(ln.name for ln in group),
                         shared=shared)
@@ -731,8 +733,9 @@ def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None],
             code = f"({python(ln.first, ctx)} if _k == 0 else {code})"
         if skip:
             line = f"V[{ln.name!r}]"
-            loop.append(f"        {line}.append(_blank_step({line}) if _g is _false "
-                        f"and {line} else _step(_where(_g, {code}, _nan)))")
+            loop.append(f"        {line}.append(_step({code}) if _g is _true else "
+                        f"_blank_step({line}) if _g is _false and {line} else "
+                        f"_step(_where(_g, {code}, _nan)))")
             continue
         if t.guard is not None:
             code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
