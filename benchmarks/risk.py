@@ -185,7 +185,7 @@ def floor(inputs, draws: int, label: str) -> None:
     per = 1e6 / draws
     print(f"\nwhere a draw's CPU goes ({label}, {draws:,} draws, µs a draw, least of 5):")
     print(f"  risk() in all                               {every * per:8.1f}")
-    print(f"  drawing the values (numpy's generator)      {drawing * per:8.1f}")
+    print(f"  drawing the values (PCG64, triangular)     {drawing * per:8.1f}")
     print(f"  the model's lines the draws reach ({len(moving)})      {model * per:8.1f}")
     print(f"  the IRR grid's scan and brackets            {scan * per:8.1f}")
     print(f"    of which its matrix product               {product * per:8.1f}")

@@ -353,13 +353,34 @@ def test_many_variants_index_at_shared_positions_picks_each_variants_own_cells()
     rows = rng.normal(0, 1e6, (200, 1, 11))
     rows[:, :, 4] = np.nan
     years = np.concatenate([[np.nan, 0.0], rng.integers(1, 12, 117), [12.0, 2.7]])[:, None]
-    for positions in (years, np.array([[3.0]]), np.array([[0.0]])):
+    singles = [np.array([[p]]) for p in (3.0, 0.0, 2.7, 1.0, 11.0, 12.0, np.nan, -np.inf)]
+    for positions in (years, *singles):
         got = _index(rows, 1.0, positions)
-        assert got.shape == (200, len(positions), 1)
+        assert got.shape == (200, len(positions), 1) and got.flags.c_contiguous
         for i in (0, 57, 199):
             alone = np.array([[rows[i, 0, int(p) - 1] if math.isfinite(p) and 1 <= p <= 11
                                else np.nan] for p in positions[:, 0]])
             assert _bits(got[i]) == _bits(alone)
+
+
+def test_shapes_broadcast_as_numpy_broadcasts_them():
+    """The model's own broadcast of shapes (a pass of many variants asks it for most lines)
+    gives numpy's shape, and refuses what numpy refuses."""
+    from tokenfactory_xl.tfom.runtime import _broadcast
+
+    rng = np.random.default_rng(5)
+    for _ in range(2_000):
+        shapes = [tuple(int(d) for d in rng.choice([0, 1, 1, 1, 2, 3, 8, 121, 500],
+                                                   rng.integers(0, 4)))
+                  for _ in range(rng.integers(1, 4))]
+        try:
+            want = np.broadcast_shapes(*shapes)
+        except ValueError:
+            with pytest.raises(ValueError):
+                _broadcast(*shapes)
+        else:
+            assert _broadcast(*shapes) == want, shapes
+    assert _broadcast() == np.broadcast_shapes() == ()
 
 
 def test_a_recurrent_line_of_one_site_stacks_its_steps_as_many_variants_do():

@@ -232,3 +232,79 @@ def test_a_site_capex_of_zero_leaves_its_cohorts_own_capex_as_typed():
     flex = next(f for f in risk.tornado(inputs).drivers if f.name == "capex_per_gpu")
     assert flex.low == flex.high == 0
     assert flex.npv_low == flex.npv_high == run(inputs).summary["npv"]
+
+
+def bits(x) -> np.ndarray:
+    return np.asarray(x, dtype=float).view(np.int64)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, risk.SEED, 2**32, 2**64 + 3, 2**200 + 12_345])
+def test_the_generator_is_numpys_pcg64_to_the_last_bit(seed):
+    """The draws' generator gives the doubles numpy's PCG64 gives from the same seed (seeded as
+    ``default_rng`` seeds it, seeds of one to seven 32-bit words), call after call, and ends in
+    the same state."""
+    ours = risk._Pcg64(seed)
+    theirs = np.random.Generator(np.random.PCG64(seed))
+    state = theirs.bit_generator.state["state"]
+    assert (ours.state, ours.inc) == (state["state"], state["inc"])
+    for count in (1, 2, 3, 7, 1_000, 4_097, 0, 10_001, 2 * risk._DOUBLES_AT_ONCE + 5):
+        assert np.array_equal(bits(ours.doubles(count)), bits(theirs.random(count))), count
+        assert ours.state == theirs.bit_generator.state["state"]["state"], count
+
+
+@pytest.mark.parametrize("site", [{}, SITE, {"scenario": "Optimised", "horizon_months": 36}])
+@pytest.mark.parametrize("draws", [1, 2, 999])
+def test_the_draws_are_numpys_triangular_draws_to_the_last_bit(site, draws):
+    """Each driver's draws are ``default_rng(seed).triangular``'s, one driver after the
+    other; a driver whose range is one value takes no number from the generator."""
+    inputs = make_inputs(site)
+    for seed in (risk.SEED, 3):
+        rng = np.random.default_rng(seed)
+        got = risk.draw(inputs, draws, seed)
+        assert list(got) == list(risk.RISK_DRIVERS)
+        for name in risk.RISK_DRIVERS:
+            low, mode, high = risk.triangle(inputs, name)
+            want = rng.triangular(low, mode, high, draws) if high > low \
+                else np.full(draws, mode)
+            assert np.array_equal(bits(got[name]), bits(want)), (name, seed)
+    # a range of one value (sell-through's, here) leaves the generator to the next driver
+    one = make_inputs({**site, "range_low_sell_through_target": 1,
+                       "range_high_sell_through_target": 1})
+    got, rng = risk.draw(one, draws), np.random.default_rng(risk.SEED)
+    assert (got["sell_through_target"] == risk.live_value(one, "sell_through_target")).all()
+    for name in risk.RISK_DRIVERS:
+        low, mode, high = risk.triangle(one, name)
+        if high > low:
+            assert np.array_equal(bits(got[name]), bits(rng.triangular(low, mode, high, draws)))
+
+
+def test_a_triangle_draw_at_its_ends_and_its_checks_are_numpys():
+    """The mode at either end of the range, ranges of every size, and numpy's refusals."""
+    for low, mode, high in ((0.0, 0.0, 1.0), (0.0, 1.0, 1.0), (-3e7, 1.5, 2e9),
+                            (0.1, 0.1000000001, 0.1000000002), (-1.0, -0.999, -0.5)):
+        uniform = risk._Pcg64(11).doubles(5_000)
+        want = np.random.default_rng(11).triangular(low, mode, high, 5_000)
+        assert np.array_equal(bits(risk._triangular(uniform, low, mode, high)), bits(want))
+    for low, mode, high in ((1.0, 0.5, 2.0), (0.0, 3.0, 2.0)):
+        with pytest.raises(ValueError) as ours:
+            risk._check_triangle(low, mode, high)
+        with pytest.raises(ValueError) as theirs:
+            np.random.default_rng(1).triangular(low, mode, high, 3)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError):
+        risk._Pcg64(-1)
+
+
+def test_a_risk_run_does_not_import_numpy_random():
+    """``numpy.random`` is not imported by the risk command's draws (8 ms of its CPU)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from tokenfactory_xl.tfom import risk; "
+            "from tokenfactory_xl.tfom.inputs import make_inputs; "
+            "r = risk.risk(make_inputs({}), 50); "
+            "print('numpy.random' in sys.modules, r.npv_p50)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    imported, median = done.stdout.split()
+    assert imported == "False" and float(median) == risk.risk(make_inputs({}), 50).npv_p50

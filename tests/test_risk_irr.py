@@ -194,3 +194,45 @@ def test_the_brackets_rule_on_any_grid(order):
     for (rows, at), by_hand in zip(got, want, strict=True):
         assert dict(zip(rows.tolist(), at.tolist(), strict=True)) == by_hand
     assert 0 < len(want[0]) < 300 and 0 < len(want[1]) < 300
+
+
+def bits(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=float).view(np.int64)
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_many_searches_at_once_are_each_search_alone_to_the_bit(seed):
+    """The median's IRR searches every pass's rows at once (``risk._roots``): each row's root is
+    the one its pass's search alone gives, bit for bit, whatever the rows beside it (cash flows
+    of every kind in passes of different sizes, all rows or a few of each, a pass with none)."""
+    flows, horizons = cash_flow_sets(seed, 1_200)
+    grid = declared_search(flows[:2], horizons[:2])["grid"]
+    cut = [0, 500, 517, 518, 1_018, 1_200]
+    passes = [risk.IrrBrackets(given(flows[a:b], horizons[a:b]), grid)
+              for a, b in zip(cut[:-1], cut[1:], strict=True)]
+    rng = np.random.default_rng(seed)
+    masks = [rng.random(len(p)) < 0.1 for p in passes]
+    masks[2][:] = False
+    for only in (None, masks):
+        searches = [(p, None if only is None else only[i]) for i, p in enumerate(passes)]
+        together = risk._roots(searches)
+        for (p, mask), got in zip(searches, together, strict=True):
+            alone = p.roots(mask)
+            assert np.array_equal(bits(got), bits(alone))
+    assert sum(np.count_nonzero(~np.isnan(r)) for r in together) > 50
+
+
+def test_a_slope_of_many_groups_is_each_groups_alone_to_the_bit():
+    """The Newton step's slope (a matrix-vector product, whose last bits depend on the rows
+    beside each row, with this machine's BLAS) is taken for each group of rows apart: each
+    group's slope is the one its rows alone give, bit for bit."""
+    flows, horizons = cash_flow_sets(8, 700)
+    cf = np.nan_to_num(given(flows, horizons))
+    rate = np.random.default_rng(8).uniform(-0.05, 0.2, len(cf))
+    groups = [13, 0, 300, 1, 21, 365]
+    npv, slope = risk._npv_and_slope(cf, rate, groups)
+    starts = np.cumsum([0, *groups])
+    for start, count in zip(starts[:-1], groups, strict=True):
+        alone = risk._npv_and_slope(cf[start:start + count], rate[start:start + count])
+        assert np.array_equal(bits(npv[start:start + count]), bits(alone[0]))
+        assert np.array_equal(bits(slope[start:start + count]), bits(alone[1]))

@@ -3,6 +3,8 @@ every variant, and every value is what the whole model gives, to the last bit.""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from tokenfactory_xl.tfom.compiler import compile_lines
@@ -137,7 +139,8 @@ def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_th
     run of months every variant shares) and placed among blanks: every line the NPV and the
     cash flow need, for every variant of the risk's drivers, is the whole model's value to the
     last bit, at horizons of 24 to 120 months, with market demand (a power of the month) on
-    and off."""
+    and off; the tax loop's fiscal years beyond the horizon are blank without being
+    computed."""
     from tokenfactory_xl.tfom import risk
 
     constants = _formula_constants()
@@ -146,6 +149,7 @@ def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_th
         index, key = risk._scenario_key(inputs)
         model = variant_model(risk._targets(key, True), risk._moved(risk.RISK_DRIVERS))
         assert "_within(_guard, _span" in model._moving.__source__
+        assert "_blank_step(V['fy_tax_" in model._moving.__source__
         draws = risk.draw(inputs, 30, seed=inputs["horizon_months"])
         given = dict(base)
         for name, v in draws.items():
@@ -211,6 +215,48 @@ def test_a_guarded_line_within_a_span_is_np_where_of_the_whole_line():
     assert lines.get("absent") is None
 
 
+def test_a_line_with_its_blanks_as_zero_is_the_whole_lines_to_the_bit():
+    """The risk's cash flows as the IRR scan reads them (blanks as 0), taken from the cells a
+    span computed (its first month blank or not, cells that are blank themselves, a −0), from a
+    line made whole already, and from one computed whole: ``np.where(isnan(x), 0, x)`` of the
+    whole line, bit for bit, in a new array of its own; and the scan's brackets of such flows
+    are those of the flows with their blanks."""
+    from tokenfactory_xl.tfom import risk
+    from tokenfactory_xl.tfom.compiler import _cut, _Lines, _span_of, _within
+
+    rng = np.random.default_rng(3)
+    month = np.arange(121.0)[:, None]
+    rows = rng.normal(0, 1e6, size=(9, 121, 1))
+    rows[2, 20, 0], rows[3, 30, 0], rows[4, 12, 0] = np.nan, -0.0, np.nan
+    for guard in ((month >= 12) & (month <= 47), month <= 60):
+        span = _span_of(guard)
+        for skip_first, read_whole_first in itertools.product((False, True), repeat=2):
+            lines = _Lines({"_inputs": {}})
+            lines.put("flow", _within(guard, span, _cut(rows, span), fresh=False,
+                                      skip_first=skip_first), 121)
+            lines.put("whole", rows[..., 0], 121)
+            if read_whole_first:
+                lines["flow"]
+            assert ("flow" in dict.keys(lines)) == read_whole_first
+            for name in ("flow", "whole"):
+                got = lines.zero_filled(name)  # before the line is read whole, if it was not
+                whole = np.asarray(lines[name])
+                want = np.where(np.isnan(whole), 0.0, whole)
+                assert got.shape == want.shape and got.flags.c_contiguous and got.flags.owndata
+                assert np.array_equal(got.view(np.int64), want.view(np.int64)), name
+                assert not np.shares_memory(got, whole)
+    grid = np.concatenate([-np.geomspace(0.99, 1e-4, 40), [0.0], np.geomspace(1e-4, 10, 40)])
+    flows = np.where((month[:, 0] >= 12) & (month[:, 0] <= 47), rows[..., 0], np.nan)
+    flows[:, 12] -= 2e7
+    plain = risk.IrrBrackets(flows, grid)
+    filled = risk.IrrBrackets(np.where(np.isnan(flows), 0.0, flows), grid, blank_free=True)
+    assert np.array_equal(plain.cf, filled.cf) and np.array_equal(plain.signed, filled.signed)
+    for mine, theirs in zip(plain.kinds, filled.kinds, strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            assert np.array_equal(a, b)
+    assert len(plain.kinds[0][0]) + len(plain.kinds[1][0]) > 0
+
+
 def test_a_shifted_line_read_within_a_span_is_the_whole_lines_shift_cut_to_it():
     """A line shifted by some positions (a month's predecessor), read by a line computed on a
     span, is the whole line's shift cut to the span, bit for bit: cells shifted in from
@@ -262,3 +308,39 @@ def test_the_sum_of_a_line_computed_on_a_span_is_the_whole_rows_sum_to_the_bit()
         want = _sum(_r(lines["line"]))
         assert got.shape == want.shape == (300, 1, 1) and type(got) is type(want)
         assert np.array_equal(np.asarray(got).view(np.int64), np.asarray(want).view(np.int64))
+
+
+def test_the_split_and_both_parts_are_kept_as_one_file_and_read_back(tmp_path, monkeypatch):
+    """A variant model is kept whole in the build cache: read back, it neither gathers the
+    lines its targets need nor splits them nor compiles, and it computes what a model built
+    afresh computes, to the last bit."""
+    from tokenfactory_xl.files import build_cache
+    from tokenfactory_xl.tfom import compiler, variants
+
+    monkeypatch.setenv(build_cache.ENV, str(tmp_path / "cache"))
+    moved = frozenset({"tef_target"})
+    first = variants.VariantModel(TARGETS, moved)
+    assert [p.name.startswith("variants-") for p in (tmp_path / "cache").iterdir()] == [True]
+
+    def no_building(*_args, **_kw):
+        raise AssertionError("built again")
+
+    for module, name in ((variants, "_needed"), (variants, "split"),
+                         (compiler, "_model_source")):
+        monkeypatch.setattr(module, name, no_building)
+    again = variants.VariantModel(TARGETS, moved)
+    fixed, moving = split(needed(LINES, list(TARGETS)), moved)
+    assert again.fixed_lines == first.fixed_lines == tuple(ln.name for ln in fixed)
+    assert again._moving.__source__ == first._moving.__source__
+    assert set(again._moving.inputs) == set(compiler.inputs_of(moving))
+    base = formula_inputs(make_inputs({}))
+    constants = _formula_constants()
+    tef = np.tile(np.asarray(base["tef_target"], dtype=float), (3, 1))
+    tef[:, 0] = (0.3, 0.4, 0.5)
+    given = dict(base, tef_target=tef.view(_RowArray))
+    want = first(given, first.site_values(base, constants, LISTS), constants, LISTS)
+    got = again(given, again.site_values(base, constants, LISTS), constants, LISTS)
+    for name in TARGETS:
+        a, b = np.asarray(got[name], dtype=float), np.asarray(want[name], dtype=float)
+        assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
+    assert len(set(np.asarray(got["out_npv_base"]).tolist())) == 3

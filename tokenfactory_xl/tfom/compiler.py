@@ -36,6 +36,7 @@ from .formula import (
 )
 from .runtime import (
     FUNCTIONS,
+    _broadcast,
     _concat,
     _count,
     _is_row,
@@ -322,17 +323,30 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
     not compute: their values come in ``inputs["_lines"]`` (line name → values, as this
     function returns them), e.g. computed once for many variants that do not move them.
     """
-    def build() -> tuple[str, bytes, frozenset[str], frozenset[str]]:
-        source = _model_source(lines, share, given)
-        return (source, marshal.dumps(compile(source, "<tfom model>", "exec")),
-                inputs_of(lines), texts_per_site(lines))
-
     if keep is None:
-        source, code, inputs, texts = build()
-    else:
-        from ..files.build_cache import kept
+        return loaded(built(lines, share, given))
+    from ..files.build_cache import kept
 
-        source, code, inputs, texts = kept(keep, build, libraries=False)
+    return loaded(kept(keep, lambda: built(lines, share, given), libraries=False))
+
+
+#: What :func:`built` gives: the source, its compiled code (``marshal``), the inputs the lines
+#: read and the texts that may differ between the sites of one pass.
+Built = tuple[str, bytes, frozenset[str], frozenset[str]]
+
+
+def built(lines: Sequence[Line], share: bool = True, given: Sequence[Line] = ()) -> Built:
+    """:func:`compile_lines`'s build, as plain data: what the build cache keeps (for the risk's
+    variants, two parts in one kept file: :mod:`~tokenfactory_xl.tfom.variants`), and
+    :func:`loaded` makes the function of."""
+    source = _model_source(lines, share, given)
+    return (source, marshal.dumps(compile(source, "<tfom model>", "exec")), inputs_of(lines),
+            texts_per_site(lines))
+
+
+def loaded(build: Built) -> Callable[[dict, dict, dict], dict[str, np.ndarray]]:
+    """The function of a :func:`built` build (:func:`compile_lines`'s)."""
+    source, code, inputs, texts = build
     namespace = {
         "np": np, "F": FUNCTIONS, "_nan": np.nan, "_c": _c, "_s": _s, "_r": _r,
         "_shift": _shift, "_running_max": _running_max, "_position": _position, "_fit": _fit,
@@ -344,8 +358,9 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
         "_take": _take, "_put": _put, "_pow": _pow, "_sumproduct_tree": _sumproduct_tree,
         "_cut": _cut, "_span_of": _span_of, "_within": _within, "_part": _part,
         "_Lines": _Lines, "_shifted_part": _shifted_part, "_sum_line": _sum_line,
+        "_blank_step": _blank_step, "_false": np.False_, "_true": np.True_,
     }
-    exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see build)
+    exec(marshal.loads(code), namespace)  # noqa: S102 - our own model's code (see built)
     compiled = namespace["model"]
 
     def model(inputs: dict, constants: dict, lists: dict) -> dict[str, np.ndarray]:
@@ -369,13 +384,14 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
     done: set[str] = set()
     shared = _Shared(enabled=share, parts=bool(given))
     by_code: dict[tuple[str, int | None], str] = {}  # a line's code and table -> the line
+    guard_in_use = None  # the guard (its code and table length) ``_guard`` and ``_span`` hold
     i = 0
     while i < len(lines):
         ln = lines[i]
         t = ln.table
         if t is not None and t.recurrent:
             group = [x for x in lines[i:] if x.table is t]
-            body += _recurrent(group, t, tables, shared)
+            body += _recurrent(group, t, tables, shared, many=bool(given))
             done.update(x.name for x in group)
             i += len(group)
             continue
@@ -393,8 +409,13 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
             if cut:
                 assert t.guard is not None
                 whole = PythonContext(t, tables, shared=shared)
-                body.append(f"    _guard = {python(t.guard, whole)}")
-                body.append("    _span = _span_of(_guard)")
+                guard = (python(t.guard, whole), n)
+                if guard != guard_in_use:
+                    # the lines of a table share its guard: computed once for a run of them
+                    # (a guard reads earlier lines only, which no later line changes)
+                    body.append(f"    _guard = {guard[0]}")
+                    body.append("    _span = _span_of(_guard)")
+                    guard_in_use = guard
                 within = f"_within(_guard, _span, {code}, {_new_array(ln.formula)}, " \
                     f"{ln.skip_first})"
                 body += shared.pending
@@ -504,6 +525,20 @@ class _Lines(dict):
         value = self[name] = _fit(whole, n)
         return value
 
+    def zero_filled(self, name: str) -> np.ndarray:
+        """Line ``name`` (…, n) as numbers, its blanks as 0, in a new array (the risk's cash
+        flows, which the IRR scan reads so): a line computed on a span is filled around its
+        cells with zeros, not made whole with blanks first and then read again for them."""
+        part = None if super().__contains__(name) else self.parts.get(name)
+        if part is None or part.cells.dtype != np.float64:
+            values = np.asarray(self[name], dtype=float)
+            return np.where(np.isnan(values), 0.0, values)
+        # (a first position left blank is blank among the cells already, or outside them)
+        (start, stop, _), cells = part.span, part.cells[..., 0]
+        out = np.zeros(part.shape[:-1], dtype=float)
+        np.copyto(out[..., start:stop], cells, where=~np.isnan(cells))
+        return out
+
     def __contains__(self, name: object) -> bool:
         return super().__contains__(name) or name in self.parts
 
@@ -568,7 +603,7 @@ def _within(guard, span, value, fresh: bool, skip_first: bool = False):
     cells = value.shape
     if value.ndim >= 2 and cells[-2] == stop - start:
         cells = cells[:-2] + (n, cells[-1])
-    shape = np.broadcast_shapes(np.shape(guard), cells)
+    shape = _broadcast(np.shape(guard), cells)
     kind = object if value.dtype == object else np.result_type(value.dtype, np.float64)
     part = shape[:-2] + (stop - start, shape[-1])
     if not (fresh and type(value) is np.ndarray and value.shape == part and value.dtype == kind
@@ -676,19 +711,32 @@ def _blank_first(x, fresh: bool = False):
 
 
 def _recurrent(group: list[Line], t: Table, tables: dict[str, Table | None],
-               shared: _Shared | None = None) -> list[str]:
+               shared: _Shared | None = None, many: bool = False) -> list[str]:
     """A recurrent table: one position at a time, each line reading the previous position.
 
     For one site every operand of a step is a plain float, so a step costs Python arithmetic,
-    not numpy calls; for many sites at once the same code runs on arrays.
+    not numpy calls; for many sites at once the same code runs on arrays. With ``many`` (the
+    variants of one site), a step whose guard fails for every variant alike (a fiscal year
+    beyond the horizon) is blank without computing its lines (:func:`_blank_step`), and one
+    whose guard holds for every variant is its lines' values as they are (``np.where`` of a
+    guard that holds copies them, and :func:`_step` takes them as floats either way).
     """
     ctx = PythonContext(t, tables, step=True, building=frozenset(ln.name for ln in group),
                         shared=shared)
     loop = []
+    skip = many and t.guard is not None
+    if skip:
+        loop.append(f"        _g = {python(t.guard, ctx)}")
     for ln in group:
         code = python(ln.formula, ctx)
         if ln.first is not None:
             code = f"({python(ln.first, ctx)} if _k == 0 else {code})"
+        if skip:
+            line = f"V[{ln.name!r}]"
+            loop.append(f"        {line}.append(_step({code}) if _g is _true else "
+                        f"_blank_step({line}) if _g is _false and {line} else "
+                        f"_step(_where(_g, {code}, _nan)))")
+            continue
         if t.guard is not None:
             code = f"_where({python(t.guard, ctx)}, {code}, _nan)"
         loop.append(f"        V[{ln.name!r}].append(_step({code}))")
@@ -749,6 +797,12 @@ def _blank_table(guard, n: int) -> np.ndarray:
     """A recurrent table whose guard holds nowhere: blank (NaN) at every position."""
     shape = np.shape(guard)
     return np.full((shape[:-2] if len(shape) >= 2 else shape) + (n,), np.nan)
+
+
+def _blank_step(steps: list):
+    """A step of a recurrent line whose guard fails for every variant: blank, shaped as the
+    line's earlier steps (what ``np.where(False, …, NaN)`` gives, without computing the …)."""
+    return np.full(np.shape(steps[-1]), np.nan)
 
 
 def _step(value):

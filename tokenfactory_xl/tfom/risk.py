@@ -134,10 +134,10 @@ def _passes(inputs: SiteInputs, values: Mapping[str, np.ndarray], irr: bool,
                               (part.stop - part.start,))
         brackets = None
         if irr:
-            flows = np.asarray(out[f"cash_flow_{key}"], dtype=float)
+            flows = out.zero_filled(f"cash_flow_{key}")  # blanks as 0, as the scan reads them
             flows = np.broadcast_to(flows, (part.stop - part.start, flows.shape[-1]))
             brackets = IrrBrackets(flows, np.asarray(out[f"irr_rate_project_{key}"],
-                                                     dtype=float))
+                                                     dtype=float), blank_free=True)
             del flows
         # this pass's lines let go before the next pass computes its own: half the memory
         # (each first use of a page of memory costs the system a fault)
@@ -184,13 +184,18 @@ class IrrBrackets:
     scanned once, each row's root then found in its brackets (:meth:`roots`), for every row
     or only for some (a median needs only the rows that may hold it: :meth:`bounds`)."""
 
-    def __init__(self, cash_flows: np.ndarray, grid: np.ndarray):
+    def __init__(self, cash_flows: np.ndarray, grid: np.ndarray, *, blank_free: bool = False):
+        """``blank_free``: ``cash_flows`` hold no blank month (NaN), its blanks given as 0
+        already (the risk's passes: :meth:`~tokenfactory_xl.tfom.compiler._Lines.zero_filled`)."""
         flows = np.atleast_2d(np.asarray(cash_flows, dtype=float))
         grid = np.asarray(grid, dtype=float)
-        cf = np.where(np.isnan(flows), 0.0, flows)  # a blank month adds nothing
+        # a blank month adds nothing
+        cf = np.ascontiguousarray(flows) if blank_free else np.where(np.isnan(flows), 0.0, flows)
         with np.errstate(all="ignore"):
             npv = cf @ _discount_table(grid, flows.shape[-1])
-        npv[~np.isfinite(npv)] = np.nan  # IFERROR(…, ""): no figure at that rate
+        finite = np.isfinite(npv)
+        if not finite.all():
+            npv[~finite] = np.nan  # IFERROR(…, ""): no figure at that rate
         # the NPV changes sign between two neighbouring rates: SIGN(a) × SIGN(b) ≤ 0, neither
         # blank (a blank is neither ≥ 0 nor ≤ 0)
         with np.errstate(invalid="ignore"):
@@ -228,20 +233,43 @@ class IrrBrackets:
     def roots(self, only: np.ndarray | None = None) -> np.ndarray:
         """Each row's monthly IRR, NaN where it has none; with ``only`` (a mask of rows), the
         others' left NaN, not searched."""
-        n = len(self)
-        roots = []
-        for rows, a, b, fa, fb in self.kinds:
-            root = np.full(n, np.nan)
-            pick = slice(None) if only is None else only[rows]
-            root[rows[pick]] = _bracketed_root(self.cf[rows[pick]], a[pick], b[pick], fa[pick],
-                                               fb[pick])
-            roots.append(root)
-        up, down = roots
+        return _roots([(self, only)])[0]
+
+
+def _roots(searches: Sequence[tuple[IrrBrackets, np.ndarray | None]]) -> list[np.ndarray]:
+    """:meth:`IrrBrackets.roots` of each of ``searches`` (brackets and the mask of rows to
+    search, ``None`` for all), every pass's rows searched at once: numpy's calls cost the same
+    for 20 rows as for 400, and a risk run searches some 20 rows in each of its 20 passes.
+
+    The root of a row is that of the pass's own search to the last bit: each step's arithmetic
+    is row by row, except the slope's product of a matrix and a vector, whose last bits depend
+    on the rows beside each row (the BLAS routine's blocks); it is computed for each pass's
+    rows apart, the same rows in the same order as that pass's search alone (``groups``)."""
+    found = [[np.full(len(brackets), np.nan) for brackets, _ in searches] for _ in range(2)]
+    for kind in range(2):
+        picked = []
+        for i, (brackets, only) in enumerate(searches):
+            rows, a, b, fa, fb = brackets.kinds[kind]
+            pick = np.arange(len(rows)) if only is None else np.flatnonzero(only[rows])
+            if pick.size:  # a search of no row is skipped, not run empty
+                picked.append((i, rows[pick], brackets.cf[rows[pick]], a[pick], b[pick],
+                               fa[pick], fb[pick]))
+        if not picked:
+            continue
+        cf, a, b, fa, fb = (np.concatenate([p[k] for p in picked]) for k in range(2, 7))
+        root = _bracketed_root(cf, a, b, fa, fb, groups=[len(p[1]) for p in picked])
+        start = 0
+        for i, rows, *_ in picked:
+            found[kind][i][rows] = root[start:start + len(rows)]
+            start += len(rows)
+    out = []
+    for (brackets, _), up, down in zip(searches, *found, strict=True):
         nearest = np.where(np.isnan(down), up,
                            np.where(np.isnan(up) | (np.abs(down) < np.abs(up)), down, up))
-        out = np.full(n, np.nan)
-        out[self.signed] = nearest[self.signed]
-        return out
+        roots = np.full(len(brackets), np.nan)
+        roots[brackets.signed] = nearest[brackets.signed]
+        out.append(roots)
+    return out
 
 
 #: The last grid's table of discount factors (the grid is the model's, the same for every site).
@@ -288,8 +316,11 @@ def _brackets(change: np.ndarray, grid: np.ndarray) -> list[tuple[np.ndarray, np
     return out
 
 
-def _npv_and_slope(cf: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Σ cf_m v^m and its derivative in the rate, −Σ m cf_m v^(m+1), at v = 1 ÷ (1 + rate)."""
+def _npv_and_slope(cf: np.ndarray, rate: np.ndarray, groups: Sequence[int] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Σ cf_m v^m and its derivative in the rate, −Σ m cf_m v^(m+1), at v = 1 ÷ (1 + rate);
+    with ``groups`` (counts of consecutive rows), the slope's matrix product is taken for each
+    group of rows apart (:func:`_roots`)."""
     v = 1.0 / (1.0 + rate)
     powers = np.empty_like(cf)
     powers[:, 0] = 1.0
@@ -298,13 +329,21 @@ def _npv_and_slope(cf: np.ndarray, rate: np.ndarray) -> tuple[np.ndarray, np.nda
         np.cumprod(powers[:, 1:], axis=1, out=powers[:, 1:])
     weighted = cf * powers
     npv = weighted.sum(axis=1)
-    slope = -v * (weighted[:, 1:] @ np.arange(1.0, cf.shape[1]))
-    return npv, slope
+    months = np.arange(1.0, cf.shape[1])
+    if groups is None or len(groups) == 1:
+        return npv, -v * (weighted[:, 1:] @ months)
+    ends = np.cumsum(groups)
+    return npv, -v * np.concatenate([weighted[end - count:end, 1:] @ months
+                                     for count, end in zip(groups, ends.tolist(), strict=True)
+                                     if count])
 
 
 def _bracketed_root(cf: np.ndarray, a: np.ndarray, b: np.ndarray, fa: np.ndarray,
-                    fb: np.ndarray) -> np.ndarray:
-    """A root of each row's NPV in [a, b], where the NPV changes sign (fa × fb ≤ 0)."""
+                    fb: np.ndarray, groups: Sequence[int] | None = None) -> np.ndarray:
+    """A root of each row's NPV in [a, b], where the NPV changes sign (fa × fb ≤ 0); with
+    ``groups`` (counts of consecutive rows, :func:`_roots`), each group's roots those of a search
+    of its rows alone, to the last bit."""
+    bounds = None if groups is None else np.cumsum([0, *groups])
     a0, b0, fa0 = (np.asarray(x, dtype=float) for x in (a, b, fa))
     a, b, fa, fb = (np.array(x, dtype=float) for x in (a, b, fa, fb))
     out = np.full(len(cf), np.nan)
@@ -320,7 +359,8 @@ def _bracketed_root(cf: np.ndarray, a: np.ndarray, b: np.ndarray, fa: np.ndarray
         if todo.size == 0:
             break
         with np.errstate(all="ignore"):
-            f, slope = _npv_and_slope(cf[todo], x[todo])
+            f, slope = _npv_and_slope(cf[todo], x[todo], None if bounds is None
+                                      else np.diff(np.searchsorted(todo, bounds)).tolist())
             lo, hi, flo, fhi = a[todo], b[todo], fa[todo], fb[todo]
             same_as_low = np.sign(f) == np.sign(flo)
             # the bracket shrinks to the side where the sign changes; an end kept twice in a
@@ -480,14 +520,184 @@ def triangle(inputs: SiteInputs, name: str) -> tuple[float, float, float]:
 
 def draw(inputs: SiteInputs, draws: int = DEFAULT_DRAWS, seed: int = SEED
          ) -> dict[str, np.ndarray]:
-    """Each risk driver's draws, triangular (constant where low = high)."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name in RISK_DRIVERS:
-        low, mode, high = triangle(inputs, name)
-        out[name] = rng.triangular(low, mode, high, draws) if high > low \
-            else np.full(draws, mode)
+    """Each risk driver's draws, triangular (constant where low = high), from one generator
+    in :data:`RISK_DRIVERS`' order: the numbers ``numpy.random.default_rng(seed)``'s
+    ``triangular`` gives, one driver after the other (:class:`_Pcg64`)."""
+    drivers = [(name, *triangle(inputs, name)) for name in RISK_DRIVERS]
+    drawn = [d for d in drivers if d[3] > d[1]]
+    for _, low, mode, high in drawn:
+        _check_triangle(low, mode, high)
+    uniform = _Pcg64(seed).doubles(len(drawn) * draws).reshape(len(drawn), draws)
+    given = iter(uniform)
+    return {name: _triangular(next(given), low, mode, high) if high > low
+            else np.full(draws, mode) for name, low, mode, high in drivers}
+
+
+# -- the draws' generator ------------------------------------------------------------------------
+# numpy's PCG64 generator (a 128-bit linear congruential state, each 64-bit output its high and
+# low halves XORed and rotated by the top six bits), seeded as ``numpy.random.default_rng`` seeds
+# it (SeedSequence's hash of the seed), each double the top 53 bits of an output, and numpy's
+# triangular sampling: the same numbers to the last bit (tests compare them with numpy.random for
+# many seeds and sizes), without importing numpy.random, which costs a risk run 8 ms of CPU, a
+# tenth of what a risk command adds to ``summary``. The outputs are computed all at once: the
+# state after k steps is A_k × state + C_k (mod 2^128), for blocks of outputs from each block's
+# first state.
+_M32, _M64, _M128 = (1 << 32) - 1, (1 << 64) - 1, (1 << 128) - 1
+_PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
+#: SeedSequence's hash constants, and its pool of four 32-bit words.
+_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R, _POOL = 0xCA01F9DD, 0x4973F715, 4
+
+
+def _seed_words(seed: int, count: int) -> list[int]:
+    """``SeedSequence(seed).generate_state(count, numpy.uint64)``: the seed's 32-bit words
+    (least significant first) hashed into a pool of four, the pool hashed into the words."""
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed {seed!r}: a whole number of at least 0")
+    seed, words = int(seed), []
+    while True:
+        words.append(seed & _M32)
+        seed >>= 32
+        if not seed:
+            break
+    hash_const = _INIT_A
+
+    def hashmix(value: int) -> int:
+        nonlocal hash_const
+        value = (value ^ hash_const) & _M32
+        hash_const = (hash_const * _MULT_A) & _M32
+        value = (value * hash_const) & _M32
+        return value ^ (value >> 16)
+
+    def mix(x: int, y: int) -> int:
+        out = (_MIX_L * x - _MIX_R * y) & _M32
+        return out ^ (out >> 16)
+
+    pool = [hashmix(words[i] if i < len(words) else 0) for i in range(_POOL)]
+    for src in range(_POOL):
+        for dst in range(_POOL):
+            if src != dst:
+                pool[dst] = mix(pool[dst], hashmix(pool[src]))
+    for word in words[_POOL:]:
+        for dst in range(_POOL):
+            pool[dst] = mix(pool[dst], hashmix(word))
+    hash_const, halves = _INIT_B, []
+    for i in range(2 * count):
+        value = (pool[i % _POOL] ^ hash_const) & _M32
+        hash_const = (hash_const * _MULT_B) & _M32
+        value = (value * hash_const) & _M32
+        halves.append(value ^ (value >> 16))
+    return [halves[2 * i] | halves[2 * i + 1] << 32 for i in range(count)]
+
+
+def _halves(values: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """128-bit numbers as their high and low 64 bits."""
+    return (np.array([v >> 64 for v in values], dtype=np.uint64),
+            np.array([v & _M64 for v in values], dtype=np.uint64))
+
+
+def _high_product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The high 64 bits of each 128-bit product x × y of 64-bit numbers, by 32-bit halves
+    (x and y broadcast against each other; in place where it can, a tenth less CPU)."""
+    half, mask = np.uint64(32), np.uint64(_M32)
+    x0, x1, y0, y1 = x & mask, x >> half, y & mask, y >> half
+    cross, other = x0 * y1, x1 * y0
+    carry = x0 * y0
+    carry >>= half
+    out = x1 * y1
+    low = cross & mask
+    carry += low
+    np.bitwise_and(other, mask, out=low)
+    carry += low
+    carry >>= half
+    cross >>= half
+    out += cross
+    other >>= half
+    out += other
+    out += carry
     return out
+
+
+#: The most doubles :meth:`_Pcg64.doubles` computes at once (2 MB of them; a risk run's default
+#: 90,000 in one go).
+_DOUBLES_AT_ONCE = 1 << 18
+
+
+class _Pcg64:
+    """``numpy.random.PCG64(seed)``: its state and increment, and its doubles."""
+
+    def __init__(self, seed: int):
+        words = _seed_words(seed, 4)
+        initial, sequence = words[0] << 64 | words[1], words[2] << 64 | words[3]
+        self.inc = (sequence << 1 | 1) & _M128
+        self.state = 0
+        self._step()
+        self.state = (self.state + initial) & _M128
+        self._step()
+
+    def _step(self) -> None:
+        self.state = (self.state * _PCG_MULTIPLIER + self.inc) & _M128
+
+    def doubles(self, count: int) -> np.ndarray:
+        """The next ``count`` doubles in [0, 1) (``Generator.random``'s), the state moved on:
+        :data:`_DOUBLES_AT_ONCE` at a time (the arithmetic's temporaries, a few times the
+        doubles' memory, stay bounded however many draws a run asks for)."""
+        if count <= 0:
+            return np.empty(0)
+        if count > _DOUBLES_AT_ONCE:
+            return np.concatenate([self.doubles(min(_DOUBLES_AT_ONCE, count - start))
+                                   for start in range(0, count, _DOUBLES_AT_ONCE)])
+        size = max(1, math.isqrt(count))  # outputs per block: as many as blocks
+        blocks = -(-count // size)
+        scale, shift, steps = 1, 0, []  # state after k steps: scale × state + shift
+        for _ in range(size):
+            scale = scale * _PCG_MULTIPLIER & _M128
+            shift = (shift * _PCG_MULTIPLIER + self.inc) & _M128
+            steps.append((scale, shift))
+        starts = [self.state]
+        for _ in range(blocks - 1):
+            starts.append((scale * starts[-1] + shift) & _M128)
+        scale_hi, scale_lo = (x[None, :] for x in _halves([a for a, _ in steps]))
+        shift_hi, shift_lo = (x[None, :] for x in _halves([c for _, c in steps]))
+        start_hi, start_lo = (x[:, None] for x in _halves(starts))
+        low = scale_lo * start_lo  # the product's low half; its high half, mod 2^64:
+        high = _high_product(scale_lo, start_lo)
+        high += scale_lo * start_hi
+        high += scale_hi * start_lo
+        low += shift_lo
+        high += shift_hi
+        high += low < shift_lo  # the carry of the low halves' sum
+        high, low = high.reshape(-1)[:count], low.reshape(-1)[:count]
+        self.state = int(high[-1]) << 64 | int(low[-1])
+        low ^= high  # the output: the halves XORed, turned right by the top six bits
+        turn = high >> np.uint64(58)
+        out = low >> turn
+        np.subtract(np.uint64(64), turn, out=turn)
+        turn &= np.uint64(63)
+        low <<= turn
+        out |= low
+        out >>= np.uint64(11)
+        return out.astype(float) * (1.0 / 9007199254740992.0)
+
+
+def _check_triangle(low: float, mode: float, high: float) -> None:
+    """``Generator.triangular``'s checks of a driver's range, with its messages (a range of
+    one value is not drawn)."""
+    if low > mode:
+        raise ValueError("left > mode")
+    if mode > high:
+        raise ValueError("mode > right")
+
+
+def _triangular(uniform: np.ndarray, low: float, mode: float, high: float) -> np.ndarray:
+    """numpy's triangular draw of each uniform double: below the mode's share of the range,
+    low + √(U × (mode − low) × (high − low)), else high − √((1 − U) × (high − mode) × (high −
+    low)), each operation rounded as numpy's C code rounds it."""
+    base = high - low
+    left = mode - low
+    ratio, left_product, right_product = left / base, left * base, (high - mode) * base
+    return np.where(uniform <= ratio, low + np.sqrt(uniform * left_product),
+                    high - np.sqrt((1.0 - uniform) * right_product))
 
 
 #: Up to this many draws, the median IRR searches only the draws that may hold it
@@ -505,27 +715,27 @@ def _ranked_for_median(inputs: SiteInputs, values: Mapping[str, np.ndarray],
     from (:meth:`IrrBrackets.bounds`); a draw whose bracket ends below the lower rank's
     lowest possible value (the brackets' starts at that rank) ranks below it, one whose
     bracket starts above the upper rank's highest (the brackets' ends at that rank) ranks
-    above it, and only the draws between are searched (a few per cent of them): the median
-    is that of every draw's IRR."""
+    above it, and only the draws between are searched (a few per cent of them, every pass's
+    at once: :func:`_roots`): the median is that of every draw's IRR."""
     count = _count(values)
     npv = np.empty(count)
-    passes = []
+    passes, low, high = [], np.empty(count), np.empty(count)
     for part, npv_part, brackets in _passes(inputs, values, irr=True, whole=whole):
         npv[part] = npv_part
         passes.append((part, brackets))
-    low = np.concatenate([b.bounds()[0] for _, b in passes])
-    high = np.concatenate([b.bounds()[1] for _, b in passes])
+        low[part], high[part] = brackets.bounds()
     lower = (count - 1) // 2  # PERCENTILE.INC's 50th reads this rank and the next
     upper = min(lower + 1, count - 1)
     floor = np.partition(low, lower)[lower]
     ceiling = np.partition(high, upper)[upper]
     ranked = np.where(high < floor, -np.inf, np.inf)
     between = (high >= floor) & (low <= ceiling)
-    for part, brackets in passes:
-        only = between[part]
-        if only.any():
-            yearly = _yearly(brackets.roots(only))
-            ranked[part][only] = np.where(np.isnan(yearly), -np.inf, yearly)[only]
+    searches = [(part, brackets, between[part]) for part, brackets in passes]
+    searches = [(part, brackets, only) for part, brackets, only in searches if only.any()]
+    for (part, _, only), roots in zip(searches, _roots([(b, o) for _, b, o in searches]),
+                                      strict=True):
+        yearly = _yearly(roots)
+        ranked[part][only] = np.where(np.isnan(yearly), -np.inf, yearly)[only]
     return npv, ranked
 
 
