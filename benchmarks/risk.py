@@ -99,30 +99,22 @@ def command_line(repeat: int) -> None:
     """``tokenfactory-xl risk --draws 10000`` against ``summary`` and ``import numpy``: the least
     CPU time (the process and its threads) of ``repeat`` fresh processes each, in turn, with a
     build cache of their own (filled by a first run of each, not timed)."""
-    import resource
-    import subprocess
     import tempfile
 
-    def seconds(argv: list[str], env: dict[str, str]) -> float:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr[-300:]}")
-        return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    from measure import TOKENFACTORY_XL, child_cpu, tree_env
 
-    tf = [sys.executable, "-m", "tokenfactory_xl"]
+    tf = TOKENFACTORY_XL
     commands = {"python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
                 "tokenfactory-xl summary": [*tf, "summary"],
                 "tokenfactory-xl risk --draws 10000": [*tf, "risk", "--draws", "10000"]}
-    with tempfile.TemporaryDirectory(prefix="tfxl-risk-") as cache:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKENFACTORY_XL_CACHE": cache}
+    with tempfile.TemporaryDirectory(prefix="tfxl-risk-") as folder:
+        env = tree_env(ROOT, Path(folder) / "cache")
         for argv in commands.values():
-            seconds(argv, env)  # fills the build cache (the compiled models)
+            child_cpu(argv, env, folder)  # fills the build cache (the compiled models)
         least = dict.fromkeys(commands, float("inf"))
         for _ in range(repeat):  # in turn, so that a busy moment costs each alike
             for label, argv in commands.items():
-                least[label] = min(least[label], seconds(argv, env))
+                least[label] = min(least[label], child_cpu(argv, env, folder))
     numpy, summary, risk = least.values()
     print(f"\nthe command line, least CPU seconds of {repeat} runs each (children included):")
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):

@@ -9,7 +9,7 @@ import pytest
 
 from tokenfactory_xl.cli import main as cli
 from tokenfactory_xl.core.errors import InputError
-from tokenfactory_xl.tfom import risk
+from tokenfactory_xl.tfom import risk, sampling
 from tokenfactory_xl.tfom.evaluation import run
 from tokenfactory_xl.tfom.inputs import make_inputs
 
@@ -243,11 +243,11 @@ def test_the_generator_is_numpys_pcg64_to_the_last_bit(seed):
     """The draws' generator gives the doubles numpy's PCG64 gives from the same seed (seeded as
     ``default_rng`` seeds it, seeds of one to seven 32-bit words), call after call, and ends in
     the same state."""
-    ours = risk._Pcg64(seed)
+    ours = sampling.Pcg64(seed)
     theirs = np.random.Generator(np.random.PCG64(seed))
     state = theirs.bit_generator.state["state"]
     assert (ours.state, ours.inc) == (state["state"], state["inc"])
-    for count in (1, 2, 3, 7, 1_000, 4_097, 0, 10_001, 2 * risk._DOUBLES_AT_ONCE + 5):
+    for count in (1, 2, 3, 7, 1_000, 4_097, 0, 10_001, 2 * sampling.DOUBLES_AT_ONCE + 5):
         assert np.array_equal(bits(ours.doubles(count)), bits(theirs.random(count))), count
         assert ours.state == theirs.bit_generator.state["state"]["state"], count
 
@@ -282,17 +282,17 @@ def test_a_triangle_draw_at_its_ends_and_its_checks_are_numpys():
     """The mode at either end of the range, ranges of every size, and numpy's refusals."""
     for low, mode, high in ((0.0, 0.0, 1.0), (0.0, 1.0, 1.0), (-3e7, 1.5, 2e9),
                             (0.1, 0.1000000001, 0.1000000002), (-1.0, -0.999, -0.5)):
-        uniform = risk._Pcg64(11).doubles(5_000)
+        uniform = sampling.Pcg64(11).doubles(5_000)
         want = np.random.default_rng(11).triangular(low, mode, high, 5_000)
-        assert np.array_equal(bits(risk._triangular(uniform, low, mode, high)), bits(want))
+        assert np.array_equal(bits(sampling.triangular(uniform, low, mode, high)), bits(want))
     for low, mode, high in ((1.0, 0.5, 2.0), (0.0, 3.0, 2.0)):
         with pytest.raises(ValueError) as ours:
-            risk._check_triangle(low, mode, high)
+            sampling.check_triangle(low, mode, high)
         with pytest.raises(ValueError) as theirs:
             np.random.default_rng(1).triangular(low, mode, high, 3)
         assert str(ours.value) == str(theirs.value)
     with pytest.raises(ValueError):
-        risk._Pcg64(-1)
+        sampling.Pcg64(-1)
 
 
 def test_a_risk_run_does_not_import_numpy_random():
