@@ -17,8 +17,9 @@ be written, a file that cannot be read or was cut short, and the build simply ru
 is read only from a folder of the user's own that nobody else may write to, and written
 atomically (a process that stops half-way leaves no file behind under the kept name), and
 deflated but for the workbook factory, which every ``template`` and ``batch`` reads (10 MB kept
-as it is, read in a few milliseconds; the other builds 0.4 MB deflated), and each part of the
-model compiled for the risk draws and the solves (``tfom/variants.py``) a few kilobytes.
+as it is, read in a few milliseconds; the other builds 0.4 MB deflated), and each variant
+model compiled for the risk draws and the solves (``tfom/variants.py``: its split and its two
+parts in one file) about 20 KB.
 """
 
 from __future__ import annotations
