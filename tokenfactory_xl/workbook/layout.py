@@ -226,26 +226,26 @@ class _Builder:
 
     def along(self, ws: Worksheet, row: int, first_col: int, line: Line,
               font=st.CALC_FONT) -> None:
-        t = line.table
-        assert t is not None
-        coords = [f"{_col(first_col + k)}{row}" for k in range(t.length)]
-        self._place(Placement(line, ws.title, coords, "h"))
-        for k, coord in enumerate(coords):
-            if not (k == 0 and line.skip_first):
-                self._style(ws, coord, line.kind, font)
+        self._place(self._row(ws, row, first_col, line, font))
         self.plan.rows[line.name] = row
 
     def again(self, ws: Worksheet, row: int, first_col: int, line: Line,
               font=st.CALC_FONT) -> None:
         """A table line shown again along ``row``: each cell reads the line's own cell at its
         position, wherever the line is placed (before or after; :meth:`render` writes them)."""
+        self.plan.copies[copy_key(line.name, ws.title)] = self._row(ws, row, first_col, line,
+                                                                    font)
+
+    def _row(self, ws: Worksheet, row: int, first_col: int, line: Line, font) -> Placement:
+        """A table line's cells along ``row`` from ``first_col``, styled (its first one left to
+        the layout where the line skips it)."""
         t = line.table
         assert t is not None
         coords = [f"{_col(first_col + k)}{row}" for k in range(t.length)]
-        self.plan.copies[copy_key(line.name, ws.title)] = Placement(line, ws.title, coords, "h")
         for k, coord in enumerate(coords):
             if not (k == 0 and line.skip_first):
                 self._style(ws, coord, line.kind, font)
+        return Placement(line, ws.title, coords, "h")
 
     def _place(self, placement: Placement) -> None:
         """Record where a line's formulas are: once (a second place would leave the first
