@@ -213,7 +213,6 @@ class StencilCells(CellSink):
             bulk.clear()
         return bulk
 
-
     @staticmethod
     def kept(spots: dict, plan: Plan) -> dict[str, list]:
         """``spots`` (the positions :meth:`at` and :meth:`_runs` found for ``plan``'s cells) in
