@@ -7,6 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -95,14 +96,69 @@ def test_a_build_kept_as_it_is_is_read_back_and_a_file_cut_short_built_anew(cach
     assert path.read_bytes() == pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
 
 
-def test_another_version_s_file_is_not_read_and_is_removed(cache, monkeypatch):
+def test_another_version_s_file_is_not_read(cache):
     cache.mkdir(mode=0o700)
     old = cache / ("thing-" + "0" * len(build_cache.fingerprint()) + ".pickle")
     old.write_bytes(zlib.compress(pickle.dumps("from another version")))
     other = cache / f"other-{build_cache.fingerprint()}.pickle"
     other.write_bytes(zlib.compress(pickle.dumps("another name")))
     assert build_cache.kept("thing", Builds("this version")) == "this version"
-    assert not old.exists() and other.exists()
+    assert old.exists() and other.exists()  # another version's, kept for it
+
+
+def as_version(monkeypatch, digit: str) -> str:
+    """Run :func:`build_cache.kept` as another version of the package would: its fingerprint."""
+    fingerprint = digit * len(build_cache.fingerprint())
+    monkeypatch.setattr(build_cache, "fingerprint", lambda libraries=True: fingerprint)
+    return f"thing-{fingerprint}.pickle"
+
+
+def test_two_versions_taking_turns_each_read_their_own_build(cache, monkeypatch):
+    """Two environments sharing the folder (the add-in's and the command line's) build once
+    each, not once each time the other one ran."""
+    one, other = Builds("version 1"), Builds("version 2")
+    for _ in range(3):
+        as_version(monkeypatch, "1")
+        assert build_cache.kept("thing", one) == "version 1"
+        as_version(monkeypatch, "2")
+        assert build_cache.kept("thing", other) == "version 2"
+    assert (one.runs, other.runs) == (1, 1)
+    assert len(kept_files(cache)) == 2
+
+
+def test_a_name_keeps_the_versions_used_last(cache, monkeypatch):
+    """A fourth version's build removes the build of the version used longest ago: a read marks
+    a file used, so the one read last is kept although it was written first."""
+    cache.mkdir(mode=0o700)
+    names = {}
+    for age, digit in ((400, "1"), (300, "2"), (200, "3")):
+        names[digit] = as_version(monkeypatch, digit)
+        build_cache.kept("thing", Builds(digit))
+        os.utime(cache / names[digit], (time.time() - age, time.time() - age))
+    as_version(monkeypatch, "1")
+    build = Builds("again")
+    assert build_cache.kept("thing", build) == "1" and build.runs == 0  # read: used now
+    names["4"] = as_version(monkeypatch, "4")
+    build_cache.kept("thing", Builds("4"))
+    assert build_cache.VERSIONS_KEPT == 3
+    assert kept_files(cache) == sorted([names["1"], names["3"], names["4"]])  # 2: used first
+
+
+def test_a_kept_file_unused_for_long_is_removed_and_no_other_file(cache, monkeypatch):
+    cache.mkdir(mode=0o700)
+    long_ago = time.time() - (build_cache.UNUSED_DAYS + 1) * 86_400
+    fingerprint = "a" * len(build_cache.fingerprint())
+    stale = cache / f"variants-0123456789abcdef-site-{fingerprint}.pickle"  # an older release's
+    recent = cache / f"variants-0123456789abcdef-site-{'b' * len(fingerprint)}.pickle"
+    theirs = [cache / "notes.pickle", cache / f"Thing-{fingerprint}.pickle",
+              cache / f"thing-{fingerprint}.pickle.txt"]
+    for path in (stale, recent, *theirs):
+        path.write_bytes(b"kept")
+        os.utime(path, (long_ago, long_ago))
+    os.utime(recent)
+    build_cache.kept("thing", Builds("now"))
+    assert not stale.exists()
+    assert recent.exists() and all(path.exists() for path in theirs)
 
 
 def test_a_build_that_cannot_be_kept_is_still_returned_and_leaves_no_file(cache):
@@ -185,6 +241,12 @@ def test_a_plan_read_back_holds_the_model_s_own_lines():
                                                              before.orient)
 
 
+def written(path: Path) -> int:
+    """Which file is kept under ``path``: a build kept again is a new file (written beside and
+    moved in place); a read changes its time of use, not this."""
+    return path.stat().st_ino
+
+
 def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_path):
     env = {**os.environ, build_cache.ENV: str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     (tmp_path / "sites.csv").write_text("site_name,gpus\nLyon,512\n", encoding="utf-8")
@@ -195,10 +257,10 @@ def test_the_second_run_reads_the_kept_build_and_writes_the_same_workbook(tmp_pa
                        capture_output=True)
         outputs.append((tmp_path / name / "Lyon.xlsx").read_bytes())
         if name == "first":
-            kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()}
+            kept = {p: written(p) for p in (tmp_path / "cache").iterdir()}
     assert outputs[0] == outputs[1]
     assert any(p.name.startswith("workbook-factory-") for p in kept)
-    assert {p: p.stat().st_mtime_ns for p in kept} == kept  # read, not written again
+    assert {p: written(p) for p in kept} == kept  # read, not written again
 
 
 def test_a_template_and_a_batch_share_one_kept_factory(tmp_path):
@@ -212,11 +274,11 @@ def test_a_template_and_a_batch_share_one_kept_factory(tmp_path):
                        check=True, capture_output=True)
 
     run("template", "-o", "t.xlsx")
-    kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()
+    kept = {p: written(p) for p in (tmp_path / "cache").iterdir()
             if p.name.startswith("workbook-factory-")}
     assert len(kept) == 1
     run("batch", "sites.csv", "-o", "out", "--risk-draws", "0", "--quiet")
-    after = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").iterdir()
+    after = {p: written(p) for p in (tmp_path / "cache").iterdir()
              if p.name.startswith("workbook-factory-")}
     assert after == kept  # read, not built and written again
     site = default_inputs().replace({"site_name": "Lyon", "gpus": 512})

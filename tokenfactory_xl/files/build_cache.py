@@ -20,6 +20,14 @@ deflated but for the workbook factory, which every ``template`` and ``batch`` re
 as it is, read in a few milliseconds; the other builds 0.4 MB deflated), and each variant
 model compiled for the risk draws and the solves (``tfom/variants.py``: its split and its two
 parts in one file) about 20 KB.
+
+Several versions share the folder: two environments of one user (the add-in's and the command
+line's, another numpy), a checkout beside an installed release. Each name keeps the builds of the
+:data:`VERSIONS_KEPT` versions used last (a read marks a file used), so two of them taking turns
+read their own builds instead of building anew each time the other ran; an older version's file
+is removed when a build is kept, and so is any file kept under a name no version has used for
+:data:`UNUSED_DAYS` days (an earlier release's names). Only files named as this module names them
+are ever removed: a folder named by ``TOKENFACTORY_XL_CACHE`` may hold others.
 """
 
 from __future__ import annotations
@@ -29,9 +37,11 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import stat
 import sys
 import tempfile
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +57,12 @@ _SUFFIX = ".pickle"
 #: How every pickle kept here starts (its protocol's opcode), and no deflated one (zlib's
 #: header starts 0x78): a file kept as it is is told from a deflated one by its first byte.
 _PICKLED = b"\x80"
+#: How many versions' builds of one name are kept: the one running and the two used before it.
+VERSIONS_KEPT = 3
+#: A kept file not used for this many days is removed when a build is kept.
+UNUSED_DAYS = 30
+#: The name of a file this module keeps: ``<name>-<fingerprint>.pickle``.
+_KEPT_FILE = re.compile(r"(?P<name>[a-z0-9-]+)-[0-9a-f]{20}\.pickle")
 
 
 def _deflate() -> str:
@@ -160,7 +176,10 @@ def kept(name: str, build: Callable[[], T], libraries: bool = True,
                 data = f.read()
             if not data.startswith(_PICKLED):
                 data = _inflate(data)
-            return pickle.loads(data)  # noqa: S301 - a file of this user's own private folder
+            found = pickle.loads(data)  # noqa: S301 - a file of this user's own private folder
+            with contextlib.suppress(OSError):
+                os.utime(path)  # used now: the last of this name another version removes
+            return found
         except Exception:  # noqa: BLE001 - not kept yet, cut short or unreadable: built below
             pass
     result = build()
@@ -179,7 +198,7 @@ def _inflate(data: bytes) -> bytes:
 
 
 def _keep(where: Path, name: str, path: Path, result: object, deflated: bool = True) -> None:
-    """Write ``result`` under ``path`` atomically; remove this name's files of other versions."""
+    """Write ``result`` under ``path`` atomically, then :func:`_prune` the folder."""
     try:
         where.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _private(where):
@@ -196,9 +215,27 @@ def _keep(where: Path, name: str, path: Path, result: object, deflated: bool = T
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        for old in where.glob(f"{name}-*{_SUFFIX}"):
-            if old != path and len(old.name) == len(path.name):
-                with contextlib.suppress(OSError):
-                    old.unlink()
+        _prune(where, name)
     except Exception:  # noqa: BLE001 - a folder one may not write, a build that cannot be
         return  # pickled (the tests hold the kept builds picklable): the run goes on without
+
+
+def _prune(where: Path, name: str) -> None:
+    """Remove the files of ``name`` beyond the :data:`VERSIONS_KEPT` used last (the one just
+    kept is the newest), and every kept file, whatever its name, unused for
+    :data:`UNUSED_DAYS` days. Files not named as :func:`kept` names them are left alone."""
+    unused_since = time.time() - UNUSED_DAYS * 86_400
+    versions = []
+    for entry in os.scandir(where):
+        match = _KEPT_FILE.fullmatch(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False):
+            continue
+        used = entry.stat(follow_symlinks=False).st_mtime
+        if used < unused_since:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+        elif match["name"] == name:
+            versions.append((used, entry.path))
+    for _, old in sorted(versions, reverse=True)[VERSIONS_KEPT:]:
+        with contextlib.suppress(OSError):
+            os.unlink(old)
