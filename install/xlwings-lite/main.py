@@ -5,7 +5,7 @@ into its requirements.txt tab the lines of the requirements.txt beside this file
 (numpy, xlwings>=0.35,<0.38): numpy and xlwings are all this file needs. Then type, for example,
 =TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
-Written by `tokenfactory-xl lite` from tokenfactory_xl 3.1.3; do not edit it by hand: write
+Written by `tokenfactory-xl lite` from tokenfactory_xl 3.1.4; do not edit it by hand: write
 it again with that command. It holds the source of the package's modules addin, core, core.economics, core.errors, core.specs, core.roofline, core.serving, core.names, core.number_text, core.catalogue, addin.params, addin.cells, addin.udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
@@ -21,7 +21,7 @@ import linecache as _linecache
 import sys as _sys
 
 _PACKAGE = "tokenfactory_xl"
-_VERSION = "3.1.3"
+_VERSION = "3.1.4"
 
 # The package's modules, as text: dependencies first.
 _SOURCES = {

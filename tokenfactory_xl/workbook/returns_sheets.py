@@ -49,24 +49,25 @@ def build_returns_sheet(b: _Builder, ws: Worksheet) -> None:
         b.echo(ws, f"B{row}", source, kind)
         b.unit(ws, row, 3, unit)
         row += 1
-    _yearly_summary(b, ws)
-    for col, width in {"A": 34, "B": 20, "C": 14, "D": 30, "E": 62, "F": 4, "G": 3, "H": 7,
-                       "I": 15, "J": 15, "K": 10, "L": 15, "M": 17}.items():
+    row = _yearly_summary(b, ws, row + 1)
+    for col, width in {"A": 34, "B": 20, "C": 14, "D": 30, "E": 62, "F": 17}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     st.print_setup(ws, fit_height=1)
-    ws.print_area = f"A1:M{row}"
+    ws.print_area = f"A1:F{row}"
 
 
-def _yearly_summary(b: _Builder, ws: Worksheet) -> None:
-    """Revenue, EBITDA, cash flow by year of the model (columns H…M beside the outputs)."""
-    st.header(ws, 4, [ln.label for ln in om.YEARLY_LINES], first_col=8)
-    ws.row_dimensions[4].height = 30
-    for i, line in enumerate(om.YEARLY_LINES):
-        b.down(ws, 8 + i, 5, line)
-    # above the table, not under it: under it, the outputs' long definitions run into it
-    ws.cell(3, 8, "Year 1 is months 1–12; the cumulative cash flow includes the "
+def _yearly_summary(b: _Builder, ws: Worksheet, row: int) -> int:
+    """Revenue, EBITDA, cash flow by year of the model, from ``row`` under the outputs (beside
+    them, the page printed at half size); the row after it."""
+    st.section(ws, row, "By year of the model", 6)
+    ws.cell(row + 1, 1, "Year 1 is months 1–12; the cumulative cash flow includes the "
             "month-0 investment.").font = st.NOTE_FONT
+    st.header(ws, row + 2, [ln.label for ln in om.YEARLY_LINES])
+    ws.row_dimensions[row + 2].height = 30
+    for i, line in enumerate(om.YEARLY_LINES):
+        b.down(ws, 1 + i, row + 3, line)
+    return row + 3 + om.YEARLY_LINES[0].table.length
 
 
 # -- Scenarios: the three side by side, and the value of the optimisation programme ------------
