@@ -42,6 +42,27 @@ def test_an_untouched_generated_workbook_gives_no_finding(generated):
         assert audit.result.summary == expected.summary
 
 
+def test_an_audit_keeps_the_portfolio_row_not_the_months(generated):
+    """A collect of thousands of workbooks keeps each one's audit: its result holds the row the
+    portfolio writes (every figure a full run gives), not the model's monthly arrays."""
+    import pickle
+
+    from tokenfactory_xl.portfolio.contents import figures, site_summary
+
+    for site, path in generated.items():
+        audit = audit_workbook(path)
+        full = run(make_inputs(site_rows()[site]))
+        assert figures(audit.result) == site_summary(full)
+        assert audit.result.summary == full.summary and audit.result.uplift == full.uplift
+        assert {name: (sc.summary, sc.warnings) for name, sc in audit.result.scenarios.items()} \
+            == {name: (sc.summary, sc.warnings) for name, sc in full.scenarios.items()}
+        assert audit.result.lines == {}
+        assert all(sc.lines == {} for sc in audit.result.scenarios.values())
+        assert all(getattr(v, "size", 1) == 1 for v in audit.result.values.values())
+        # what a worker process hands back for each workbook
+        assert len(pickle.dumps(audit)) < len(pickle.dumps(full)) // 20
+
+
 def test_a_formula_edited(alpha):
     sheet, coord = cell_of("out_npv")
     original = current_template().formulas[sheet][coord]

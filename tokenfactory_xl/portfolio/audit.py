@@ -41,6 +41,7 @@ from ..files.safe_xlsx import Limits, RefusedFile, XlsxContent, canonical_refere
 from ..files.safe_xlsx import parse_reference as _parse_reference
 from ..tfom.evaluation import Result, run_each
 from .book import PORTFOLIO_SHEET
+from .contents import row_result
 from .findings import Finding, WorkbookAudit, show_formula, show_value
 from .workbook_inputs import check_inputs, read_inputs
 
@@ -517,6 +518,8 @@ def _audit_values(audit: WorkbookAudit, content: XlsxContent, template: Template
         audit.result = result
         _check_values(content, template, audit, cell_values(plan(), audit.inputs, result),
                       changed)
+        if audit.result is not None:  # kept for the portfolio: its row, not the months
+            audit.result = row_result(result)
     except RefusedFile as exc:
         _refused(audit, exc)
 

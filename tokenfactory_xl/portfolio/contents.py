@@ -160,6 +160,20 @@ def site_summary(result: Result) -> dict[str, float | None]:
     return out
 
 
+def row_result(result: Result) -> Result:
+    """``result`` with only what a portfolio row reads of it: the live summary, each scenario's
+    summary and warnings, the uplift and the lines of :data:`SCENARIO_COLUMNS`
+    (:func:`site_summary` gives the same figures), without the monthly arrays: some 2 MB a
+    site, which a collect of thousands of workbooks would otherwise keep for each."""
+    from dataclasses import replace
+
+    return replace(result, lines={},
+                   values={c.line: result.values[c.line] for c in SCENARIO_COLUMNS
+                           if c.line in result.values},
+                   scenarios={name: replace(scenario, lines={})
+                              for name, scenario in result.scenarios.items()})
+
+
 def output_of(name: str):
     """The output named ``name``, or ``None`` for an input column."""
     return _OUTPUTS.get(name) or solve_column(name)
