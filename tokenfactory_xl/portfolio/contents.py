@@ -15,6 +15,7 @@ one follows from the sums, and say why the rest is blank.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from array import array
@@ -174,15 +175,25 @@ def applies(name: str, inputs: SiteInputs) -> bool:
 def value(name: str, inputs: SiteInputs, summary: dict[str, float | None],
           flat: dict[str, object]) -> object:
     """What the portfolio shows for one site in column ``name``: ``None`` for a blank cell."""
-    base, _, suffix = name.partition(".")
-    if suffix == NOTE:  # a source note, kept whether or not the input applies
-        return inputs.notes.get(base)
-    if not applies(name, inputs):
+    noted, when, is_output = _column(name)
+    if noted is not None:  # a source note, kept whether or not the input applies
+        return inputs.notes.get(noted)
+    if when is not None and inputs["ownership"] != when:  # see applies
         return None
-    found = summary[name] if output_of(name) else flat[name]
+    found = summary[name] if is_output else flat[name]
     if isinstance(found, float) and not math.isfinite(found):
         return None
     return found
+
+
+@functools.cache
+def _column(name: str) -> tuple[str | None, str | None, bool]:
+    """How :func:`value` reads column ``name``, found once a name (a table of many sites asks
+    for each cell): the input whose source note the column is (``None``: not a note), the
+    ownership the column applies to (``None``: any, see :data:`APPLIES_WHEN`), and whether it
+    is an output."""
+    base, _, suffix = name.partition(".")
+    return (base if suffix == NOTE else None, APPLIES_WHEN.get(base), bool(output_of(name)))
 
 
 def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
@@ -197,14 +208,21 @@ def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
     first: dict[str, object] = {}
     differ: set[str] = set()
     noted: set[str] = set()
+    first_flat: dict[str, object] = {}
+    first_ownership = None
     # One pass, keeping each column's first value only: memory does not grow with the sites.
     for number, (inputs, _) in enumerate(entries):
         noted.update(inputs.notes)
         flat = inputs.flat()
         if number == 0:
             names = list(flat)
+            first_flat, first_ownership = flat, inputs["ownership"]
+        # A site of the first's ownership shows what the first does where its value is equal.
+        same_ownership = inputs["ownership"] == first_ownership
         for n in names:
             if n in ALWAYS or n in differ:
+                continue
+            if number and same_ownership and flat[n] == first_flat[n]:
                 continue
             key = _key(value(n, inputs, {}, flat))
             if number == 0:
