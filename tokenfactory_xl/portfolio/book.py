@@ -242,8 +242,10 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
         sites.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
         _add_table(ws, sites)
 
-        total = totals(entries)
-        summary_ws = _summary_sheet(wb, total, entries, currency)
+        scenarios = live_scenarios(entries)
+        total = totals(entries, named=output_cols, one_currency=currency is not None,
+                       scenarios=scenarios)
+        summary_ws = _summary_sheet(wb, total, entries, currency, output_cols, scenarios)
         wb.active = 1  # the portfolio opens on its answer; the table stays the first sheet
 
         if n:
@@ -382,9 +384,12 @@ def _page_setup(ws, landscape: bool, pages_wide: int) -> None:
 
 
 def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
-                   currency: str | None):
+                   currency: str | None, named: Sequence[str] | None = None,
+                   scenarios: dict[str, int] | None = None):
     """The sheet ``Summary``: the totals, one row per figure (label, total, how it is
-    totalled), as the Excel Table ``Totals``; the caller draws the charts beside it."""
+    totalled), as the Excel Table ``Totals``; the caller draws the charts beside it.
+    ``named`` and ``scenarios``: the sites' output columns and live scenarios, when the caller
+    has them (found from ``entries`` otherwise)."""
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.styles import Alignment, Font
     from openpyxl.worksheet.filters import AutoFilter
@@ -399,9 +404,11 @@ def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
     figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
                ("gpus", column_header("gpus", currency), total.get("gpus"), _number_format("gpus"),
                 "sum over the sites")]
-    scenarios = live_scenarios(entries)
+    if scenarios is None:
+        scenarios = live_scenarios(entries)
     # the figures that add up first, then those that do not (blank, with the reason)
-    names = sorted(output_columns(entries), key=lambda name: total.get(name) is None)
+    names = sorted(output_columns(entries) if named is None else named,
+                   key=lambda name: total.get(name) is None)
     for name in names:
         figures.append((name, column_header(name, currency), total.get(name), _number_format(name),
                         how_totalled(name, total.get(name), one_currency, scenarios)))

@@ -297,16 +297,25 @@ def live_scenarios(entries: Sequence[Entry]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
+def totals(entries: Sequence[Entry], *, named: Sequence[str] | None = None,
+           one_currency: bool | None = None, scenarios: dict[str, int] | None = None
+           ) -> dict[str, float | None]:
     """The totals: sums, portfolio ratios and ``None`` where no total makes sense (money of
     several currencies; the live scenario's figures of sites whose live scenarios differ: one
-    site's Optimised NPV added to others' Base NPVs is no figure of any scenario)."""
-    named = output_columns(entries)
+    site's Optimised NPV added to others' Base NPVs is no figure of any scenario).
+
+    ``named``, ``one_currency`` and ``scenarios`` are the sites' :func:`output_columns`, whether
+    they share one currency (:func:`currency_of`) and their :func:`live_scenarios`, when the
+    caller has them already: found from ``entries`` otherwise (a pass over the sites each).
+    """
+    if named is None:
+        named = output_columns(entries)
     out: dict[str, float | None] = {name: None for name in named}
     if not entries:
         return out
-    one_currency = currency_of(entries) is not None
-    one_scenario = len(live_scenarios(entries)) == 1
+    if one_currency is None:
+        one_currency = currency_of(entries) is not None
+    one_scenario = len(scenarios if scenarios is not None else live_scenarios(entries)) == 1
     summed = [name for name in named if name in SUMMED and (name not in _MONEY or one_currency)
               and (one_scenario or name not in _LIVE_TOTALS)]
     ratios = [name for name in ("tef_now", "tfi_now") if name in out]
