@@ -290,6 +290,7 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
         wb.properties.created = dt.datetime(2000, 1, 1)
         ws.close()  # the sheet's file, the header row its only row: the sites' rows go in
         table.flush()
+        # the temporary file openpyxl wrote the sheet into, which its save then reads
         _splice_rows(ws._writer.out, table.buffer)
         wb.save(saved)
         saved.seek(0)

@@ -5,7 +5,10 @@ makes an object of each cell and serialises it through ElementTree, which costs 
 site as compressing the site's whole workbook. :class:`TableRows` writes the same rows as text,
 character for character, and :mod:`tokenfactory_xl.portfolio.book` splices them into the sheet
 that openpyxl writes around them (its header row and comments, the columns' widths, the table,
-the page set-up), so the workbook's bytes are those openpyxl alone would write.
+the page set-up), so the workbook's bytes are those openpyxl alone would write. (openpyxl
+serialises through the standard library's ElementTree, by et_xmlfile, unless lxml is installed,
+which spells an empty element ``<c/>``: the package does not depend on lxml, and these rows are
+always spelled as ElementTree spells them.)
 
 What openpyxl writes for a cell of a write-only sheet, and so what this writes:
 
@@ -105,9 +108,9 @@ class TableRows:
     def _by_openpyxl(self, found: object, column: int, number: int) -> str:
         """The cell as openpyxl's write-only sheet writes it, made the way the portfolio makes
         its cells: text as text, anything else with the column's number format."""
-        from et_xmlfile import xmlfile
         from openpyxl.cell import WriteOnlyCell
         from openpyxl.cell._writer import write_cell
+        from openpyxl.xml.functions import xmlfile
 
         cell = WriteOnlyCell(self._ws, value=None)
         cell.value = found
