@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import functools
 import io
 import math
 import os
+import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -73,6 +75,7 @@ from .contents import (
     totals,
     value,
 )
+from .table_xml import TableRows
 
 __all__ = [
     "PORTFOLIO_SHEET", "SUMMARY_SHEET", "TABLE_NAME", "CHART_SITES", "TABLE_PAGES_WIDE",
@@ -128,11 +131,20 @@ def shown_text(found: object, number_format: str) -> str:
     if isinstance(found, dt.date):
         return found.isoformat()
     x = float(found)  # type: ignore[arg-type]
+    spec, percent = _shown_spec(number_format)
+    return f"{x * 100:{spec}}%" if percent else f"{x:{spec}}"
+
+
+@functools.cache
+def _shown_spec(number_format: str) -> tuple[str, bool]:
+    """The Python format spec :func:`shown_text` shows a number in ``number_format`` with
+    (its decimals, a thousands separator or not), and whether it is a percentage: read once a
+    format, not once a cell."""
     if number_format.endswith("%"):
         decimals = len(number_format.split(".")[1]) - 1 if "." in number_format else 0
-        return f"{x * 100:,.{decimals}f}%"
+        return f",.{decimals}f", True
     decimals = len(number_format.split(".")[1]) if "." in number_format else 0
-    return f"{x:,.{decimals}f}" if "," in number_format else f"{x:.{decimals}f}"
+    return (f",.{decimals}f" if "," in number_format else f".{decimals}f"), False
 
 
 def _width(longest_value: int, header_text: str) -> float:
@@ -164,14 +176,17 @@ def portfolio_bytes(entries: Sequence[Entry]) -> bytes:
 
 
 def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
-    """Write the portfolio workbook to ``out`` (the bytes of :func:`portfolio_bytes`): openpyxl
-    saves it to a temporary file, repacked from there member by member, so a table of 10,000
-    sites is never held whole in memory."""
+    """Write the portfolio workbook to ``out`` (the bytes of :func:`portfolio_bytes`).
+
+    Each site's row is made once: its values sized for the column widths and written at once as
+    the sheet's XML (:class:`~tokenfactory_xl.portfolio.table_xml.TableRows`) into a temporary
+    file. openpyxl writes the rest (the header with its comments, the widths, the tables, the
+    Summary sheet and its charts) around a table of the header alone; the rows are spliced into
+    that sheet's file before openpyxl saves the workbook to a temporary file, repacked from
+    there member by member, so a table of 10,000 sites is never held whole in memory.
+    """
     from openpyxl import Workbook
-    from openpyxl.cell import WriteOnlyCell
     from openpyxl.chart import BarChart, Reference
-    from openpyxl.comments import Comment
-    from openpyxl.styles import Alignment, Font
     from openpyxl.utils import get_column_letter
     from openpyxl.utils.cell import coordinate_to_tuple
     from openpyxl.worksheet.filters import AutoFilter
@@ -184,41 +199,112 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     formats = [_number_format(name) for name in names]
     n = len(entries)
 
-    def each_row() -> Iterator[list[object]]:
-        """The table's rows, made as they are read: the table is never held whole."""
-        for inputs, result in entries:
-            flat = inputs.flat()
-            summary = figures(result)
-            yield [value(name, inputs, summary, flat) for name in names]
-
-    # First pass: the column widths, and the rows the charts show (their caches read them).
-    widest = [0] * len(names)
-    rows: list[list[object]] = []
-    for row in each_row():
-        for index, (found, fmt) in enumerate(zip(row, formats, strict=True)):
-            widest[index] = max(widest[index], len(shown_text(found, fmt)))
-        if len(rows) < CHART_SITES:
-            rows.append(row)
-
     wb = Workbook(write_only=True)
     wb.properties.creator = "tokenfactory_xl"
     wb.properties.title = "TFOM portfolio"
     ws = wb.create_sheet(PORTFOLIO_SHEET)
-    ws.freeze_panes = "B2"
-    _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
-    # each page repeats the header and the site names
-    ws.print_title_rows = "1:1"
-    ws.print_title_cols = "A:A"
-    widths = []
-    for index, title in enumerate(titles):
-        width = _width(widest[index], title)
-        widths.append(width)
-        ws.column_dimensions[get_column_letter(index + 1)].width = width
-    ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
-                                                                         strict=True))
+    # The header's style is the workbook's first, as when its row is written first.
+    header_row = _header_cells(ws, names, titles, currency)
+    with (tempfile.TemporaryFile("w+", encoding="utf-8", errors="xmlcharrefreplace") as table,
+          tempfile.TemporaryFile() as saved):  # both removed whatever happens
+        # One pass over the sites: the column widths, the rows the charts show (their caches
+        # read them), and each row's XML, written as made.
+        widest = [0] * len(names)
+        rows: list[list[object]] = []
+        table_rows = TableRows(ws, formats)
+        for number, (inputs, result) in enumerate(entries, start=2):
+            flat = inputs.flat()
+            summary = figures(result)
+            row = [value(name, inputs, summary, flat) for name in names]
+            for index, (found, fmt) in enumerate(zip(row, formats, strict=True)):
+                widest[index] = max(widest[index], len(shown_text(found, fmt)))
+            if len(rows) < CHART_SITES:
+                rows.append(row)
+            table.write(table_rows.row(number, row))
+
+        ws.freeze_panes = "B2"
+        _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
+        # each page repeats the header and the site names
+        ws.print_title_rows = "1:1"
+        ws.print_title_cols = "A:A"
+        widths = []
+        for index, title in enumerate(titles):
+            width = _width(widest[index], title)
+            widths.append(width)
+            ws.column_dimensions[get_column_letter(index + 1)].width = width
+        ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
+                                                                             strict=True))
+        ws.append(header_row)
+        # A table needs a data row: with no site, the range is the header and one empty row.
+        ref = f"A1:{get_column_letter(len(names))}{max(n, 1) + 1}"
+        sites = Table(displayName=TABLE_NAME, ref=ref, autoFilter=AutoFilter(ref=ref))
+        sites.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
+        sites.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
+        _add_table(ws, sites)
+
+        scenarios = live_scenarios(entries)
+        total = totals(entries, named=output_cols, one_currency=currency is not None,
+                       scenarios=scenarios)
+        summary_ws = _summary_sheet(wb, total, entries, currency, output_cols, scenarios)
+        wb.active = 1  # the portfolio opens on its answer; the table stays the first sheet
+
+        if n:
+            chart = BarChart()
+            chart.type = "bar"
+            title = "TFI now against breakeven utilisation"
+            chart.y_axis.title = "share of theoretical capacity"
+            chart.y_axis.number_format = "0%"
+            chart.y_axis.majorGridlines = None
+            chart.x_axis.scaling.orientation = "maxMin"  # the first site on top, as in the table
+            shown = min(n, CHART_SITES)
+            for name in ("tfi_now", "breakeven_util"):
+                if name not in names:
+                    continue
+                col = names.index(name) + 1
+                chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
+                               titles_from_data=True)
+            chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
+            chart.height = max(9.0, 0.6 * shown + 3)
+            chart.width = 24
+            chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
+            # beside the totals (a table of four columns), not the sites' table of sixty
+            summary_ws.add_chart(chart, SUMMARY_CHARTS)
+            if "npv_p10" in names:
+                column = "".join(filter(str.isalpha, SUMMARY_CHARTS))
+                summary_ws.add_chart(_risk_chart(ws, names, shown, n, currency),
+                                     f"{column}{int(chart.height * 2) + 3}")
+
+        def shown_value(sheet: str, coord: str) -> object:
+            """What a cell of the Portfolio sheet holds, for the charts' caches."""
+            if sheet != PORTFOLIO_SHEET:
+                return None
+            r, c = coordinate_to_tuple(coord)
+            if r == 1:
+                return titles[c - 1] if c <= len(titles) else None
+            return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(names) else None
+
+        def cached(xml: bytes) -> bytes:
+            return with_caches(xml.decode("utf-8"), shown_value).encode("utf-8")
+
+        charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
+        wb.properties.created = dt.datetime(2000, 1, 1)
+        ws.close()  # the sheet's file, the header row its only row: the sites' rows go in
+        table.flush()
+        # the temporary file openpyxl wrote the sheet into, which its save then reads
+        _splice_rows(ws._writer.out, table.buffer)
+        wb.save(saved)
+        saved.seek(0)
+        repack_to(saved, out, rewrite=charts)
+
+
+def _header_cells(ws, names: list[str], titles: list[str], currency: str | None) -> list:  # type: ignore[no-untyped-def]
+    """The table's header row: bold titles, wrapped, each with its column name in a comment."""
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.comments import Comment
+    from openpyxl.styles import Alignment, Font
 
     bold = Font(bold=True)
-    header_row = []
+    cells = []
     for name, title in zip(names, titles, strict=True):
         cell = WriteOnlyCell(ws, value=title)
         cell.data_type = "s"
@@ -227,77 +313,24 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
         label, unit = label_and_unit(name, currency)
         cell.comment = Comment(f"{name}: {label}" + (f" [{unit}]" if unit else ""),
                                "tokenfactory_xl", width=240, height=50)
-        header_row.append(cell)
-    ws.append(header_row)
-    for row in each_row():  # second pass: written as made
-        cells = []
-        for found, fmt in zip(row, formats, strict=True):
-            cell = WriteOnlyCell(ws, value=None)
-            if isinstance(found, str):
-                # Set as text explicitly: openpyxl turns a str starting with "=" into a formula.
-                cell.value = found
-                cell.data_type = "s"
-            else:
-                cell.value = found
-                cell.number_format = fmt
-                _every_digit(cell)
-            cells.append(cell)
-        ws.append(cells)
-    # A table needs a data row: with no site, the range is the header and one empty row.
-    ref = f"A1:{get_column_letter(len(names))}{max(n, 1) + 1}"
-    table = Table(displayName=TABLE_NAME, ref=ref, autoFilter=AutoFilter(ref=ref))
-    table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
-    table.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
-    _add_table(ws, table)
+        cells.append(cell)
+    # Its style registered now, before the rows' number formats: the workbook's first, as
+    # when the header row is written before the rows.
+    cells[0].style_id  # noqa: B018 (read for what reading it registers)
+    return cells
 
-    total = totals(entries)
-    summary = _summary_sheet(wb, total, entries, currency)
-    wb.active = 1  # the portfolio opens on its answer; the table stays the first sheet
 
-    if n:
-        chart = BarChart()
-        chart.type = "bar"
-        title = "TFI now against breakeven utilisation"
-        chart.y_axis.title = "share of theoretical capacity"
-        chart.y_axis.number_format = "0%"
-        chart.y_axis.majorGridlines = None
-        chart.x_axis.scaling.orientation = "maxMin"  # the first site on top, as in the table
-        shown = min(n, CHART_SITES)
-        for name in ("tfi_now", "breakeven_util"):
-            if name not in names:
-                continue
-            col = names.index(name) + 1
-            chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
-                           titles_from_data=True)
-        chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
-        chart.height = max(9.0, 0.6 * shown + 3)
-        chart.width = 24
-        chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
-        # beside the totals (a table of four columns), not the sites' table of sixty
-        summary.add_chart(chart, SUMMARY_CHARTS)
-        if "npv_p10" in names:
-            column = "".join(filter(str.isalpha, SUMMARY_CHARTS))
-            summary.add_chart(_risk_chart(ws, names, shown, n, currency),
-                              f"{column}{int(chart.height * 2) + 3}")
-
-    def shown(sheet: str, coord: str) -> object:
-        """What a cell of the Portfolio sheet holds, for the charts' caches."""
-        if sheet != PORTFOLIO_SHEET:
-            return None
-        r, c = coordinate_to_tuple(coord)
-        if r == 1:
-            return titles[c - 1] if c <= len(titles) else None
-        return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(names) else None
-
-    def cached(xml: bytes) -> bytes:
-        return with_caches(xml.decode("utf-8"), shown).encode("utf-8")
-
-    charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
-    wb.properties.created = dt.datetime(2000, 1, 1)
-    with tempfile.TemporaryFile() as saved:  # removed whatever happens
-        wb.save(saved)
-        saved.seek(0)
-        repack_to(saved, out, rewrite=charts)
+def _splice_rows(sheet_file: str, rows: BinaryIO) -> None:
+    """Put the table's rows (``rows``, XML from its start) into the worksheet file openpyxl
+    wrote with the header row alone: after the header, before the end of its ``sheetData``."""
+    with open(sheet_file, "rb") as handle:
+        written = handle.read()  # small: the header row, the widths, the page set-up
+    end = written.index(b"</sheetData>")
+    rows.seek(0)
+    with open(sheet_file, "wb") as handle:
+        handle.write(written[:end])
+        shutil.copyfileobj(rows, handle)
+        handle.write(written[end:])
 
 
 def _every_digit(cell) -> None:  # type: ignore[no-untyped-def]
@@ -352,9 +385,12 @@ def _page_setup(ws, landscape: bool, pages_wide: int) -> None:
 
 
 def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
-                   currency: str | None):
+                   currency: str | None, named: Sequence[str] | None = None,
+                   scenarios: dict[str, int] | None = None):
     """The sheet ``Summary``: the totals, one row per figure (label, total, how it is
-    totalled), as the Excel Table ``Totals``; the caller draws the charts beside it."""
+    totalled), as the Excel Table ``Totals``; the caller draws the charts beside it.
+    ``named`` and ``scenarios``: the sites' output columns and live scenarios, when the caller
+    has them (found from ``entries`` otherwise)."""
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.styles import Alignment, Font
     from openpyxl.worksheet.filters import AutoFilter
@@ -369,9 +405,11 @@ def _summary_sheet(wb, total: dict[str, float | None], entries: Sequence[Entry],
     figures = [("sites", "Sites", float(len(entries)), "#,##0", "count of the sites"),
                ("gpus", column_header("gpus", currency), total.get("gpus"), _number_format("gpus"),
                 "sum over the sites")]
-    scenarios = live_scenarios(entries)
+    if scenarios is None:
+        scenarios = live_scenarios(entries)
     # the figures that add up first, then those that do not (blank, with the reason)
-    names = sorted(output_columns(entries), key=lambda name: total.get(name) is None)
+    names = sorted(output_columns(entries) if named is None else named,
+                   key=lambda name: total.get(name) is None)
     for name in names:
         figures.append((name, column_header(name, currency), total.get(name), _number_format(name),
                         how_totalled(name, total.get(name), one_currency, scenarios)))

@@ -15,6 +15,7 @@ one follows from the sums, and say why the rest is blank.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from array import array
@@ -188,15 +189,25 @@ def applies(name: str, inputs: SiteInputs) -> bool:
 def value(name: str, inputs: SiteInputs, summary: dict[str, float | None],
           flat: dict[str, object]) -> object:
     """What the portfolio shows for one site in column ``name``: ``None`` for a blank cell."""
-    base, _, suffix = name.partition(".")
-    if suffix == NOTE:  # a source note, kept whether or not the input applies
-        return inputs.notes.get(base)
-    if not applies(name, inputs):
+    noted, when, is_output = _column(name)
+    if noted is not None:  # a source note, kept whether or not the input applies
+        return inputs.notes.get(noted)
+    if when is not None and inputs["ownership"] != when:  # see applies
         return None
-    found = summary[name] if output_of(name) else flat[name]
+    found = summary[name] if is_output else flat[name]
     if isinstance(found, float) and not math.isfinite(found):
         return None
     return found
+
+
+@functools.cache
+def _column(name: str) -> tuple[str | None, str | None, bool]:
+    """How :func:`value` reads column ``name``, found once a name (a table of many sites asks
+    for each cell): the input whose source note the column is (``None``: not a note), the
+    ownership the column applies to (``None``: any, see :data:`APPLIES_WHEN`), and whether it
+    is an output."""
+    base, _, suffix = name.partition(".")
+    return (base if suffix == NOTE else None, APPLIES_WHEN.get(base), bool(output_of(name)))
 
 
 def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
@@ -211,14 +222,21 @@ def columns(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
     first: dict[str, object] = {}
     differ: set[str] = set()
     noted: set[str] = set()
+    first_flat: dict[str, object] = {}
+    first_ownership = None
     # One pass, keeping each column's first value only: memory does not grow with the sites.
     for number, (inputs, _) in enumerate(entries):
         noted.update(inputs.notes)
         flat = inputs.flat()
         if number == 0:
             names = list(flat)
+            first_flat, first_ownership = flat, inputs["ownership"]
+        # A site of the first's ownership shows what the first does where its value is equal.
+        same_ownership = inputs["ownership"] == first_ownership
         for n in names:
             if n in ALWAYS or n in differ:
+                continue
+            if number and same_ownership and flat[n] == first_flat[n]:
                 continue
             key = _key(value(n, inputs, {}, flat))
             if number == 0:
@@ -293,16 +311,25 @@ def live_scenarios(entries: Sequence[Entry]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def totals(entries: Sequence[Entry]) -> dict[str, float | None]:
+def totals(entries: Sequence[Entry], *, named: Sequence[str] | None = None,
+           one_currency: bool | None = None, scenarios: dict[str, int] | None = None
+           ) -> dict[str, float | None]:
     """The totals: sums, portfolio ratios and ``None`` where no total makes sense (money of
     several currencies; the live scenario's figures of sites whose live scenarios differ: one
-    site's Optimised NPV added to others' Base NPVs is no figure of any scenario)."""
-    named = output_columns(entries)
+    site's Optimised NPV added to others' Base NPVs is no figure of any scenario).
+
+    ``named``, ``one_currency`` and ``scenarios`` are the sites' :func:`output_columns`, whether
+    they share one currency (:func:`currency_of`) and their :func:`live_scenarios`, when the
+    caller has them already: found from ``entries`` otherwise (a pass over the sites each).
+    """
+    if named is None:
+        named = output_columns(entries)
     out: dict[str, float | None] = {name: None for name in named}
     if not entries:
         return out
-    one_currency = currency_of(entries) is not None
-    one_scenario = len(live_scenarios(entries)) == 1
+    if one_currency is None:
+        one_currency = currency_of(entries) is not None
+    one_scenario = len(scenarios if scenarios is not None else live_scenarios(entries)) == 1
     summed = [name for name in named if name in SUMMED and (name not in _MONEY or one_currency)
               and (one_scenario or name not in _LIVE_TOTALS)]
     ratios = [name for name in ("tef_now", "tfi_now") if name in out]
