@@ -9,7 +9,8 @@ Generates a sites file of varied, valid sites, then in the same run and on the s
 3. one workbook's CPU time against deflating its own XML parts with the compressor the batch
    uses (ISA-L where installed, else zlib), and the worksheets' deflate level: size and speed at
    levels 0 (stored), 1 (the default), 6;
-4. peak memory with 1,000 and with 10,000 sites, to show that it does not grow with the sites.
+4. peak memory with 1,000 and with 10,000 sites (and any further sizes ``--large`` names), to
+   show that it does not grow with the sites.
 
 Each measurement runs in a fresh child process, so that its peak resident memory
 (``resource.getrusage``: the batch process itself, and the largest of its worker processes) is
@@ -17,6 +18,7 @@ its own. Usage::
 
     python benchmarks/batch.py                 # 1,000 sites, --jobs 2, 10,000 for memory
     python benchmarks/batch.py --sites 200 --large 0 --plain 5   # a quick look
+    python benchmarks/batch.py --large 10000 30000               # memory at two more sizes
 """
 
 from __future__ import annotations
@@ -128,8 +130,8 @@ def measure(*args: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sites", type=int, default=1000)
-    parser.add_argument("--large", type=int, default=10_000,
-                        help="sites for the memory comparison (0: skip)")
+    parser.add_argument("--large", type=int, nargs="+", default=[10_000],
+                        help="sites for the memory comparison, one or more sizes (0: skip)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--plain", type=int, default=20,
                         help="sites built the plain way (openpyxl full build + save)")
@@ -197,15 +199,18 @@ def main() -> None:
                   f"{r['workbooks'] / r['cpu_s']:7.1f} wb/cpu-s, "
                   f"{r['mean_kb']:7.0f} KB per workbook")
 
-        if args.large:
+        sizes = [n for n in args.large if n > 0]
+        if sizes:
+            print(f"\nmemory, --jobs {args.jobs}: {args.sites:,} sites peak "
+                  f"{many['peak_mb']:.0f} MB (workers {many['worker_peak_mb']:.0f} MB)")
+        for count in sizes:
             large = work / "large.csv"
-            generate_sites(large, args.large)
+            generate_sites(large, count)
             r = measure("batch", str(large), str(_fresh(work / "large")), str(args.jobs),
                         str(COMPRESSION_LEVEL))
-            print(f"\nmemory, --jobs {args.jobs}: {args.sites:,} sites peak "
-                  f"{many['peak_mb']:.0f} MB (workers {many['worker_peak_mb']:.0f} MB); "
-                  f"{args.large:,} sites peak "
-                  f"{r['peak_mb']:.0f} MB (workers {r['worker_peak_mb']:.0f} MB), "
+            shutil.rmtree(work / "large", ignore_errors=True)  # about 1 MB a workbook
+            print(f"  {count:,} sites peak {r['peak_mb']:.0f} MB "
+                  f"(workers {r['worker_peak_mb']:.0f} MB), "
                   f"{r['workbooks'] / r['seconds']:.1f} wb/s, "
                   f"{r['workbooks'] / r['cpu_s']:.1f} wb/cpu-s")
     finally:

@@ -372,6 +372,25 @@ def test_one_stencil_fills_site_after_site_as_a_fresh_one_does():
     assert b"Oslo" not in pickle.dumps(used)
 
 
+def test_each_cell_keeps_a_bounded_number_of_values_however_many_sites(monkeypatch):
+    """The XML a stencil keeps between sites is bounded by cell: a text of each site's own
+    (its name) is let go once its cell holds ``_MADE_PER_CELL`` values, so memory does not grow
+    with the sites, and each site's file is still the one a fresh stencil writes."""
+    from tokenfactory_xl.workbook import stencil as engine
+
+    monkeypatch.setattr(engine, "_MADE_PER_CELL", 3)
+    used = Stencil(template(), CELLS)
+    for i in range(10):
+        site = values(f"Site {i}", 1024 + i, dt.date(2027, 1 + i % 2, 1), 0.3)
+        assert used.fill(site) == Stencil(template(), CELLS).fill(site)
+        for sheet in used._sheets.values():
+            assert all(len(shown) <= 3 for shown in sheet._made.values())
+    inputs = used._sheets["Inputs"]
+    name, start = inputs.refs.index("B1"), inputs.refs.index("B3")
+    assert 1 <= len(inputs._made[name]) <= 3  # a name a site: let go as it comes
+    assert len(inputs._made[start]) == 2  # two start dates, kept for every site
+
+
 def test_blanks_made_in_bulk_are_what_one_blank_cell_writes():
     """A sheet makes its blanks from the cells' parts, thousands at a time, without the rule
     of :func:`_cell_xml`: each must be the XML that rule gives the cell for ``""`` (a formula's

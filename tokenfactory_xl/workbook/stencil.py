@@ -130,8 +130,11 @@ _EMPTY = b"/>"
 #: What parts a kept sheet's texts: a character no XML document holds, even escaped.
 _APART = "\0"
 
-#: The most cells' XML a sheet keeps between sites (:meth:`_SheetStencil.render`).
-_MADE_MOST = 20_000
+#: The most values a cell keeps its XML for between sites (:meth:`_SheetStencil.render`): more
+#: than the start months, currencies or GPU models of any batch's sites, so that what recurs is
+#: made once; a text of each site's own (its name, in titles of a few KB of XML each) takes
+#: one of them and is let go with the others when the cell has this many.
+_MADE_PER_CELL = 64
 
 
 class _SheetStencil:
@@ -210,6 +213,8 @@ class _SheetStencil:
         parts[1::2] = b""
         self._parts = parts
         self._blank = np.full(count, None, dtype=object)  # each cell's XML as a blank, once made
+        # cell index → (type, value) → the XML made for it, kept between sites (:meth:`render`)
+        self._made: dict[int, dict[tuple[type, object], bytes]] = {}
 
     @property
     def index(self) -> dict[str, int]:
@@ -250,20 +255,27 @@ class _SheetStencil:
         if blanks.size:  # every blank at once (the IRR sheet has thousands)
             parts[2 * blanks] = self._blanks(blanks)
         # the other cells (the currency's units, "OK", "none", dates: some 850 a workbook) mostly
-        # show what they showed for the site before: their XML is kept, by cell and value
-        made = self.__dict__.setdefault("_made", {})
-        if len(made) > _MADE_MOST:  # a text of each site's own (its name) must not pile up
-            made.clear()
+        # show what they showed for the site before: their XML is kept, by cell and value, for
+        # at most _MADE_PER_CELL values a cell. A bound by cell, not by sheet: the cells that
+        # show each site's name (the XML before the cell included: 12 KB a site) would
+        # otherwise pile up until a sheet's bound, and the XML of the cells whose values recur
+        # would go with them.
+        made = self._made
         for index in rest[~blank].tolist():
             value = values.value_at(index)
             if type(value) is int:
                 parts[2 * index + 1] = str(value).encode() + _END
                 continue
-            key = (index, type(value), value)
-            xml = made.get(key)
+            shown = made.get(index)
+            if shown is None:
+                shown = made[index] = {}
+            key = (type(value), value)
+            xml = shown.get(key)
             if xml is None:
+                if len(shown) >= _MADE_PER_CELL:
+                    shown.clear()
                 segment, cell = self._cell(index)
-                xml = made[key] = segment + (
+                xml = shown[key] = segment + (
                     cell.original if value is _ABSENT else _cell_xml(cell, value)).encode()
             parts[2 * index] = xml
         return b"".join(parts.tolist())
