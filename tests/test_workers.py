@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import time
 
 import pytest
@@ -86,6 +87,60 @@ def test_leaving_the_block_before_any_run_stops_the_workers():
         assert len(multiprocessing.active_children()) == 2
         raise ValueError("bad sites file")  # a batch whose sites file is refused
     assert multiprocessing.active_children() == []
+
+
+# A parent that starts three workers, gives each a chunk to finish, says their process ids and
+# waits: the test then kills it outright, as the system does when memory runs out.
+_KILLED_PARENT = """
+import sys, time
+from tokenfactory_xl.portfolio.workers import Workers
+sys.path.insert(0, sys.argv[1])
+from test_workers import slow
+with Workers(slow, 3) as pool:
+    results = pool.imap_unordered(range(6), chunk=2)
+    next(results)
+    print(*(p.pid for p in pool._workers.values()), flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no SIGKILL; workers are spawned there")
+def test_workers_leave_when_their_parent_is_killed():
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    parent = subprocess.Popen([sys.executable, "-c", _KILLED_PARENT, str(Path(__file__).parent)],
+                              stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    try:
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(pids) == 3
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        parent.stdout.close()
+
+    def alive(pid: int) -> bool:
+        if not os.path.isdir("/proc"):  # macOS: an orphan's end is reaped at once
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as stat:  # a zombie has left, waiting to be reaped
+                return stat.read().rpartition(")")[2].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 60
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if alive(pid)]
+    for pid in left:  # not to leave them behind when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"workers {left} still ran after their parent was killed"
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 3, 8])

@@ -8,8 +8,11 @@ chunks of tasks, collects the results from whichever worker is ready, and on any
 :class:`~tokenfactory_xl.portfolio.interrupts.Stopped` included — kills every worker and waits for
 it before the exception goes on, so the caller's clean-up runs after the last worker is gone.
 
-Workers ignore SIGINT and SIGTERM: the parent decides. When the parent itself dies, a worker
-finds its pipe closed at its next hand-over and leaves.
+Workers ignore SIGINT and SIGTERM: the parent decides. When the parent itself dies (killed
+outright, or by the system when memory runs out), a worker finds its pipe closed at its next
+hand-over and leaves: a forked worker first closes the copies it inherited of the parent's ends
+of the pipes (its own and the earlier workers'), so that the parent's end is held by the parent
+alone and closes with it.
 """
 
 from __future__ import annotations
@@ -58,10 +61,14 @@ def _ignore_stops() -> None:
 
 
 def _serve(conn: Connection, func: Callable[[T], R],
-           initializer: Callable[..., None] | None, initargs: tuple) -> None:
+           initializer: Callable[..., None] | None, initargs: tuple,
+           parents: tuple[Connection, ...] = ()) -> None:
     """A worker's life: take a chunk, hand back its results (or the exception), until told to
-    stop (``None``) or the parent is gone."""
+    stop (``None``) or the parent is gone. ``parents``: the parent's ends of the pipes, which a
+    forked worker holds copies of (closed here: else the worker's own pipe never closes)."""
     _ignore_stops()
+    for inherited in parents:
+        inherited.close()
     if initializer is not None:
         initializer(*initargs)
     # What the worker holds for its whole life (the template, the compiled model) is never
@@ -95,13 +102,17 @@ class Workers:
     def __init__(self, func: Callable[[T], R], jobs: int, *,
                  initializer: Callable[..., None] | None = None, initargs: tuple = ()):
         ctx = multiprocessing.get_context()
+        # A forked worker starts with a copy of every descriptor the parent has; a spawned one
+        # (or one forked from a server) only with what it is given.
+        forked = ctx.get_start_method() == "fork"
         self.jobs = jobs
         self._workers: dict[Connection, multiprocessing.process.BaseProcess] = {}
         try:
             for _ in range(jobs):
                 parent, child = ctx.Pipe()
-                process = ctx.Process(target=_serve, args=(child, func, initializer, initargs),
-                                      daemon=True)
+                parents = (*self._workers, parent) if forked else ()
+                process = ctx.Process(target=_serve, args=(child, func, initializer, initargs,
+                                                           parents), daemon=True)
                 process.start()
                 child.close()
                 self._workers[parent] = process
