@@ -221,3 +221,37 @@ def test_control_characters_are_shown_escaped_in_messages(tmp_path):
     assert "row 2: site_name=Red\\u001b[31m: contains control characters" in proc.stderr
     assert "row 3: gpus=\\u001b[2J: is not a number" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_file_read_under_a_limit_is_read_whole_without_reserving_the_limit(tmp_path,
+                                                                             monkeypatch):
+    """A sites file is read under a limit of some 200 MB; a small one costs its own size, not
+    the limit's, and one read in many pieces is the whole file."""
+    import tracemalloc
+
+    small = tmp_path / "sites.csv"
+    small.write_bytes(b"site_name,gpus\nLyon,512\n")
+    tracemalloc.start()
+    try:
+        assert files.read_regular(small, 200 * 2**20) == small.read_bytes()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**16  # its own 24 bytes, not the limit's 200 MB
+    data = bytes(range(256)) * 40
+    several = tmp_path / "several.bin"
+    several.write_bytes(data)
+    assert files.read_regular(several, len(data)) == data
+    assert files.read_regular(several) == data
+    # A file that grows after its size was taken is read on in pieces, up to the limit.
+    fstat = os.fstat
+
+    def ten_bytes_then(fd):
+        found = fstat(fd)
+        return os.stat_result((*found[:6], 10, *found[7:]))  # st_size as it was
+
+    monkeypatch.setattr(files, "_PIECE", 7)
+    monkeypatch.setattr(files.os, "fstat", ten_bytes_then)
+    assert files.read_regular(several, len(data)) == data
+    with pytest.raises(files.NotARegularFile, match="grew past"):
+        files.read_regular(several, len(data) - 1)

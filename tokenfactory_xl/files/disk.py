@@ -140,11 +140,27 @@ def read_regular(path: str | os.PathLike, max_bytes: int | None = None) -> bytes
     """The whole content of a regular file (see :func:`open_regular`); never more than
     ``max_bytes``, even of a file that grows while it is read."""
     with open_regular(path, max_bytes) as handle:
-        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        if max_bytes is None:
+            data = handle.read()
+        else:  # ``read(max_bytes + 1)`` would reserve the whole limit, whatever the file
+            parts, left = [], max_bytes + 1
+            piece = os.fstat(handle.fileno()).st_size + 1  # the file as it is, then what it grew
+            while left > 0:
+                want = min(left, piece)
+                parts.append(handle.read(want))
+                left -= len(parts[-1])
+                if len(parts[-1]) < want:  # its end
+                    break
+                piece = _PIECE
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
     if max_bytes is not None and len(data) > max_bytes:
         raise NotARegularFile(path, f"grew past {_size(max_bytes)} while it was read",
                               "read it once it is complete")
     return data
+
+
+#: How much :func:`read_regular` reads at a time of a file that grew while it was read.
+_PIECE = 1 << 20
 
 
 def _size(count: int) -> str:
