@@ -2,9 +2,10 @@
 
 :func:`write_portfolio_to` is how :mod:`tokenfactory_xl.portfolio.book` wrote the portfolio before
 its table's rows were written as text: a write-only cell per cell, with its number format, every
-row made twice (once for the widths, once to write it). ``tests/test_portfolio_bytes.py`` holds
-the package's portfolio to these bytes, whole file for whole file.
-"""
+row made twice (once for the widths, once to write it), the header's cells made here too. The
+sheet's layout, its Excel Table and the Summary's charts are the package's own helpers, which
+neither way of writing the rows touches. ``tests/test_portfolio_bytes.py`` holds the package's
+portfolio to these bytes, whole file for whole file."""
 
 from __future__ import annotations
 
@@ -17,17 +18,13 @@ from typing import BinaryIO
 from tokenfactory_xl.portfolio.book import (
     CHART_SITES,
     PORTFOLIO_SHEET,
-    SUMMARY_CHARTS,
-    TABLE_NAME,
-    TABLE_PAGES_WIDE,
-    _add_table,
+    _chart_caches,
     _every_digit,
-    _lines,
     _number_format,
-    _page_setup,
-    _risk_chart,
+    _sites_table,
+    _summary_charts,
     _summary_sheet,
-    _width,
+    _table_layout,
 )
 from tokenfactory_xl.portfolio.contents import (
     Entry,
@@ -41,7 +38,6 @@ from tokenfactory_xl.portfolio.contents import (
     totals,
 )
 from tokenfactory_xl.tfom.inputs import NOTE
-from tokenfactory_xl.workbook.charts import with_caches
 from tokenfactory_xl.workbook.stencil import repack_to
 
 
@@ -88,13 +84,8 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     """Write the portfolio workbook to ``out``, every cell through openpyxl."""
     from openpyxl import Workbook
     from openpyxl.cell import WriteOnlyCell
-    from openpyxl.chart import BarChart, Reference
     from openpyxl.comments import Comment
     from openpyxl.styles import Alignment, Font
-    from openpyxl.utils import get_column_letter
-    from openpyxl.utils.cell import coordinate_to_tuple
-    from openpyxl.worksheet.filters import AutoFilter
-    from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
     input_cols, output_cols = columns(entries)
     names = input_cols + output_cols
@@ -121,17 +112,7 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     wb.properties.creator = "tokenfactory_xl"
     wb.properties.title = "TFOM portfolio"
     ws = wb.create_sheet(PORTFOLIO_SHEET)
-    ws.freeze_panes = "B2"
-    _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
-    ws.print_title_rows = "1:1"
-    ws.print_title_cols = "A:A"
-    widths = []
-    for index, title in enumerate(titles):
-        width = _width(widest[index], title)
-        widths.append(width)
-        ws.column_dimensions[get_column_letter(index + 1)].width = width
-    ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
-                                                                         strict=True))
+    _table_layout(ws, titles, widest)
 
     bold = Font(bold=True)
     header_row = []
@@ -158,53 +139,17 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
                 _every_digit(cell)
             cells.append(cell)
         ws.append(cells)
-    ref = f"A1:{get_column_letter(len(names))}{max(n, 1) + 1}"
-    table = Table(displayName=TABLE_NAME, ref=ref, autoFilter=AutoFilter(ref=ref))
-    table.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
-    table.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
-    _add_table(ws, table)
+    _sites_table(ws, titles, n)
 
     total = totals(entries)
     summary = _summary_sheet(wb, total, entries, currency)
     wb.active = 1
 
+    # The charts and their caches are the package's own (tests/test_portfolio.py reads them):
+    # what this oracle holds the package to is the table's cells and the workbook's styles.
     if n:
-        chart = BarChart()
-        chart.type = "bar"
-        title = "TFI now against breakeven utilisation"
-        chart.y_axis.title = "share of theoretical capacity"
-        chart.y_axis.number_format = "0%"
-        chart.y_axis.majorGridlines = None
-        chart.x_axis.scaling.orientation = "maxMin"
-        shown = min(n, CHART_SITES)
-        for name in ("tfi_now", "breakeven_util"):
-            if name not in names:
-                continue
-            col = names.index(name) + 1
-            chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
-                           titles_from_data=True)
-        chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
-        chart.height = max(9.0, 0.6 * shown + 3)
-        chart.width = 24
-        chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
-        summary.add_chart(chart, SUMMARY_CHARTS)
-        if "npv_p10" in names:
-            column = "".join(filter(str.isalpha, SUMMARY_CHARTS))
-            summary.add_chart(_risk_chart(ws, names, shown, n, currency),
-                              f"{column}{int(chart.height * 2) + 3}")
-
-    def shown(sheet: str, coord: str) -> object:
-        if sheet != PORTFOLIO_SHEET:
-            return None
-        r, c = coordinate_to_tuple(coord)
-        if r == 1:
-            return titles[c - 1] if c <= len(titles) else None
-        return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(names) else None
-
-    def cached(xml: bytes) -> bytes:
-        return with_caches(xml.decode("utf-8"), shown).encode("utf-8")
-
-    charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
+        _summary_charts(summary, ws, names, n, currency)
+    charts = _chart_caches(titles, rows) if n else {}
     wb.properties.created = dt.datetime(2000, 1, 1)
     with tempfile.TemporaryFile() as saved:
         wb.save(saved)

@@ -186,11 +186,6 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
     there member by member, so a table of 10,000 sites is never held whole in memory.
     """
     from openpyxl import Workbook
-    from openpyxl.chart import BarChart, Reference
-    from openpyxl.utils import get_column_letter
-    from openpyxl.utils.cell import coordinate_to_tuple
-    from openpyxl.worksheet.filters import AutoFilter
-    from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
 
     input_cols, output_cols = columns(entries)
     names = input_cols + output_cols
@@ -222,25 +217,9 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
                 rows.append(row)
             table.write(table_rows.row(number, row))
 
-        ws.freeze_panes = "B2"
-        _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
-        # each page repeats the header and the site names
-        ws.print_title_rows = "1:1"
-        ws.print_title_cols = "A:A"
-        widths = []
-        for index, title in enumerate(titles):
-            width = _width(widest[index], title)
-            widths.append(width)
-            ws.column_dimensions[get_column_letter(index + 1)].width = width
-        ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
-                                                                             strict=True))
+        _table_layout(ws, titles, widest)
         ws.append(header_row)
-        # A table needs a data row: with no site, the range is the header and one empty row.
-        ref = f"A1:{get_column_letter(len(names))}{max(n, 1) + 1}"
-        sites = Table(displayName=TABLE_NAME, ref=ref, autoFilter=AutoFilter(ref=ref))
-        sites.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
-        sites.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
-        _add_table(ws, sites)
+        _sites_table(ws, titles, n)
 
         scenarios = live_scenarios(entries)
         total = totals(entries, named=output_cols, one_currency=currency is not None,
@@ -249,44 +228,8 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
         wb.active = 1  # the portfolio opens on its answer; the table stays the first sheet
 
         if n:
-            chart = BarChart()
-            chart.type = "bar"
-            title = "TFI now against breakeven utilisation"
-            chart.y_axis.title = "share of theoretical capacity"
-            chart.y_axis.number_format = "0%"
-            chart.y_axis.majorGridlines = None
-            chart.x_axis.scaling.orientation = "maxMin"  # the first site on top, as in the table
-            shown = min(n, CHART_SITES)
-            for name in ("tfi_now", "breakeven_util"):
-                if name not in names:
-                    continue
-                col = names.index(name) + 1
-                chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
-                               titles_from_data=True)
-            chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
-            chart.height = max(9.0, 0.6 * shown + 3)
-            chart.width = 24
-            chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
-            # beside the totals (a table of four columns), not the sites' table of sixty
-            summary_ws.add_chart(chart, SUMMARY_CHARTS)
-            if "npv_p10" in names:
-                column = "".join(filter(str.isalpha, SUMMARY_CHARTS))
-                summary_ws.add_chart(_risk_chart(ws, names, shown, n, currency),
-                                     f"{column}{int(chart.height * 2) + 3}")
-
-        def shown_value(sheet: str, coord: str) -> object:
-            """What a cell of the Portfolio sheet holds, for the charts' caches."""
-            if sheet != PORTFOLIO_SHEET:
-                return None
-            r, c = coordinate_to_tuple(coord)
-            if r == 1:
-                return titles[c - 1] if c <= len(titles) else None
-            return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(names) else None
-
-        def cached(xml: bytes) -> bytes:
-            return with_caches(xml.decode("utf-8"), shown_value).encode("utf-8")
-
-        charts = {f"xl/charts/chart{i}.xml": cached for i in (1, 2)} if n else {}
+            _summary_charts(summary_ws, ws, names, n, currency)
+        charts = _chart_caches(titles, rows) if n else {}
         wb.properties.created = dt.datetime(2000, 1, 1)
         ws.close()  # the sheet's file, the header row its only row: the sites' rows go in
         table.flush()
@@ -295,6 +238,91 @@ def write_portfolio_to(out: BinaryIO, entries: Sequence[Entry]) -> None:
         wb.save(saved)
         saved.seek(0)
         repack_to(saved, out, rewrite=charts)
+
+
+def _table_layout(ws, titles: list[str], widest: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """The Portfolio sheet's panes, print setup, column widths (for the longest text a column
+    shows, ``widest``) and the header row's height."""
+    from openpyxl.utils import get_column_letter
+
+    ws.freeze_panes = "B2"
+    _page_setup(ws, landscape=True, pages_wide=TABLE_PAGES_WIDE)
+    # each page repeats the header and the site names
+    ws.print_title_rows = "1:1"
+    ws.print_title_cols = "A:A"
+    widths = []
+    for index, title in enumerate(titles):
+        width = _width(widest[index], title)
+        widths.append(width)
+        ws.column_dimensions[get_column_letter(index + 1)].width = width
+    ws.row_dimensions[1].height = 15 * max(_lines(t, w) for t, w in zip(titles, widths,
+                                                                         strict=True))
+
+
+def _sites_table(ws, titles: list[str], n: int) -> None:  # type: ignore[no-untyped-def]
+    """The Excel Table ``Sites`` over the header and the ``n`` sites' rows."""
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.filters import AutoFilter
+    from openpyxl.worksheet.table import Table, TableColumn, TableStyleInfo
+
+    # A table needs a data row: with no site, the range is the header and one empty row.
+    ref = f"A1:{get_column_letter(len(titles))}{max(n, 1) + 1}"
+    sites = Table(displayName=TABLE_NAME, ref=ref, autoFilter=AutoFilter(ref=ref))
+    sites.tableColumns = [TableColumn(id=i + 1, name=t) for i, t in enumerate(titles)]
+    sites.tableStyleInfo = TableStyleInfo(name="TableStyleMedium2", showRowStripes=True)
+    _add_table(ws, sites)
+
+
+def _summary_charts(summary_ws, ws, names: list[str], n: int,  # type: ignore[no-untyped-def]
+                    currency: str | None) -> None:
+    """The Summary sheet's charts of the first :data:`CHART_SITES` of the ``n`` sites: TFI now
+    against breakeven utilisation, and with the risk columns each site's NPV from P10 to P90."""
+    from openpyxl.chart import BarChart, Reference
+
+    chart = BarChart()
+    chart.type = "bar"
+    title = "TFI now against breakeven utilisation"
+    chart.y_axis.title = "share of theoretical capacity"
+    chart.y_axis.number_format = "0%"
+    chart.y_axis.majorGridlines = None
+    chart.x_axis.scaling.orientation = "maxMin"  # the first site on top, as in the table
+    shown = min(n, CHART_SITES)
+    for name in ("tfi_now", "breakeven_util"):
+        if name not in names:
+            continue
+        col = names.index(name) + 1
+        chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=shown + 1),
+                       titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=shown + 1))
+    chart.height = max(9.0, 0.6 * shown + 3)
+    chart.width = 24
+    chart.title = title + (f" (first {shown} of {n} sites)" if n > shown else "")
+    # beside the totals (a table of four columns), not the sites' table of sixty
+    summary_ws.add_chart(chart, SUMMARY_CHARTS)
+    if "npv_p10" in names:
+        column = "".join(filter(str.isalpha, SUMMARY_CHARTS))
+        summary_ws.add_chart(_risk_chart(ws, names, shown, n, currency),
+                             f"{column}{int(chart.height * 2) + 3}")
+
+
+def _chart_caches(titles: list[str], rows: list[list[object]]) -> dict:
+    """The rewrite of each chart member that gives its series the values of the cells they read
+    (the header's ``titles``, the first sites' ``rows``), for :func:`repack_to`."""
+    from openpyxl.utils.cell import coordinate_to_tuple
+
+    def shown_value(sheet: str, coord: str) -> object:
+        """What a cell of the Portfolio sheet holds."""
+        if sheet != PORTFOLIO_SHEET:
+            return None
+        r, c = coordinate_to_tuple(coord)
+        if r == 1:
+            return titles[c - 1] if c <= len(titles) else None
+        return rows[r - 2][c - 1] if r - 2 < len(rows) and c <= len(titles) else None
+
+    def cached(xml: bytes) -> bytes:
+        return with_caches(xml.decode("utf-8"), shown_value).encode("utf-8")
+
+    return {f"xl/charts/chart{i}.xml": cached for i in (1, 2)}
 
 
 def _header_cells(ws, names: list[str], titles: list[str], currency: str | None) -> list:  # type: ignore[no-untyped-def]
