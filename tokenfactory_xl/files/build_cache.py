@@ -61,8 +61,8 @@ _PICKLED = b"\x80"
 VERSIONS_KEPT = 3
 #: A kept file not used for this many days is removed when a build is kept.
 UNUSED_DAYS = 30
-#: The name of a file this module keeps: ``<name>-<fingerprint>.pickle``.
-_KEPT_FILE = re.compile(r"(?P<name>[a-z0-9-]+)-[0-9a-f]{20}\.pickle")
+#: The name of a file this module keeps: ``<name>-<fingerprint>`` and :data:`_SUFFIX`.
+_KEPT_FILE = re.compile(r"(?P<name>[a-z0-9-]+)-[0-9a-f]{20}" + re.escape(_SUFFIX))
 
 
 def _deflate() -> str:
@@ -226,7 +226,9 @@ def _prune(where: Path, name: str) -> None:
     :data:`UNUSED_DAYS` days. Files not named as :func:`kept` names them are left alone."""
     unused_since = time.time() - UNUSED_DAYS * 86_400
     versions = []
-    for entry in os.scandir(where):
+    with os.scandir(where) as entries:
+        found = list(entries)
+    for entry in found:
         match = _KEPT_FILE.fullmatch(entry.name)
         if match is None or not entry.is_file(follow_symlinks=False):
             continue
