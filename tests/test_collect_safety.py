@@ -163,6 +163,20 @@ def test_a_file_name_with_a_bidi_override_is_refused_and_shown_escaped(generated
     assert "U+202E (a bidirectional control)" in line
 
 
+def test_a_folder_named_in_another_encoding_is_refused_not_a_traceback(generated, tmp_path):
+    # a folder whose name is not UTF-8 (made on a system set to Latin-1): the portfolio and the
+    # report could not store its path, so each file in it is refused, and the run goes on
+    inbox = tmp_path / b"r\xe9sultats".decode("utf-8", "surrogateescape")
+    copy(generated["Alpha"], inbox)
+    proc = collect(inbox.name, "-o", "p.xlsx", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if "Alpha" in x]
+    assert line.startswith("refused") and "r\\udce9sultats" in line
+    assert "U+DCE9 (a byte that is not UTF-8) at character 2" in line
+    assert (tmp_path / "p.xlsx").is_file() and (tmp_path / "p-report.md").is_file()
+
+
 # -- outputs never replace inputs -----------------------------------------------------------------
 def test_an_output_named_like_a_collected_workbook_is_refused_even_with_force(generated,
                                                                                 tmp_path):

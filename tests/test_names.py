@@ -51,6 +51,36 @@ def test_a_hidden_character_in_a_name_is_refused_naming_it(char, said):
     assert f"contains control characters: {said} at character 6" in problem.message
 
 
+def test_a_byte_that_is_not_utf8_in_a_name_is_refused_and_echoed_escaped():
+    # a name typed in a terminal set to Latin-1 reaches Python with the byte as a lone surrogate
+    typed = b"Z\xfcrich".decode("utf-8", "surrogateescape")
+    with pytest.raises(InputError) as caught:
+        make_inputs({"site_name": typed})
+    (problem,) = caught.value.problems
+    assert "U+DCFC (a byte that is not UTF-8) at character 2" in problem.message
+    assert "set to another encoding than UTF-8" in problem.message
+    assert str(problem).startswith("site_name=Z\\udcfcrich: ")  # echoed as its escape
+
+
+def test_a_name_typed_in_another_encoding_stops_template_with_one_line(tmp_path):
+    typed = b"Z\xfcrich".decode("utf-8", "surrogateescape")
+    proc = command.run("template", "-o", "z.xlsx", "--set", f"site_name={typed}", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("tokenfactory-xl: site_name=Z\\udcfcrich: cannot be stored")
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "z.xlsx").exists()
+
+
+def test_a_hidden_character_is_echoed_as_its_escape_not_as_itself():
+    with pytest.raises(InputError) as caught:
+        make_inputs({"site_name": "Frank\u202efurt"})
+    assert "\u202e" not in str(caught.value)
+    assert str(caught.value).startswith("site_name=Frank\\u202efurt: ")
+    with pytest.raises(InputError) as caught:
+        make_inputs({"site_name": "Frank \u200bfurt"})  # quoted: repr escapes it
+    assert str(caught.value).startswith("site_name='Frank \\u200bfurt': ")
+
+
 def test_names_are_read_composed():
     assert make_inputs({"site_name": DECOMPOSED})["site_name"] == COMPOSED
     assert unicodedata.is_normalized("NFC", safe_file_stem(DECOMPOSED))

@@ -70,6 +70,14 @@ def test_a_note_with_a_hidden_character_is_refused_naming_it():
     assert "type the note again without them" in text
 
 
+def test_a_note_with_a_byte_that_is_not_utf8_is_refused_naming_it():
+    with pytest.raises(InputError) as info:
+        make_inputs({"gpus.note": b"PO \xa74411".decode("utf-8", "surrogateescape")})
+    text = str(info.value)
+    assert "gpus.note" in text and "U+DCA7 (a byte that is not UTF-8) at character 4" in text
+    assert "type the note again in UTF-8" in text
+
+
 def test_a_note_longer_than_a_cell_is_refused_showing_only_its_start():
     with pytest.raises(InputError) as info:
         make_inputs({"gpus.note": "x" * (NOTE_MAX_CHARS + 1)})

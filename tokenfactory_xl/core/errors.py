@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .names import shown
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -78,10 +80,12 @@ class InputError(TokenFactoryError, ValueError):
 
 
 def _show(value: object) -> str:
-    """How a user's value is echoed back: text in quotes, numbers as typed."""
+    """How a user's value is echoed back: text in quotes, numbers as typed; a hidden character
+    (a control character, an invisible one, a byte that is not UTF-8) as its escape
+    (:func:`~.names.shown`, or ``repr`` in quotes), so the message shows where it is."""
     if isinstance(value, str):
         plain = value and value == value.strip() and not any(c in value for c in " '\"=")
-        return value if plain else repr(value)
+        return shown(value) if plain else repr(value)  # repr escapes what does not print
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return str(value)

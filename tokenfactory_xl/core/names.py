@@ -32,12 +32,17 @@ INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u20
              "\ufeff\uffa0\U000e0000-\U000e007f")
 #: The line and paragraph separators: a line break that no ``\n`` test finds.
 SEPARATORS = "\u2028\u2029"
-#: Every character a name may not hold: control characters, and the three kinds above.
-HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
+#: Lone surrogates: no character at all, but how Python holds a byte that is not UTF-8 (a name
+#: typed in a terminal set to another encoding reaches the command line so); no file can store
+#: one, so a workbook could not be written with it.
+SURROGATES = "\ud800-\udfff"
+#: Every character a name may not hold: control characters, and the four kinds above.
+HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}{SURROGATES}]")
 #: Every character a free text (an input's source note) may not hold: those of a name but the
 #: line break and the tab, which a note written on several lines holds.
 HIDDEN_IN_TEXT = re.compile(
-    rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
+    rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}{SURROGATES}]")
+_NOT_UTF8 = re.compile(f"[{SURROGATES}]")
 
 _WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
          "\u2028": "a line separator", "\u2029": "a paragraph separator",
@@ -53,6 +58,8 @@ def _what(char: str) -> str:
         return "a bidirectional control"
     if re.match(rf"[{INVISIBLE}]", char):
         return "an invisible character"
+    if re.match(rf"[{SURROGATES}]", char):
+        return "a byte that is not UTF-8"
     return "a control character"
 
 
@@ -83,8 +90,20 @@ def hidden(text: str, pattern: re.Pattern[str] = HIDDEN) -> str:
     return ", ".join(found)
 
 
+def not_utf8(text: str) -> str:
+    """Why a text holding bytes that are not UTF-8 (lone surrogates) is refused, or ``""``."""
+    which = hidden(text, _NOT_UTF8)
+    if not which:
+        return ""
+    return (f"cannot be stored: {which}; the terminal or file it came from is set to another "
+            "encoding than UTF-8")
+
+
 def problem(text: str) -> str:
     """Why a name holding hidden characters is refused, or ``""`` when it holds none."""
+    which = not_utf8(text)
+    if which:
+        return which
     which = hidden(text)
     if not which:
         return ""

@@ -38,7 +38,7 @@ from ..core.catalogue import (
     name_fix,
 )
 from ..core.errors import InputError, Problem
-from ..core.names import HIDDEN_IN_TEXT, hidden
+from ..core.names import HIDDEN_IN_TEXT, hidden, not_utf8
 
 #: The suffix of an input's source note: ``gpus.note`` (:func:`split_key`).
 NOTE = "note"
@@ -294,6 +294,8 @@ def note_text(value: object) -> str:
     else:
         text = str(value)
     text = text.replace("\r\n", "\n").strip()
+    if not_utf8(text):
+        raise BadValue(not_utf8(text), "type the note again in UTF-8")
     which = hidden(text, HIDDEN_IN_TEXT)
     if which:
         raise BadValue(f"contains control characters: {which}, which do not show or change how "
