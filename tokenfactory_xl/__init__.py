@@ -24,7 +24,7 @@ only from those below it; ``docs/architecture.md`` draws them):
 
 #: The version of the package and of the model it computes (version 3 of the TFOM), shown on the
 #: workbook's Cover as ``tfom_version`` and in the README.
-__version__ = "3.1.4"
+__version__ = "3.1.5"
 
 __all__ = ["InputError", "Problem", "Result", "SiteInputs", "__version__", "make_inputs", "run"]
 

@@ -5,8 +5,8 @@ into its requirements.txt tab the lines of the requirements.txt beside this file
 (numpy, xlwings>=0.35,<0.38): numpy and xlwings are all this file needs. Then type, for example,
 =TEF(210000, 700000) into a cell. Pasting it again (a newer version) replaces the functions.
 
-Written by `tokenfactory-xl lite` from tokenfactory_xl 3.1.4; do not edit it by hand: write
-it again with that command. It holds the source of the package's modules addin, core, core.economics, core.errors, core.specs, core.roofline, core.serving, core.names, core.number_text, core.catalogue, addin.params, addin.cells, addin.udfs and its
+Written by `tokenfactory-xl lite` from tokenfactory_xl 3.1.5; do not edit it by hand: write
+it again with that command. It holds the source of the package's modules addin, core, core.economics, core.names, core.errors, core.specs, core.roofline, core.serving, core.number_text, core.catalogue, addin.params, addin.cells, addin.udfs and its
 data files, loads them as the package tokenfactory_xl and exposes every Excel function of
 tokenfactory_xl.udfs (27 functions): the same functions, with the same names, arguments
 and help, as desktop Excel gets.
@@ -21,7 +21,7 @@ import linecache as _linecache
 import sys as _sys
 
 _PACKAGE = "tokenfactory_xl"
-_VERSION = "3.1.4"
+_VERSION = "3.1.5"
 
 # The package's modules, as text: dependencies first.
 _SOURCES = {
@@ -542,6 +542,160 @@ def decode_tps_from_blend(tps: ArrayLike, output_share: ArrayLike,
     o, r = _f(output_share), _f(prefill_decode_ratio)
     return _out(_f(tps) * (_div(1 - o, r) + o))
 ''',
+    'tokenfactory_xl.core.names': r'''"""One rule for the names people type: a site's, a cohort's, a GPU model's, a file's.
+
+A site's name becomes a file name, a row of the portfolio, a line of the report and the key that
+tells two sites apart. Two names that look the same must therefore be the same name, and a name
+must look like what it is:
+
+- **Unicode NFC.** ``Zürich`` typed on a Mac (``u`` + a combining diaeresis) and on Windows (one
+  ``ü``) is one name: every name is read in its composed form (NFC), and names are compared
+  composed and without regard to case (:func:`key`).
+- **No hidden characters.** Control characters (a tab, a line break), the line and paragraph
+  separators U+2028/U+2029, the bidirectional controls (a right-to-left override makes
+  ``invoice`` + U+202E + ``xslx.exe`` show as another name) and the invisible characters (a
+  zero-width space, a soft hyphen, a byte-order mark) are refused in a name, naming each one
+  (:func:`hidden`), and shown escaped (``\\u200b``) wherever a name is echoed (:func:`shown`).
+- **No look-alikes.** A Cyrillic ``а`` or a Greek ``Α`` looks like the Latin letter: two names
+  that differ only in such letters (or in full-width letters) look the same and are two sites
+  to the eye of no one, so they are compared by :func:`look`, and the letters are named
+  (:func:`look_alikes`). A name written wholly in Cyrillic or Greek is a name like any other.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Characters that reorder the text shown around them (Unicode bidirectional controls).
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: Characters that show as nothing: the soft hyphen, the combining grapheme joiner, the Hangul
+#: and Khmer fillers, the Mongolian vowel separator, the zero-width space, non-joiner and
+#: joiner, the word joiner and invisible operators, the byte-order mark, and the tag characters.
+INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164"
+             "\ufeff\uffa0\U000e0000-\U000e007f")
+#: The line and paragraph separators: a line break that no ``\n`` test finds.
+SEPARATORS = "\u2028\u2029"
+#: Lone surrogates: no character at all, but how Python holds a byte that is not UTF-8 (a name
+#: typed in a terminal set to another encoding reaches the command line so); no file can store
+#: one, so a workbook could not be written with it.
+SURROGATES = "\ud800-\udfff"
+#: Every character a name may not hold: control characters, and the four kinds above.
+HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}{SURROGATES}]")
+#: Every character a free text (an input's source note) may not hold: those of a name but the
+#: line break and the tab, which a note written on several lines holds.
+HIDDEN_IN_TEXT = re.compile(
+    rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}{SURROGATES}]")
+_NOT_UTF8 = re.compile(f"[{SURROGATES}]")
+
+_WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
+         "\u2028": "a line separator", "\u2029": "a paragraph separator",
+         "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
+         "\u200c": "a zero-width non-joiner", "\u200d": "a zero-width joiner",
+         "\u2060": "a word joiner", "\ufeff": "a byte-order mark (zero-width no-break space)"}
+
+
+def _what(char: str) -> str:
+    if char in _WHAT:
+        return _WHAT[char]
+    if re.match(rf"[{BIDI_CONTROLS}]", char):
+        return "a bidirectional control"
+    if re.match(rf"[{INVISIBLE}]", char):
+        return "an invisible character"
+    if re.match(rf"[{SURROGATES}]", char):
+        return "a byte that is not UTF-8"
+    return "a control character"
+
+
+def normal(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def key(text: object) -> str:
+    """What tells two names apart: composed (NFC), without regard to case or surrounding
+    spaces, any run of spaces (a no-break space too) as one, hidden characters left out
+    (``"Zu\\u0308rich"`` and ``"ZÜRICH "`` are one name)."""
+    folded = normal(HIDDEN.sub("", str(text)).strip()).casefold()
+    return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
+
+
+def hidden(text: str, pattern: re.Pattern[str] = HIDDEN) -> str:
+    """The hidden characters of ``text`` in words (``"U+200B (a zero-width space) at character
+    6"``), at most three, or ``""`` when it has none (those ``pattern`` finds: a name's by
+    default, :data:`HIDDEN_IN_TEXT` for a free text)."""
+    found = []
+    for match in pattern.finditer(text):
+        char = match.group()
+        if all(not item.startswith(f"U+{ord(char):04X} ") for item in found):
+            found.append(f"U+{ord(char):04X} ({_what(char)}) at character {match.start() + 1}")
+        if len(found) == 3:
+            break
+    return ", ".join(found)
+
+
+def not_utf8(text: str) -> str:
+    """Why a text holding bytes that are not UTF-8 (lone surrogates) is refused, or ``""``."""
+    which = hidden(text, _NOT_UTF8)
+    if not which:
+        return ""
+    return (f"cannot be stored: {which}; the terminal or file it came from is set to another "
+            "encoding than UTF-8")
+
+
+def problem(text: str) -> str:
+    """Why a name holding hidden characters is refused, or ``""`` when it holds none."""
+    which = not_utf8(text)
+    if which:
+        return which
+    which = hidden(text)
+    if not which:
+        return ""
+    return (f"contains control characters: {which}, which do not show or change how the "
+            "text shows, so two names that look alike could be two sites")
+
+
+def shown(text: object) -> str:
+    """``text`` with its hidden characters written as escapes (``\\u200b``): a value echoed in
+    a message or a report cannot rewrite a terminal line, show as another, or hide a
+    difference."""
+    return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
+                      else f"\\U{ord(m.group()):08x}", str(text))
+
+
+#: Letters of other alphabets that look like a Latin letter (lower case, as :func:`key` folds
+#: them; an upper-case look-alike maps through its lower-case form: ``В`` → ``в`` → ``b``).
+LOOK_ALIKES = str.maketrans({
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "і": "i", "ј": "j", "к": "k", "м": "m", "н": "h", "о": "o",
+    "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "һ": "h", "ԁ": "d", "ԛ": "q",
+    "ԝ": "w", "ү": "y",
+    # Greek
+    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m", "ν": "n",
+    "ο": "o", "ρ": "p", "τ": "t", "υ": "y", "χ": "x", "ϲ": "c",
+})
+
+
+def look(text: object) -> str:
+    """How a name looks: its :func:`key` with full-width and compatibility letters folded (NFKC)
+    and the letters of :data:`LOOK_ALIKES` read as the Latin letters they look like. Two names
+    of one look but different keys are two names a reader cannot tell apart."""
+    return unicodedata.normalize("NFKC", key(text)).translate(LOOK_ALIKES)
+
+
+def look_alikes(text: str) -> str:
+    """The letters of ``text`` that look like another alphabet's, named (``"а (CYRILLIC SMALL
+    LETTER A) at character 5"``), at most three; ``""`` when it has none."""
+    found = []
+    for at, char in enumerate(text, start=1):
+        folded = unicodedata.normalize("NFKC", char).casefold()
+        if folded != char.casefold() or folded.translate(LOOK_ALIKES) != folded:
+            found.append(f"{char} ({unicodedata.name(char, f'U+{ord(char):04X}')}) at "
+                         f"character {at}")
+        if len(found) == 3:
+            break
+    return ", ".join(found)
+''',
     'tokenfactory_xl.core.errors': r'''"""The errors tokenfactory_xl raises for what a user can fix: one tree, one base.
 
 Every error a user should read as a message, not as a traceback, is a
@@ -564,6 +718,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .names import shown
 
 
 @dataclass(frozen=True)
@@ -622,10 +778,12 @@ class InputError(TokenFactoryError, ValueError):
 
 
 def _show(value: object) -> str:
-    """How a user's value is echoed back: text in quotes, numbers as typed."""
+    """How a user's value is echoed back: text in quotes, numbers as typed; a hidden character
+    (a control character, an invisible one, a byte that is not UTF-8) as its escape
+    (:func:`~.names.shown`, or ``repr`` in quotes), so the message shows where it is."""
     if isinstance(value, str):
         plain = value and value == value.strip() and not any(c in value for c in " '\"=")
-        return value if plain else repr(value)
+        return shown(value) if plain else repr(value)  # repr escapes what does not print
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return str(value)
@@ -2396,141 +2554,6 @@ def gpu_seconds_per_token(setup: Setup, batch: float, context: float,
     decode = step(setup, batch, context, "attainable").step_s * setup.gpus / (
         batch * setup.speculative)
     return 1 / prefill_tps_per_gpu(setup, prompt_tokens), decode
-''',
-    'tokenfactory_xl.core.names': r'''"""One rule for the names people type: a site's, a cohort's, a GPU model's, a file's.
-
-A site's name becomes a file name, a row of the portfolio, a line of the report and the key that
-tells two sites apart. Two names that look the same must therefore be the same name, and a name
-must look like what it is:
-
-- **Unicode NFC.** ``Zürich`` typed on a Mac (``u`` + a combining diaeresis) and on Windows (one
-  ``ü``) is one name: every name is read in its composed form (NFC), and names are compared
-  composed and without regard to case (:func:`key`).
-- **No hidden characters.** Control characters (a tab, a line break), the line and paragraph
-  separators U+2028/U+2029, the bidirectional controls (a right-to-left override makes
-  ``invoice`` + U+202E + ``xslx.exe`` show as another name) and the invisible characters (a
-  zero-width space, a soft hyphen, a byte-order mark) are refused in a name, naming each one
-  (:func:`hidden`), and shown escaped (``\\u200b``) wherever a name is echoed (:func:`shown`).
-- **No look-alikes.** A Cyrillic ``а`` or a Greek ``Α`` looks like the Latin letter: two names
-  that differ only in such letters (or in full-width letters) look the same and are two sites
-  to the eye of no one, so they are compared by :func:`look`, and the letters are named
-  (:func:`look_alikes`). A name written wholly in Cyrillic or Greek is a name like any other.
-"""
-
-from __future__ import annotations
-
-import re
-import unicodedata
-
-#: Characters that reorder the text shown around them (Unicode bidirectional controls).
-BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-#: Characters that show as nothing: the soft hyphen, the combining grapheme joiner, the Hangul
-#: and Khmer fillers, the Mongolian vowel separator, the zero-width space, non-joiner and
-#: joiner, the word joiner and invisible operators, the byte-order mark, and the tag characters.
-INVISIBLE = ("\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200d\u2060-\u2064\u3164"
-             "\ufeff\uffa0\U000e0000-\U000e007f")
-#: The line and paragraph separators: a line break that no ``\n`` test finds.
-SEPARATORS = "\u2028\u2029"
-#: Every character a name may not hold: control characters, and the three kinds above.
-HIDDEN = re.compile(rf"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
-#: Every character a free text (an input's source note) may not hold: those of a name but the
-#: line break and the tab, which a note written on several lines holds.
-HIDDEN_IN_TEXT = re.compile(
-    rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}{INVISIBLE}{SEPARATORS}]")
-
-_WHAT = {"\t": "a tab", "\n": "a line break", "\r": "a carriage return",
-         "\u2028": "a line separator", "\u2029": "a paragraph separator",
-         "\u00ad": "a soft hyphen", "\u200b": "a zero-width space",
-         "\u200c": "a zero-width non-joiner", "\u200d": "a zero-width joiner",
-         "\u2060": "a word joiner", "\ufeff": "a byte-order mark (zero-width no-break space)"}
-
-
-def _what(char: str) -> str:
-    if char in _WHAT:
-        return _WHAT[char]
-    if re.match(rf"[{BIDI_CONTROLS}]", char):
-        return "a bidirectional control"
-    if re.match(rf"[{INVISIBLE}]", char):
-        return "an invisible character"
-    return "a control character"
-
-
-def normal(text: str) -> str:
-    """``text`` in Unicode's composed form (NFC)."""
-    return unicodedata.normalize("NFC", text)
-
-
-def key(text: object) -> str:
-    """What tells two names apart: composed (NFC), without regard to case or surrounding
-    spaces, any run of spaces (a no-break space too) as one, hidden characters left out
-    (``"Zu\\u0308rich"`` and ``"ZÜRICH "`` are one name)."""
-    folded = normal(HIDDEN.sub("", str(text)).strip()).casefold()
-    return re.sub(r"\s+", " ", normal(folded))  # a no-break space shows as a space
-
-
-def hidden(text: str, pattern: re.Pattern[str] = HIDDEN) -> str:
-    """The hidden characters of ``text`` in words (``"U+200B (a zero-width space) at character
-    6"``), at most three, or ``""`` when it has none (those ``pattern`` finds: a name's by
-    default, :data:`HIDDEN_IN_TEXT` for a free text)."""
-    found = []
-    for match in pattern.finditer(text):
-        char = match.group()
-        if all(not item.startswith(f"U+{ord(char):04X} ") for item in found):
-            found.append(f"U+{ord(char):04X} ({_what(char)}) at character {match.start() + 1}")
-        if len(found) == 3:
-            break
-    return ", ".join(found)
-
-
-def problem(text: str) -> str:
-    """Why a name holding hidden characters is refused, or ``""`` when it holds none."""
-    which = hidden(text)
-    if not which:
-        return ""
-    return (f"contains control characters: {which}, which do not show or change how the "
-            "text shows, so two names that look alike could be two sites")
-
-
-def shown(text: object) -> str:
-    """``text`` with its hidden characters written as escapes (``\\u200b``): a value echoed in
-    a message or a report cannot rewrite a terminal line, show as another, or hide a
-    difference."""
-    return HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}" if ord(m.group()) < 0x10000
-                      else f"\\U{ord(m.group()):08x}", str(text))
-
-
-#: Letters of other alphabets that look like a Latin letter (lower case, as :func:`key` folds
-#: them; an upper-case look-alike maps through its lower-case form: ``В`` → ``в`` → ``b``).
-LOOK_ALIKES = str.maketrans({
-    # Cyrillic
-    "а": "a", "в": "b", "е": "e", "і": "i", "ј": "j", "к": "k", "м": "m", "н": "h", "о": "o",
-    "р": "p", "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "һ": "h", "ԁ": "d", "ԛ": "q",
-    "ԝ": "w", "ү": "y",
-    # Greek
-    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m", "ν": "n",
-    "ο": "o", "ρ": "p", "τ": "t", "υ": "y", "χ": "x", "ϲ": "c",
-})
-
-
-def look(text: object) -> str:
-    """How a name looks: its :func:`key` with full-width and compatibility letters folded (NFKC)
-    and the letters of :data:`LOOK_ALIKES` read as the Latin letters they look like. Two names
-    of one look but different keys are two names a reader cannot tell apart."""
-    return unicodedata.normalize("NFKC", key(text)).translate(LOOK_ALIKES)
-
-
-def look_alikes(text: str) -> str:
-    """The letters of ``text`` that look like another alphabet's, named (``"а (CYRILLIC SMALL
-    LETTER A) at character 5"``), at most three; ``""`` when it has none."""
-    found = []
-    for at, char in enumerate(text, start=1):
-        folded = unicodedata.normalize("NFKC", char).casefold()
-        if folded != char.casefold() or folded.translate(LOOK_ALIKES) != folded:
-            found.append(f"{char} ({unicodedata.name(char, f'U+{ord(char):04X}')}) at "
-                         f"character {at}")
-        if len(found) == 3:
-            break
-    return ", ".join(found)
 ''',
     'tokenfactory_xl.core.number_text': r'''"""Numbers a person typed as text, read the one way they can mean, or refused saying why.
 

@@ -38,7 +38,7 @@ def build_returns_sheet(b: _Builder, ws: Worksheet) -> None:
         b.scalar(ws, f"B{row}", out.line, kind=kind)
         b.unit(ws, row, 3, out.unit)
         ws.cell(row, 4, f"out_{out.name}").font = st.NAME_FONT
-        ws.cell(row, 5, out.note).font = st.NOTE_FONT
+        _definition(ws, row, out.note)
         b.plan.rows[f"out_{out.name}"] = row
         row += 1
     row += 1
@@ -50,11 +50,30 @@ def build_returns_sheet(b: _Builder, ws: Worksheet) -> None:
         b.unit(ws, row, 3, unit)
         row += 1
     row = _yearly_summary(b, ws, row + 1)
-    for col, width in {"A": 34, "B": 20, "C": 14, "D": 30, "E": 62, "F": 17}.items():
+    for col, width in {"A": 34, "B": 20, "C": 14, "D": 30, "E": _DEFINITION_WIDTH,
+                       "F": 17}.items():
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "B5"
     st.print_setup(ws, fit_height=1)
     ws.print_area = f"A1:F{row}"
+
+
+#: The Definition column's width, and the characters of its note font a line of it holds (a
+#: few fewer than fit, whatever the font): a longer definition wraps onto more lines of its row
+#: rather than running past the printed page.
+_DEFINITION_WIDTH = 62
+_DEFINITION_CHARS = 84
+_NOTE_LINE_HEIGHT = 12  # points a line of the 9-point note font takes
+
+
+def _definition(ws: Worksheet, row: int, note: str) -> None:
+    """An output's definition in column E, wrapped within it, its row as tall as its lines."""
+    cell = ws.cell(row, 5, note)
+    cell.font = st.NOTE_FONT
+    lines = -(-len(note) // _DEFINITION_CHARS)
+    if lines > 1:
+        cell.alignment = st.WRAP_BESIDE
+        ws.row_dimensions[row].height = _NOTE_LINE_HEIGHT * lines + 3
 
 
 def _yearly_summary(b: _Builder, ws: Worksheet, row: int) -> int:

@@ -50,6 +50,8 @@ LOCKED = Protection(locked=True)
 RIGHT = Alignment(horizontal="right")
 CENTER = Alignment(horizontal="center", vertical="center")
 WRAP = Alignment(wrap_text=True, vertical="top")
+#: Wrapped text ending on its row's last line, level with the label beside it.
+WRAP_BESIDE = Alignment(wrap_text=True, vertical="bottom")
 #: Text that follows a column of numbers aligned right: one indent apart, not touching them.
 INDENT = Alignment(horizontal="left", indent=1)
 
