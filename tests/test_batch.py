@@ -447,3 +447,26 @@ def test_the_pace_reads_right_at_any_speed(monkeypatch):
     assert fast.speed(fast.start + 2.5) == "40 a second"      # 100 in 2.5 s
     fast.done = 5
     assert fast.speed(fast.start + 2.0) == "2.5 a second"     # 5 in 2 s
+
+
+def test_the_sites_to_write_are_kept_compactly_and_read_back_as_checked(tmp_path):
+    """The batch checks the sites file row by row and keeps the sites to write pickled and
+    deflated by blocks: five times the rows add less than 250 bytes a row to the traced peak
+    (the checked inputs alone are 1 KB a site), and each site reads back as checked."""
+    from tests.tools.memory import many_sites, traced_peak
+    from tokenfactory_xl.sites.load import SiteRows, load_sites
+
+    def check(count: int) -> int:
+        path = many_sites(tmp_path / f"sites-{count}.csv", count)
+        return traced_peak(lambda: batch._Checked(SiteRows(path)))
+
+    check(20)  # what is made once a process (caches, layouts) is not the rows'
+    small, large = check(600), check(3_000)
+    assert (large - small) / 2_400 < 250, (small, large)
+
+    path = tmp_path / "sites-600.csv"
+    kept, whole = batch._Checked(SiteRows(path)), load_sites(path)
+    assert len(kept.valid_rows) == 600 and not kept.problems and not kept.invalid_rows
+    assert [(s.row, s.site_name, s.file_stem, s.inputs) for s in kept.valid_rows] == [
+        (r.row, r.site_name, r.file_stem, r.inputs) for r in whole.rows]
+    assert list(kept.valid_rows.inputs[-2:]) == [r.inputs for r in whole.rows[-2:]]
