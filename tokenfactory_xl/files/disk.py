@@ -252,7 +252,13 @@ def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
         ident = _identity(path)
         if ident is not None:
             known.setdefault(("inode", ident), (label, path))
-    seen: dict[str, int] = {}  # each output's index: a batch names 10,000
+    # Two outputs that are one file share their resolved path's hash: only the outputs whose
+    # hash another shares are kept by their path to be compared (a batch names 10,000 outputs,
+    # and a dict of them all would hold some 300 bytes each).
+    hashes = sorted(hash(_resolved(Path(p))) for _, p in outputs)
+    shared = {h for h, after in zip(hashes, hashes[1:], strict=False) if h == after}
+    del hashes
+    seen: dict[str, int] = {}
     for index, (label, p) in enumerate(outputs):
         path = Path(p)
         keys = [("path", _resolved(path)), ("inode", _identity(path)),
@@ -264,12 +270,12 @@ def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
                                     "flags", "choose another output name or folder"))
             continue
         key = _resolved(path)
-        if key in seen:
-            first, where = outputs[seen[key]]
+        earlier = seen.setdefault(key, index) if hash(key) in shared else index
+        if earlier != index:
+            first, where = outputs[earlier]
             problems.append(Problem(label, str(path), f"is the same file as {first} "
                                     f"{Path(where)}", "give each output its own name"))
             continue
-        seen[key] = index
         if path.is_symlink():
             problems.append(Problem(label, str(path), f"is a link to {os.readlink(path)}; "
                                     "outputs never follow or replace links",
