@@ -365,12 +365,15 @@ class TargetsExist(FileExistsError):
 def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
                sheet: str | None = None, skip_invalid: bool = False, force: bool = False,
                summary_csv: str | os.PathLike | None = None, header_row: int | None = None,
-               sites_file: SitesFile | None = None, cohorts: str | os.PathLike | None = None
-               ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
+               sites_file: SitesFile | _Checked | None = None,
+               cohorts: str | os.PathLike | None = None
+               ) -> tuple[Sequence[SiteRow | _Site], list[SiteRow], Sequence[Path]]:
     """Check the sites file and the targets before writing anything.
 
     Returns the rows to write, the rows skipped, and every file that will be written (the
-    workbooks in row order, then the portfolio and the summary CSV).
+    workbooks in row order, then the portfolio and the summary CSV). ``sites_file``: the sites
+    file as checked already; by default it is checked row by row, holding only the sites to
+    write, compactly (:class:`_Checked`).
 
     Raises
     ------
@@ -380,9 +383,9 @@ def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     TargetsExist
         listing every target that exists already, when ``force`` is not given.
     """
-    from ..sites.load import load_sites
+    from ..sites.load import SiteRows
 
-    sites = sites_file or load_sites(sites_path, sheet, header_row, cohorts)
+    sites = sites_file or _Checked(SiteRows(sites_path, sheet, header_row, cohorts))
     if sites.file_problems or (sites.problems and not skip_invalid):
         raise InputError(sites.problems)
     rows, skipped = sites.valid_rows, list(sites.invalid_rows)
@@ -518,13 +521,13 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
     # every row read and checked, one at a time, before a folder is made
     sites = _Checked(SiteRows(sites_path, sheet, header_row, cohorts))
     plan_batch(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
-         sites_file=sites, cohorts=cohorts)  # type: ignore[arg-type]
+         sites_file=sites, cohorts=cohorts)
     Path(outdir).mkdir(parents=True, exist_ok=True)
     # One run at a time writes into a folder: a second one is refused (not queued: its files
     # would replace the first's), and the targets are checked again once the folder is ours.
     with claim(outdir, wait=False, what="into the folder"):
         rows, skipped, targets = plan_batch(sites_path, outdir, skip_invalid=skip_invalid,
-                                      force=force, summary_csv=summary_csv, sites_file=sites,  # type: ignore[arg-type]
+                                      force=force, summary_csv=summary_csv, sites_file=sites,
                                       cohorts=cohorts)
         notes = sites.notes
         inputs = sites.valid_rows.inputs  # each site's checked inputs, read back as asked for
@@ -580,7 +583,7 @@ class _Kept(Sequence):
     a time as they are asked for, in order (the last block read is held)."""
 
     #: Sites a block.
-    BLOCK = 128
+    BLOCK = 64
 
     def __init__(self) -> None:
         self._blocks: list[bytes] = []
