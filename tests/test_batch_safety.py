@@ -255,3 +255,30 @@ def test_a_file_read_under_a_limit_is_read_whole_without_reserving_the_limit(tmp
     assert files.read_regular(several, len(data)) == data
     with pytest.raises(files.NotARegularFile, match="grew past"):
         files.read_regular(several, len(data) - 1)
+
+
+def test_many_staged_files_are_kept_by_their_random_part_and_committed_or_discarded(tmp_path):
+    """A batch's workbooks, staged by its workers, are kept by index and the 8 random bytes of
+    each temporary name; committed, each lands on its own target, and discarded, none is left."""
+    targets = [tmp_path / f"site {i}.xlsx" for i in range(5)]
+    other = tmp_path / "elsewhere.tmp"  # staged under a name not made by temp_name
+    with files.Outputs() as outputs:
+        staged = outputs.many(targets)
+        for index in (3, 0, 1):  # in the order the workers finish
+            staged.put(index, files.stage(targets[index], f"book {index}".encode()))
+        other.write_bytes(b"book 4")
+        staged.put(4, other)
+        assert [t.name for _, t in staged.pairs()] == ["site 0.xlsx", "site 1.xlsx",
+                                                       "site 3.xlsx", "site 4.xlsx"]
+        outputs.commit()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == {
+        "site 0.xlsx": b"book 0", "site 1.xlsx": b"book 1", "site 3.xlsx": b"book 3",
+        "site 4.xlsx": b"book 4"}
+
+    with files.Outputs() as outputs:
+        staged = outputs.many(targets[:2])
+        staged.put(1, files.stage(targets[1], b"new"))
+        outputs.discard()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "site 0.xlsx", "site 1.xlsx", "site 3.xlsx", "site 4.xlsx"]
+    assert targets[1].read_bytes() == b"book 1"

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.tools.memory import many_sites, traced_peak
 from tokenfactory_xl.core.catalogue import BY_NAME, INPUTS
 from tokenfactory_xl.core.errors import InputError
 from tokenfactory_xl.sites.load import (
@@ -241,3 +242,49 @@ def test_safe_file_stem_is_always_a_safe_name(name):
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in stem)
     assert len(stem.encode("utf-8")) <= MAX_STEM_BYTES + 1   # + the "_" after a device name
     assert stem.split(".", 1)[0].rstrip(" ").lower() not in RESERVED_STEMS
+
+
+def test_a_sites_file_is_checked_row_by_row_in_memory_that_does_not_grow_with_its_rows(tmp_path):
+    """Checking every row of a sites file holds one row at a time (and a 64-bit hash of each
+XX
+    reading the file whole held its rows as cells, some 2.5 KB each."""
+    from tokenfactory_xl.sites.load import SiteRows
+
+    def check(count: int) -> int:
+        path = many_sites(tmp_path / f"sites-{count}.csv", count)
+
+        def work() -> None:
+            assert sum(row.ok for row in SiteRows(path).checked()) == count
+
+        return traced_peak(work)
+
+    check(20)  # what is made once a process (caches, layouts) is not the rows'
+    small, large = check(200), check(2_000)
+    assert (large - small) / 1_800 < 250, (small, large)
+
+
+def test_a_sites_file_read_row_by_row_gives_the_rows_read_whole(tmp_path):
+    """The rows checked one at a time are those of :func:`load_sites`, each with its inputs."""
+    from tokenfactory_xl.sites.load import SiteRows
+
+    path = many_sites(tmp_path / "sites.csv", 300)
+    whole = load_sites(path)
+    rows = list(SiteRows(path).checked())
+    assert [(r.row, r.file_stem, r.inputs) for r in rows] == [
+        (r.row, r.file_stem, r.inputs) for r in whole.rows]
+    assert rows[-1].inputs["gpus"] == 555 and rows[-1].site_name == "Site 00299 of the fleet"
+
+
+def test_a_sites_file_changed_between_its_readings_is_refused(tmp_path):
+    """A CSV file is read again for each pass over its rows: one changed in between would be
+    checked as one file and written as another, so it is refused."""
+    from tokenfactory_xl.sites.load import SiteRows
+
+    path = many_sites(tmp_path / "sites.csv", 5)
+    sites = SiteRows(path)
+    path.write_text(path.read_text(encoding="utf-8").replace("Site 00004", "Site 00009"),
+                    encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(sites.checked())
+    assert [(p.value, p.message, p.fix) for p in caught.value.problems] == [
+        (str(path), "changed while it was read", "read it once it is complete")]

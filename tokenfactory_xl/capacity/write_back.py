@@ -24,7 +24,13 @@ from ..core.errors import InputError, Problem
 from ..files.a1 import column_index, column_letter, split_coord
 from ..files.disk import claim, read_regular, write_atomically
 from ..sites.load import SitesFile
-from ..sites.table import MAX_XLSX_UNPACKED, _header_line, normalise_column, sniff_delimiter
+from ..sites.table import (
+    MAX_XLSX_UNPACKED,
+    _header_line,
+    _lines,
+    normalise_column,
+    sniff_delimiter,
+)
 
 
 def _site_row(sites: SitesFile, site: str) -> int:
@@ -139,7 +145,7 @@ def _write_csv(path: Path, sites: SitesFile, row_number: int, values: dict[str, 
     bom = raw.startswith(b"\xef\xbb\xbf")
     text = raw.decode("utf-8-sig")  # load_sites has read it as UTF-8
     newline = "\r\n" if "\r\n" in text else "\n"
-    delimiter = sniff_delimiter(_header_line(text))
+    delimiter = sniff_delimiter(_header_line(_lines(text)))
     rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
     header_at = sites.header_row - 1
     header = [normalise_column(c) for c in rows[header_at]]

@@ -136,31 +136,46 @@ def open_regular(path: str | os.PathLike, max_bytes: int | None = None) -> Binar
         raise
 
 
+#: How much :func:`read_pieces` reads at a time (and :func:`read_regular` of a file that grew
+#: while it was read) [bytes].
+_PIECE = 1 << 20
+
+
 def read_regular(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
     """The whole content of a regular file (see :func:`open_regular`); never more than
     ``max_bytes``, even of a file that grows while it is read."""
+    # ``read(max_bytes + 1)`` would reserve the whole limit, whatever the file: the file is read
+    # at its own size, then in pieces if it grew
+    parts = list(read_pieces(path, max_bytes, first=None))
+    return b"" if not parts else parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def read_pieces(path: str | os.PathLike, max_bytes: int | None = None, *,
+                first: int | None = _PIECE, size: int = _PIECE) -> Iterator[bytes]:
+    """The content of a regular file (see :func:`open_regular`) in pieces, read as they are
+    asked for: a file of many rows is read row by row without being held whole.
+
+    ``first``: the first piece's size [bytes] (``None``: the file's size as it is opened);
+    ``size``: each further piece's. Never more than ``max_bytes`` in all, even of a file that
+    grows while it is read.
+    """
     with open_regular(path, max_bytes) as handle:
-        if max_bytes is None:
-            data = handle.read()
-        else:  # ``read(max_bytes + 1)`` would reserve the whole limit, whatever the file
-            parts, left = [], max_bytes + 1
-            piece = os.fstat(handle.fileno()).st_size + 1  # the file as it is, then what it grew
-            while left > 0:
-                want = min(left, piece)
-                parts.append(handle.read(want))
-                left -= len(parts[-1])
-                if len(parts[-1]) < want:  # its end
-                    break
-                piece = _PIECE
-            data = parts[0] if len(parts) == 1 else b"".join(parts)
-    if max_bytes is not None and len(data) > max_bytes:
-        raise NotARegularFile(path, f"grew past {_size(max_bytes)} while it was read",
-                              "read it once it is complete")
-    return data
-
-
-#: How much :func:`read_regular` reads at a time of a file that grew while it was read.
-_PIECE = 1 << 20
+        want = os.fstat(handle.fileno()).st_size + 1 if first is None else first
+        read = 0
+        while True:
+            if max_bytes is not None:
+                want = min(want, max_bytes + 1 - read)
+            piece = handle.read(want)
+            if not piece:
+                return
+            read += len(piece)
+            if max_bytes is not None and read > max_bytes:
+                raise NotARegularFile(path, f"grew past {_size(max_bytes)} while it was read",
+                                      "read it once it is complete")
+            yield piece
+            if len(piece) < want:  # its end (a read past it would reserve a whole piece)
+                return
+            want = size
 
 
 def _size(count: int) -> str:
@@ -237,8 +252,14 @@ def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
         ident = _identity(path)
         if ident is not None:
             known.setdefault(("inode", ident), (label, path))
-    seen: dict[str, tuple[str, Path]] = {}
-    for label, p in outputs:
+    # Two outputs that are one file share their resolved path's hash: only the outputs whose
+    # hash another shares are kept by their path to be compared (a batch names 10,000 outputs,
+    # and a dict of them all would hold some 300 bytes each).
+    hashes = sorted(hash(_resolved(Path(p))) for _, p in outputs)
+    shared = {h for h, after in zip(hashes, hashes[1:], strict=False) if h == after}
+    del hashes
+    seen: dict[str, int] = {}
+    for index, (label, p) in enumerate(outputs):
         path = Path(p)
         keys = [("path", _resolved(path)), ("inode", _identity(path)),
                 ("inode", _identity(path, follow=False))]
@@ -249,11 +270,12 @@ def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
                                     "flags", "choose another output name or folder"))
             continue
         key = _resolved(path)
-        if key in seen:
-            problems.append(Problem(label, str(path), f"is the same file as {seen[key][0]} "
-                                    f"{seen[key][1]}", "give each output its own name"))
+        earlier = seen.setdefault(key, index) if hash(key) in shared else index
+        if earlier != index:
+            first, where = outputs[earlier]
+            problems.append(Problem(label, str(path), f"is the same file as {first} "
+                                    f"{Path(where)}", "give each output its own name"))
             continue
-        seen[key] = (label, path)
         if path.is_symlink():
             problems.append(Problem(label, str(path), f"is a link to {os.readlink(path)}; "
                                     "outputs never follow or replace links",
@@ -267,9 +289,11 @@ def check_outputs(outputs: Sequence[tuple[str, str | os.PathLike]],
 
 
 # -- writing ------------------------------------------------------------------------------------
-def temp_name(path: Path) -> Path:
-    """A fresh, unpredictable temporary name for ``path``: hidden, in the same folder."""
-    return path.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}-{path.name}.tmp")
+def temp_name(path: Path, token: bytes | None = None) -> Path:
+    """A fresh, unpredictable temporary name for ``path``: hidden, in the same folder (``token``:
+    its 8 random bytes, when they are known already)."""
+    token = secrets.token_bytes(8) if token is None else token
+    return path.with_name(f"{TEMP_PREFIX}{token.hex()}-{path.name}.tmp")
 
 
 def _refuse_link(path: Path) -> None:
@@ -360,12 +384,14 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
-def commit(staged: Sequence[tuple[Path, Path]]) -> None:
+def commit(staged: Iterable[tuple[Path, Path]]) -> None:
     """Rename each staged temporary file over its target, then flush the folders."""
+    folders: dict[Path, None] = {}
     for temp, target in staged:
         _refuse_link(target)
         os.replace(temp, target)
-    for folder in dict.fromkeys(Path(target).parent for _, target in staged):
+        folders.setdefault(Path(target).parent)
+    for folder in folders:
         _sync_folder(folder)
 
 
@@ -409,6 +435,14 @@ class Outputs:
     def __init__(self) -> None:
         self.staged: list[tuple[Path, Path]] = []
         self.committed = False
+        self._many: list[Staged] = []
+
+    def many(self, targets: Sequence[Path]) -> Staged:
+        """A place for the files of ``targets`` staged by worker processes, kept compactly
+        (a batch of 10,000 workbooks); committed and discarded with the others."""
+        staged = Staged(targets)
+        self._many.append(staged)
+        return staged
 
     def add(self, path: str | os.PathLike, data: Content) -> Path:
         temp = stage(path, data)
@@ -419,13 +453,18 @@ class Outputs:
         self.staged.append((Path(temp), Path(path)))
 
     def commit(self) -> list[Path]:
+        for staged in self._many:
+            commit(staged.pairs())
         commit(self.staged)
         self.committed = True
-        return [target for _, target in self.staged]
+        return [t for staged in self._many for _, t in staged.pairs()] + [
+            target for _, target in self.staged]
 
     def discard(self) -> None:
+        for staged in self._many:
+            discard(temp for temp, _ in staged.pairs())
         discard(temp for temp, _ in self.staged)
-        self.staged = []
+        self.staged, self._many = [], []
 
     def __enter__(self) -> Outputs:
         return self
@@ -433,6 +472,41 @@ class Outputs:
     def __exit__(self, kind: object, *rest: object) -> None:
         if kind is not None or not self.committed:
             self.discard()
+
+
+class Staged:
+    """The staged files of many targets, each known by its index: of a temporary file named as
+    :func:`temp_name` names it only its random part is kept (8 bytes, not two paths of some
+    250 bytes each)."""
+
+    def __init__(self, targets: Sequence[Path]):
+        self._targets = targets
+        self._tokens = bytearray(8 * len(targets))
+        self._held = bytearray(len(targets))  # 1: staged
+        self._others: dict[int, Path] = {}  # a temporary file named otherwise
+
+    def put(self, index: int, temp: str | os.PathLike) -> None:
+        """Target ``index`` staged as ``temp``."""
+        temp, target = Path(temp), self._targets[index]
+        token = temp.name[len(TEMP_PREFIX):len(TEMP_PREFIX) + 16]
+        try:
+            named = temp_name(target, bytes.fromhex(token)) == temp
+        except ValueError:
+            named = False
+        if named:
+            self._tokens[8 * index:8 * index + 8] = bytes.fromhex(token)
+        else:
+            self._others[index] = temp
+        self._held[index] = 1
+
+    def pairs(self) -> Iterator[tuple[Path, Path]]:
+        """(temporary file, target) of each target staged, in the targets' order."""
+        for index, held in enumerate(self._held):
+            if held:
+                target = self._targets[index]
+                temp = self._others.get(index) or temp_name(
+                    target, bytes(self._tokens[8 * index:8 * index + 8]))
+                yield temp, target
 
 
 # -- claiming a folder or a file for one run ------------------------------------------------------

@@ -15,6 +15,10 @@ openpyxl and cut into a :class:`~tokenfactory_xl.workbook.stencil.Stencil`; each
 share of a model run over a few sites at once and one join of the worksheet XML with its values.
 ``--jobs N`` spreads the sites over N processes, each filling its own copy of the stencil and
 sending back only the sites' summary outputs, so memory stays flat however many sites there are.
+The parent process checks the sites file row by row (:class:`~tokenfactory_xl.sites.load.SiteRows`)
+and keeps the sites to write pickled and deflated by blocks, each site's summary as a row of
+floats and each staged workbook by the random part of its temporary name: some 500 bytes a
+site in all.
 
 Safety: every target is checked before anything is written (an existing file is never replaced
 without ``--force``, an input never, whatever the flags); every file is written under a
@@ -27,8 +31,10 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import sys
 import time
+import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -56,7 +62,7 @@ from .book import write_portfolio_to, write_summary_csv_to
 from .contents import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary
 
 if TYPE_CHECKING:  # imported where a batch runs: a ``template`` reads no sites, starts no workers
-    from ..sites.load import SiteRow, SitesFile
+    from ..sites.load import SiteRow, SiteRows, SitesFile
     from .workers import Workers
 
 #: The portfolio's file name in the output folder (no site's workbook can take it: see
@@ -328,7 +334,7 @@ class BatchReport:
     """What a batch did."""
 
     outdir: Path
-    written: list[Path] = field(default_factory=list)
+    written: Sequence[Path] = field(default_factory=list)
     skipped: list[SiteRow] = field(default_factory=list)
     portfolio: Path | None = None
     summary_csv: Path | None = None
@@ -359,12 +365,15 @@ class TargetsExist(FileExistsError):
 def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
                sheet: str | None = None, skip_invalid: bool = False, force: bool = False,
                summary_csv: str | os.PathLike | None = None, header_row: int | None = None,
-               sites_file: SitesFile | None = None, cohorts: str | os.PathLike | None = None
-               ) -> tuple[list[SiteRow], list[SiteRow], list[Path]]:
+               sites_file: SitesFile | _Checked | None = None,
+               cohorts: str | os.PathLike | None = None
+               ) -> tuple[Sequence[SiteRow | _Site], list[SiteRow], Sequence[Path]]:
     """Check the sites file and the targets before writing anything.
 
     Returns the rows to write, the rows skipped, and every file that will be written (the
-    workbooks in row order, then the portfolio and the summary CSV).
+    workbooks in row order, then the portfolio and the summary CSV). ``sites_file``: the sites
+    file as checked already; by default it is checked row by row, holding only the sites to
+    write, compactly (:class:`_Checked`).
 
     Raises
     ------
@@ -374,12 +383,12 @@ def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     TargetsExist
         listing every target that exists already, when ``force`` is not given.
     """
-    from ..sites.load import load_sites
+    from ..sites.load import SiteRows
 
-    sites = sites_file or load_sites(sites_path, sheet, header_row, cohorts)
+    sites = sites_file or _Checked(SiteRows(sites_path, sheet, header_row, cohorts))
     if sites.file_problems or (sites.problems and not skip_invalid):
         raise InputError(sites.problems)
-    rows, skipped = list(sites.valid_rows), list(sites.invalid_rows)
+    rows, skipped = sites.valid_rows, list(sites.invalid_rows)
     if not rows:
         raise InputError([*sites.problems, Problem(
             "sites file", str(sites_path), "has no valid site row, so nothing was written",
@@ -388,21 +397,61 @@ def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     if outdir.exists() and not outdir.is_dir():
         raise InputError([Problem("-o", str(outdir), "is a file, not a folder",
                                   "give a folder for the workbooks (it is created if needed)")])
-    targets = [outdir / f"{row.file_stem}.xlsx" for row in rows] + [outdir / PORTFOLIO]
-    labels = [f"workbook of site {row.site_name!r} (row {row.row})" for row in rows]
-    labels.append("portfolio")
+    others = [("portfolio", outdir / PORTFOLIO)]
     if summary_csv is not None:
-        targets.append(Path(summary_csv))
-        labels.append("--summary-csv")
+        others.append(("--summary-csv", Path(summary_csv)))
+    targets = _Targets(outdir, rows, [path for _, path in others])
     inputs = [("the sites file", sites_path)]
     if cohorts is not None:
         inputs.append(("the cohorts file", cohorts))
-    check_outputs(list(zip(labels, targets, strict=True)), inputs)
+    check_outputs(_Labelled(rows, targets, others), inputs)
     if not force:
         clashes = existing(targets)
         if clashes:
             raise TargetsExist(clashes)
     return rows, skipped, targets
+
+
+class _Targets(Sequence):
+    """The workbooks' paths, each made when it is asked for from its site's file name, then
+    the ``others``."""
+
+    def __init__(self, outdir: Path, rows: Sequence[SiteRow], others: Sequence[Path] = ()):
+        self._outdir, self._rows, self._others = outdir, rows, others
+
+    def __len__(self) -> int:
+        return len(self._rows) + len(self._others)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if index >= len(self._rows):
+            return self._others[index - len(self._rows)]
+        return self._outdir / f"{self._rows[index].file_stem}.xlsx"
+
+
+class _Labelled(Sequence):
+    """(what it is, path) of every output, for :func:`check_outputs`: the workbooks', each made
+    when it is asked for, then the others."""
+
+    def __init__(self, rows: Sequence[SiteRow], targets: _Targets,
+                 others: list[tuple[str, Path]]):
+        self._rows, self._targets, self._others = rows, targets, others
+
+    def __len__(self) -> int:
+        return len(self._rows) + len(self._others)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if index >= len(self._rows):
+            return self._others[index - len(self._rows)]
+        row = self._rows[index]
+        return f"workbook of site {row.site_name!r} (row {row.row})", self._targets[index]
 
 
 def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
@@ -467,11 +516,12 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
          progress: Progress | Callable[[int], Progress] | None, level: int,
          header_row: int | None, cohorts: str | os.PathLike | None,
          risk_draws: int, solve: tuple[str, ...] = ()) -> BatchReport:
-    from ..sites.load import load_sites
+    from ..sites.load import SiteRows
 
-    sites = load_sites(sites_path, sheet, header_row, cohorts)
+    # every row read and checked, one at a time, before a folder is made
+    sites = _Checked(SiteRows(sites_path, sheet, header_row, cohorts))
     plan_batch(sites_path, outdir, skip_invalid=skip_invalid, force=force, summary_csv=summary_csv,
-         sites_file=sites, cohorts=cohorts)  # every problem found before a folder is made
+         sites_file=sites, cohorts=cohorts)
     Path(outdir).mkdir(parents=True, exist_ok=True)
     # One run at a time writes into a folder: a second one is refused (not queued: its files
     # would replace the first's), and the targets are checked again once the folder is ours.
@@ -480,21 +530,21 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
                                       force=force, summary_csv=summary_csv, sites_file=sites,
                                       cohorts=cohorts)
         notes = sites.notes
-        # From here on each site is its checked inputs: the cells as read (a third of what a site
-        # holds) are let go, and a batch of 10,000 sites holds 14 MB less.
-        inputs = [row.inputs for row in rows]
-        del sites, rows
+        inputs = sites.valid_rows.inputs  # each site's checked inputs, read back as asked for
+        del rows
         outdir = Path(outdir)
         if callable(progress):
             progress = progress(len(inputs))
         report = BatchReport(outdir, skipped=skipped, notes=notes)
-        workbook_targets = targets[: len(inputs)]
+        workbook_targets = _Targets(outdir, sites.valid_rows)
+        del targets
         summaries = _Summaries(len(inputs))
         results = _generate(inputs, workbook_targets, pool, level, risk_draws, solve)
         with Outputs() as outputs:
+            staged = outputs.many(workbook_targets)
             try:
                 for index, summary, temp in results:
-                    outputs.adopt(temp, workbook_targets[index])
+                    staged.put(index, temp)
                     summaries.put(index, summary)
                     if progress is not None:
                         progress.advance()
@@ -515,6 +565,101 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
         report.written = workbook_targets
         report.seconds = time.perf_counter() - started
         return report
+
+
+@dataclass(frozen=True)
+class _Site:
+    """A site checked and kept to be written: what the batch reads of its row."""
+
+    row: int
+    site_name: str
+    file_stem: str
+    inputs: SiteInputs
+
+
+class _Kept(Sequence):
+    """The sites to write, kept compactly: in blocks of :data:`BLOCK` sites, each pickled and
+    deflated (some 100 bytes a site, where the checked inputs are 1 KB), read back a block at
+    a time as they are asked for, in order (the last block read is held)."""
+
+    #: Sites a block.
+    BLOCK = 64
+
+    def __init__(self) -> None:
+        self._blocks: list[bytes] = []
+        self._filling: list[_Site] = []
+        self._count = 0
+        self._read: tuple[int, list[_Site]] = (-1, [])
+
+    def append(self, site: _Site) -> None:
+        self._filling.append(site)
+        self._count += 1
+        if len(self._filling) == self.BLOCK:
+            self._close_block()
+
+    def _close_block(self) -> None:
+        self._blocks.append(zlib.compress(pickle.dumps(self._filling, pickle.HIGHEST_PROTOCOL),
+                                          1))
+        self._filling = []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        block, at = divmod(index, self.BLOCK)
+        if block == len(self._blocks):
+            return self._filling[at]
+        if self._read[0] != block:
+            self._read = (block, pickle.loads(zlib.decompress(self._blocks[block])))
+        return self._read[1][at]
+
+    @property
+    def inputs(self) -> Sequence[SiteInputs]:
+        """Each site's checked inputs."""
+        return _Inputs(self)
+
+
+class _Inputs(Sequence):
+    """The checked inputs of each site kept (:attr:`_Kept.inputs`)."""
+
+    def __init__(self, kept: _Kept):
+        self._kept = kept
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self._kept[index].inputs
+
+
+class _Checked:
+    """A sites file checked row by row for a batch (:class:`~tokenfactory_xl.sites.load.SiteRows`):
+    every problem, the rows that cannot be written, and the sites to write kept compactly
+    (:class:`_Kept`), never every row at once."""
+
+    def __init__(self, sites: SiteRows):
+        self.file_problems, self.notes = sites.file_problems, sites.notes
+        self.invalid_rows: list[SiteRow] = []
+        self.valid_rows = _Kept()
+        for row in sites.checked():
+            if row.ok:
+                self.valid_rows.append(_Site(row.row, row.site_name, row.file_stem,
+                                             row.inputs))  # type: ignore[arg-type]
+            else:
+                self.invalid_rows.append(row)
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        """Every problem: the file's own first, then each row's in row order."""
+        return self.file_problems + tuple(p for r in self.invalid_rows for p in r.problems)
 
 
 class _Summaries:

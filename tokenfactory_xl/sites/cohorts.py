@@ -85,8 +85,8 @@ def load_cohorts(path: str | os.PathLike, sheet: str | None = None, *,
 
 def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
                    ) -> CohortsTable:
-    grid = source.grid
-    numbered = [(n, cells) for n, cells in enumerate(grid, start=1)
+    # a cohorts table is a few rows a site: held whole
+    numbered = [(n, cells) for n, cells in enumerate(source.rows(), start=1)
                 if any(_filled(c) for c in cells)]
     if not numbered:
         return CohortsTable(name, (), (Problem("cohorts table", name, "is empty",
@@ -99,7 +99,7 @@ def _cohorts_table(path: Path, source: _Source, name: str, need_site_name: bool
     if header_at != numbered[0][0]:
         notes.append(f"{name}: header found on row {header_at} (the first row with a site_name "
                      "cell); the rows above it are not read")
-    header = list(grid[header_at - 1])
+    header = list(next(cells for n, cells in numbered if n == header_at))
     body = [(n, list(cells)) for n, cells in numbered if n > header_at]
     where = f"{name} row {header_at}"
     width = max([len(header)] + [len(cells) for _, cells in body])

@@ -20,14 +20,17 @@ are :mod:`.cohorts`'). What it decided is said in
 (:func:`tokenfactory_xl.files.disk.open_regular`). It also gives each site the file name its
 workbook will have (:func:`safe_file_stem`) and reports two sites that would share one.
 :func:`read_sites` is the strict form: the rows, or an
-:class:`~tokenfactory_xl.core.errors.InputError` listing every problem.
+:class:`~tokenfactory_xl.core.errors.InputError` listing every problem. :class:`SiteRows` gives
+the same rows one at a time, holding none of them (a batch of 10,000 sites): a CSV file is read
+row by row, a few times over, from the disk.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,16 +39,18 @@ from ..core.catalogue import BY_NAME, name_fix
 from ..core.errors import InputError, Problem
 from ..files.a1 import column_letter
 from ..tfom.inputs import FrozenMapping, SiteInputs, make_inputs, split_key
-from .cohorts import CohortsTable, _site_cohorts, _unmatched_cohorts, load_cohorts
+from .cohorts import CohortsTable, _site_cohorts, _site_key, _unmatched_cohorts, load_cohorts
 from .table import (
+    HEADER_SEARCH_ROWS,
     _check_cells,
     _filled,
     _find_header,
     _Formula,
     _formula_problem,
     _is_cohorts_sheet,
+    _is_site_name,
     _no_header,
-    _read_numbers,
+    _Numbers,
     _read_source,
     _rows_text,
     _Source,
@@ -112,8 +117,7 @@ class SiteRow:
     @property
     def site_name(self) -> str:
         """The site name as typed (``""`` when the cell is empty)."""
-        value = self.values.get("site_name")
-        return "" if value is None else str(value).strip()
+        return _site_name(self.values.get("site_name"))
 
 
 @dataclass(frozen=True)
@@ -204,76 +208,199 @@ def load_sites(path: str | os.PathLike, sheet: str | None = None,
         only when a file cannot be read at all (missing, not a regular file, wrong type, not
         UTF-8, no such sheet, a hidden sheet not named, no such header row).
     """
-    path = Path(path)
-    source = _read_source(path, sheet)
-    grid = source.grid
-    numbered = [(n, cells) for n, cells in enumerate(grid, start=1)
-                if any(_filled(c) for c in cells)]
-    if not numbered:
-        raise InputError([Problem("sites file", str(path), "is empty",
-                                  "the first row names the inputs (site_name, gpus, …), each "
-                                  "further row is one site")])
-    notes = list(source.notes)
-    header_at = _find_header(path, numbered, header_row, notes)
-    header = list(grid[header_at - 1])
-    body = [(n, list(cells)) for n, cells in numbered if n > header_at]
-    del grid, numbered
-    source.grid = []  # the body holds the rows read: the grid's copy goes
-    totals = [n for n, _ in body if n in source.totals_rows]
-    if totals:
-        body = [(n, cells) for n, cells in body if n not in source.totals_rows]
-        notes.append(f"row{'s' if len(totals) > 1 else ''} {_rows_text(totals)}: the totals row "
-                     f"of the Excel table {source.totals_rows[totals[0]]!r}, not read as a site")
-    file_problems: list[Problem] = []
-    for index, cell in enumerate(header):
-        if isinstance(cell, _Formula):
-            file_problems.append(_formula_problem(cell, "header", header_at))
-            header[index] = None
-    columns, header_problems, keep = _check_header(header, header_at, body)
-    if "site_name" not in columns and header_row is None:
-        header_problems = [_no_header(p, header_at) for p in header_problems]
-    if "site_name" not in columns and source.elsewhere:
-        header_problems = [_with_sheet_hint(p, source.elsewhere) for p in header_problems]
-    file_problems += header_problems
-    file_problems += _check_cells(source, header_at, body, columns, keep, notes)
-    number_problems, number_notes, decimal = _read_numbers(body, columns, keep,
-                                                           source.delimiter)
-    file_problems += [p for p in number_problems if not p.where]  # the file mixes conventions
-    number_problems = [p for p in number_problems if p.where]
-    notes += number_notes
-    hidden = [n for n, _ in body if n in source.hidden_rows]
-    if hidden:
-        notes.append(f"row{'s' if len(hidden) > 1 else ''} {_rows_text(hidden)} hidden (or "
-                     "filtered out) in the sheet, read like the others")
-    hidden_columns = [columns[i] for i in sorted(source.hidden_columns)
-                      if i < len(keep) and keep[i]]
-    if hidden_columns:
-        notes.append(f"hidden column{'s' if len(hidden_columns) > 1 else ''} read: "
-                     + ", ".join(hidden_columns))
-    if not body:
-        file_problems.append(Problem(
-            "sites file", str(path), "has a header but no site rows",
-            "add one row per site under the header"))
-    by_row: dict[str, list[Problem]] = {}
-    for problem in number_problems:
-        by_row.setdefault(problem.where, []).append(problem)
-    table = _cohorts_for(path, source, cohorts, notes, file_problems)
-    name_at = columns.index("site_name") if "site_name" in columns else None
-    if table is not None and name_at is not None:
-        names = [cells[name_at] for _, cells in body
-                 if name_at < len(cells) and _filled(cells[name_at])]
-        file_problems += _unmatched_cohorts(table, names, path.name)
-    rows = []
+    sites = SiteRows(path, sheet, header_row, cohorts)
     memo: dict[object, dict[object, object]] = {}  # each input value held once (sharing)
-    for index, (n, cells) in enumerate(body):
-        body[index] = _CHECKED  # each row's cells go as it is checked (its values are kept)
-        rows.append(_check_row(n, cells, columns, keep, by_row.get(f"row {n}", []),
-                               _site_cohorts(table, cells[name_at] if name_at is not None
-                                             and name_at < len(cells) else None), memo))
-    rows = _mark_duplicates(rows)
-    return SitesFile(path, tuple(c for c, k in zip(columns, keep, strict=True) if k),
-                     tuple(rows), tuple(file_problems), tuple(notes), header_at, source.sheet,
-                     decimal, table)
+    return SitesFile(sites.path, sites.columns, tuple(sites.checked(memo)), sites.file_problems,
+                     sites.notes, sites.header_row, sites.sheet, sites.decimal, sites.cohorts)
+
+
+class SiteRows:
+    """A sites file read and checked row by row: what :func:`load_sites` gives, without holding
+    every row at once.
+
+    Made, it has read the file's rows a few times, one at a time, holding only what the file as
+    a whole says: its header, its :attr:`file_problems` and :attr:`notes`, the decimal
+    separator, the cohorts and which rows may share a site name. :meth:`checked` reads the rows
+    once more and gives each checked (its problems and those of an earlier row sharing its
+    name included), in row order. A CSV file is read from the disk each time (and refused if
+    it changed in between); a workbook's cells are held, as ``openpyxl`` read them.
+
+    Raises
+    ------
+    InputError
+        as :func:`load_sites`, only when a file cannot be read at all.
+    """
+
+    def __init__(self, path: str | os.PathLike, sheet: str | None = None,
+                 header_row: int | None = None, cohorts: str | os.PathLike | None = None):
+        self.path = path = Path(path)
+        source = self._source = _read_source(path, sheet)
+        self.sheet = source.sheet
+        head, given, last = _head(source, header_row)
+        if not head:
+            raise InputError([Problem("sites file", str(path), "is empty",
+                                      "the first row names the inputs (site_name, gpus, …), "
+                                      "each further row is one site")])
+        notes = list(source.notes)
+        self.header_row = header_at = _find_header(path, head, last, given, header_row, notes)
+        header = list(next(cells for n, cells in head if n == header_at) if given is None
+                      else given)
+        del head
+        self._body: list[tuple[int, list[object]]] | None = None
+        if source.grid is not None:  # a workbook's rows are held: its merges fill them in
+            self._body = [(n, list(cells)) for n, cells in self._rows(header_at, totals=True)]
+            source.grid = []  # the body holds the rows read: the grid's copy goes
+        width, filled, count, totals, hidden = len(header), set(), 0, [], []
+        for n, cells in self._rows(header_at, totals=True):
+            if n in source.totals_rows:
+                totals.append(n)
+                continue
+            count += 1
+            width = max(width, len(cells))
+            filled.update(i for i, c in enumerate(cells) if _filled(c))
+            if n in source.hidden_rows:
+                hidden.append(n)
+        self.count = count
+        if totals:
+            if self._body is not None:
+                self._body = [(n, cells) for n, cells in self._body
+                              if n not in source.totals_rows]
+            notes.append(f"row{'s' if len(totals) > 1 else ''} {_rows_text(totals)}: the "
+                         f"totals row of the Excel table {source.totals_rows[totals[0]]!r}, "
+                         "not read as a site")
+        file_problems: list[Problem] = []
+        for index, cell in enumerate(header):
+            if isinstance(cell, _Formula):
+                file_problems.append(_formula_problem(cell, "header", header_at))
+                header[index] = None
+        columns, header_problems, keep = _check_header(header, header_at, width, filled)
+        if "site_name" not in columns and header_row is None:
+            header_problems = [_no_header(p, header_at) for p in header_problems]
+        if "site_name" not in columns and source.elsewhere:
+            header_problems = [_with_sheet_hint(p, source.elsewhere) for p in header_problems]
+        file_problems += header_problems
+        if self._body is not None:  # a CSV file has neither formulas nor merged cells
+            file_problems += _check_cells(source, header_at, self._body, columns, keep, notes)
+        self._columns, self._keep = columns, keep
+        self._numbers = _Numbers(columns, keep, source.delimiter)
+        self._name_at = columns.index("site_name") if "site_name" in columns else None
+        self._numbers.decide(self._body_rows())
+        self.decimal = self._numbers.decimal
+        file_problems += self._numbers.problems  # the file mixes conventions
+        notes += self._numbers.notes
+        if hidden:
+            notes.append(f"row{'s' if len(hidden) > 1 else ''} {_rows_text(hidden)} hidden (or "
+                         "filtered out) in the sheet, read like the others")
+        hidden_columns = [columns[i] for i in sorted(source.hidden_columns)
+                          if i < len(keep) and keep[i]]
+        if hidden_columns:
+            notes.append(f"hidden column{'s' if len(hidden_columns) > 1 else ''} read: "
+                         + ", ".join(hidden_columns))
+        if not count:
+            file_problems.append(Problem(
+                "sites file", str(path), "has a header but no site rows",
+                "add one row per site under the header"))
+        self.cohorts = table = _cohorts_for(path, source, cohorts, notes, file_problems)
+        if table is not None and self._name_at is not None:
+            file_problems += self._unmatched(table)
+        self._shared = self._shared_names()
+        #: The problems of the file as a whole (each row's come with the row).
+        self.file_problems = tuple(file_problems)
+        #: What was read and how, where a reader could not tell (:attr:`SitesFile.notes`).
+        self.notes = tuple(notes)
+        #: The input columns read, in the file's order.
+        self.columns = tuple(c for c, k in zip(columns, keep, strict=True) if k)
+
+    def _rows(self, header_at: int, totals: bool = False) -> Iterator[tuple[int, list[object]]]:
+        """The rows under the header with a value, numbered (a table's totals row only with
+        ``totals``)."""
+        if self._body is not None:
+            yield from self._body
+            return
+        for n, cells in enumerate(self._source.rows(), start=1):
+            if n > header_at and any(_filled(c) for c in cells) and (
+                    totals or n not in self._source.totals_rows):
+                yield n, cells
+
+    def _body_rows(self) -> Iterator[tuple[int, list[object]]]:
+        return self._rows(self.header_row)
+
+    def _name(self, cells: list[object]) -> object:
+        """The row's site_name cell as read (``None``: none)."""
+        at = self._name_at
+        return cells[at] if at is not None and at < len(cells) else None
+
+    def _unmatched(self, table: CohortsTable) -> list[Problem]:
+        """A cohort row naming no site of the file (:func:`_unmatched_cohorts`): the sites'
+        names are gathered only when a cohort row's is not among them."""
+        wanted = {_site_key(row.site) for row in table.rows}
+        found = {key for _, cells in self._body_rows()
+                 if _filled(name := self._name(cells)) and (key := _site_key(name)) in wanted}
+        if wanted <= found:
+            return []
+        names = [name for _, cells in self._body_rows() if _filled(name := self._name(cells))]
+        return _unmatched_cohorts(table, names, self.path.name)
+
+    def _shared_names(self) -> set[int]:
+        """The rows (by their number) whose site name, file name or look another row may share:
+        the only ones :class:`_Duplicates` compares (a 64-bit hash of each a row, not its
+        names, is held for the rest)."""
+        import numpy as np  # a command's --help loads no numpy
+
+        numbers, hashes = array("q"), [array("q") for _ in range(3)]
+        for n, cells in self._body_rows():
+            name = _site_name(self._name(cells))
+            if name:
+                numbers.append(n)
+                for kept, key in zip(hashes, _name_keys(name, _file_stem(self._name(cells))),
+                                     strict=True):
+                    kept.append(hash(key))
+        shared: set[int] = set()
+        found = np.frombuffer(numbers, dtype=np.int64)
+        for kept in hashes:
+            values = np.frombuffer(kept, dtype=np.int64)
+            unique, counts = np.unique(values, return_counts=True)
+            shared.update(found[np.isin(values, unique[counts > 1])].tolist())
+        return shared
+
+    def checked(self, memo: dict[object, dict[object, object]] | None = None
+                ) -> Iterator[SiteRow]:
+        """Every row under the header, checked, in row order: its problems (a number of the
+        file's convention refused, an earlier row's name) and, where it has none, its inputs.
+
+        ``memo``: each input value held once across the rows given (see
+        :meth:`~tokenfactory_xl.tfom.inputs.FrozenMapping.sharing`), for a caller keeping them.
+        """
+        duplicates = _Duplicates()
+        body = self._body
+        for index, (n, cells) in enumerate(self._body_rows()):
+            if body is not None:
+                body[index] = _CHECKED  # each row's cells go as it is checked
+            found = self._numbers.read(n, cells)
+            row = _check_row(n, cells, self._columns, self._keep, found,
+                             _site_cohorts(self.cohorts, self._name(cells)), memo)
+            yield duplicates.mark(row) if n in self._shared else row
+
+
+def _head(source: _Source, header_row: int | None
+          ) -> tuple[list[tuple[int, list[object]]], list[object] | None, int]:
+    """The first rows with a value (at most :data:`HEADER_SEARCH_ROWS`, where the header is
+    looked for), the cells of row ``header_row`` when it is given and has a value, and the
+    number of the last row with a value (0: none). Every row is read unless the header is
+    found among the first."""
+    head: list[tuple[int, list[object]]] = []
+    given, last = None, 0
+    for n, cells in enumerate(source.rows(), start=1):
+        if not any(_filled(c) for c in cells):
+            continue
+        last = n
+        if len(head) < HEADER_SEARCH_ROWS:
+            head.append((n, cells))
+            if header_row is None and any(_is_site_name(c) for c in cells):
+                break  # the header: the rows under it are read as the body
+        if n == header_row:
+            given = cells
+    return head, given, last
 
 
 def _cohorts_for(path: Path, source: _Source, cohorts: str | os.PathLike | None,
@@ -312,12 +439,13 @@ def read_sites(path: str | os.PathLike, sheet: str | None = None,
 
 
 
-def _check_header(header: list[object], header_row: int, body: list[tuple[int, list[object]]]
+def _check_header(header: list[object], header_row: int, width: int, filled: set[int]
                   ) -> tuple[list[str], list[Problem], list[bool]]:
-    """Column names, the header's problems, and which columns hold inputs."""
+    """Column names, the header's problems, and which columns hold inputs; ``width``: the
+    widest row's cells, ``filled``: the columns with a value in some row under the header."""
     where = f"row {header_row}"
     columns = [normalise_column(h) for h in header]
-    width = max([len(columns)] + [len(cells) for _, cells in body])
+    width = max(width, len(columns))
     columns += [""] * (width - len(columns))
     problems: list[Problem] = []
     keep = [False] * width
@@ -326,7 +454,7 @@ def _check_header(header: list[object], header_row: int, body: list[tuple[int, l
         letter = column_letter(index + 1)
         here = f"column {letter}"
         if not column:
-            if any(index < len(cells) and _filled(cells[index]) for _, cells in body):
+            if index in filled:
                 problems.append(Problem(
                     here, "", "has values but no input name in the header",
                     "write the input name in the header row, or delete the column", where))
@@ -393,7 +521,7 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
     except InputError as exc:
         # A bare per-scenario column sets three values: report its problem once, not thrice.
         problems += [p for p in dict.fromkeys(exc.problems) if p not in problems]
-    stem = safe_file_stem(str(name).strip()) if _filled(name) else ""
+    stem = _file_stem(name)
     if problems:
         inputs = None
     if inputs is not None and memo is not None:  # the file's rows hold each value once
@@ -402,32 +530,50 @@ def _check_row(number: int, cells: list[object], columns: list[str], keep: list[
     return SiteRow(number, FrozenMapping(values), inputs, tuple(problems), stem)
 
 
-def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
+def _site_name(value: object) -> str:
+    """A row's site name as :attr:`SiteRow.site_name` gives it, from its cell."""
+    return "" if value is None else str(value).strip()
+
+
+def _file_stem(value: object) -> str:
+    """A row's :attr:`SiteRow.file_stem`, from its site_name cell."""
+    return safe_file_stem(str(value).strip()) if _filled(value) else ""
+
+
+def _name_keys(name: str, stem: str) -> tuple[str, str, str]:
+    """What two rows' names are compared by (:class:`_Duplicates`): the name's key, its file
+    name's and its look."""
+    return names.key(name), names.key(stem), names.look(name)
+
+
+class _Duplicates:
     """Report a site whose name, or whose workbook's file name, an earlier row already has.
 
     Names are compared by :func:`tokenfactory_xl.core.names.key`: composed (NFC) and without regard
     to case (``Alpha`` and ``ALPHA`` share a file on Windows and macOS), and after the file-name
-    mapping (``A/B`` and ``A_B`` both become ``A_B.xlsx``).
+    mapping (``A/B`` and ``A_B`` both become ``A_B.xlsx``). Rows are given in row order.
     """
-    first_by_name: dict[str, SiteRow] = {}
-    first_by_stem: dict[str, SiteRow] = {}
-    first_by_look: dict[str, SiteRow] = {}
-    out: list[SiteRow] = []
-    for row in rows:
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, SiteRow] = {}
+        self._by_stem: dict[str, SiteRow] = {}
+        self._by_look: dict[str, SiteRow] = {}
+
+    def mark(self, row: SiteRow) -> SiteRow:
+        """``row``, with the problem of a name an earlier row has (and no inputs)."""
         name, stem = row.site_name, row.file_stem
         if not name:
-            out.append(row)
-            continue
-        key_name, key_stem, look = names.key(name), names.key(stem), names.look(name)
+            return row
+        key_name, key_stem, look = _name_keys(name, stem)
         problem = None
-        if key_name in first_by_name:
-            earlier = first_by_name[key_name]
+        if key_name in self._by_name:
+            earlier = self._by_name[key_name]
             problem = Problem("site_name", name, f"is the same site name as row {earlier.row}'s "
                               f"({earlier.site_name!r}; names are compared ignoring case, hidden "
                               "characters and how accents are encoded)",
                               "give every site its own name", f"row {row.row}")
-        elif look in first_by_look:
-            earlier = first_by_look[look]
+        elif look in self._by_look:
+            earlier = self._by_look[look]
             here = names.look_alikes(name)
             holds = (f"it holds {here}" if here else f"row {earlier.row}'s holds "
                      f"{names.look_alikes(earlier.site_name)}")
@@ -435,8 +581,8 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
                               f"name ({earlier.site_name!r}) but is another name: {holds}",
                               "type both names in the plain letters of one alphabet, or give "
                               "every site a name that looks its own", f"row {row.row}")
-        elif key_stem in first_by_stem:
-            earlier = first_by_stem[key_stem]
+        elif key_stem in self._by_stem:
+            earlier = self._by_stem[key_stem]
             cut = len(names.normal(name).encode("utf-8")) > MAX_STEM_BYTES
             why = (f"file names are cut to {MAX_STEM_BYTES} bytes, and the names differ only "
                    "after that" if cut else "")
@@ -448,10 +594,9 @@ def _mark_duplicates(rows: list[SiteRow]) -> list[SiteRow]:
                               "accented letter two, a Chinese character three)" if cut else
                               "make the names differ in letters or digits, not only in "
                               "punctuation or case", f"row {row.row}")
-        first_by_name.setdefault(key_name, row)
-        first_by_stem.setdefault(key_stem, row)
-        first_by_look.setdefault(look, row)
+        self._by_name.setdefault(key_name, row)
+        self._by_stem.setdefault(key_stem, row)
+        self._by_look.setdefault(look, row)
         if problem:
             row = SiteRow(row.row, row.values, None, row.problems + (problem,), row.file_stem)
-        out.append(row)
-    return out
+        return row

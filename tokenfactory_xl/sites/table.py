@@ -8,12 +8,14 @@ cohorts files), whatever the columns mean. Only regular files are read.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import hashlib
 import io
 import re
 import warnings
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +24,13 @@ from ..core.catalogue import BY_NAME, Input
 from ..core.errors import InputError, Problem
 from ..core.number_text import two_readings
 from ..files.a1 import column_letter
-from ..files.disk import NotARegularFile, read_regular, regular_file_problem
+from ..files.disk import (
+    NotARegularFile,
+    open_regular,
+    read_pieces,
+    read_regular,
+    regular_file_problem,
+)
 
 # -- reading -------------------------------------------------------------------------------------
 #: Rows searched for the header (the first row holding a ``site_name`` cell) when not given.
@@ -60,9 +68,11 @@ class _Formula:
 
 @dataclass
 class _Source:
-    """The cells of a sites file as read, before any checking."""
+    """The cells of a sites file as read, before any checking: a workbook's held as a grid, a
+    CSV file's read again from the file each time its rows are asked for (:meth:`rows`), so
+    that a file of many thousand rows is never held whole."""
 
-    grid: list[list[object]]
+    grid: list[list[object]] | None
     delimiter: str | None = None  # None for a workbook
     sheet: str | None = None
     merges: list[tuple[str, int, int, int, int]] = field(default_factory=list)
@@ -73,35 +83,47 @@ class _Source:
     hidden_columns: set[int] = field(default_factory=set)  # 0-based
     totals_rows: dict[int, str] = field(default_factory=dict)  # row → its Excel table's name
     sheets: dict[str, str] = field(default_factory=dict)  # a workbook's sheets: title → state
+    text: _CsvText | None = None  # a CSV file's text, read row by row
+
+    def rows(self) -> Iterator[list[object]]:
+        """Every row of the file from row 1, as read (a CSV file's read from the file again)."""
+        if self.grid is not None:
+            return iter(self.grid)
+        assert self.text is not None and self.delimiter is not None
+        return self.text.rows(self.delimiter)
 
 
 def _filled(value: object) -> bool:
     return value is not None and not (isinstance(value, str) and value.strip() == "")
 
 
-def _find_header(path: Path, numbered: list[tuple[int, list[object]]],
-                 header_row: int | None, notes: list[str]) -> int:
-    """The header's row number: ``header_row``, or the first row with a site_name cell."""
+def _find_header(path: Path, head: list[tuple[int, list[object]]], last: int,
+                 given: list[object] | None, header_row: int | None, notes: list[str]) -> int:
+    """The header's row number: ``header_row``, or the first row with a site_name cell.
+
+    ``head``: the first rows with a value, numbered (the header is looked for among the first
+    :data:`HEADER_SEARCH_ROWS`); ``last``: the number of the last row with a value; ``given``:
+    the cells of row ``header_row`` (``None`` when it has no value).
+    """
     if header_row is not None:
-        last = numbered[-1][0]
         if header_row < 1 or header_row > last:
             raise InputError([Problem("--header-row", header_row, f"is not a row of {path.name} "
                                       f"(its rows with content are 1 to {last})",
                                       "give the number of the row holding the input names")])
-        if header_row not in {n for n, _ in numbered}:
+        if given is None:
             raise InputError([Problem("--header-row", header_row, f"is an empty row of "
                                       f"{path.name}", "give the number of the row holding the "
                                       "input names")])
         return header_row
-    for n, cells in numbered[:HEADER_SEARCH_ROWS]:
+    for n, cells in head[:HEADER_SEARCH_ROWS]:
         if any(_is_site_name(c) for c in cells):
-            first = numbered[0][0]
+            first = head[0][0]
             if n != first:
                 notes.append(f"header found on row {n} (the first row with a site_name cell); "
                              f"rows {first}–{n - 1} above it are not read (--header-row N picks "
                              "another row)")
             return n
-    return numbered[0][0]  # reported by _check_header: no site_name column
+    return head[0][0]  # reported by _check_header: no site_name column
 
 
 def _no_header(problem: Problem, row: int) -> Problem:
@@ -196,18 +218,27 @@ def _read_source(path: Path, sheet: str | None, what: str = "sites file") -> _So
                                   f"save the {what[:-5]} as CSV UTF-8 or as an Excel "
                                   "workbook (.xlsx)")])
     try:
-        data = read_regular(path, MAX_XLSX_UNPACKED)
+        if suffix == ".csv":  # read row by row, later: only opened here
+            with open_regular(path, MAX_XLSX_UNPACKED):
+                data = b""
+        else:
+            data = read_regular(path, MAX_XLSX_UNPACKED)
     except NotARegularFile as exc:
-        fix = exc.fix or f"give the {what} (.csv or .xlsx)"
-        if exc.reason == "does not exist":
-            fix = "check the path (a .csv or .xlsx file)"
-        raise InputError([Problem(what, str(path), exc.reason, fix)]) from None
+        raise _unreadable(path, exc, what) from None
     if suffix == ".csv":
         if sheet is not None:
             raise InputError([Problem("--sheet", sheet, f"applies to .xlsx {what}s only",
                                       "leave --sheet out for a .csv file")])
-        return _read_csv(path, data, what)
+        return _read_csv(path, what)
     return _read_xlsx(path, data, sheet, what)
+
+
+def _unreadable(path: Path, exc: NotARegularFile, what: str) -> InputError:
+    """What a sites or cohorts file that cannot be read is (missing, a folder, too large …)."""
+    fix = exc.fix or f"give the {what} (.csv or .xlsx)"
+    if exc.reason == "does not exist":
+        fix = "check the path (a .csv or .xlsx file)"
+    return InputError([Problem(what, str(path), exc.reason, fix)])
 
 
 def sniff_delimiter(header_line: str) -> str:
@@ -232,11 +263,11 @@ def _lines(text: str) -> Iterator[str]:
     return (match.group() for match in _LINE.finditer(text))
 
 
-def _header_line(text: str) -> str:
+def _header_line(lines: Iterator[str]) -> str:
     """The line the delimiter is read from: the first of the first :data:`HEADER_SEARCH_ROWS`
     with site_name, else the first with any text (read line by line, never split whole)."""
     first_filled = ""
-    for number, line in enumerate(_lines(text)):
+    for number, line in enumerate(lines):
         if number < HEADER_SEARCH_ROWS and "site_name" in line.lower():
             return line
         if not first_filled and line.strip():
@@ -246,22 +277,77 @@ def _header_line(text: str) -> str:
     return first_filled
 
 
-def _read_csv(path: Path, data: bytes, what: str = "sites file") -> _Source:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError([Problem(
-            what, str(path), f"is not UTF-8 text (byte {exc.start + 1})",
-            "in Excel: File > Save As > CSV UTF-8 (comma delimited)")]) from None
-    delimiter = sniff_delimiter(_header_line(text))
-    texts: dict[str, str] = {}  # a text repeated down the file ("own", "H200") is held once
-    try:
-        grid: list[list[object]] = [
-            [texts.setdefault(cell, cell) for cell in r]
-            for r in csv.reader(_lines(text), delimiter=delimiter)]
-    except csv.Error as exc:
-        raise InputError([Problem(what, str(path), f"is not valid CSV ({exc})")]) from None
-    return _Source(grid, delimiter)
+def _read_csv(path: Path, what: str = "sites file") -> _Source:
+    text = _CsvText(path, what)
+    delimiter = sniff_delimiter(_header_line(text.lines()))
+    return _Source(None, delimiter, text=text)
+
+
+class _CsvText:
+    """A CSV file's text, read from the file in pieces each time its lines are asked for: a
+    file of 10,000 sites is some 1.3 MB, its rows as Python cells twenty times that.
+
+    Each full reading is the same text, or the file is refused: a file changed between two
+    readings would have been checked as one file and written as another.
+    """
+
+    #: Bytes read at a time.
+    PIECE = 1 << 16
+
+    def __init__(self, path: Path, what: str):
+        self.path, self.what = path, what
+        self._digest: bytes | None = None  # of the first full reading
+
+    def lines(self) -> Iterator[str]:
+        """The lines of the text, each with its end (``\\r\\n``, ``\\r`` or ``\\n``, as a file
+        opened with ``newline=""`` splits them), one at a time."""
+        decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        digest = hashlib.sha256()
+        pending = ""
+        try:
+            for piece in read_pieces(self.path, MAX_XLSX_UNPACKED, first=self.PIECE,
+                                     size=self.PIECE):
+                digest.update(piece)
+                pending += decoder.decode(piece)
+                # complete lines only: a final "\r" may be the first half of "\r\n"
+                end = len(pending) - pending.endswith("\r")
+                cut = max(pending.rfind("\n", 0, end), pending.rfind("\r", 0, end)) + 1
+                if cut:
+                    yield from _lines(pending[:cut])
+                    pending = pending[cut:]
+            pending += decoder.decode(b"", final=True)
+        except NotARegularFile as exc:
+            raise _unreadable(self.path, exc, self.what) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
+        yield from _lines(pending)
+        if self._digest is None:
+            self._digest = digest.digest()
+        elif digest.digest() != self._digest:
+            raise InputError([Problem(self.what, str(self.path), "changed while it was read",
+                                      "read it once it is complete")])
+
+    def rows(self, delimiter: str) -> Iterator[list[object]]:
+        """The file's rows from row 1, each a list of its cells (text)."""
+        try:
+            yield from csv.reader(self.lines(), delimiter=delimiter)
+        except csv.Error as exc:
+            raise InputError([Problem(self.what, str(self.path),
+                                      f"is not valid CSV ({exc})")]) from None
+
+    def _not_utf8(self) -> InputError:
+        """The file is no UTF-8 text: said with the byte at which the whole file's decoding
+        stops (rare, so the file is read whole to find it)."""
+        try:
+            read_regular(self.path, MAX_XLSX_UNPACKED).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            return InputError([Problem(
+                self.what, str(self.path), f"is not UTF-8 text (byte {exc.start + 1})",
+                "in Excel: File > Save As > CSV UTF-8 (comma delimited)")])
+        except NotARegularFile as exc:
+            return _unreadable(self.path, exc, self.what)
+        return InputError([Problem(self.what, str(self.path), "changed while it was read",
+                                   "read it once it is complete")])
 
 
 def _read_xlsx(path: Path, data: bytes, sheet: str | None, what: str = "sites file"
@@ -446,98 +532,149 @@ def _canonical(number: number_text.NumberShape, decimal: str) -> str:
 def _read_numbers(body: list[tuple[int, list[object]]], columns: list[str], keep: list[bool],
                   delimiter: str | None, specs: Mapping[str, Input] = BY_NAME,
                   what: str = "sites file") -> tuple[list[Problem], list[str], str | None]:
-    """Decide the file's decimal separator once and rewrite every number typed as text by it.
+    """Decide the file's decimal separator once and rewrite every number typed as text by it
+    (:class:`_Numbers` over rows held together).
+
+    ``body`` is updated in place; returns the problems (without ``where`` for a file-wide
+    one), the notes saying which convention was used and why, and the decimal separator of the
+    file (``None`` when nothing decides: a workbook's numbers are numbers).
+    """
+    numbers = _Numbers(columns, keep, delimiter, specs, what)
+    numbers.decide(body)
+    problems = list(numbers.problems)
+    for n, cells in body:
+        problems += numbers.read(n, cells)
+    return problems, numbers.notes, numbers.decimal
+
+
+class _Numbers:
+    """The decimal convention of a file's numbers typed as text: decided once over every row
+    (:meth:`decide`), then applied to each row (:meth:`read`), so the rows need not be held.
 
     A number with a separator that only one convention allows (``0,995``, ``1.234,5``,
     ``0.65``, ``1,234.5``) decides; a file with both kinds is refused. Without such a number
     the delimiter decides: a semicolon file is what Excel writes in a decimal-comma locale, a
     comma file one of a decimal-point locale; a tab-separated file or a workbook has no rule,
     and a number that reads two ways there (``1,100``, ``40.000``) is refused naming both.
-    ``body`` is updated in place; returns the problems (without ``where`` for a file-wide
-    one), the notes saying which convention was used and why, and the decimal separator of the
-    file (``None`` when nothing decides: a workbook's numbers are numbers).
     """
-    numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
-               and specs[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
 
-    def typed() -> Iterator[tuple[int, list[object], int, number_text.NumberShape]]:
-        """Each number typed as text with a separator: its row, cells, column and shape."""
+    def __init__(self, columns: list[str], keep: list[bool], delimiter: str | None,
+                 specs: Mapping[str, Input] = BY_NAME, what: str = "sites file"):
+        self.columns, self.delimiter, self.what = columns, delimiter, what
+        self._numeric = [i for i, c in enumerate(columns) if i < len(keep) and keep[i]
+                         and specs[c.split(".", 1)[0]].kind in _NUMERIC_KINDS]
+        #: The file-wide problems (no ``where``: the file mixes conventions).
+        self.problems: list[Problem] = []
+        #: The sentences saying which convention was used and why.
+        self.notes: list[str] = []
+        #: The decimal separator (``None`` when nothing decides: a workbook's numbers are
+        #: numbers, or the file is refused).
+        self.decimal: str | None = None
+        # how each row is read: "as typed", "mixed" (every number refused), "ambiguous" (the
+        # numbers that read two ways refused) or "rewritten" (by the decimal separator)
+        self._mode = "as typed"
+        self._ambiguous: dict[int, list[Problem]] = {}
+
+    def _typed(self, n: int, cells: list[object]
+               ) -> Iterator[tuple[int, number_text.NumberShape]]:
+        """Each number of a row typed as text with a separator: its column and shape."""
+        for i in self._numeric:
+            if i < len(cells) and isinstance(cells[i], str):
+                shape = number_text.shape(cells[i])  # type: ignore[arg-type]
+                if shape is not None and (shape.shape != "plain" or shape.exponent
+                                          or not shape.core.isdigit()):
+                    yield i, shape
+
+    def _cite(self, item: tuple[int, int, str, number_text.NumberShape]) -> str:
+        return f"row {item[0]} {self.columns[item[1]]}={item[2].strip()}"
+
+    def decide(self, body: Iterable[tuple[int, list[object]]]) -> None:
+        """Read every row's numbers once to decide the convention: only the first number of
+        each convention is kept, the numbers that read two ways only while no convention has
+        shown, and the first two each convention would read otherwise than typed (a 10,000-row
+        file holds some 100,000 numbers)."""
+        first: dict[str, tuple[int, int, str, number_text.NumberShape]] = {}
+        found: list[tuple[int, int, str, number_text.NumberShape]] = []
+        changed: dict[str, list[str]] = {",": [], ".": []}
         for n, cells in body:
-            for i in numeric:
-                if i < len(cells) and isinstance(cells[i], str):
-                    shape = number_text.shape(cells[i])  # type: ignore[arg-type]
-                    if shape is not None and (shape.shape != "plain" or shape.exponent
-                                              or not shape.core.isdigit()):
-                        yield n, cells, i, shape
+            for i, shape in self._typed(n, cells):
+                item = (n, i, str(cells[i]), shape)
+                if shape.shape in ("comma", "point"):
+                    first.setdefault(shape.shape, item)
+                    found.clear()
+                elif not first and shape.shape in ("dot?", "comma?"):
+                    found.append(item)
+                if shape.shape == "other":
+                    continue   # the catalogue says why it is no number
+                for decimal, examples in changed.items():
+                    read = number_text.as_read(shape, decimal)
+                    if len(examples) < 2 and read.replace("%", "") != item[2].strip().replace(
+                            "%", ""):
+                        examples.append(f"{self._cite(item)} = {read}")
+        if not first and not found:
+            self.decimal = {";": ","}.get(self.delimiter or "", ".") if self.delimiter else None
+            return
+        commas = [first["comma"]] if "comma" in first else []
+        points = [first["point"]] if "point" in first else []
+        if commas and points:
+            self._mode = "mixed"
+            self.problems = [Problem(self.what, "", f"mixes decimal commas "
+                                     f"({self._cite(commas[0])}) and decimal points "
+                                     f"({self._cite(points[0])}), so its numbers cannot be read "
+                                     "safely", _MIXED_FIX)]
+            return
+        note = ""
+        if commas:
+            decimal = ","
+            note = (f"numbers read with decimal commas, as a German or French Excel writes them "
+                    f"({self._cite(commas[0])} can only be a decimal comma)")
+        elif points:
+            decimal = "."
+            if self.delimiter == ";":
+                note = (f"numbers read with decimal points ({self._cite(points[0])} can only "
+                        "be a decimal point)")
+        elif self.delimiter == ";":
+            decimal = ","
+            note = ("numbers read with decimal commas and dots between thousands, as a German "
+                    "or French Excel writes a semicolon-separated file")
+        elif self.delimiter == ",":
+            decimal = "."
+        else:
+            self._mode = "ambiguous"
+            for n, i, text, number in found:
+                as_thousands, as_decimal = two_readings(text) or ("", "")
+                separator = "." if "." in number.core else ","
+                self._ambiguous.setdefault(n, []).append(Problem(
+                    self.columns[i], text, f"is ambiguous: {as_thousands} if the "
+                    f"{separator!r} separates thousands, {as_decimal} if it is the decimal "
+                    "separator, and no other number of the file tells which",
+                    f"type {as_thousands} or {as_decimal} without a thousands separator",
+                    f"row {n}"))
+            return
+        self._mode, self.decimal = "rewritten", decimal
+        if note and changed[decimal]:
+            note += "; e.g. " + ", ".join(changed[decimal])
+        self.notes = [note] if note else []
 
-    # First pass: what decides. Only the first number of each convention is kept, and the
-    # numbers that read two ways only while no convention has shown (a 10,000-row file holds
-    # some 100,000 numbers; they are read again below rather than held).
-    first: dict[str, tuple[int, int, str, number_text.NumberShape]] = {}
-    found: list[tuple[int, int, str, number_text.NumberShape]] = []
-    for n, cells, i, shape in typed():
-        item = (n, i, str(cells[i]), shape)
-        if shape.shape in ("comma", "point"):
-            first.setdefault(shape.shape, item)
-            found.clear()
-        elif not first and shape.shape in ("dot?", "comma?"):
-            found.append(item)
-    if not first and not found:
-        return [], [], {";": ","}.get(delimiter or "", ".") if delimiter else None
+    def read(self, n: int, cells: list[object]) -> list[Problem]:
+        """Row ``n``'s numbers typed as text read by the file's convention (``cells`` updated
+        in place: each rewritten so that it reads one way only); its problems."""
+        if self._mode == "as typed":
+            return []
+        if self._mode == "ambiguous":
+            return self._ambiguous.get(n, [])
+        if self._mode == "mixed":  # and no such number is read by a guess
+            return [Problem(self.columns[i], cells[i], "cannot be read: the file mixes decimal "
+                            "commas and decimal points", _MIXED_FIX, f"row {n}")
+                    for i, _shape in self._typed(n, cells)]
+        for i, number in list(self._typed(n, cells)):
+            if number.shape != "other":  # else the catalogue says why it is no number
+                cells[i] = _canonical(number, self.decimal)  # type: ignore[arg-type]
+        return []
 
-    def cite(item: tuple[int, int, str, number_text.NumberShape]) -> str:
-        return f"row {item[0]} {columns[item[1]]}={item[2].strip()}"
 
-    commas = [first["comma"]] if "comma" in first else []
-    points = [first["point"]] if "point" in first else []
-    if commas and points:
-        fix = "write every number with the same decimal separator (save the file again from " \
-              "one program)"
-        mixed = [Problem(what, "", f"mixes decimal commas ({cite(commas[0])}) and decimal "
-                         f"points ({cite(points[0])}), so its numbers cannot be read safely",
-                         fix)]
-        for n, cells, i, _shape in typed():  # and no such number is read by a guess
-            mixed.append(Problem(columns[i], cells[i], "cannot be read: the file mixes decimal "
-                                 "commas and decimal points", fix, f"row {n}"))
-        return mixed, [], None
-    note = ""
-    if commas:
-        decimal = ","
-        note = (f"numbers read with decimal commas, as a German or French Excel writes them "
-                f"({cite(commas[0])} can only be a decimal comma)")
-    elif points:
-        decimal = "."
-        if delimiter == ";":
-            note = (f"numbers read with decimal points ({cite(points[0])} can only be a "
-                    "decimal point)")
-    elif delimiter == ";":
-        decimal = ","
-        note = ("numbers read with decimal commas and dots between thousands, as a German or "
-                "French Excel writes a semicolon-separated file")
-    elif delimiter == ",":
-        decimal = "."
-    else:
-        problems = []
-        for n, i, text, number in found:
-            as_thousands, as_decimal = two_readings(text) or ("", "")
-            separator = "." if "." in number.core else ","
-            problems.append(Problem(
-                columns[i], text, f"is ambiguous: {as_thousands} if the {separator!r} separates "
-                f"thousands, {as_decimal} if it is the decimal separator, and no other number "
-                "of the file tells which", f"type {as_thousands} or {as_decimal} without a "
-                "thousands separator", f"row {n}"))
-        return problems, [], None
-    changed = []
-    for n, cells, i, number in typed():  # second pass: rewritten
-        if number.shape == "other":
-            continue   # the catalogue says why it is no number
-        text, read = str(cells[i]), number_text.as_read(number, decimal)
-        cells[i] = _canonical(number, decimal)
-        if len(changed) < 2 and read.replace("%", "") != text.strip().replace("%", ""):
-            changed.append(f"{cite((n, i, text, number))} = {read}")
-    if note and changed:
-        note += "; e.g. " + ", ".join(changed[:2])
-    return [], [note] if note else [], decimal
+_MIXED_FIX = ("write every number with the same decimal separator (save the file again from "
+              "one program)")
 
 
 # -- checking ------------------------------------------------------------------------------------
