@@ -393,6 +393,7 @@ def test_the_portfolio_of_many_sites_is_made_from_compact_summaries():
     """The batch keeps each site's summary as a row of floats and makes the portfolio's entries
     as it reads them; the portfolio and CSV are those of the plain entries, byte for byte."""
     from tokenfactory_xl import make_inputs
+    from tokenfactory_xl.portfolio.contents import summary_result
 
     rows = []
     plain = []
@@ -403,7 +404,7 @@ def test_the_portfolio_of_many_sites_is_made_from_compact_summaries():
         summary = pf.site_summary(run(inputs))
         summary["payback_months"] = None  # a figure that does not exist stays "none"
         rows.append(inputs)
-        plain.append((inputs, batch._slim_result(inputs, dict(summary))))
+        plain.append((inputs, summary_result(inputs, dict(summary))))
         summaries.put(index, dict(reversed(list(summary.items()))))  # any order of the outputs
     entries = batch._Entries(rows, summaries)
     assert len(entries) == 3

@@ -59,7 +59,7 @@ from ..tfom.operating_model import OUTPUT_NAMES
 from ..workbook.charts import ChartParts
 from ..workbook.stencil import COMPRESSION_LEVEL, Stencil
 from .book import write_portfolio_to, write_summary_csv_to
-from .contents import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary
+from .contents import RISK_COLUMNS, SCENARIO_COLUMNS, SOLVE_SUFFIX, site_summary, summary_result
 
 if TYPE_CHECKING:  # imported where a batch runs: a ``template`` reads no sites, starts no workers
     from ..sites.load import SiteRow, SiteRows, SitesFile
@@ -701,13 +701,7 @@ class _Entries(Sequence):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         inputs = self._inputs[index]
-        return inputs, _slim_result(inputs, self._summaries.get(index % len(self)))
-
-
-def _slim_result(inputs: SiteInputs | None, summary: dict[str, float | None] | None) -> Result:
-    """A :class:`Result` carrying only the summary: all the portfolio reads, and small."""
-    assert inputs is not None and summary is not None
-    return Result(inputs, inputs.scenario, (), (), {}, summary)
+        return inputs, summary_result(inputs, self._summaries.get(index % len(self)))
 
 
 def _generate(sites: Sequence[SiteInputs], targets: Sequence[Path], pool: Workers | None,

@@ -466,9 +466,8 @@ def write_outputs(audits: Sequence[WorkbookAudit], portfolio: Path, report: Path
 def _with_actuals(sites: Sequence[tuple[Path, object, object]]) -> list[tuple[object, object]]:
     """The portfolio's entries; when any workbook's Actuals sheet holds rows (``track``), every
     site's latest actual TEF, its variance and month as well (blank for a site without)."""
-    from ..tfom.evaluation import Result
     from ..workbook.actuals_sheet import latest_actual
-    from .contents import ACTUAL_COLUMNS, site_summary
+    from .contents import ACTUAL_COLUMNS, site_summary, summary_result
 
     latest = [latest_actual(path) for path, _, _ in sites]
     if not any(latest):
@@ -480,5 +479,5 @@ def _with_actuals(sites: Sequence[tuple[Path, object, object]]) -> list[tuple[ob
                                                        "model_month"), strict=True):
             value = None if row is None else row.get(field_name)
             summary[column.name] = float(value) if isinstance(value, (int, float)) else None
-        out.append((inputs, Result(inputs, inputs.scenario, (), (), {}, summary)))  # type: ignore
+        out.append((inputs, summary_result(inputs, summary)))  # type: ignore[arg-type]
     return out

@@ -175,6 +175,14 @@ def row_result(result: Result) -> Result:
                               for name, scenario in result.scenarios.items()})
 
 
+def summary_result(inputs: SiteInputs, summary: dict[str, float | None]) -> Result:
+    """A :class:`Result` of ``inputs`` carrying only ``summary`` (:func:`site_summary`'s
+    figures, and any column a portfolio row adds): all a row of the portfolio reads, and small."""
+    from ..tfom.evaluation import Result
+
+    return Result(inputs, inputs.scenario, (), (), {}, summary)
+
+
 def output_of(name: str):
     """The output named ``name``, or ``None`` for an input column."""
     return _OUTPUTS.get(name) or solve_column(name)
