@@ -21,6 +21,7 @@ one file with openpyxl.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -29,6 +30,9 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# one BLAS thread, as the command line sets it before numpy loads (a value set by hand is
+# kept): the model's matrix products are small, and idle threads spinning count as CPU
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import openpyxl  # noqa: E402
 
