@@ -400,11 +400,11 @@ def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     others = [("portfolio", outdir / PORTFOLIO)]
     if summary_csv is not None:
         others.append(("--summary-csv", Path(summary_csv)))
-    targets = _Targets(outdir, rows, [path for _, path in others])
+    targets = _targets(outdir, rows, [path for _, path in others])
     inputs = [("the sites file", sites_path)]
     if cohorts is not None:
         inputs.append(("the cohorts file", cohorts))
-    check_outputs(_Labelled(rows, targets, others), inputs)
+    check_outputs(_labelled(rows, targets, others), inputs)
     if not force:
         clashes = existing(targets)
         if clashes:
@@ -412,46 +412,50 @@ def plan_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
     return rows, skipped, targets
 
 
-class _Targets(Sequence):
-    """The workbooks' paths, each made when it is asked for from its site's file name, then
-    the ``others``."""
+class _Lazy(Sequence):
+    """A sequence whose items are made when they are read (:meth:`_item`), indexed and sliced
+    as a list is: a batch of many thousand sites holds none of them."""
 
-    def __init__(self, outdir: Path, rows: Sequence[SiteRow], others: Sequence[Path] = ()):
-        self._outdir, self._rows, self._others = outdir, rows, others
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self)))]
+        at = index + len(self) if index < 0 else index
+        if not 0 <= at < len(self):
+            raise IndexError(index)
+        return self._item(at)
+
+    def _item(self, index: int):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+
+class _RowsThen(_Lazy):
+    """``made`` of each of ``rows``, made when it is read, then ``others`` as they are."""
+
+    def __init__(self, rows: Sequence, made: Callable, others: Sequence = ()):
+        self._rows, self._made, self._others = rows, made, others
 
     def __len__(self) -> int:
         return len(self._rows) + len(self._others)
 
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if index >= len(self._rows):
-            return self._others[index - len(self._rows)]
-        return self._outdir / f"{self._rows[index].file_stem}.xlsx"
+    def _item(self, index: int):  # type: ignore[no-untyped-def]
+        if index < len(self._rows):
+            return self._made(self._rows[index])
+        return self._others[index - len(self._rows)]
 
 
-class _Labelled(Sequence):
-    """(what it is, path) of every output, for :func:`check_outputs`: the workbooks', each made
-    when it is asked for, then the others."""
+def _targets(outdir: Path, rows: Sequence[SiteRow | _Site], others: Sequence[Path] = ()
+             ) -> Sequence[Path]:
+    """Each site's workbook path, made from its file name when it is asked for, then
+    ``others``."""
+    return _RowsThen(rows, lambda row: outdir / f"{row.file_stem}.xlsx", others)
 
-    def __init__(self, rows: Sequence[SiteRow], targets: _Targets,
-                 others: list[tuple[str, Path]]):
-        self._rows, self._targets, self._others = rows, targets, others
 
-    def __len__(self) -> int:
-        return len(self._rows) + len(self._others)
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if index >= len(self._rows):
-            return self._others[index - len(self._rows)]
-        row = self._rows[index]
-        return f"workbook of site {row.site_name!r} (row {row.row})", self._targets[index]
+def _labelled(rows: Sequence[SiteRow | _Site], targets: Sequence[Path],
+              others: Sequence[tuple[str, Path]]) -> Sequence[tuple[str, Path]]:
+    """(what it is, path) of every output, for :func:`check_outputs`: each site's workbook,
+    made when it is asked for, then ``others``."""
+    return _RowsThen(range(len(rows)), lambda i: (
+        f"workbook of site {rows[i].site_name!r} (row {rows[i].row})", targets[i]), others)
 
 
 def run_batch(sites_path: str | os.PathLike, outdir: str | os.PathLike, *,
@@ -536,7 +540,7 @@ def _run(pool: Workers | None, started: float, sites_path: str | os.PathLike,
         if callable(progress):
             progress = progress(len(inputs))
         report = BatchReport(outdir, skipped=skipped, notes=notes)
-        workbook_targets = _Targets(outdir, sites.valid_rows)
+        workbook_targets = _targets(outdir, sites.valid_rows)
         del targets
         summaries = _Summaries(len(inputs))
         results = _generate(inputs, workbook_targets, pool, level, risk_draws, solve)
@@ -577,7 +581,7 @@ class _Site:
     inputs: SiteInputs
 
 
-class _Kept(Sequence):
+class _Kept(_Lazy):
     """The sites to write, kept compactly: in blocks of :data:`BLOCK` sites, each pickled and
     deflated (some 100 bytes a site, where the checked inputs are 1 KB), read back a block at
     a time as they are asked for, in order (the last block read is held)."""
@@ -605,13 +609,7 @@ class _Kept(Sequence):
     def __len__(self) -> int:
         return self._count
 
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += self._count
-        if not 0 <= index < self._count:
-            raise IndexError(index)
+    def _item(self, index: int) -> _Site:
         block, at = divmod(index, self.BLOCK)
         if block == len(self._blocks):
             return self._filling[at]
@@ -622,22 +620,7 @@ class _Kept(Sequence):
     @property
     def inputs(self) -> Sequence[SiteInputs]:
         """Each site's checked inputs."""
-        return _Inputs(self)
-
-
-class _Inputs(Sequence):
-    """The checked inputs of each site kept (:attr:`_Kept.inputs`)."""
-
-    def __init__(self, kept: _Kept):
-        self._kept = kept
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return self._kept[index].inputs
+        return _RowsThen(self, lambda site: site.inputs)
 
 
 class _Checked:
@@ -687,7 +670,7 @@ class _Summaries:
         return {k: (v if math.isfinite(v) else None) for k, v in zip(self.keys, row, strict=True)}
 
 
-class _Entries(Sequence):
+class _Entries(_Lazy):
     """The portfolio's entries, each made when it is read (the portfolio reads them a few times
     over): the sites' inputs with their summaries, nothing per site kept beside them."""
 
@@ -697,11 +680,9 @@ class _Entries(Sequence):
     def __len__(self) -> int:
         return len(self._inputs)
 
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _item(self, index: int) -> tuple[SiteInputs, Result]:
         inputs = self._inputs[index]
-        return inputs, summary_result(inputs, self._summaries.get(index % len(self)))
+        return inputs, summary_result(inputs, self._summaries.get(index))
 
 
 def _generate(sites: Sequence[SiteInputs], targets: Sequence[Path], pool: Workers | None,
