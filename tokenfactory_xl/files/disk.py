@@ -457,7 +457,7 @@ class Outputs:
             commit(staged.pairs())
         commit(self.staged)
         self.committed = True
-        return [t for staged in self._many for _, t in staged.pairs()] + [
+        return [t for staged in self._many for t in staged.targets()] + [
             target for _, target in self.staged]
 
     def discard(self) -> None:
@@ -498,6 +498,10 @@ class Staged:
         else:
             self._others[index] = temp
         self._held[index] = 1
+
+    def targets(self) -> Iterator[Path]:
+        """Each target staged, in the targets' order."""
+        return (self._targets[index] for index, held in enumerate(self._held) if held)
 
     def pairs(self) -> Iterator[tuple[Path, Path]]:
         """(temporary file, target) of each target staged, in the targets' order."""

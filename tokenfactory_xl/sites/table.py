@@ -324,8 +324,7 @@ class _CsvText:
         if self._digest is None:
             self._digest = digest.digest()
         elif digest.digest() != self._digest:
-            raise InputError([Problem(self.what, str(self.path), "changed while it was read",
-                                      "read it once it is complete")])
+            raise self._changed()
 
     def rows(self, delimiter: str) -> Iterator[list[object]]:
         """The file's rows from row 1, each a list of its cells (text)."""
@@ -346,6 +345,10 @@ class _CsvText:
                 "in Excel: File > Save As > CSV UTF-8 (comma delimited)")])
         except NotARegularFile as exc:
             return _unreadable(self.path, exc, self.what)
+        return self._changed()  # it decoded whole this time: not the text read before
+
+    def _changed(self) -> InputError:
+        """The file is not the text an earlier reading gave."""
         return InputError([Problem(self.what, str(self.path), "changed while it was read",
                                    "read it once it is complete")])
 

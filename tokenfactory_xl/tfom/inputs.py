@@ -294,8 +294,9 @@ def note_text(value: object) -> str:
     else:
         text = str(value)
     text = text.replace("\r\n", "\n").strip()
-    if not_utf8(text):
-        raise BadValue(not_utf8(text), "type the note again in UTF-8")
+    undecodable = not_utf8(text)
+    if undecodable:
+        raise BadValue(undecodable, "type the note again in UTF-8")
     which = hidden(text, HIDDEN_IN_TEXT)
     if which:
         raise BadValue(f"contains control characters: {which}, which do not show or change how "
