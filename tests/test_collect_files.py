@@ -353,31 +353,37 @@ SHEET_OF_COMMON_CELLS = (
     '<c r="B1" s="3" t="n"><f>C1*2</f><v>{b1}</v></c><c r="C1"><v>{c1}</v></c>'
     '<c r="D1" t="inlineStr"><is><t xml:space="preserve"></t></is></c><c r="E1" s="1"/></row>'
     '<row r="2"><c r="A2" t="str"><f>IF(C1&gt;{limit},"",C1)</f><v></v></c>'
-    '<c r="B2" t="n"><f>SUM(B1:C1)</f></c><c r="C2" t="n"><f>{c2}</f><v>1E-3</v></c></row>'
-    '</sheetData></worksheet>')
+    '<c r="B2" t="n"><f>SUM(B1:C1)</f></c><c r="C2" t="n"><f>{c2}</f><v>1E-3</v></c>'
+    '<c r="E2" t="str"><f>IF(C1&lt;0,"n/m &amp; &#183;","ok")</f><v>n/m &amp; &#183;</v></c>'
+    '</row></sheetData></worksheet>')
 
 
 def _common_sheet(b1="50", c1="25", limit="0", c2="B1/C1") -> bytes:
     return SHEET_OF_COMMON_CELLS.format(b1=b1, c1=c1, limit=limit, c2=c2).encode()
 
 
-def test_the_fast_scan_reads_the_common_cells_in_bulk_as_the_full_parser(tmp_path):
-    """Numbers, formulas' numbers and empty texts, inline texts (escaped, empty), a formula
-    without a value, a styled empty cell: the cells a TFOM sheet is made of, each read with
-    its type as defusedxml's full parse reads it."""
+def test_the_fast_scan_reads_the_common_cells_in_bulk_as_the_full_parser(tmp_path,
+                                                                          monkeypatch):
+    """Numbers, formulas' numbers, empty and filled texts ("n/m", escaped), inline texts
+    (escaped, empty), a formula without a value, a styled empty cell: the cells a TFOM sheet
+    is made of, each read with its type as defusedxml's full parse reads it, and in bulk (no
+    cell read one by one: the Timeline's 46,000 cells hold a few hundred texts of formulas)."""
     import io
 
     with open_xlsx(plain_workbook(tmp_path / "plain.xlsx")) as content:
         data = _common_sheet()
-        fast = safe_xlsx._scan_cells(data, content)
+        with monkeypatch.context() as m:
+            m.setattr(safe_xlsx, "_value", lambda *a: pytest.fail(f"read one by one: {a}"))
+            fast = safe_xlsx._scan_cells(data, content)
         full = safe_xlsx._parse_cells(io.BufferedReader(io.BytesIO(data)), "sheet", content)
     assert fast is not None
     assert fast.formulas == full.formulas == {"B1": "C1*2", "A2": 'IF(C1>0,"",C1)',
-                                              "B2": "SUM(B1:C1)", "C2": "B1/C1"}
+                                              "B2": "SUM(B1:C1)", "C2": "B1/C1",
+                                              "E2": 'IF(C1<0,"n/m & ·","ok")'}
     assert {k: (type(v), v) for k, v in fast.values.items()} == \
         {k: (type(v), v) for k, v in full.values.items()}
     assert fast.values == {"A1": "Revenue & opex", "B1": 50.0, "C1": 25.0, "D1": "",
-                           "A2": "", "C2": 0.001}
+                           "A2": "", "C2": 0.001, "E2": "n/m & ·"}
 
 
 def test_a_sheet_scanned_again_is_read_from_its_own_text(tmp_path):

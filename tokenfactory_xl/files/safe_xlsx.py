@@ -675,18 +675,30 @@ def _scan_cells(data: bytes, content: XlsxContent) -> Sheet | None:
     coords, kinds, texts, stored, empty, inline_strings = (parts[i::_CELL_PARTS]
                                                            for i in range(1, 7))
     formulas = _FORMULAS_SEEN.formulas(coords, texts)
-    # A stored value is a number where the cell has no type or "n", and the empty text where
-    # an empty ``<v>`` has type "str" (a formula's ""): nearly every value, taken in bulk.
-    # Any other kind (inline, shared or stored text, booleans, errors) is read one by one.
-    if (set(compress(kinds, stored)) <= _NUMBER_KINDS and set(compress(kinds, empty)) <= _TEXT_KINDS
+    # A stored value is a number where the cell has no type or "n", a formula's text where it
+    # has type "str" (its result, "n/m" or a label), and the empty text where an empty ``<v>``
+    # has type "str" (a formula's ""): nearly every value, taken in bulk. Any other kind
+    # (shared strings, booleans, errors, dates) is read one by one.
+    stored_kinds = set(compress(kinds, stored))
+    if (stored_kinds <= _NUMBER_KINDS | _TEXT_KINDS
+            and set(compress(kinds, empty)) <= _TEXT_KINDS
             and set(compress(kinds, inline_strings)) <= _INLINE_KINDS):
+        numbers = stored
+        if stored_kinds & _TEXT_KINDS:  # the cells of type "str" apart, in C loops
+            has_value = list(map(bool, stored))
+            text = list(map(operator.and_, has_value,
+                            map(operator.contains, repeat(_TEXT_KINDS), kinds)))
+            numbers = list(map(operator.xor, has_value, text))
         try:
-            values: dict[str, object] = dict(zip(compress(coords, stored),
-                                                 map(float, compress(stored, stored)),
+            values: dict[str, object] = dict(zip(compress(coords, numbers),
+                                                 map(float, compress(stored, numbers)),
                                                  strict=True))
         except ValueError:
             pass  # a number cell holding text: read one by one
         else:
+            if numbers is not stored:
+                values.update(zip(compress(coords, text),
+                                  map(_unescape, compress(stored, text)), strict=True))
             values.update(dict.fromkeys(compress(coords, empty), ""))
             if any(inline_strings):
                 inlines = parts[7::_CELL_PARTS]
