@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 
-from tokenfactory_xl.tfom.compiler import compile_lines
+from tokenfactory_xl.tfom.compiler import QUOTED_NAME, built, compile_lines, loaded
 from tokenfactory_xl.tfom.evaluation import LISTS, _formula_constants, formula_inputs
 from tokenfactory_xl.tfom.formula import needed
 from tokenfactory_xl.tfom.inputs import make_inputs
@@ -33,6 +33,51 @@ def test_the_lines_a_moved_input_reaches_and_those_it_does_not():
     for part in (fixed, moving):
         positions = [order.index(ln.name) for ln in part]
         assert positions == sorted(positions)
+
+
+def test_a_pass_lets_each_line_go_after_its_last_reader():
+    """A pass over many variants holds its targets only at the end: every other line it
+    computes is let go right after the last statement that names it, by the same statements
+    that keep them all (the targets to the last bit)."""
+    from tokenfactory_xl.tfom import risk
+
+    inputs = make_inputs({"horizon_months": 72})
+    key = risk._scenario_key(inputs)[1]
+    targets = risk._targets(key, True)
+    moved = risk._moved(risk.RISK_DRIVERS)
+    model = variant_model(targets, moved)
+    fixed, moving = split(needed(LINES, list(targets)), moved)
+    kept_all = built(moving, given=fixed)[0]
+    source = model._moving.__source__
+    statements = source.splitlines()
+    let_go = [i for i, line in enumerate(statements) if line.startswith("    V.let_go(")]
+    assert "\n".join(line for i, line in enumerate(statements) if i not in let_go) + "\n" \
+        == kept_all
+    gone = set()
+    for i in let_go:
+        names = QUOTED_NAME.findall(statements[i])
+        assert not set(names) & set(targets)
+        gone |= set(names)
+        # no later statement names a line let go (a recurrent table's loop is one statement)
+        assert not set(QUOTED_NAME.findall("\n".join(statements[i + 1:]))) & set(names)
+    computed = {ln.name for ln in moving}
+    assert gone == computed - set(targets) and len(gone) > 20
+    base = formula_inputs(inputs)
+    constants = _formula_constants()
+    draws = risk.draw(inputs, 50)
+    npv, irr = risk.evaluate(inputs, draws)
+    site = model.site_values(base, constants, LISTS)
+    given = dict(base, price_factor=np.tile(np.asarray(base["price_factor"], dtype=float),
+                                            (50, 1)).view(_RowArray))
+    given["price_factor"][:, risk._scenario_key(inputs)[0]] = draws["price_factor"]
+    got = model(given, site, constants, LISTS)
+    everything = loaded(built(moving, given=fixed))({**given, "_lines": site}, constants, LISTS)
+    assert {name for name in computed if name in got} == set(targets) & computed
+    assert all(name in everything for name in computed)
+    for name in set(targets) & computed:
+        a, b = np.asarray(got[name], dtype=float), np.asarray(everything[name], dtype=float)
+        assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
+    assert np.isfinite(npv).all() and np.count_nonzero(~np.isnan(irr)) > 0
 
 
 def test_variants_get_the_whole_models_values_to_the_last_bit():
@@ -162,10 +207,15 @@ def test_every_moving_line_computed_within_the_horizon_is_the_whole_models_to_th
         own = np.asarray(base["fleet_capex_per_gpu"], dtype=float)
         given["fleet_capex_per_gpu"] = (own[None, :] * (draws["capex_per_gpu"]
                                         / base["capex_per_gpu"])[:, None]).view(_RowArray)
-        got = model(given, model.site_values(base, constants, LISTS), constants, LISTS)
         lines = needed(LINES, list(risk._targets(key, True)))
+        fixed, moving_lines = split(lines, risk._moved(risk.RISK_DRIVERS))
+        # the same statements with every line kept (the command's model lets those that are
+        # not its targets go: test_a_pass_lets_each_line_go_after_its_last_reader)
+        every = loaded(built(moving_lines, given=fixed))
+        got = every({**given, "_lines": model.site_values(base, constants, LISTS)},
+                    constants, LISTS)
         whole = compile_lines(lines)(given, constants, LISTS)
-        moving = [ln.name for ln in split(lines, risk._moved(risk.RISK_DRIVERS))[1]]
+        moving = [ln.name for ln in moving_lines]
         assert len(moving) > 20
         for name in moving:
             a, b = np.asarray(got[name], dtype=float), np.asarray(whole[name], dtype=float)

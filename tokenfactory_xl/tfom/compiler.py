@@ -6,7 +6,8 @@ carried forward, the IRR's halvings) stepped one position at a time.
 from __future__ import annotations
 
 import marshal
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -335,11 +336,16 @@ def compile_lines(lines: Sequence[Line], share: bool = True, keep: str | None = 
 Built = tuple[str, bytes, frozenset[str], frozenset[str]]
 
 
-def built(lines: Sequence[Line], share: bool = True, given: Sequence[Line] = ()) -> Built:
+def built(lines: Sequence[Line], share: bool = True, given: Sequence[Line] = (),
+          returned: Collection[str] | None = None) -> Built:
     """:func:`compile_lines`'s build, as plain data: what the build cache keeps (for the risk's
     variants, two parts in one kept file: :mod:`~tokenfactory_xl.tfom.variants`), and
-    :func:`loaded` makes the function of."""
+    :func:`loaded` makes the function of. With ``returned``, the function's result holds
+    those lines (and the ``given`` ones) only: each other line is let go after the last
+    statement that reads it (:func:`_let_go`)."""
     source = _model_source(lines, share, given)
+    if returned is not None:
+        source = _let_go(source, frozenset(returned))
     return (source, marshal.dumps(compile(source, "<tfom model>", "exec")), inputs_of(lines),
             texts_per_site(lines))
 
@@ -453,6 +459,53 @@ def _model_source(lines: Sequence[Line], share: bool, given: Sequence[Line] = ()
     return "\n".join(body) + "\n"
 
 
+#: A line's name where the generated code reads or writes it: always quoted.
+QUOTED_NAME = re.compile(r"'([A-Za-z][A-Za-z0-9_]*)'")
+
+
+def _let_go(source: str, returned: frozenset[str]) -> str:
+    """:func:`_model_source`'s ``source`` with each line it computes, but those of ``returned``,
+    let go (``V.let_go``) right after the last top-level statement naming it (a recurrent
+    table's loop is one statement).
+
+    A pass over many variants holds each line's values for all of them (a thousand draws × 121
+    months: a megabyte a line): held to the end of the pass, the lines outgrow the processor's
+    caches, and each new line is written to memory not touched for a while; let go as soon as
+    no later statement reads them, the next lines reuse memory still in the cache (a risk
+    run's passes take a fifth less CPU). Reading the source, not the formulas, finds every
+    reader: guards, shared powers, a loop's steps."""
+    lines = source.rstrip("\n").split("\n")
+    statements: list[list[str]] = []
+    for line in lines[1:]:  # after the ``def``: a statement starts at the body's indentation
+        if line.startswith("    ") and not line.startswith("     ") or not statements:
+            statements.append([line])
+        else:
+            statements[-1].append(line)
+    computed: list[str] = []
+    last: dict[str, int] = {}
+    for i, statement in enumerate(statements):
+        head = statement[0]
+        if head.startswith(("    V[", "    V.put(")):
+            name = QUOTED_NAME.search(head)
+            if name and not name.group(1).startswith("_") and name.group(1) not in computed:
+                computed.append(name.group(1))
+        for name in QUOTED_NAME.findall("\n".join(statement)):
+            last[name] = i
+    after: dict[int, list[str]] = {}
+    for name in computed:
+        if name not in returned:
+            after.setdefault(last[name], []).append(name)
+    many = any(line.startswith("    V = _Lines(") for line in lines[:3])
+    out = [lines[0]]
+    for i, statement in enumerate(statements):
+        out += statement
+        if i in after and not statement[0].startswith("    return"):
+            names = ", ".join(map(repr, after[i]))
+            out.append(f"    V.let_go({names})" if many else
+                       f"    for _name in ({names},): V.pop(_name)")
+    return "\n".join(out) + "\n"
+
+
 def _shares_a_power(ln: Line, tables: dict[str, Table | None]) -> bool:
     """Whether ``ln``'s formula holds a power over a whole row that :class:`_Shared` computes
     once for every line that needs it (the IRR search's table of discount factors)."""
@@ -541,6 +594,12 @@ class _Lines(dict):
 
     def __contains__(self, name: object) -> bool:
         return super().__contains__(name) or name in self.parts
+
+    def let_go(self, *names: str) -> None:
+        """Lines no later statement reads (:func:`_let_go`), whole or computed on a span."""
+        for name in names:
+            self.pop(name, None)
+            self.parts.pop(name, None)
 
     def get(self, name, default=None):
         return self[name] if name in self else default

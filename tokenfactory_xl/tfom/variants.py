@@ -73,7 +73,8 @@ class VariantModel:
 
         def build() -> tuple[tuple[str, ...], Built, Built]:
             fixed, moving = split(_needed(tuple(targets)), moved)
-            return tuple(ln.name for ln in fixed), built(fixed), built(moving, given=fixed)
+            return (tuple(ln.name for ln in fixed), built(fixed),
+                    built(moving, given=fixed, returned=targets))
 
         # the split and both parts kept in the build cache as one file, under a name that
         # stands for the targets and the moved inputs (the lines follow from them and the
@@ -96,8 +97,9 @@ class VariantModel:
 
     def __call__(self, inputs: Mapping[str, object], site: dict[str, np.ndarray],
                  constants: dict, lists: dict) -> Mapping[str, np.ndarray]:
-        """Every line for the variants ``inputs`` gives (a moved input's values along a
-        leading axis), from ``site`` (:meth:`site_values` of the same site)."""
+        """The targets' lines for the variants ``inputs`` gives (a moved input's values along a
+        leading axis), from ``site`` (:meth:`site_values` of the same site); the other lines
+        each let go once no later line reads it (:func:`~.compiler._let_go`)."""
         return self._moving({**inputs, "_lines": site}, constants, lists)
 
 
