@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from tokenfactory_xl.tfom.compiler import QUOTED_NAME, built, compile_lines, loaded
 from tokenfactory_xl.tfom.evaluation import LISTS, _formula_constants, formula_inputs
@@ -78,6 +79,9 @@ def test_a_pass_lets_each_line_go_after_its_last_reader():
         a, b = np.asarray(got[name], dtype=float), np.asarray(everything[name], dtype=float)
         assert np.array_equal(a.view(np.int64), b.view(np.int64)), name
     assert np.isfinite(npv).all() and np.count_nonzero(~np.isnan(irr)) > 0
+    # a model of one site keeps every line (its lines are no _Lines, which lets them go)
+    with pytest.raises(ValueError, match="many variants"):
+        built(moving, returned=targets)
 
 
 def test_variants_get_the_whole_models_values_to_the_last_bit():
