@@ -738,6 +738,17 @@ def test_the_command_keeps_freed_memory_for_its_next_arrays_where_the_c_library_
     cli._keep_freed_memory()
     assert calls == [(-3, 32 << 20), (-1, 256 << 20)]
     calls.clear()
+    # set by a command's run, not by importing the module (nor by --help)
+    import importlib
+
+    importlib.reload(cli)
+    assert calls == []
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert calls == []
+    assert cli.main(["inputs", "--json"]) == 0
+    assert calls == [(-3, 32 << 20), (-1, 256 << 20)]
+    calls.clear()
     for other in ("musl 1.2", ValueError("unrecognized configuration name")):
         def confstr(name: str, other=other) -> str:
             if isinstance(other, Exception):
@@ -751,11 +762,12 @@ def test_the_command_keeps_freed_memory_for_its_next_arrays_where_the_c_library_
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
 def test_a_risk_run_faults_fewer_pages_in_with_the_commands_malloc_thresholds():
-    """The same risk run in a fresh process, once with the command line loaded (its malloc
-    thresholds set) and once without it (glibc's own): the passes' freed memory kept, far
-    fewer pages are faulted in (counted by the system, not timed)."""
+    """The same risk run in a fresh process, once with the command line's malloc thresholds
+    set and once with glibc's own: the passes' freed memory kept, far fewer pages are faulted
+    in (counted by the system, not timed)."""
     code = ("import sys, resource\n"
-            "if sys.argv[1] == 'command': import tokenfactory_xl.cli.main\n"
+            "from tokenfactory_xl.cli.main import _keep_freed_memory\n"
+            "if sys.argv[1] == 'command': _keep_freed_memory()\n"
             "from tokenfactory_xl.tfom.inputs import make_inputs\n"
             "from tokenfactory_xl.tfom import risk\n"
             "inputs = make_inputs({'horizon_months': 120})\n"

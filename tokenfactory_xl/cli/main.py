@@ -18,32 +18,6 @@ import os
 # same to the last bit; a value the user has set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-
-def _keep_freed_memory() -> None:
-    """Where the C library is glibc: memory freed at the top of the heap kept for the next
-    arrays, not handed back to the system at once.
-
-    glibc hands such memory back past a threshold it raises as large blocks come and go; a
-    pass of the model over many variants (the risk's draws, a batch site's Risk sheet) frees
-    and asks again for arrays of half a megabyte line after line, and each page handed back
-    is faulted in again when the next line writes it: half a risk run's page faults. Blocks
-    below 32 MB come from the heap and up to 256 MB freed at its top is kept: the same
-    numbers, the process's peak memory the same (what it frees it reuses)."""
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
-            return
-    except (AttributeError, ValueError, OSError):  # not a glibc system
-        return
-    import ctypes
-
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
-    if mallopt is not None:
-        mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: the largest block taken from the heap
-        mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: freed memory kept at the heap's top
-
-
-_keep_freed_memory()
-
 import argparse  # noqa: E402
 import importlib  # noqa: E402
 import sys  # noqa: E402
@@ -223,6 +197,31 @@ def check_inputs_sacred(args: argparse.Namespace, command: str,
         check_outputs(outputs, inputs)
 
 
+def _keep_freed_memory() -> None:
+    """Where the C library is glibc: memory freed at the top of the heap kept for the next
+    arrays, not handed back to the system at once.
+
+    glibc hands such memory back past a threshold it raises as large blocks come and go; a
+    pass of the model over many variants (the risk's draws, a batch site's Risk sheet) frees
+    and asks again for arrays of half a megabyte line after line, and each page handed back
+    is faulted in again when the next line writes it (a 4,000-draw run: 12,600 page faults,
+    1,000 with the memory kept). Blocks below 32 MB come from the heap and up to 256 MB freed at
+    its top is kept: the same numbers, the process's peak memory the same (what it frees it
+    reuses). Set by :func:`main` for the command it runs (a batch's or collect's workers
+    inherit it), not on import: a program that imports this module keeps its own."""
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+            return
+    except (AttributeError, ValueError, OSError):  # not a glibc system
+        return
+    import ctypes
+
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: the largest block taken from the heap
+        mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: freed memory kept at the heap's top
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -233,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     command = _command_named(argv) or ""
+    _keep_freed_memory()
     try:
         check_inputs_sacred(args, command, _options_of(parser, command))
         if getattr(args, "print_to", None):
