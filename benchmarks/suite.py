@@ -7,10 +7,13 @@ packages and installs only its own tree, each on a fresh build cache. Each suite
 process tree's user and system time as the system reports it when the suite ends (``wait4``):
 every worker and every process a test starts. Two suites on the same machine at the same time
 share its load, so the ratio holds when the machine is busy. Prints, for each: the tests that
-passed, the CPU seconds, the CPU seconds a test and the time by the clock; then the ratios.
+passed, the CPU seconds, the CPU seconds a test and the time by the clock, then each suite's
+longest test (the longest phase pytest's ``--durations`` reports, by the clock), then the ratios.
 
-Goal (version 3): this commit's suite at most 0.6 × the CPU of the commit before the speed work,
-measured in one run. Usage::
+Goals (version 3): this commit's suite at most 0.75 × the CPU a test of the commit before the
+speed work, measured in one run, and no test over 30 s. (The speed issue first asked for 0.6 ×
+the whole suite's CPU; the README's Speed section gives the figures for which it was restated.)
+Usage::
 
     python benchmarks/suite.py                    # against the commit before the speed work
     python benchmarks/suite.py --against v3.1.2   # against any commit, branch or tag
@@ -61,8 +64,19 @@ def start(tree: Path, workers: int, log: BinaryIO) -> subprocess.Popen:
            "VIRTUAL_ENV": str(venv), "TOKENFACTORY_XL_CACHE": str(tree.parent / "cache")}
     env.pop("PYTHONPATH", None)
     return subprocess.Popen([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-n",
-                             str(workers), "-p", "no:cacheprovider"],
+                             str(workers), "-p", "no:cacheprovider", "--durations=1"],
                             cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+#: The goals: the CPU a test against the earlier commit's, and the longest test by the clock.
+GOAL_A_TEST, GOAL_LONGEST_S = 0.75, 30
+
+
+def longest(log: Path) -> tuple[float, str] | None:
+    """The longest test phase ``--durations=1`` reports: seconds by the clock, and the test."""
+    found = re.findall(r"^(\d+(?:\.\d+)?)s (?:setup|call|teardown) +(.+?)\s*$",
+                       log.read_text(encoding="utf-8", errors="replace"), re.MULTILINE)
+    return (float(found[-1][0]), found[-1][1]) if found else None
 
 
 def passed(log: Path) -> int:
@@ -104,10 +118,16 @@ def main() -> int:
             each = f"{cpu / tests:13.3f}" if tests else f"{'n/a':>13}"
             print(f"{label:12} {short:>8} {tests:>6} {cpu:8.1f} {each} {clock:8.0f}  "
                   f"{procs[label].returncode}")
+        for label, (_, _, log) in runs.items():
+            slowest = longest(log)
+            if slowest is not None:
+                print(f"longest test, {label}: {slowest[0]:.1f} s by the clock "
+                      f"(goal ≤ {GOAL_LONGEST_S} s), {slowest[1]}")
         (cpu0, _), (cpu1, _) = figures["before"], figures["this commit"]
         n0, n1 = passed(runs["before"][2]), passed(runs["this commit"][2])
-        print(f"ratio: {cpu1 / cpu0:.2f}× the CPU (goal ≤ 0.6×)" + (
-            f", {(cpu1 / n1) / (cpu0 / n0):.2f}× a test" if n0 and n1 else ""))
+        print(f"ratio: {cpu1 / cpu0:.2f}× the CPU" + (
+            f", {(cpu1 / n1) / (cpu0 / n0):.2f}× a test (goal ≤ {GOAL_A_TEST}× a test)"
+            if n0 and n1 else ""))
         failed = [label for label, proc in procs.items() if proc.returncode != 0]
         if failed:
             for label in failed:
