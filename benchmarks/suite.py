@@ -40,6 +40,9 @@ from measure import clone
 #: The commit the version-3 speed work started from (release 3.0.0's last commit).
 BEFORE = "cd3fcaf"
 
+#: The goals: the CPU a test against the earlier commit's, and the longest test by the clock.
+GOAL_A_TEST, GOAL_LONGEST_S = 0.75, 30
+
 
 def prepare(rev: str, where: Path) -> tuple[Path, str]:
     """A clone of ``rev`` in ``where``/tree with a virtual environment (this one's packages,
@@ -66,10 +69,6 @@ def start(tree: Path, workers: int, log: BinaryIO) -> subprocess.Popen:
     return subprocess.Popen([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-n",
                              str(workers), "-p", "no:cacheprovider", "--durations=1"],
                             cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-#: The goals: the CPU a test against the earlier commit's, and the longest test by the clock.
-GOAL_A_TEST, GOAL_LONGEST_S = 0.75, 30
 
 
 def longest(log: Path) -> tuple[float, str] | None:
